@@ -1,0 +1,15 @@
+//! Pure logic: no I/O, no clock, no randomness, no environment.
+//!
+//! Everything here is a function of its arguments, so the same inputs give byte-identical
+//! plans and receipts.
+
+pub mod canonical_json;
+pub mod desired_state;
+pub mod marker;
+pub mod model;
+pub mod planner;
+pub mod policy;
+pub mod receipt;
+pub mod rescan;
+pub mod semantic_diff;
+pub mod summary;

@@ -1,0 +1,7 @@
+//! The `assent` binary: parse, dispatch, map errors to exit codes.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    assent::commands::main()
+}
