@@ -5,11 +5,13 @@
 
 pub mod canonical_json;
 pub mod desired_state;
+pub mod inventory;
 pub mod marker;
 pub mod model;
 pub mod planner;
 pub mod policy;
+pub mod review_state;
 pub mod receipt;
 pub mod rescan;
 pub mod semantic_diff;
-pub mod summary;
+pub mod render;

@@ -4,6 +4,7 @@
 //! content a run judges. The planner and executor never know which adapter they talk to:
 //! [`memory::InMemoryForge`] (replay, tests) or [`crate::gitlab`] (HTTP).
 
+pub mod faults;
 pub mod memory;
 
 use crate::core::model::{ListedDiscussion, MergeRequestInfo};

@@ -1,0 +1,283 @@
+//! The Markdown bodies assent writes: finding threads, replies and the summary note.
+//!
+//! Every body is a pure function of its inputs (no clock, no run counter), so a rerun on an
+//! unchanged merge request renders byte-identical bodies and makes zero writes. Every body
+//! line goes through [`marker::compose_body`] or [`marker::escape_body_line`], so none starts
+//! with `/` (a GitLab quick action).
+
+use crate::core::canonical_json;
+use crate::core::marker::{self, Marker, SummaryState};
+use crate::core::model::{Decision, DesiredState, Effect, Finding, Occurrence, Pins};
+use crate::core::review_state::{FindingStatus, decide};
+
+/// The body of a finding thread: marker line, headline, message, what to do.
+pub fn finding_thread_body(finding: &Finding) -> String {
+    let marker = Marker::Finding { slot: finding.slot.clone(), occurrence: finding.occurrence.clone() };
+    let advice = match finding.effect {
+        Effect::Challenge => {
+            "_Resolve this thread to assent to this change. A later change to the judged value opens a fresh thread._"
+        }
+        Effect::Block => {
+            "_This blocks the merge request until the change is reverted or the policy on the target branch allows it._"
+        }
+        Effect::Comment => "_For information; assent resolves this thread itself._",
+    };
+    let text = format!(
+        "**{} {}** · {} · {}\n\n{}\n\n{}",
+        effect_icon(finding.effect, false),
+        finding.effect.as_str(),
+        code_span(&finding.slot.rule),
+        code_span(&finding.slot.subject),
+        finding.message,
+        advice
+    );
+    marker::compose_body(&marker, &text)
+}
+
+/// The reply posted before resolving a thread whose slot no longer fires.
+pub fn outdated_reply(head_sha: &str) -> String {
+    format!("Outdated as of {head_sha}: this finding no longer fires.")
+}
+
+/// The reply posted before resolving a thread whose judged content changed.
+pub fn superseded_reply(head_sha: &str) -> String {
+    format!("Superseded as of {head_sha}: the judged content changed; see the newer thread for this finding.")
+}
+
+/// The reply posted before resolving a duplicate thread.
+pub fn duplicate_reply(canonical_forge_id: u64, head_sha: &str) -> String {
+    format!("Duplicate of the thread starting at note {canonical_forge_id}; resolved as of {head_sha}.")
+}
+
+/// The marker-less body a duplicate summary is edited to.
+pub fn collapsed_summary_body(canonical_note_id: u64) -> String {
+    format!("assent: superseded by note {canonical_note_id}.")
+}
+
+/// Where the summary links to, and what it pins.
+#[derive(Debug, Clone, Copy)]
+pub struct SummaryContext<'a> {
+    /// The pinned inputs of the run.
+    pub pins: &'a Pins,
+    /// The merge request's web URL, for thread links (`<url>#note_<id>`).
+    pub web_url: Option<&'a str>,
+}
+
+/// The summary's occurrence: a digest of the desired findings and the head they were
+/// computed for.
+pub fn summary_occurrence(desired: &DesiredState, head_sha: &str) -> Occurrence {
+    let findings: Vec<serde_json::Value> = desired
+        .findings
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "rule": f.slot.rule,
+                "subject": f.slot.subject,
+                "effect": f.effect.as_str(),
+                "occurrence": f.occurrence.as_str(),
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({ "head": head_sha, "findings": findings });
+    Occurrence::digest(canonical_json::to_string(&doc).as_bytes())
+}
+
+/// The summary note body for `statuses` (the desired findings with their threads as the
+/// forge shows them) in `state`.
+pub fn summary_body(
+    ctx: SummaryContext<'_>,
+    desired: &DesiredState,
+    statuses: &[FindingStatus<'_>],
+    state: SummaryState,
+) -> String {
+    let head = &ctx.pins.source_sha;
+    let marker = Marker::Summary {
+        occurrence: summary_occurrence(desired, head),
+        state,
+        head: head.clone(),
+    };
+    let decision = decide(statuses);
+    let mut text = format!("## assent · {}\n\n{}\n", decision.as_str(), headline(decision, statuses));
+    if !statuses.is_empty() {
+        text.push_str("\n| | Effect | Rule | Subject | Finding | Thread |\n| --- | --- | --- | --- | --- | --- |\n");
+        for status in statuses {
+            let f = status.finding;
+            text.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                effect_icon(f.effect, status.resolved),
+                f.effect.as_str(),
+                table_cell(&code_span(&f.slot.rule)),
+                table_cell(&code_span(&f.slot.subject)),
+                table_cell(&first_line(&f.message, 200)),
+                thread_link(ctx.web_url, status.forge_id),
+            ));
+        }
+    }
+    let state_line = match state {
+        SummaryState::Reconciling => format!(
+            "Reconciling {}: assent is updating this merge request's threads; a later pipeline finishes the job if this one stops.",
+            code_span(short_sha(head))
+        ),
+        SummaryState::Verified => format!("Verified for {}.", code_span(short_sha(head))),
+    };
+    text.push_str(&format!(
+        "\n{} Target {} · base {} · policies {}\n",
+        state_line,
+        code_span(short_sha(&ctx.pins.target_sha)),
+        code_span(short_sha(&ctx.pins.base_sha)),
+        code_span(short_digest(&ctx.pins.policy_digest)),
+    ));
+    marker::compose_body(&marker, &text)
+}
+
+fn headline(decision: Decision, statuses: &[FindingStatus<'_>]) -> String {
+    let count = |pred: &dyn Fn(&FindingStatus<'_>) -> bool| statuses.iter().filter(|s| pred(s)).count();
+    match decision {
+        Decision::Block => {
+            let n = count(&|s| s.finding.effect == Effect::Block);
+            format!("⛔ **{n} blocking finding{}.** The merge request cannot pass this gate until they stop firing.", plural(n))
+        }
+        Decision::Review => {
+            let n = count(&|s| s.finding.effect == Effect::Challenge && !s.resolved);
+            format!(
+                "⏳ **{n} challenge{} await{} assent.** Resolve a challenge's thread to assent to it.",
+                plural(n),
+                if n == 1 { "s" } else { "" }
+            )
+        }
+        Decision::Approve if statuses.is_empty() => "✅ **No finding.** Nothing in this merge request needs attention.".to_owned(),
+        Decision::Approve => "✅ **Every challenge has been assented to.** Nothing blocks this merge request.".to_owned(),
+    }
+}
+
+fn effect_icon(effect: Effect, resolved: bool) -> &'static str {
+    match (effect, resolved) {
+        (Effect::Block, _) => "⛔",
+        (Effect::Challenge, false) => "⏳",
+        (Effect::Challenge, true) => "✅",
+        (Effect::Comment, _) => "💬",
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn thread_link(web_url: Option<&str>, forge_id: Option<u64>) -> String {
+    match (web_url, forge_id) {
+        (_, None) => "pending".to_owned(),
+        (Some(url), Some(id)) => format!("[note {id}]({url}#note_{id})"),
+        (None, Some(id)) => format!("note {id}"),
+    }
+}
+
+fn short_sha(sha: &str) -> &str {
+    sha.get(..8).unwrap_or(sha)
+}
+
+fn short_digest(digest: &str) -> &str {
+    digest.get(..19).unwrap_or(digest)
+}
+
+/// The first line of `text`, cut at `max` characters.
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() > max {
+        format!("{}…", line.chars().take(max).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+/// Markdown table cells cannot hold `|` or newlines.
+fn table_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// A code span that survives backticks inside `text` (CommonMark: a longer fence).
+fn code_span(text: &str) -> String {
+    let longest = text
+        .split(|c| c != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::Slot;
+
+    fn pins() -> Pins {
+        Pins {
+            source_sha: "1".repeat(40),
+            target_sha: "2".repeat(40),
+            base_sha: "3".repeat(40),
+            policy_digest: format!("sha256:{}", "a".repeat(64)),
+        }
+    }
+
+    fn finding(effect: Effect, message: &str) -> Finding {
+        Finding {
+            slot: Slot { rule: "retention-shrink".into(), subject: "topics/a.yaml#/topics/x/retention_days".into() },
+            effect,
+            occurrence: Occurrence::digest(b"x"),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn finding_body_starts_with_its_marker_and_never_a_quick_action() {
+        let f = finding(Effect::Challenge, "first\n/close\n  /merge");
+        let body = finding_thread_body(&f);
+        let first = body.lines().next().unwrap();
+        assert_eq!(
+            marker::decode_line(first).unwrap(),
+            Marker::Finding { slot: f.slot.clone(), occurrence: f.occurrence.clone() }
+        );
+        assert!(body.lines().all(|l| !l.trim_start().starts_with('/')), "{body}");
+    }
+
+    #[test]
+    fn summary_is_deterministic_and_reflects_resolution() {
+        let desired = DesiredState::new(vec![finding(Effect::Challenge, "Shrinks | a lot")]);
+        let ctx = SummaryContext { pins: &pins(), web_url: Some("https://gitlab.example/g/p/-/merge_requests/7") };
+        let open = [FindingStatus { finding: &desired.findings[0], forge_id: Some(12), resolved: false }];
+        let a = summary_body(ctx, &desired, &open, SummaryState::Verified);
+        let b = summary_body(ctx, &desired, &open, SummaryState::Verified);
+        assert_eq!(a, b);
+        assert!(a.contains("## assent · REVIEW"));
+        assert!(a.contains("[note 12](https://gitlab.example/g/p/-/merge_requests/7#note_12)"));
+        assert!(a.contains("Shrinks \\| a lot"));
+        let done = [FindingStatus { finding: &desired.findings[0], forge_id: Some(12), resolved: true }];
+        let c = summary_body(ctx, &desired, &done, SummaryState::Verified);
+        assert!(c.contains("## assent · APPROVE"));
+        assert_ne!(a, c);
+        insta::assert_snapshot!(a);
+    }
+
+    #[test]
+    fn summary_marker_carries_state_and_head() {
+        let desired = DesiredState::default();
+        let ctx = SummaryContext { pins: &pins(), web_url: None };
+        let body = summary_body(ctx, &desired, &[], SummaryState::Reconciling);
+        match marker::decode_body(&body).unwrap().unwrap() {
+            Marker::Summary { state, head, .. } => {
+                assert_eq!(state, SummaryState::Reconciling);
+                assert_eq!(head, "1".repeat(40));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(body.contains("No finding"));
+    }
+
+    #[test]
+    fn code_spans_survive_backticks() {
+        assert_eq!(code_span("a`b"), "``a`b``");
+        assert_eq!(code_span("`x"), "`` `x ``");
+        assert_eq!(code_span("plain"), "`plain`");
+    }
+}
