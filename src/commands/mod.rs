@@ -1,9 +1,60 @@
 //! The thin command layer: flags and environment in, a call into the core, text out, an exit
 //! code back. No protocol logic lives here.
 
+pub mod replay;
+
 use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit codes shared by every command (SPEC §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Success (for `run`: published and verified, or a designed no-write refusal).
+    Success = 0,
+    /// The gate failed, or `lint`/`test`/`doctor`/`replay` found problems.
+    GateFailed = 1,
+    /// Usage or configuration error, before any forge write.
+    Usage = 2,
+    /// Forge or runtime failure.
+    Runtime = 3,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(value: Exit) -> Self {
+        ExitCode::from(value as u8)
+    }
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  assent replay fixtures/            Replay the protocol fixtures on the in-memory forge
+  assent replay fixtures/crash-then-rerun.yaml
+
+Exit codes: 0 success, 1 gate failed or problems found, 2 usage or configuration error,
+3 forge or runtime failure.";
+
+/// assent: a policy-driven, crash-safe review gate for GitLab merge requests.
+#[derive(Debug, Parser)]
+#[command(name = "assent", version, about, after_help = EXAMPLES)]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Replay protocol fixtures (files or folders of YAML) against the embedded in-memory forge.
+    Replay(replay::ReplayArgs),
+}
 
 /// Parses the command line, runs the command and returns its exit code.
 pub fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    let cli = Cli::parse();
+    let exit = match cli.command {
+        Command::Replay(args) => replay::run(&args),
+    };
+    exit.into()
 }

@@ -1,0 +1,82 @@
+//! `assent replay PATH...`: run protocol fixtures against the in-memory forge.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::commands::Exit;
+use crate::fixture::schema::DEFAULT_HEAD;
+use crate::fixture::{InMemoryWorld, load_fixture, replay_fixture};
+
+/// Arguments of `assent replay`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  assent replay fixtures/\n  assent replay fixtures/duplicate-repair.yaml fixtures/rows/")]
+pub struct ReplayArgs {
+    /// Fixture files, or folders searched recursively for `*.yaml`/`*.yml`.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// Runs `assent replay`: one line per fixture, then a tally. Exit 1 when any fixture fails,
+/// 2 when a path or fixture cannot be read.
+pub fn run(args: &ReplayArgs) -> Exit {
+    let mut files = Vec::new();
+    let mut broken = 0usize;
+    for path in &args.paths {
+        if let Err(err) = collect(path, &mut files) {
+            eprintln!("error: {}: {err}", path.display());
+            broken += 1;
+        }
+    }
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for file in &files {
+        let fixture = match load_fixture(file) {
+            Ok(fixture) => fixture,
+            Err(err) => {
+                eprintln!("error: {err}");
+                broken += 1;
+                continue;
+            }
+        };
+        let world = InMemoryWorld::new(fixture.bot_user_id, DEFAULT_HEAD);
+        let report = replay_fixture(&fixture, &world);
+        let writes: Vec<String> = report.runs.iter().map(|r| r.writes.to_string()).collect();
+        match &report.mismatch {
+            None => {
+                passed += 1;
+                println!("PASS {:<32} writes per run: {}", report.name, writes.join(" "));
+            }
+            Some(mismatch) => {
+                failed += 1;
+                println!("FAIL {:<32} {}: {}", report.name, file.display(), mismatch);
+            }
+        }
+    }
+    println!("replay: {passed} passed, {failed} failed");
+    if broken > 0 {
+        eprintln!("error: {broken} fixture path(s) could not be read or parsed");
+        Exit::Usage
+    } else if failed > 0 {
+        Exit::GateFailed
+    } else {
+        Exit::Success
+    }
+}
+
+/// Adds `path` (a file) or every `*.yaml`/`*.yml` below it (a folder), sorted.
+fn collect(path: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if path.is_file() {
+        files.push(path.to_owned());
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    entries.sort();
+    for entry in entries {
+        if entry.is_dir() {
+            collect(&entry, files)?;
+        } else if entry.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            files.push(entry);
+        }
+    }
+    Ok(())
+}
