@@ -180,13 +180,32 @@ pub fn reconcile(forge: &dyn Forge, desired: &DesiredState, ctx: &RunContext) ->
         if !mismatches.is_empty() {
             return Err(ReconcileError::RescanMismatch(mismatches));
         }
-        let body = verified_body(&rescan);
-        let summary = &rescan.summaries[0];
-        if summary.body != body {
-            forge.edit_note(summary.note_id, &body)?;
-        }
+        mark_verified(forge, bot, &rescan, &verified_body(&rescan))?;
         let receipt = finish(Outcome::Published, &rescan, &first_plan, all_repairs, &warnings, true);
         return Ok(Publication { receipt, plan: first_plan });
+    }
+    Err(ReconcileError::TooManyRounds(MAX_PLANNING_ROUNDS))
+}
+
+/// Edits the summary to its "verified" body. An ambiguous failure is settled by listing
+/// again: the edit is repeated only when the listing shows it did not take effect.
+fn mark_verified(forge: &dyn Forge, bot: u64, rescan: &Inventory, body: &str) -> Result<(), ReconcileError> {
+    let mut summary = rescan.summaries[0].clone();
+    for _ in 0..MAX_PLANNING_ROUNDS {
+        if summary.body == body {
+            return Ok(());
+        }
+        match forge.edit_note(summary.note_id, body) {
+            Ok(()) => return Ok(()),
+            Err(err) if err.is_ambiguous_write() => {
+                let listed = Inventory::from_listing(&forge.list_discussions()?, bot);
+                match listed.summaries.into_iter().find(|s| s.note_id == summary.note_id) {
+                    Some(found) => summary = found,
+                    None => return Err(ReconcileError::RescanMismatch(vec![format!("summary note {} vanished", summary.note_id)])),
+                }
+            }
+            Err(err) => return Err(err.into()),
+        }
     }
     Err(ReconcileError::TooManyRounds(MAX_PLANNING_ROUNDS))
 }
