@@ -14,9 +14,9 @@
 //!
 //! Decoding is strict, because a marker that is misread is worse than one that is skipped:
 //! every deviation from the grammar is a [`MalformedMarker`] with a specific reason, which
-//! the caller turns into an operator-facing warning. Two liberties are deliberate and
-//! documented on [`decode_line`]: insignificant JSON whitespace and key order are accepted,
-//! since neither can change what a marker means.
+//! the caller turns into an operator-facing warning. The few liberties it takes are listed on
+//! [`decode_line`] (insignificant JSON whitespace, key order, alternative JSON string
+//! spellings); none of them can change what a marker means.
 
 use std::fmt;
 
