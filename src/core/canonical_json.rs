@@ -51,7 +51,10 @@ mod tests {
     #[test]
     fn sorts_keys_recursively_without_whitespace() {
         let v = json!({"b": [1, {"z": null, "a": "x"}], "a": true, "é": 1.5});
-        assert_eq!(to_string(&v), r#"{"a":true,"b":[1,{"a":"x","z":null}],"é":1.5}"#);
+        assert_eq!(
+            to_string(&v),
+            r#"{"a":true,"b":[1,{"a":"x","z":null}],"é":1.5}"#
+        );
     }
 
     #[test]

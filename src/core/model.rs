@@ -110,7 +110,13 @@ impl Occurrence {
     /// The occurrence of a finding: the SHA-256 of the canonical JSON (see
     /// [`canonical_json`]) of `{"kind","new","old","rule","subject"}`, where an absent
     /// `old`/`new` is JSON `null`.
-    pub fn of(rule: &str, subject: &str, kind: ChangeKind, old: Option<&Value>, new: Option<&Value>) -> Self {
+    pub fn of(
+        rule: &str,
+        subject: &str,
+        kind: ChangeKind,
+        old: Option<&Value>,
+        new: Option<&Value>,
+    ) -> Self {
         let doc = serde_json::json!({
             "rule": rule,
             "subject": subject,
@@ -129,7 +135,11 @@ impl Occurrence {
     /// Parses `sha256:<64 lowercase hex>`.
     pub fn parse(text: &str) -> Result<Self, InvalidOccurrence> {
         let hex = text.strip_prefix("sha256:").ok_or(InvalidOccurrence)?;
-        if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        if hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
             Ok(Occurrence(text.to_owned()))
         } else {
             Err(InvalidOccurrence)
@@ -318,9 +328,27 @@ mod tests {
 
     #[test]
     fn occurrence_is_stable_and_content_sensitive() {
-        let a = Occurrence::of("r", "f#/x", ChangeKind::Modify, Some(&json!(30)), Some(&json!(7)));
-        let b = Occurrence::of("r", "f#/x", ChangeKind::Modify, Some(&json!(30)), Some(&json!(7)));
-        let c = Occurrence::of("r", "f#/x", ChangeKind::Modify, Some(&json!(30)), Some(&json!(1)));
+        let a = Occurrence::of(
+            "r",
+            "f#/x",
+            ChangeKind::Modify,
+            Some(&json!(30)),
+            Some(&json!(7)),
+        );
+        let b = Occurrence::of(
+            "r",
+            "f#/x",
+            ChangeKind::Modify,
+            Some(&json!(30)),
+            Some(&json!(7)),
+        );
+        let c = Occurrence::of(
+            "r",
+            "f#/x",
+            ChangeKind::Modify,
+            Some(&json!(30)),
+            Some(&json!(1)),
+        );
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert!(Occurrence::parse(a.as_str()).is_ok());
@@ -330,7 +358,8 @@ mod tests {
     fn occurrence_pins_the_documented_canonical_form() {
         // {"kind":"add","new":1,"old":null,"rule":"r","subject":"s"} hashed by sha256.
         let got = Occurrence::of("r", "s", ChangeKind::Add, None, Some(&json!(1)));
-        let expected = Occurrence::digest(br#"{"kind":"add","new":1,"old":null,"rule":"r","subject":"s"}"#);
+        let expected =
+            Occurrence::digest(br#"{"kind":"add","new":1,"old":null,"rule":"r","subject":"s"}"#);
         assert_eq!(got, expected);
     }
 
@@ -351,7 +380,10 @@ mod tests {
 
     #[test]
     fn desired_state_keeps_one_finding_per_slot_strongest_first() {
-        let slot = Slot { rule: "r".into(), subject: "s".into() };
+        let slot = Slot {
+            rule: "r".into(),
+            subject: "s".into(),
+        };
         let mk = |effect, n: u8| Finding {
             slot: slot.clone(),
             effect,
