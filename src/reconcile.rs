@@ -14,7 +14,8 @@ use crate::core::marker::SummaryState;
 use crate::core::model::{DesiredState, MergeRequestState, Pins};
 use crate::core::planner::{Plan, Write, plan_reconciliation};
 use crate::core::receipt::{
-    ActionKind, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptRepair, RequestTally, Rescan,
+    ActionKind, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptRepair, RequestTally,
+    Rescan,
 };
 use crate::core::render::{self, SummaryContext};
 use crate::core::rescan::{WriteRecord, verify_rescan};
@@ -49,7 +50,9 @@ pub enum ReconcileError {
     #[error("rescan after publishing does not match the plan: {}", .0.join("; "))]
     RescanMismatch(Vec<String>),
     /// Writes kept failing ambiguously.
-    #[error("gave up after {0} rounds of ambiguous writes; the next run reconciles from the listing")]
+    #[error(
+        "gave up after {0} rounds of ambiguous writes; the next run reconciles from the listing"
+    )]
     TooManyRounds(usize),
 }
 
@@ -63,10 +66,17 @@ pub struct Publication {
 }
 
 /// Reconciles the merge request behind `forge` towards `desired`.
-pub fn reconcile(forge: &dyn Forge, desired: &DesiredState, ctx: &RunContext) -> Result<Publication, ReconcileError> {
+pub fn reconcile(
+    forge: &dyn Forge,
+    desired: &DesiredState,
+    ctx: &RunContext,
+) -> Result<Publication, ReconcileError> {
     let start = forge.request_counts();
     let head = ctx.pins.source_sha.as_str();
-    let summary_ctx = SummaryContext { pins: &ctx.pins, web_url: ctx.web_url.as_deref() };
+    let summary_ctx = SummaryContext {
+        pins: &ctx.pins,
+        web_url: ctx.web_url.as_deref(),
+    };
     let bot = forge.bot_user_id()?;
     let mut warnings = BTreeSet::new();
 
@@ -74,7 +84,12 @@ pub fn reconcile(forge: &dyn Forge, desired: &DesiredState, ctx: &RunContext) ->
     warnings.extend(inventory.warnings.iter().cloned());
     let first_plan = plan_reconciliation(desired, &inventory, head);
 
-    let finish = |outcome, inventory: &Inventory, plan: &Plan, repairs: Vec<ReceiptRepair>, warnings: &BTreeSet<String>, verified| {
+    let finish = |outcome,
+                  inventory: &Inventory,
+                  plan: &Plan,
+                  repairs: Vec<ReceiptRepair>,
+                  warnings: &BTreeSet<String>,
+                  verified| {
         let statuses = finding_statuses(desired, inventory);
         let decision = decide(&statuses);
         let findings = statuses
@@ -116,7 +131,10 @@ pub fn reconcile(forge: &dyn Forge, desired: &DesiredState, ctx: &RunContext) ->
             repairs,
             warnings.iter().cloned().collect(),
             Rescan { verified },
-            RequestTally { reads: used.reads - start.reads, writes: used.writes - start.writes },
+            RequestTally {
+                reads: used.reads - start.reads,
+                writes: used.writes - start.writes,
+            },
         )
     };
     let repairs_of = |plan: &Plan| -> Vec<ReceiptRepair> {
@@ -131,18 +149,44 @@ pub fn reconcile(forge: &dyn Forge, desired: &DesiredState, ctx: &RunContext) ->
     };
 
     let verified_body = |inventory: &Inventory| {
-        render::summary_body(summary_ctx, desired, &finding_statuses(desired, inventory), SummaryState::Verified)
+        render::summary_body(
+            summary_ctx,
+            desired,
+            &finding_statuses(desired, inventory),
+            SummaryState::Verified,
+        )
     };
-    let summary_current =
-        |inventory: &Inventory| inventory.summaries.len() == 1 && inventory.summaries[0].body == verified_body(inventory);
+    let summary_current = |inventory: &Inventory| {
+        inventory.summaries.len() == 1 && inventory.summaries[0].body == verified_body(inventory)
+    };
 
     if ctx.dry_run {
-        let receipt = finish(Outcome::DryRun, &inventory, &first_plan, repairs_of(&first_plan), &warnings, false);
-        return Ok(Publication { receipt, plan: first_plan });
+        let receipt = finish(
+            Outcome::DryRun,
+            &inventory,
+            &first_plan,
+            repairs_of(&first_plan),
+            &warnings,
+            false,
+        );
+        return Ok(Publication {
+            receipt,
+            plan: first_plan,
+        });
     }
     if first_plan.writes.is_empty() && summary_current(&inventory) {
-        let receipt = finish(Outcome::Published, &inventory, &first_plan, vec![], &warnings, true);
-        return Ok(Publication { receipt, plan: first_plan });
+        let receipt = finish(
+            Outcome::Published,
+            &inventory,
+            &first_plan,
+            vec![],
+            &warnings,
+            true,
+        );
+        return Ok(Publication {
+            receipt,
+            plan: first_plan,
+        });
     }
 
     // Right before the first write: a pipeline for an older head must not publish.
@@ -155,7 +199,10 @@ pub fn reconcile(forge: &dyn Forge, desired: &DesiredState, ctx: &RunContext) ->
         };
         let used = forge.request_counts();
         let receipt = refusal_receipt(ctx, outcome, used.reads - start.reads);
-        return Ok(Publication { receipt, plan: first_plan });
+        return Ok(Publication {
+            receipt,
+            plan: first_plan,
+        });
     }
 
     let mut all_repairs: Vec<ReceiptRepair> = Vec::new();
@@ -181,15 +228,30 @@ pub fn reconcile(forge: &dyn Forge, desired: &DesiredState, ctx: &RunContext) ->
             return Err(ReconcileError::RescanMismatch(mismatches));
         }
         mark_verified(forge, bot, &rescan, &verified_body(&rescan))?;
-        let receipt = finish(Outcome::Published, &rescan, &first_plan, all_repairs, &warnings, true);
-        return Ok(Publication { receipt, plan: first_plan });
+        let receipt = finish(
+            Outcome::Published,
+            &rescan,
+            &first_plan,
+            all_repairs,
+            &warnings,
+            true,
+        );
+        return Ok(Publication {
+            receipt,
+            plan: first_plan,
+        });
     }
     Err(ReconcileError::TooManyRounds(MAX_PLANNING_ROUNDS))
 }
 
 /// Edits the summary to its "verified" body. An ambiguous failure is settled by listing
 /// again: the edit is repeated only when the listing shows it did not take effect.
-fn mark_verified(forge: &dyn Forge, bot: u64, rescan: &Inventory, body: &str) -> Result<(), ReconcileError> {
+fn mark_verified(
+    forge: &dyn Forge,
+    bot: u64,
+    rescan: &Inventory,
+    body: &str,
+) -> Result<(), ReconcileError> {
     let mut summary = rescan.summaries[0].clone();
     for _ in 0..MAX_PLANNING_ROUNDS {
         if summary.body == body {
@@ -199,9 +261,18 @@ fn mark_verified(forge: &dyn Forge, bot: u64, rescan: &Inventory, body: &str) ->
             Ok(()) => return Ok(()),
             Err(err) if err.is_ambiguous_write() => {
                 let listed = Inventory::from_listing(&forge.list_discussions()?, bot);
-                match listed.summaries.into_iter().find(|s| s.note_id == summary.note_id) {
+                match listed
+                    .summaries
+                    .into_iter()
+                    .find(|s| s.note_id == summary.note_id)
+                {
                     Some(found) => summary = found,
-                    None => return Err(ReconcileError::RescanMismatch(vec![format!("summary note {} vanished", summary.note_id)])),
+                    None => {
+                        return Err(ReconcileError::RescanMismatch(vec![format!(
+                            "summary note {} vanished",
+                            summary.note_id
+                        )]));
+                    }
                 }
             }
             Err(err) => return Err(err.into()),
@@ -226,7 +297,12 @@ fn execute_round(
     } else {
         SummaryState::Reconciling
     };
-    let body = render::summary_body(summary_ctx, desired, &finding_statuses(desired, inventory), state);
+    let body = render::summary_body(
+        summary_ctx,
+        desired,
+        &finding_statuses(desired, inventory),
+        state,
+    );
     match inventory.canonical_summary() {
         Some(summary) => {
             if summary.body != body {
@@ -238,7 +314,11 @@ fn execute_round(
     }
     for write in &plan.writes {
         match write {
-            Write::CreateThread { body, resolve_after, .. } => {
+            Write::CreateThread {
+                body,
+                resolve_after,
+                ..
+            } => {
                 let created = forge.create_thread(body)?;
                 record.created.insert(created.note_id);
                 if *resolve_after {
@@ -246,12 +326,19 @@ fn execute_round(
                     record.resolved.insert(created.note_id);
                 }
             }
-            Write::ReplyAndResolve { discussion_id, forge_id, reply } => {
+            Write::ReplyAndResolve {
+                discussion_id,
+                forge_id,
+                reply,
+            } => {
                 forge.reply_to_thread(discussion_id, reply)?;
                 forge.resolve_thread(discussion_id)?;
                 record.resolved.insert(*forge_id);
             }
-            Write::Resolve { discussion_id, forge_id } => {
+            Write::Resolve {
+                discussion_id,
+                forge_id,
+            } => {
                 forge.resolve_thread(discussion_id)?;
                 record.resolved.insert(*forge_id);
             }

@@ -7,7 +7,10 @@ use assent::fixture::schema::DEFAULT_HEAD;
 use assent::fixture::{InMemoryWorld, load_fixture, replay_fixture};
 
 fn fixture_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -24,13 +27,23 @@ fn fixture_files(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn every_fixture_passes_and_its_receipts_match_their_snapshots() {
     let mut files = Vec::new();
-    fixture_files(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").as_path(), &mut files);
+    fixture_files(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .as_path(),
+        &mut files,
+    );
     assert!(files.len() >= 17, "fixtures went missing: {files:?}");
     for file in files {
         let fixture = load_fixture(&file).unwrap_or_else(|e| panic!("{e}"));
         let world = InMemoryWorld::new(fixture.bot_user_id, DEFAULT_HEAD);
         let report = replay_fixture(&fixture, &world);
-        assert!(report.passed(), "{}: {}", file.display(), report.mismatch.unwrap());
+        assert!(
+            report.passed(),
+            "{}: {}",
+            file.display(),
+            report.mismatch.unwrap()
+        );
         for (i, run) in report.runs.iter().enumerate() {
             if let Some(receipt) = &run.receipt {
                 insta::assert_json_snapshot!(format!("{}-run-{}", fixture.name, i + 1), receipt);
@@ -70,7 +83,10 @@ runs:
     .unwrap();
     let fixture = load_fixture(&path).unwrap();
     let report = replay_fixture(&fixture, &InMemoryWorld::new(1, DEFAULT_HEAD));
-    assert_eq!(report.mismatch.as_deref(), Some("run 1 (unnamed): expected 2 writes, made 3"));
+    assert_eq!(
+        report.mismatch.as_deref(),
+        Some("run 1 (unnamed): expected 2 writes, made 3")
+    );
 }
 
 #[test]

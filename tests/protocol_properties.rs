@@ -25,7 +25,10 @@ const HEAD: &str = "1111111111111111111111111111111111111111";
 const RULES: [&str; 4] = ["alpha", "beta", "gamma", "delta"];
 
 fn slot(i: usize) -> Slot {
-    Slot { rule: RULES[i].to_owned(), subject: format!("cfg/{}.yaml#/value", RULES[i]) }
+    Slot {
+        rule: RULES[i].to_owned(),
+        subject: format!("cfg/{}.yaml#/value", RULES[i]),
+    }
 }
 
 fn occurrence(v: u8) -> Occurrence {
@@ -33,16 +36,37 @@ fn occurrence(v: u8) -> Occurrence {
 }
 
 fn finding(slot_index: usize, occ: u8, effect: Effect) -> Finding {
-    Finding { slot: slot(slot_index), effect, occurrence: occurrence(occ), message: format!("{} fired", RULES[slot_index]) }
+    Finding {
+        slot: slot(slot_index),
+        effect,
+        occurrence: occurrence(occ),
+        message: format!("{} fired", RULES[slot_index]),
+    }
 }
 
 #[derive(Debug, Clone)]
 enum Seed {
-    BotThread { slot: usize, occ: u8, resolved: bool },
-    BotSummary { reconciling: bool },
-    BotMalformed { thread: bool },
-    BotSystemThread { slot: usize, occ: u8 },
-    ForgedThread { author: u64, slot: usize, occ: u8, resolved: bool },
+    BotThread {
+        slot: usize,
+        occ: u8,
+        resolved: bool,
+    },
+    BotSummary {
+        reconciling: bool,
+    },
+    BotMalformed {
+        thread: bool,
+    },
+    BotSystemThread {
+        slot: usize,
+        occ: u8,
+    },
+    ForgedThread {
+        author: u64,
+        slot: usize,
+        occ: u8,
+        resolved: bool,
+    },
     ForgedBroken,
     HumanNote,
 }
@@ -62,7 +86,14 @@ fn seed_strategy() -> impl Strategy<Value = Seed> {
 
 fn desired_strategy() -> impl Strategy<Value = DesiredState> {
     proptest::collection::vec(
-        proptest::option::of((0..3u8, prop_oneof![Just(Effect::Comment), Just(Effect::Challenge), Just(Effect::Block)])),
+        proptest::option::of((
+            0..3u8,
+            prop_oneof![
+                Just(Effect::Comment),
+                Just(Effect::Challenge),
+                Just(Effect::Block)
+            ],
+        )),
         4,
     )
     .prop_map(|choices| {
@@ -84,31 +115,58 @@ fn seed_forge(seeds: &[Seed], page_size: usize, order: u8) -> InMemoryForge {
     let forge = InMemoryForge::new(BOT, HEAD);
     for seed in seeds {
         let id = match seed {
-            Seed::BotThread { slot, occ, resolved } => {
-                let id = forge.post(BOT, &thread_body(*slot, *occ), true, None).unwrap();
+            Seed::BotThread {
+                slot,
+                occ,
+                resolved,
+            } => {
+                let id = forge
+                    .post(BOT, &thread_body(*slot, *occ), true, None)
+                    .unwrap();
                 forge.set_resolved(id, *resolved).unwrap();
                 id
             }
             Seed::BotSummary { reconciling } => {
-                let state = if *reconciling { SummaryState::Reconciling } else { SummaryState::Verified };
+                let state = if *reconciling {
+                    SummaryState::Reconciling
+                } else {
+                    SummaryState::Verified
+                };
                 let body = marker::compose_body(
-                    &Marker::Summary { occurrence: occurrence(9), state, head: HEAD.into() },
+                    &Marker::Summary {
+                        occurrence: occurrence(9),
+                        state,
+                        head: HEAD.into(),
+                    },
                     "old summary",
                 );
                 forge.post(BOT, &body, false, None).unwrap()
             }
-            Seed::BotMalformed { thread } => forge.post(BOT, "<!-- assent:marker {\"v\":2} -->\nx", *thread, None).unwrap(),
+            Seed::BotMalformed { thread } => forge
+                .post(BOT, "<!-- assent:marker {\"v\":2} -->\nx", *thread, None)
+                .unwrap(),
             Seed::BotSystemThread { slot, occ } => {
-                let id = forge.post(BOT, &thread_body(*slot, *occ), true, None).unwrap();
+                let id = forge
+                    .post(BOT, &thread_body(*slot, *occ), true, None)
+                    .unwrap();
                 forge.mark_system(id).unwrap();
                 id
             }
-            Seed::ForgedThread { author, slot, occ, resolved } => {
-                let id = forge.post(*author, &thread_body(*slot, *occ), true, None).unwrap();
+            Seed::ForgedThread {
+                author,
+                slot,
+                occ,
+                resolved,
+            } => {
+                let id = forge
+                    .post(*author, &thread_body(*slot, *occ), true, None)
+                    .unwrap();
                 forge.set_resolved(id, *resolved).unwrap();
                 id
             }
-            Seed::ForgedBroken => forge.post(5, "<!-- assent:marker {oops -->", true, None).unwrap(),
+            Seed::ForgedBroken => forge
+                .post(5, "<!-- assent:marker {oops -->", true, None)
+                .unwrap(),
             Seed::HumanNote => forge.post(2, "/approve\nlooks good", false, None).unwrap(),
         };
         let _ = id;
@@ -117,13 +175,27 @@ fn seed_forge(seeds: &[Seed], page_size: usize, order: u8) -> InMemoryForge {
     forge.set_listing_order(match order % 3 {
         0 => ListingOrder::Ascending,
         1 => ListingOrder::Descending,
-        _ => ListingOrder::Explicit(forge.snapshot().iter().map(|d| d.notes[0].id).rev().step_by(2).collect()),
+        _ => ListingOrder::Explicit(
+            forge
+                .snapshot()
+                .iter()
+                .map(|d| d.notes[0].id)
+                .rev()
+                .step_by(2)
+                .collect(),
+        ),
     });
     forge
 }
 
 fn ctx() -> RunContext {
-    RunContext { project: "p".into(), mr: 1, pins: fixture_pins(HEAD), web_url: None, dry_run: false }
+    RunContext {
+        project: "p".into(),
+        mr: 1,
+        pins: fixture_pins(HEAD),
+        web_url: None,
+        dry_run: false,
+    }
 }
 
 fn notes(snapshot: &[ListedDiscussion]) -> BTreeMap<u64, (u64, String, bool)> {
@@ -193,14 +265,24 @@ fn normalized_state(forge: &InMemoryForge) -> Vec<String> {
     let mut out: Vec<String> = inventory
         .threads
         .iter()
-        .map(|t| format!("thread {} {} resolved={}", t.slot, &t.occurrence.as_str()[7..15], t.resolved))
+        .map(|t| {
+            format!(
+                "thread {} {} resolved={}",
+                t.slot,
+                &t.occurrence.as_str()[7..15],
+                t.resolved
+            )
+        })
         .collect();
     out.sort();
     for summary in &inventory.summaries {
         let mut body = summary.body.clone();
         // Thread links name note ids, which differ between histories.
         while let Some(at) = body.find("note ") {
-            let digits = body[at + 5..].chars().take_while(char::is_ascii_digit).count();
+            let digits = body[at + 5..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .count();
             body.replace_range(at..at + 5 + digits, "NOTE");
         }
         out.push(format!("summary {}: {body}", summary.state.as_str()));
@@ -210,10 +292,26 @@ fn normalized_state(forge: &InMemoryForge) -> Vec<String> {
 
 fn crash_scenario() -> (InMemoryForge, DesiredState) {
     let seeds = [
-        Seed::BotThread { slot: 0, occ: 0, resolved: false },
-        Seed::BotThread { slot: 0, occ: 0, resolved: false },
-        Seed::BotThread { slot: 1, occ: 0, resolved: false },
-        Seed::BotThread { slot: 2, occ: 1, resolved: true },
+        Seed::BotThread {
+            slot: 0,
+            occ: 0,
+            resolved: false,
+        },
+        Seed::BotThread {
+            slot: 0,
+            occ: 0,
+            resolved: false,
+        },
+        Seed::BotThread {
+            slot: 1,
+            occ: 0,
+            resolved: false,
+        },
+        Seed::BotThread {
+            slot: 2,
+            occ: 1,
+            resolved: true,
+        },
         Seed::BotSummary { reconciling: false },
         Seed::BotSummary { reconciling: true },
         Seed::HumanNote,
@@ -232,21 +330,39 @@ fn a_crash_after_any_number_of_writes_converges_on_the_clean_state() {
     let (clean, desired) = crash_scenario();
     reconcile(&clean, &desired, &ctx()).unwrap();
     let total_writes = clean.request_counts().writes;
-    assert!(total_writes >= 8, "scenario too small: {total_writes} writes");
+    assert!(
+        total_writes >= 8,
+        "scenario too small: {total_writes} writes"
+    );
     let expected = normalized_state(&clean);
 
     for k in 0..total_writes {
         let (forge, desired) = crash_scenario();
-        let faulty = FaultyForge::new(&forge, FaultPlan { crash_after_writes: Some(k), ..FaultPlan::default() });
-        assert!(reconcile(&faulty, &desired, &ctx()).is_err(), "crash after {k} writes went unnoticed");
+        let faulty = FaultyForge::new(
+            &forge,
+            FaultPlan {
+                crash_after_writes: Some(k),
+                ..FaultPlan::default()
+            },
+        );
+        assert!(
+            reconcile(&faulty, &desired, &ctx()).is_err(),
+            "crash after {k} writes went unnoticed"
+        );
         assert!(faulty.crashed());
         assert_eq!(forge.request_counts().writes, k);
-        let receipt = reconcile(&forge, &desired, &ctx()).unwrap_or_else(|e| panic!("rerun after crash at {k}: {e}")).receipt;
+        let receipt = reconcile(&forge, &desired, &ctx())
+            .unwrap_or_else(|e| panic!("rerun after crash at {k}: {e}"))
+            .receipt;
         assert!(receipt.rescan.verified);
         assert_eq!(normalized_state(&forge), expected, "crash after {k} writes");
         let writes = forge.request_counts().writes;
         reconcile(&forge, &desired, &ctx()).unwrap();
-        assert_eq!(forge.request_counts().writes, writes, "third run after crash at {k} wrote");
+        assert_eq!(
+            forge.request_counts().writes,
+            writes,
+            "third run after crash at {k} wrote"
+        );
     }
 }
 
@@ -258,8 +374,16 @@ fn a_lost_ack_on_any_write_never_duplicates() {
     let total_writes = clean.request_counts().writes;
     for n in 1..=total_writes {
         let (forge, desired) = crash_scenario();
-        let faulty = FaultyForge::new(&forge, FaultPlan { lose_ack_on_writes: [n].into(), ..FaultPlan::default() });
-        let receipt = reconcile(&faulty, &desired, &ctx()).unwrap_or_else(|e| panic!("lost ack on write {n}: {e}")).receipt;
+        let faulty = FaultyForge::new(
+            &forge,
+            FaultPlan {
+                lose_ack_on_writes: [n].into(),
+                ..FaultPlan::default()
+            },
+        );
+        let receipt = reconcile(&faulty, &desired, &ctx())
+            .unwrap_or_else(|e| panic!("lost ack on write {n}: {e}"))
+            .receipt;
         assert!(receipt.rescan.verified);
         assert_eq!(normalized_state(&forge), expected, "lost ack on write {n}");
     }

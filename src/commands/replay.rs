@@ -10,7 +10,9 @@ use crate::fixture::{InMemoryWorld, load_fixture, replay_fixture};
 
 /// Arguments of `assent replay`.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  assent replay fixtures/\n  assent replay fixtures/duplicate-repair.yaml fixtures/rows/")]
+#[command(
+    after_help = "Examples:\n  assent replay fixtures/\n  assent replay fixtures/duplicate-repair.yaml fixtures/rows/"
+)]
 pub struct ReplayArgs {
     /// Fixture files, or folders searched recursively for `*.yaml`/`*.yml`.
     #[arg(required = true, value_name = "PATH")]
@@ -44,7 +46,11 @@ pub fn run(args: &ReplayArgs) -> Exit {
         match &report.mismatch {
             None => {
                 passed += 1;
-                println!("PASS {:<32} writes per run: {}", report.name, writes.join(" "));
+                println!(
+                    "PASS {:<32} writes per run: {}",
+                    report.name,
+                    writes.join(" ")
+                );
             }
             Some(mismatch) => {
                 failed += 1;
@@ -69,7 +75,9 @@ fn collect(path: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
         files.push(path.to_owned());
         return Ok(());
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
     entries.sort();
     for entry in entries {
         if entry.is_dir() {

@@ -128,12 +128,19 @@ mod tests {
     }
 
     fn disc(id: u64, notes: Vec<ListedNote>) -> ListedDiscussion {
-        ListedDiscussion { id: format!("{id:040x}"), individual_note: false, notes }
+        ListedDiscussion {
+            id: format!("{id:040x}"),
+            individual_note: false,
+            notes,
+        }
     }
 
     fn finding_body(rule: &str) -> String {
         marker::encode(&Marker::Finding {
-            slot: Slot { rule: rule.into(), subject: "f#/x".into() },
+            slot: Slot {
+                rule: rule.into(),
+                subject: "f#/x".into(),
+            },
             occurrence: Occurrence::digest(rule.as_bytes()),
         })
     }
@@ -159,15 +166,25 @@ mod tests {
 
     #[test]
     fn malformed_bot_marker_is_skipped_with_a_warning_naming_the_note() {
-        let inv = Inventory::from_listing(&[disc(9, vec![note(9, 1, "<!-- assent:marker {nope -->")])], 1);
+        let inv = Inventory::from_listing(
+            &[disc(9, vec![note(9, 1, "<!-- assent:marker {nope -->")])],
+            1,
+        );
         assert!(inv.threads.is_empty());
         assert_eq!(inv.warnings.len(), 1);
-        assert!(inv.warnings[0].starts_with("note 9: malformed assent marker"), "{:?}", inv.warnings);
+        assert!(
+            inv.warnings[0].starts_with("note 9: malformed assent marker"),
+            "{:?}",
+            inv.warnings
+        );
     }
 
     #[test]
     fn only_the_first_note_of_a_discussion_is_read() {
-        let listing = vec![disc(5, vec![note(5, 7, "human"), note(6, 1, &finding_body("r"))])];
+        let listing = vec![disc(
+            5,
+            vec![note(5, 7, "human"), note(6, 1, &finding_body("r"))],
+        )];
         assert!(Inventory::from_listing(&listing, 1).threads.is_empty());
     }
 
@@ -178,7 +195,11 @@ mod tests {
             disc(10, vec![note(10, 1, &finding_body("b"))]),
             disc(20, vec![note(20, 1, &finding_body("c"))]),
         ];
-        let ids: Vec<u64> = Inventory::from_listing(&listing, 1).threads.iter().map(|t| t.forge_id).collect();
+        let ids: Vec<u64> = Inventory::from_listing(&listing, 1)
+            .threads
+            .iter()
+            .map(|t| t.forge_id)
+            .collect();
         assert_eq!(ids, vec![10, 20, 30]);
     }
 

@@ -190,9 +190,18 @@ fn repair_duplicates(threads: &[&ThreadArtifact], head_sha: &str, plan: &mut Pla
     canonical_of.into_values().collect()
 }
 
-fn plan_desired_slot(finding: &Finding, canonical: &[&ThreadArtifact], head_sha: &str, plan: &mut Plan) {
-    let current = canonical.iter().find(|t| t.occurrence == finding.occurrence);
-    let stale = canonical.iter().filter(|t| t.occurrence != finding.occurrence);
+fn plan_desired_slot(
+    finding: &Finding,
+    canonical: &[&ThreadArtifact],
+    head_sha: &str,
+    plan: &mut Plan,
+) {
+    let current = canonical
+        .iter()
+        .find(|t| t.occurrence == finding.occurrence);
+    let stale = canonical
+        .iter()
+        .filter(|t| t.occurrence != finding.occurrence);
     let (action, forge_id) = match current {
         None => {
             plan.writes.push(Write::CreateThread {
@@ -224,10 +233,19 @@ fn plan_desired_slot(finding: &Finding, canonical: &[&ThreadArtifact], head_sha:
             reply: render::superseded_reply(head_sha),
         });
     }
-    plan.actions.push(SlotAction { slot: finding.slot.clone(), action, forge_id });
+    plan.actions.push(SlotAction {
+        slot: finding.slot.clone(),
+        action,
+        forge_id,
+    });
 }
 
-fn plan_undesired_slot(slot: &Slot, canonical: &[&ThreadArtifact], head_sha: &str, plan: &mut Plan) {
+fn plan_undesired_slot(
+    slot: &Slot,
+    canonical: &[&ThreadArtifact],
+    head_sha: &str,
+    plan: &mut Plan,
+) {
     let mut first_resolved = None;
     for thread in canonical.iter().filter(|t| !t.resolved) {
         plan.writes.push(Write::ReplyAndResolve {
@@ -256,7 +274,10 @@ mod tests {
     const HEAD: &str = "1111111111111111111111111111111111111111";
 
     fn slot(rule: &str) -> Slot {
-        Slot { rule: rule.into(), subject: format!("f.yaml#/{rule}") }
+        Slot {
+            rule: rule.into(),
+            subject: format!("f.yaml#/{rule}"),
+        }
     }
 
     fn occ(n: u8) -> Occurrence {
@@ -264,7 +285,12 @@ mod tests {
     }
 
     fn finding(rule: &str, n: u8, effect: Effect) -> Finding {
-        Finding { slot: slot(rule), effect, occurrence: occ(n), message: format!("{rule} fired") }
+        Finding {
+            slot: slot(rule),
+            effect,
+            occurrence: occ(n),
+            message: format!("{rule} fired"),
+        }
     }
 
     fn thread(id: u64, rule: &str, n: u8, resolved: bool) -> ThreadArtifact {
@@ -279,11 +305,18 @@ mod tests {
 
     fn inv(mut threads: Vec<ThreadArtifact>) -> Inventory {
         threads.sort_by_key(|t| t.forge_id);
-        Inventory { threads, summaries: vec![], warnings: vec![] }
+        Inventory {
+            threads,
+            summaries: vec![],
+            warnings: vec![],
+        }
     }
 
     fn actions(plan: &Plan) -> Vec<(String, ActionKind, Option<u64>)> {
-        plan.actions.iter().map(|a| (a.slot.rule.clone(), a.action, a.forge_id)).collect()
+        plan.actions
+            .iter()
+            .map(|a| (a.slot.rule.clone(), a.action, a.forge_id))
+            .collect()
     }
 
     #[test]
@@ -291,14 +324,26 @@ mod tests {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
         let plan = plan_reconciliation(&desired, &inv(vec![]), HEAD);
         assert_eq!(actions(&plan), vec![("a".into(), ActionKind::Create, None)]);
-        assert!(matches!(&plan.writes[..], [Write::CreateThread { resolve_after: false, .. }]));
+        assert!(matches!(
+            &plan.writes[..],
+            [Write::CreateThread {
+                resolve_after: false,
+                ..
+            }]
+        ));
     }
 
     #[test]
     fn comment_findings_are_resolved_right_after_creation() {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Comment)]);
         let plan = plan_reconciliation(&desired, &inv(vec![]), HEAD);
-        assert!(matches!(&plan.writes[..], [Write::CreateThread { resolve_after: true, .. }]));
+        assert!(matches!(
+            &plan.writes[..],
+            [Write::CreateThread {
+                resolve_after: true,
+                ..
+            }]
+        ));
         assert_eq!(plan.write_requests(), 2);
     }
 
@@ -306,7 +351,10 @@ mod tests {
     fn row_2_leave_untouched_makes_no_write() {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
         let plan = plan_reconciliation(&desired, &inv(vec![thread(10, "a", 1, false)]), HEAD);
-        assert_eq!(actions(&plan), vec![("a".into(), ActionKind::LeaveUntouched, Some(10))]);
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::LeaveUntouched, Some(10))]
+        );
         assert!(plan.writes.is_empty());
     }
 
@@ -314,7 +362,10 @@ mod tests {
     fn row_3_preserve_resolution_never_reopens() {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
         let plan = plan_reconciliation(&desired, &inv(vec![thread(10, "a", 1, true)]), HEAD);
-        assert_eq!(actions(&plan), vec![("a".into(), ActionKind::PreserveResolution, Some(10))]);
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::PreserveResolution, Some(10))]
+        );
         assert!(plan.writes.is_empty());
     }
 
@@ -326,11 +377,18 @@ mod tests {
             &inv(vec![thread(10, "a", 1, true), thread(11, "a", 3, false)]),
             HEAD,
         );
-        assert_eq!(actions(&plan), vec![("a".into(), ActionKind::Supersede, None)]);
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::Supersede, None)]
+        );
         assert_eq!(plan.writes.len(), 2);
         assert!(matches!(&plan.writes[0], Write::CreateThread { .. }));
         match &plan.writes[1] {
-            Write::ReplyAndResolve { forge_id: 11, reply, .. } => assert!(reply.contains(HEAD)),
+            Write::ReplyAndResolve {
+                forge_id: 11,
+                reply,
+                ..
+            } => assert!(reply.contains(HEAD)),
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -343,8 +401,14 @@ mod tests {
             &inv(vec![thread(10, "a", 1, false), thread(11, "a", 2, true)]),
             HEAD,
         );
-        assert_eq!(actions(&plan), vec![("a".into(), ActionKind::PreserveResolution, Some(11))]);
-        assert!(matches!(&plan.writes[..], [Write::ReplyAndResolve { forge_id: 10, .. }]));
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::PreserveResolution, Some(11))]
+        );
+        assert!(matches!(
+            &plan.writes[..],
+            [Write::ReplyAndResolve { forge_id: 10, .. }]
+        ));
     }
 
     #[test]
@@ -354,10 +418,22 @@ mod tests {
             &inv(vec![thread(10, "a", 1, false), thread(12, "b", 1, true)]),
             HEAD,
         );
-        assert_eq!(actions(&plan), vec![("a".into(), ActionKind::Resolve, Some(10))]);
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::Resolve, Some(10))]
+        );
         match &plan.writes[..] {
-            [Write::ReplyAndResolve { forge_id: 10, reply, .. }] => {
-                assert_eq!(reply, &format!("Outdated as of {HEAD}: this finding no longer fires."))
+            [
+                Write::ReplyAndResolve {
+                    forge_id: 10,
+                    reply,
+                    ..
+                },
+            ] => {
+                assert_eq!(
+                    reply,
+                    &format!("Outdated as of {HEAD}: this finding no longer fires.")
+                )
             }
             other => panic!("unexpected {other:?}"),
         }
@@ -366,11 +442,21 @@ mod tests {
     #[test]
     fn duplicates_keep_the_lowest_id_whatever_the_order() {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
-        let threads = vec![thread(130, "a", 1, false), thread(110, "a", 1, false), thread(120, "a", 1, false)];
+        let threads = vec![
+            thread(130, "a", 1, false),
+            thread(110, "a", 1, false),
+            thread(120, "a", 1, false),
+        ];
         let plan = plan_reconciliation(&desired, &inv(threads), HEAD);
-        assert_eq!(actions(&plan), vec![("a".into(), ActionKind::LeaveUntouched, Some(110))]);
-        let repaired: Vec<(u64, u64)> =
-            plan.repairs.iter().map(|r| (r.repaired_forge_id, r.canonical_forge_id)).collect();
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::LeaveUntouched, Some(110))]
+        );
+        let repaired: Vec<(u64, u64)> = plan
+            .repairs
+            .iter()
+            .map(|r| (r.repaired_forge_id, r.canonical_forge_id))
+            .collect();
         assert_eq!(repaired, vec![(120, 110), (130, 110)]);
         assert_eq!(plan.write_requests(), 4);
     }
@@ -378,8 +464,11 @@ mod tests {
     #[test]
     fn resolved_duplicates_need_no_repair() {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
-        let plan =
-            plan_reconciliation(&desired, &inv(vec![thread(1, "a", 1, false), thread(2, "a", 1, true)]), HEAD);
+        let plan = plan_reconciliation(
+            &desired,
+            &inv(vec![thread(1, "a", 1, false), thread(2, "a", 1, true)]),
+            HEAD,
+        );
         assert!(plan.repairs.is_empty());
         assert!(plan.writes.is_empty());
     }
@@ -394,11 +483,19 @@ mod tests {
             head: HEAD.into(),
             updated_at: None,
         };
-        let inventory = Inventory { threads: vec![], summaries: vec![summary(5), summary(9)], warnings: vec![] };
+        let inventory = Inventory {
+            threads: vec![],
+            summaries: vec![summary(5), summary(9)],
+            warnings: vec![],
+        };
         let plan = plan_reconciliation(&DesiredState::default(), &inventory, HEAD);
         assert_eq!(
             plan.repairs,
-            vec![Repair { repaired_forge_id: 9, canonical_forge_id: 5, action: RepairAction::Collapse }]
+            vec![Repair {
+                repaired_forge_id: 9,
+                canonical_forge_id: 5,
+                action: RepairAction::Collapse
+            }]
         );
         match &plan.writes[..] {
             [Write::CollapseSummary { note_id: 9, body }] => {
@@ -413,8 +510,14 @@ mod tests {
     fn unresolved_comment_thread_is_resolved_again() {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Comment)]);
         let plan = plan_reconciliation(&desired, &inv(vec![thread(10, "a", 1, false)]), HEAD);
-        assert_eq!(actions(&plan), vec![("a".into(), ActionKind::Resolve, Some(10))]);
-        assert!(matches!(&plan.writes[..], [Write::Resolve { forge_id: 10, .. }]));
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::Resolve, Some(10))]
+        );
+        assert!(matches!(
+            &plan.writes[..],
+            [Write::Resolve { forge_id: 10, .. }]
+        ));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! Every body is a pure function of its inputs (no clock, no run counter), so a rerun on an
 //! unchanged merge request renders byte-identical bodies and makes zero writes. Every body
 //! line goes through [`marker::compose_body`] or [`marker::escape_body_line`], so none starts
-//! with `/` (a GitLab quick action).
+//! with `/` (a GitLab quick action), and no body ends in whitespace, so a forge that trims
+//! stored bodies cannot make the byte comparison that decides an edit see a change.
 
 use crate::core::canonical_json;
 use crate::core::marker::{self, Marker, SummaryState};
@@ -12,7 +13,10 @@ use crate::core::review_state::{FindingStatus, decide};
 
 /// The body of a finding thread: marker line, headline, message, what to do.
 pub fn finding_thread_body(finding: &Finding) -> String {
-    let marker = Marker::Finding { slot: finding.slot.clone(), occurrence: finding.occurrence.clone() };
+    let marker = Marker::Finding {
+        slot: finding.slot.clone(),
+        occurrence: finding.occurrence.clone(),
+    };
     let advice = match finding.effect {
         Effect::Challenge => {
             "_Resolve this thread to assent to this change. A later change to the judged value opens a fresh thread._"
@@ -31,7 +35,7 @@ pub fn finding_thread_body(finding: &Finding) -> String {
         finding.message,
         advice
     );
-    marker::compose_body(&marker, &text)
+    marker::compose_body(&marker, text.trim_end())
 }
 
 /// The reply posted before resolving a thread whose slot no longer fires.
@@ -41,12 +45,16 @@ pub fn outdated_reply(head_sha: &str) -> String {
 
 /// The reply posted before resolving a thread whose judged content changed.
 pub fn superseded_reply(head_sha: &str) -> String {
-    format!("Superseded as of {head_sha}: the judged content changed; see the newer thread for this finding.")
+    format!(
+        "Superseded as of {head_sha}: the judged content changed; see the newer thread for this finding."
+    )
 }
 
 /// The reply posted before resolving a duplicate thread.
 pub fn duplicate_reply(canonical_forge_id: u64, head_sha: &str) -> String {
-    format!("Duplicate of the thread starting at note {canonical_forge_id}; resolved as of {head_sha}.")
+    format!(
+        "Duplicate of the thread starting at note {canonical_forge_id}; resolved as of {head_sha}."
+    )
 }
 
 /// The marker-less body a duplicate summary is edited to.
@@ -97,7 +105,11 @@ pub fn summary_body(
         head: head.clone(),
     };
     let decision = decide(statuses);
-    let mut text = format!("## assent · {}\n\n{}\n", decision.as_str(), headline(decision, statuses));
+    let mut text = format!(
+        "## assent · {}\n\n{}\n",
+        decision.as_str(),
+        headline(decision, statuses)
+    );
     if !statuses.is_empty() {
         text.push_str("\n| | Effect | Rule | Subject | Finding | Thread |\n| --- | --- | --- | --- | --- | --- |\n");
         for status in statuses {
@@ -127,15 +139,19 @@ pub fn summary_body(
         code_span(short_sha(&ctx.pins.base_sha)),
         code_span(short_digest(&ctx.pins.policy_digest)),
     ));
-    marker::compose_body(&marker, &text)
+    marker::compose_body(&marker, text.trim_end())
 }
 
 fn headline(decision: Decision, statuses: &[FindingStatus<'_>]) -> String {
-    let count = |pred: &dyn Fn(&FindingStatus<'_>) -> bool| statuses.iter().filter(|s| pred(s)).count();
+    let count =
+        |pred: &dyn Fn(&FindingStatus<'_>) -> bool| statuses.iter().filter(|s| pred(s)).count();
     match decision {
         Decision::Block => {
             let n = count(&|s| s.finding.effect == Effect::Block);
-            format!("⛔ **{n} blocking finding{}.** The merge request cannot pass this gate until they stop firing.", plural(n))
+            format!(
+                "⛔ **{n} blocking finding{}.** The merge request cannot pass this gate until they stop firing.",
+                plural(n)
+            )
         }
         Decision::Review => {
             let n = count(&|s| s.finding.effect == Effect::Challenge && !s.resolved);
@@ -145,8 +161,13 @@ fn headline(decision: Decision, statuses: &[FindingStatus<'_>]) -> String {
                 if n == 1 { "s" } else { "" }
             )
         }
-        Decision::Approve if statuses.is_empty() => "✅ **No finding.** Nothing in this merge request needs attention.".to_owned(),
-        Decision::Approve => "✅ **Every challenge has been assented to.** Nothing blocks this merge request.".to_owned(),
+        Decision::Approve if statuses.is_empty() => {
+            "✅ **No finding.** Nothing in this merge request needs attention.".to_owned()
+        }
+        Decision::Approve => {
+            "✅ **Every challenge has been assented to.** Nothing blocks this merge request."
+                .to_owned()
+        }
     }
 }
 
@@ -196,13 +217,13 @@ fn table_cell(text: &str) -> String {
 
 /// A code span that survives backticks inside `text` (CommonMark: a longer fence).
 fn code_span(text: &str) -> String {
-    let longest = text
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
-    let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
     format!("{fence}{pad}{text}{pad}{fence}")
 }
 
@@ -222,7 +243,10 @@ mod tests {
 
     fn finding(effect: Effect, message: &str) -> Finding {
         Finding {
-            slot: Slot { rule: "retention-shrink".into(), subject: "topics/a.yaml#/topics/x/retention_days".into() },
+            slot: Slot {
+                rule: "retention-shrink".into(),
+                subject: "topics/a.yaml#/topics/x/retention_days".into(),
+            },
             effect,
             occurrence: Occurrence::digest(b"x"),
             message: message.into(),
@@ -236,23 +260,40 @@ mod tests {
         let first = body.lines().next().unwrap();
         assert_eq!(
             marker::decode_line(first).unwrap(),
-            Marker::Finding { slot: f.slot.clone(), occurrence: f.occurrence.clone() }
+            Marker::Finding {
+                slot: f.slot.clone(),
+                occurrence: f.occurrence.clone()
+            }
         );
-        assert!(body.lines().all(|l| !l.trim_start().starts_with('/')), "{body}");
+        assert!(
+            body.lines().all(|l| !l.trim_start().starts_with('/')),
+            "{body}"
+        );
     }
 
     #[test]
     fn summary_is_deterministic_and_reflects_resolution() {
         let desired = DesiredState::new(vec![finding(Effect::Challenge, "Shrinks | a lot")]);
-        let ctx = SummaryContext { pins: &pins(), web_url: Some("https://gitlab.example/g/p/-/merge_requests/7") };
-        let open = [FindingStatus { finding: &desired.findings[0], forge_id: Some(12), resolved: false }];
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: Some("https://gitlab.example/g/p/-/merge_requests/7"),
+        };
+        let open = [FindingStatus {
+            finding: &desired.findings[0],
+            forge_id: Some(12),
+            resolved: false,
+        }];
         let a = summary_body(ctx, &desired, &open, SummaryState::Verified);
         let b = summary_body(ctx, &desired, &open, SummaryState::Verified);
         assert_eq!(a, b);
         assert!(a.contains("## assent · REVIEW"));
         assert!(a.contains("[note 12](https://gitlab.example/g/p/-/merge_requests/7#note_12)"));
         assert!(a.contains("Shrinks \\| a lot"));
-        let done = [FindingStatus { finding: &desired.findings[0], forge_id: Some(12), resolved: true }];
+        let done = [FindingStatus {
+            finding: &desired.findings[0],
+            forge_id: Some(12),
+            resolved: true,
+        }];
         let c = summary_body(ctx, &desired, &done, SummaryState::Verified);
         assert!(c.contains("## assent · APPROVE"));
         assert_ne!(a, c);
@@ -262,7 +303,10 @@ mod tests {
     #[test]
     fn summary_marker_carries_state_and_head() {
         let desired = DesiredState::default();
-        let ctx = SummaryContext { pins: &pins(), web_url: None };
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+        };
         let body = summary_body(ctx, &desired, &[], SummaryState::Reconciling);
         match marker::decode_body(&body).unwrap().unwrap() {
             Marker::Summary { state, head, .. } => {

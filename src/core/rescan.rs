@@ -26,7 +26,11 @@ pub struct WriteRecord {
 
 /// Compares a rescan with the desired state and the run's writes; returns every mismatch,
 /// sorted, empty when the rescan matches.
-pub fn verify_rescan(desired: &DesiredState, rescan: &Inventory, writes: &WriteRecord) -> Vec<String> {
+pub fn verify_rescan(
+    desired: &DesiredState,
+    rescan: &Inventory,
+    writes: &WriteRecord,
+) -> Vec<String> {
     let mut mismatches = Vec::new();
     let summary_ids: Vec<u64> = rescan.summaries.iter().map(|s| s.note_id).collect();
     match (summary_ids.as_slice(), writes.summary_note_id) {
@@ -43,10 +47,16 @@ pub fn verify_rescan(desired: &DesiredState, rescan: &Inventory, writes: &WriteR
             .iter()
             .filter(|t| t.slot == finding.slot && t.occurrence == finding.occurrence);
         match current.next() {
-            None => mismatches.push(format!("no thread of the current occurrence for {}", finding.slot)),
+            None => mismatches.push(format!(
+                "no thread of the current occurrence for {}",
+                finding.slot
+            )),
             Some(canonical) => {
                 if finding.effect == Effect::Comment && !canonical.resolved {
-                    mismatches.push(format!("comment thread {} is unresolved", canonical.forge_id));
+                    mismatches.push(format!(
+                        "comment thread {} is unresolved",
+                        canonical.forge_id
+                    ));
                 }
                 for duplicate in current.filter(|t| !t.resolved) {
                     mismatches.push(format!(
@@ -61,13 +71,26 @@ pub fn verify_rescan(desired: &DesiredState, rescan: &Inventory, writes: &WriteR
     for id in writes.created.difference(&present) {
         mismatches.push(format!("created thread {id} is missing from the rescan"));
     }
-    for thread in rescan.threads.iter().filter(|t| writes.resolved.contains(&t.forge_id)) {
+    for thread in rescan
+        .threads
+        .iter()
+        .filter(|t| writes.resolved.contains(&t.forge_id))
+    {
         if !thread.resolved {
-            mismatches.push(format!("thread {} was resolved by this run but is unresolved", thread.forge_id));
+            mismatches.push(format!(
+                "thread {} was resolved by this run but is unresolved",
+                thread.forge_id
+            ));
         }
     }
-    for id in writes.collapsed.iter().filter(|id| summary_ids.contains(id)) {
-        mismatches.push(format!("summary note {id} was collapsed by this run but still carries a marker"));
+    for id in writes
+        .collapsed
+        .iter()
+        .filter(|id| summary_ids.contains(id))
+    {
+        mismatches.push(format!(
+            "summary note {id} was collapsed by this run but still carries a marker"
+        ));
     }
     mismatches.sort();
     mismatches.dedup();
@@ -82,15 +105,29 @@ mod tests {
     use crate::core::model::{Finding, Occurrence, Slot};
 
     fn slot() -> Slot {
-        Slot { rule: "r".into(), subject: "s".into() }
+        Slot {
+            rule: "r".into(),
+            subject: "s".into(),
+        }
     }
 
     fn desired(effect: Effect) -> DesiredState {
-        DesiredState::new(vec![Finding { slot: slot(), effect, occurrence: Occurrence::digest(b"1"), message: String::new() }])
+        DesiredState::new(vec![Finding {
+            slot: slot(),
+            effect,
+            occurrence: Occurrence::digest(b"1"),
+            message: String::new(),
+        }])
     }
 
     fn thread(id: u64, resolved: bool) -> ThreadArtifact {
-        ThreadArtifact { forge_id: id, discussion_id: String::new(), slot: slot(), occurrence: Occurrence::digest(b"1"), resolved }
+        ThreadArtifact {
+            forge_id: id,
+            discussion_id: String::new(),
+            slot: slot(),
+            occurrence: Occurrence::digest(b"1"),
+            resolved,
+        }
     }
 
     fn summary(id: u64) -> SummaryArtifact {
@@ -105,36 +142,72 @@ mod tests {
     }
 
     fn record() -> WriteRecord {
-        WriteRecord { summary_note_id: Some(1), created: [10].into(), ..WriteRecord::default() }
+        WriteRecord {
+            summary_note_id: Some(1),
+            created: [10].into(),
+            ..WriteRecord::default()
+        }
     }
 
     #[test]
     fn a_matching_rescan_has_no_mismatch() {
-        let inv = Inventory { threads: vec![thread(10, false)], summaries: vec![summary(1)], warnings: vec![] };
+        let inv = Inventory {
+            threads: vec![thread(10, false)],
+            summaries: vec![summary(1)],
+            warnings: vec![],
+        };
         assert!(verify_rescan(&desired(Effect::Challenge), &inv, &record()).is_empty());
     }
 
     #[test]
     fn a_human_resolving_meanwhile_is_not_a_mismatch() {
-        let inv = Inventory { threads: vec![thread(10, true)], summaries: vec![summary(1)], warnings: vec![] };
+        let inv = Inventory {
+            threads: vec![thread(10, true)],
+            summaries: vec![summary(1)],
+            warnings: vec![],
+        };
         assert!(verify_rescan(&desired(Effect::Challenge), &inv, &record()).is_empty());
     }
 
     #[test]
     fn missing_thread_second_summary_and_racing_duplicate_are_mismatches() {
-        let empty = Inventory { threads: vec![], summaries: vec![summary(1), summary(2)], warnings: vec![] };
+        let empty = Inventory {
+            threads: vec![],
+            summaries: vec![summary(1), summary(2)],
+            warnings: vec![],
+        };
         let m = verify_rescan(&desired(Effect::Challenge), &empty, &record());
         assert_eq!(m.len(), 3, "{m:?}");
-        let raced = Inventory { threads: vec![thread(10, false), thread(11, false)], summaries: vec![summary(1)], warnings: vec![] };
+        let raced = Inventory {
+            threads: vec![thread(10, false), thread(11, false)],
+            summaries: vec![summary(1)],
+            warnings: vec![],
+        };
         let m = verify_rescan(&desired(Effect::Challenge), &raced, &record());
-        assert_eq!(m, vec!["thread 11 duplicates thread 10 and is unresolved".to_owned()]);
+        assert_eq!(
+            m,
+            vec!["thread 11 duplicates thread 10 and is unresolved".to_owned()]
+        );
     }
 
     #[test]
     fn unresolved_comment_and_reopened_thread_are_mismatches() {
-        let inv = Inventory { threads: vec![thread(10, false)], summaries: vec![summary(1)], warnings: vec![] };
-        assert_eq!(verify_rescan(&desired(Effect::Comment), &inv, &record()).len(), 1);
-        let rec = WriteRecord { resolved: [10].into(), ..record() };
-        assert_eq!(verify_rescan(&desired(Effect::Challenge), &inv, &rec).len(), 1);
+        let inv = Inventory {
+            threads: vec![thread(10, false)],
+            summaries: vec![summary(1)],
+            warnings: vec![],
+        };
+        assert_eq!(
+            verify_rescan(&desired(Effect::Comment), &inv, &record()).len(),
+            1
+        );
+        let rec = WriteRecord {
+            resolved: [10].into(),
+            ..record()
+        };
+        assert_eq!(
+            verify_rescan(&desired(Effect::Challenge), &inv, &rec).len(),
+            1
+        );
     }
 }

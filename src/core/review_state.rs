@@ -20,7 +20,10 @@ pub struct FindingStatus<'a> {
 }
 
 /// Pairs each desired finding with its canonical thread in `inventory`.
-pub fn finding_statuses<'a>(desired: &'a DesiredState, inventory: &Inventory) -> Vec<FindingStatus<'a>> {
+pub fn finding_statuses<'a>(
+    desired: &'a DesiredState,
+    inventory: &Inventory,
+) -> Vec<FindingStatus<'a>> {
     desired
         .findings
         .iter()
@@ -61,7 +64,10 @@ mod tests {
 
     fn finding(rule: &str, effect: Effect) -> Finding {
         Finding {
-            slot: Slot { rule: rule.into(), subject: "s".into() },
+            slot: Slot {
+                rule: rule.into(),
+                subject: "s".into(),
+            },
             effect,
             occurrence: Occurrence::digest(rule.as_bytes()),
             message: String::new(),
@@ -72,7 +78,10 @@ mod tests {
         ThreadArtifact {
             forge_id: id,
             discussion_id: String::new(),
-            slot: Slot { rule: rule.into(), subject: "s".into() },
+            slot: Slot {
+                rule: rule.into(),
+                subject: "s".into(),
+            },
             occurrence: Occurrence::digest(rule.as_bytes()),
             resolved,
         }
@@ -80,22 +89,46 @@ mod tests {
 
     #[test]
     fn decision_follows_effects_and_resolution() {
-        let desired = DesiredState::new(vec![finding("c", Effect::Challenge), finding("m", Effect::Comment)]);
-        let open = Inventory { threads: vec![thread(1, "c", false)], ..Inventory::default() };
+        let desired = DesiredState::new(vec![
+            finding("c", Effect::Challenge),
+            finding("m", Effect::Comment),
+        ]);
+        let open = Inventory {
+            threads: vec![thread(1, "c", false)],
+            ..Inventory::default()
+        };
         assert_eq!(decide(&finding_statuses(&desired, &open)), Decision::Review);
-        let done = Inventory { threads: vec![thread(1, "c", true)], ..Inventory::default() };
-        assert_eq!(decide(&finding_statuses(&desired, &done)), Decision::Approve);
-        assert_eq!(decide(&finding_statuses(&desired, &Inventory::default())), Decision::Review);
+        let done = Inventory {
+            threads: vec![thread(1, "c", true)],
+            ..Inventory::default()
+        };
+        assert_eq!(
+            decide(&finding_statuses(&desired, &done)),
+            Decision::Approve
+        );
+        assert_eq!(
+            decide(&finding_statuses(&desired, &Inventory::default())),
+            Decision::Review
+        );
         let blocked = DesiredState::new(vec![finding("b", Effect::Block)]);
-        let resolved = Inventory { threads: vec![thread(1, "b", true)], ..Inventory::default() };
-        assert_eq!(decide(&finding_statuses(&blocked, &resolved)), Decision::Block);
+        let resolved = Inventory {
+            threads: vec![thread(1, "b", true)],
+            ..Inventory::default()
+        };
+        assert_eq!(
+            decide(&finding_statuses(&blocked, &resolved)),
+            Decision::Block
+        );
         assert_eq!(decide(&[]), Decision::Approve);
     }
 
     #[test]
     fn canonical_thread_is_the_lowest_id() {
         let desired = DesiredState::new(vec![finding("c", Effect::Challenge)]);
-        let inv = Inventory { threads: vec![thread(3, "c", true), thread(7, "c", false)], ..Inventory::default() };
+        let inv = Inventory {
+            threads: vec![thread(3, "c", true), thread(7, "c", false)],
+            ..Inventory::default()
+        };
         let statuses = finding_statuses(&desired, &inv);
         assert_eq!(statuses[0].forge_id, Some(3));
         assert!(statuses[0].resolved);

@@ -31,7 +31,12 @@ pub struct FaultyForge<'a> {
 impl<'a> FaultyForge<'a> {
     /// Wraps `inner`.
     pub fn new(inner: &'a dyn Forge, plan: FaultPlan) -> Self {
-        FaultyForge { inner, plan, writes: AtomicU64::new(0), crashed: AtomicBool::new(false) }
+        FaultyForge {
+            inner,
+            plan,
+            writes: AtomicU64::new(0),
+            crashed: AtomicBool::new(false),
+        }
     }
 
     /// Whether the simulated crash happened.
@@ -47,12 +52,18 @@ impl<'a> FaultyForge<'a> {
         }
     }
 
-    fn write<T>(&self, what: &str, op: impl FnOnce() -> Result<T, ForgeError>) -> Result<T, ForgeError> {
+    fn write<T>(
+        &self,
+        what: &str,
+        op: impl FnOnce() -> Result<T, ForgeError>,
+    ) -> Result<T, ForgeError> {
         self.check_alive()?;
         let n = self.writes.load(Ordering::SeqCst) + 1;
         if self.plan.crash_after_writes.is_some_and(|k| n > k) {
             self.crashed.store(true, Ordering::SeqCst);
-            return Err(ForgeError::Injected(format!("crash before write {n} ({what})")));
+            return Err(ForgeError::Injected(format!(
+                "crash before write {n} ({what})"
+            )));
         }
         self.writes.store(n, Ordering::SeqCst);
         let result = op()?;

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use sha2::{Digest, Sha256};
 
 use crate::core::model::{ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState};
-use crate::forge::{ChangedFile, CreatedThread, Forge, ForgeError, RequestCounts, Repository};
+use crate::forge::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
 
 /// The order in which listings return discussions.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -97,7 +97,9 @@ impl InMemoryForge {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding the lock leaves consistent data (each mutation is a single
         // push or assignment), so poisoning is ignored.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Discussions per listing page (each page counts as one read).
@@ -158,15 +160,24 @@ impl InMemoryForge {
     /// Marks a note as written by the forge itself (a `system` note).
     pub fn mark_system(&self, note_id: u64) -> Result<(), HumanActionError> {
         let mut state = self.lock();
-        let (d, n) = state.find(note_id).ok_or(HumanActionError::NoSuchNote(note_id))?;
+        let (d, n) = state
+            .find(note_id)
+            .ok_or(HumanActionError::NoSuchNote(note_id))?;
         state.discussions[d].notes[n].system = true;
         Ok(())
     }
 
     /// Replies in the thread containing `note_id`.
-    pub fn reply_as(&self, note_id: u64, author_id: u64, body: &str) -> Result<u64, HumanActionError> {
+    pub fn reply_as(
+        &self,
+        note_id: u64,
+        author_id: u64,
+        body: &str,
+    ) -> Result<u64, HumanActionError> {
         let mut state = self.lock();
-        let (d, _) = state.find(note_id).ok_or(HumanActionError::NoSuchNote(note_id))?;
+        let (d, _) = state
+            .find(note_id)
+            .ok_or(HumanActionError::NoSuchNote(note_id))?;
         if !state.discussions[d].notes[0].resolvable {
             return Err(HumanActionError::NotResolvable(note_id));
         }
@@ -176,14 +187,20 @@ impl InMemoryForge {
     /// Resolves or re-opens the thread containing `note_id` (what a human's click does).
     pub fn set_resolved(&self, note_id: u64, resolved: bool) -> Result<(), HumanActionError> {
         let mut state = self.lock();
-        let (d, _) = state.find(note_id).ok_or(HumanActionError::NoSuchNote(note_id))?;
-        state.resolve(d, resolved).map_err(|_| HumanActionError::NotResolvable(note_id))
+        let (d, _) = state
+            .find(note_id)
+            .ok_or(HumanActionError::NoSuchNote(note_id))?;
+        state
+            .resolve(d, resolved)
+            .map_err(|_| HumanActionError::NotResolvable(note_id))
     }
 
     /// Replaces a note's body (e.g. corrupting a marker).
     pub fn set_body(&self, note_id: u64, body: &str) -> Result<(), HumanActionError> {
         let mut state = self.lock();
-        let (d, n) = state.find(note_id).ok_or(HumanActionError::NoSuchNote(note_id))?;
+        let (d, n) = state
+            .find(note_id)
+            .ok_or(HumanActionError::NoSuchNote(note_id))?;
         state.clock += 1;
         let clock = state.clock;
         let note = &mut state.discussions[d].notes[n];
@@ -196,7 +213,9 @@ impl InMemoryForge {
     /// unresolved): what a racing or buggy publisher leaves behind.
     pub fn clone_thread(&self, note_id: u64, new_id: Option<u64>) -> Result<u64, HumanActionError> {
         let mut state = self.lock();
-        let (d, _) = state.find(note_id).ok_or(HumanActionError::NoSuchNote(note_id))?;
+        let (d, _) = state
+            .find(note_id)
+            .ok_or(HumanActionError::NoSuchNote(note_id))?;
         let first = state.discussions[d].notes[0].clone();
         if let Some(id) = new_id
             && state.find(id).is_some()
@@ -208,14 +227,21 @@ impl InMemoryForge {
 
     /// Every discussion as a listing would show it (ascending, uncounted): for assertions.
     pub fn snapshot(&self) -> Vec<ListedDiscussion> {
-        self.lock().discussions.iter().map(Discussion::listed).collect()
+        self.lock()
+            .discussions
+            .iter()
+            .map(Discussion::listed)
+            .collect()
     }
 }
 
 impl State {
     fn find(&self, note_id: u64) -> Option<(usize, usize)> {
         self.discussions.iter().enumerate().find_map(|(d, disc)| {
-            disc.notes.iter().position(|n| n.id == note_id).map(|n| (d, n))
+            disc.notes
+                .iter()
+                .position(|n| n.id == note_id)
+                .map(|n| (d, n))
         })
     }
 
@@ -225,11 +251,18 @@ impl State {
         id
     }
 
-    fn add_discussion(&mut self, author_id: u64, body: &str, resolvable: bool, note_id: Option<u64>) -> u64 {
+    fn add_discussion(
+        &mut self,
+        author_id: u64,
+        body: &str,
+        resolvable: bool,
+        note_id: Option<u64>,
+    ) -> u64 {
         let id = self.next_note_id(note_id);
         self.discussion_seq += 1;
         self.clock += 1;
-        let discussion_id = hex::encode(&Sha256::digest(format!("discussion-{}", self.discussion_seq))[..20]);
+        let discussion_id =
+            hex::encode(&Sha256::digest(format!("discussion-{}", self.discussion_seq))[..20]);
         self.discussions.push(Discussion {
             id: discussion_id,
             individual_note: !resolvable,
@@ -280,7 +313,11 @@ impl State {
 
 impl Discussion {
     fn listed(&self) -> ListedDiscussion {
-        ListedDiscussion { id: self.id.clone(), individual_note: self.individual_note, notes: self.notes.clone() }
+        ListedDiscussion {
+            id: self.id.clone(),
+            individual_note: self.individual_note,
+            notes: self.notes.clone(),
+        }
     }
 
     fn first_id(&self) -> u64 {
@@ -294,7 +331,12 @@ fn timestamp(tick: u64) -> String {
 }
 
 fn not_found(method: &str, route: String) -> ForgeError {
-    ForgeError::Status { method: method.into(), route, status: 404, message: "404 Not Found".into() }
+    ForgeError::Status {
+        method: method.into(),
+        route,
+        status: 404,
+        message: "404 Not Found".into(),
+    }
 }
 
 impl Forge for InMemoryForge {
@@ -318,7 +360,12 @@ impl Forge for InMemoryForge {
             ListingOrder::Ascending => {}
             ListingOrder::Descending => listed.reverse(),
             ListingOrder::Explicit(first) => {
-                listed.sort_by_key(|d| first.iter().position(|id| *id == d.first_id()).unwrap_or(usize::MAX));
+                listed.sort_by_key(|d| {
+                    first
+                        .iter()
+                        .position(|id| *id == d.first_id())
+                        .unwrap_or(usize::MAX)
+                });
             }
         }
         let out: Vec<ListedDiscussion> = listed.iter().map(|d| d.listed()).collect();
@@ -332,8 +379,15 @@ impl Forge for InMemoryForge {
         state.counts.writes += 1;
         let bot = state.bot_user_id;
         let note_id = state.add_discussion(bot, body, true, None);
-        let discussion_id = state.discussions.last().map(|d| d.id.clone()).unwrap_or_default();
-        Ok(CreatedThread { discussion_id, note_id })
+        let discussion_id = state
+            .discussions
+            .last()
+            .map(|d| d.id.clone())
+            .unwrap_or_default();
+        Ok(CreatedThread {
+            discussion_id,
+            note_id,
+        })
     }
 
     fn reply_to_thread(&self, discussion_id: &str, body: &str) -> Result<u64, ForgeError> {
@@ -350,7 +404,9 @@ impl Forge for InMemoryForge {
         let mut state = self.lock();
         state.counts.writes += 1;
         let route = format!("discussions/{discussion_id}");
-        let d = state.discussion_index(discussion_id).ok_or_else(|| not_found("PUT", route.clone()))?;
+        let d = state
+            .discussion_index(discussion_id)
+            .ok_or_else(|| not_found("PUT", route.clone()))?;
         state.resolve(d, true).map_err(|()| ForgeError::Status {
             method: "PUT".into(),
             route,
@@ -370,9 +426,16 @@ impl Forge for InMemoryForge {
         let mut state = self.lock();
         state.counts.writes += 1;
         let route = format!("notes/{note_id}");
-        let (d, n) = state.find(note_id).ok_or_else(|| not_found("PUT", route.clone()))?;
+        let (d, n) = state
+            .find(note_id)
+            .ok_or_else(|| not_found("PUT", route.clone()))?;
         if state.discussions[d].notes[n].author_id != state.bot_user_id {
-            return Err(ForgeError::Status { method: "PUT".into(), route, status: 403, message: "403 Forbidden".into() });
+            return Err(ForgeError::Status {
+                method: "PUT".into(),
+                route,
+                status: 403,
+                message: "403 Forbidden".into(),
+            });
         }
         state.clock += 1;
         let clock = state.clock;
@@ -411,7 +474,11 @@ impl Repository for InMemoryForge {
     fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
         let mut state = self.lock();
         state.counts.reads += 1;
-        Ok(state.files.iter().find(|((s, p), _)| s == sha && p == path).map(|(_, b)| b.clone()))
+        Ok(state
+            .files
+            .iter()
+            .find(|((s, p), _)| s == sha && p == path)
+            .map(|(_, b)| b.clone()))
     }
 
     fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
@@ -436,7 +503,10 @@ mod tests {
         let seeded = forge.post(2, "human", false, Some(500)).unwrap();
         assert_eq!(seeded, 500);
         assert_eq!(forge.create_note("c").unwrap(), 501);
-        assert_eq!(forge.post(2, "dup", false, Some(500)), Err(HumanActionError::DuplicateId(500)));
+        assert_eq!(
+            forge.post(2, "dup", false, Some(500)),
+            Err(HumanActionError::DuplicateId(500))
+        );
     }
 
     #[test]
@@ -444,8 +514,14 @@ mod tests {
         let forge = InMemoryForge::new(1, "h");
         let id = forge.create_note("plain").unwrap();
         let disc = forge.snapshot()[0].id.clone();
-        assert!(matches!(forge.resolve_thread(&disc), Err(ForgeError::Status { status: 403, .. })));
-        assert_eq!(forge.set_resolved(id, true), Err(HumanActionError::NotResolvable(id)));
+        assert!(matches!(
+            forge.resolve_thread(&disc),
+            Err(ForgeError::Status { status: 403, .. })
+        ));
+        assert_eq!(
+            forge.set_resolved(id, true),
+            Err(HumanActionError::NotResolvable(id))
+        );
     }
 
     #[test]
@@ -456,11 +532,21 @@ mod tests {
         }
         forge.set_page_size(2);
         let before = forge.request_counts().reads;
-        let ids: Vec<u64> = forge.list_discussions().unwrap().iter().map(|d| d.notes[0].id).collect();
+        let ids: Vec<u64> = forge
+            .list_discussions()
+            .unwrap()
+            .iter()
+            .map(|d| d.notes[0].id)
+            .collect();
         assert_eq!(forge.request_counts().reads - before, 3);
         assert_eq!(ids, vec![1, 2, 3, 4, 5]);
         forge.set_listing_order(ListingOrder::Explicit(vec![4, 2]));
-        let ids: Vec<u64> = forge.list_discussions().unwrap().iter().map(|d| d.notes[0].id).collect();
+        let ids: Vec<u64> = forge
+            .list_discussions()
+            .unwrap()
+            .iter()
+            .map(|d| d.notes[0].id)
+            .collect();
         assert_eq!(ids, vec![4, 2, 1, 3, 5]);
     }
 
@@ -468,7 +554,10 @@ mod tests {
     fn only_the_author_may_edit() {
         let forge = InMemoryForge::new(1, "h");
         let human = forge.post(2, "mine", false, None).unwrap();
-        assert!(matches!(forge.edit_note(human, "x"), Err(ForgeError::Status { status: 403, .. })));
+        assert!(matches!(
+            forge.edit_note(human, "x"),
+            Err(ForgeError::Status { status: 403, .. })
+        ));
         assert_eq!(forge.snapshot()[0].notes[0].body, "mine");
     }
 }
