@@ -749,3 +749,72 @@ fn digest_is_stable_and_sensitive_to_content_and_path() {
     );
     assert_eq!(PolicySet::digest(&[]), Occurrence::digest(b"").to_string());
 }
+
+#[test]
+fn policy_set_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<PolicySet>();
+}
+
+#[test]
+fn flow_style_rules_fall_back_to_the_rules_line() {
+    let text = "apiVersion: assent/v1\nkind: Policy\nrules: [{id: a, match: {files: [x]}, effect: loud}]\n";
+    let got = problems(text);
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].starts_with("p.yaml:3: rule `a`: unknown effect `loud`"),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn multi_document_files_are_rejected() {
+    let text = format!(
+        "{}---\n{}",
+        one_rule("id: a\n    match: {files: [x]}\n    effect: block"),
+        one_rule("id: b\n    match: {files: [x]}\n    effect: block")
+    );
+    let got = problems(&text);
+    assert_eq!(got.len(), 1);
+    assert!(got[0].contains("more than one document"), "{got:?}");
+}
+
+#[test]
+fn rule_id_grammar() {
+    for ok in ["a", "0", "retention-shrink", "topics.delete_v2", "9-lives"] {
+        assert!(valid_rule_id(ok), "{ok}");
+    }
+    for bad in ["", "-a", ".a", "_a", "A", "a b", "a/b", "ä", "a:b"] {
+        assert!(!valid_rule_id(bad), "{bad}");
+    }
+    let got = problems(&one_rule(
+        "id: \"\"\n    match: {files: [x]}\n    effect: block",
+    ));
+    assert!(
+        got[0].starts_with("p.yaml:4: rule id `` must match"),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_rule_with_several_globs_matches_any_of_them() {
+    let set = load(&one_rule(
+        "id: r\n    match:\n      files: [\"a/*.yaml\", \"b/**/*.json\"]\n    effect: comment",
+    ));
+    let mk = |f: &str| change(f, "/x", ChangeKind::Add, None, Some(json!(1)));
+    let f = set.evaluate(
+        &[
+            mk("a/1.yaml"),
+            mk("a/s/1.yaml"),
+            mk("b/1.json"),
+            mk("b/c/d/1.json"),
+            mk("c/1.yaml"),
+        ],
+        &MrContext::default(),
+    );
+    let subjects: Vec<&str> = f.iter().map(|f| f.slot.subject.as_str()).collect();
+    assert_eq!(
+        subjects,
+        vec!["a/1.yaml#/x", "b/1.json#/x", "b/c/d/1.json#/x"]
+    );
+}
