@@ -134,8 +134,29 @@ pub fn parse(text: &str) -> Result<RawDocument, StructureError> {
         } else {
             message
         };
+        // serde_yaml gives no position for a second document: point at its `---`.
+        let line = line.or_else(|| {
+            second_document_line(text).filter(|_| message.contains("more than one document"))
+        });
         StructureError { line, message }
     })
+}
+
+/// The 1-based line of the `---` that starts a second document, if any: a marker before
+/// any content only opens the first document.
+fn second_document_line(text: &str) -> Option<usize> {
+    let mut seen_content = false;
+    for (i, line) in text.lines().enumerate() {
+        let is_marker = line == "---" || line.starts_with("--- ");
+        if is_marker && seen_content {
+            return Some(i + 1);
+        }
+        let trimmed = line.trim();
+        if !is_marker && !trimmed.is_empty() && !trimmed.starts_with('#') {
+            seen_content = true;
+        }
+    }
+    None
 }
 
 /// Where the parts of one rule are, by 1-based line.

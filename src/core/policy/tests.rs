@@ -777,6 +777,14 @@ fn multi_document_files_are_rejected() {
     let got = problems(&text);
     assert_eq!(got.len(), 1);
     assert!(got[0].contains("more than one document"), "{got:?}");
+    // The second document starts after the first one's 6 lines.
+    assert!(got[0].starts_with("p.yaml:7: "), "{got:?}");
+    // A leading `---` only opens the first document.
+    let leading = format!(
+        "# policy\n---\n{}",
+        one_rule("id: a\n    match: {files: [x]}\n    effect: block")
+    );
+    assert!(PolicySet::load(&[file("p.yaml", &leading)]).is_ok());
 }
 
 #[test]
