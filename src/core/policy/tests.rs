@@ -1,0 +1,828 @@
+//! Loading and evaluation tests over whole policy documents.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+const SPEC_EXAMPLE: &str = r#"apiVersion: assent/v1
+kind: Policy
+identities:                      # optional: list pointer pattern -> identity field
+  "topics/*.yaml": { "/topics": name }
+rules:
+  - id: retention-shrink           # unique across all policy files
+    match:
+      files: ["topics/*.yaml"]     # globs against repo paths
+      pointer: "/topics/*/retention_days"   # * = one segment, ** = any depth
+      kinds: [modify]              # default: all kinds
+    when: "int(new) < int(old)"    # optional CEL over old, new, kind, file, pointer, entry, mr
+    effect: challenge              # comment | challenge | block
+    message: "Retention of {{ entry }} shrinks from {{ old }} to {{ new }} days. Sure?"
+"#;
+
+fn file(path: &str, text: &str) -> PolicyFile {
+    PolicyFile {
+        path: path.to_owned(),
+        bytes: text.as_bytes().to_vec(),
+    }
+}
+
+fn load(text: &str) -> PolicySet {
+    PolicySet::load(&[file(".assent/policies/p.yaml", text)]).unwrap_or_else(|p| panic!("{p:?}"))
+}
+
+fn problems(text: &str) -> Vec<String> {
+    PolicySet::load(&[file("p.yaml", text)])
+        .expect_err("must not load")
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+fn change(
+    file: &str,
+    pointer: &str,
+    kind: ChangeKind,
+    old: Option<Value>,
+    new: Option<Value>,
+) -> Change {
+    Change {
+        file: file.to_owned(),
+        pointer: pointer.to_owned(),
+        kind,
+        old,
+        new,
+    }
+}
+
+/// A one-rule document around `rule_body` (indented under `- `).
+fn one_rule(rule_body: &str) -> String {
+    format!("apiVersion: assent/v1\nkind: Policy\nrules:\n  - {rule_body}\n")
+}
+
+#[test]
+fn spec_example_loads_and_fires_on_retention_shrink() {
+    let set = load(SPEC_EXAMPLE);
+    assert_eq!(set.rule_ids(), vec!["retention-shrink"]);
+    let shrink = change(
+        "topics/orders.yaml",
+        "/topics/orders.events.v1/retention_days",
+        ChangeKind::Modify,
+        Some(json!(30)),
+        Some(json!(7)),
+    );
+    let grow = change(
+        "topics/orders.yaml",
+        "/topics/orders.events.v1/retention_days",
+        ChangeKind::Modify,
+        Some(json!(7)),
+        Some(json!(30)),
+    );
+    let elsewhere = change(
+        "other/orders.yaml",
+        "/topics/orders.events.v1/retention_days",
+        ChangeKind::Modify,
+        Some(json!(30)),
+        Some(json!(7)),
+    );
+    let added = change(
+        "topics/orders.yaml",
+        "/topics/orders.events.v1/retention_days",
+        ChangeKind::Add,
+        None,
+        Some(json!(7)),
+    );
+    let findings = set.evaluate(
+        &[shrink.clone(), grow, elsewhere, added],
+        &MrContext::default(),
+    );
+    assert_eq!(findings.len(), 1);
+    let f = &findings[0];
+    assert_eq!(f.slot.rule, "retention-shrink");
+    assert_eq!(
+        f.slot.subject,
+        "topics/orders.yaml#/topics/orders.events.v1/retention_days"
+    );
+    assert_eq!(f.effect, Effect::Challenge);
+    assert_eq!(
+        f.message,
+        "Retention of orders.events.v1 shrinks from 30 to 7 days. Sure?"
+    );
+    assert_eq!(
+        f.occurrence,
+        Occurrence::of(
+            "retention-shrink",
+            &shrink.subject(),
+            ChangeKind::Modify,
+            Some(&json!(30)),
+            Some(&json!(7))
+        )
+    );
+}
+
+#[test]
+fn empty_file_set_loads_with_no_rules_and_judges_nothing() {
+    let set = PolicySet::load(&[]).unwrap();
+    assert!(set.rule_ids().is_empty());
+    let c = change("a.yaml", "", ChangeKind::Add, None, Some(json!({})));
+    assert!(set.evaluate(&[c], &MrContext::default()).is_empty());
+    assert_eq!(set.identity_for("topics/a.yaml", "/topics"), None);
+}
+
+#[test]
+fn document_level_problems_name_their_lines() {
+    let got = problems("apiVersion: assent/v2\nkind: Policies\nrules: []\n");
+    assert_eq!(
+        got,
+        vec![
+            "p.yaml:1: apiVersion must be `assent/v1`, found `assent/v2`",
+            "p.yaml:2: kind must be `Policy`, found `Policies`",
+            "p.yaml:3: rules must not be empty",
+        ]
+    );
+}
+
+#[test]
+fn structure_errors_carry_the_yaml_line() {
+    // Unknown top-level field.
+    let got = problems("apiVersion: assent/v1\nkind: Policy\nrulez: []\n");
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].starts_with("p.yaml:3: unknown field `rulez`"),
+        "{got:?}"
+    );
+    // Unknown field inside match.
+    let got = problems(&one_rule(
+        "id: a\n    match:\n      files: [x]\n      pointers: /a\n    effect: block",
+    ));
+    assert!(
+        got[0].starts_with("p.yaml:7: rules[0].match: unknown field `pointers`"),
+        "{got:?}"
+    );
+    // Missing required field.
+    let got = problems(&one_rule("id: a\n    match: {files: [x]}"));
+    assert!(
+        got[0].starts_with("p.yaml:4: ") && got[0].contains("missing field `effect`"),
+        "{got:?}"
+    );
+    // Wrong type.
+    let got = problems(&one_rule("id: a\n    match: {files: x}\n    effect: block"));
+    assert!(
+        got[0].starts_with("p.yaml:5: ") && got[0].contains("invalid type"),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn yaml_syntax_error_has_its_line() {
+    let got = problems(
+        "apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: [unclosed\n    effect: block\n",
+    );
+    assert_eq!(got.len(), 1);
+    assert!(got[0].starts_with("p.yaml:"), "{got:?}");
+    let line: usize = got[0].split(':').nth(1).unwrap().parse().unwrap();
+    assert!((4..=6).contains(&line), "{got:?}");
+}
+
+#[test]
+fn non_utf8_and_empty_files_are_problems() {
+    let bad = PolicyFile {
+        path: "bin.yaml".into(),
+        bytes: b"apiVersion: assent/v1\nkind: \xff\n".to_vec(),
+    };
+    let got = PolicySet::load(&[bad]).unwrap_err();
+    assert_eq!(got[0].to_string(), "bin.yaml:2: not valid UTF-8");
+    let got = problems("");
+    assert_eq!(got.len(), 1);
+    assert!(got[0].starts_with("p.yaml"), "{got:?}");
+}
+
+#[test]
+fn every_rule_level_problem_is_reported_with_its_field_line() {
+    let text = "\
+apiVersion: assent/v1
+kind: Policy
+rules:
+  - id: Bad_Id
+    match:
+      files: [\"topics/[x\"]
+      pointer: topics/*
+      kinds: [modify, rename]
+    when: \"int(new) <\"
+    effect: warn
+    message: \"{{ olds }}\"
+  - id: assent/self-edit
+    match: { files: [\"a\"], kinds: [] }
+    effect: block
+  - id: ok
+    match:
+      files: []
+    when: \"nwe > 1\"
+    effect: block
+";
+    let got = problems(text);
+    let expected_prefixes = [
+        "p.yaml:4: rule id `Bad_Id` must match",
+        "p.yaml:6: rule `Bad_Id`: invalid file glob `topics/[x`",
+        "p.yaml:7: rule `Bad_Id`: invalid pointer pattern `topics/*`",
+        "p.yaml:8: rule `Bad_Id`: unknown kind `rename`",
+        "p.yaml:9: rule `Bad_Id`: `when` does not compile",
+        "p.yaml:10: rule `Bad_Id`: unknown effect `warn`",
+        "p.yaml:11: rule `Bad_Id`: unknown placeholder `{{ olds }}`",
+        "p.yaml:12: rule id `assent/self-edit`: the `assent/` prefix is reserved",
+        // flow-style match: the kinds problem falls back to the `match:` line.
+        "p.yaml:13: rule `assent/self-edit`: match.kinds must not be empty",
+        "p.yaml:17: rule `ok`: match.files must not be empty",
+        "p.yaml:18: rule `ok`: `when` uses undeclared name `nwe`",
+    ];
+    assert_eq!(got.len(), expected_prefixes.len(), "{got:#?}");
+    for (g, e) in got.iter().zip(expected_prefixes) {
+        assert!(
+            g.starts_with(e),
+            "{g:?} should start with {e:?}\nall: {got:#?}"
+        );
+    }
+}
+
+#[test]
+fn duplicate_rule_ids_across_files_name_both_places() {
+    let a = file(
+        ".assent/policies/a.yaml",
+        &one_rule("id: shared\n    match: {files: [x]}\n    effect: block"),
+    );
+    let b = file(
+        ".assent/policies/b.yaml",
+        "apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: other\n    match: {files: [x]}\n    effect: block\n  - id: shared\n    match: {files: [y]}\n    effect: comment\n",
+    );
+    // Input order does not matter: files load sorted by path.
+    for files in [vec![a.clone(), b.clone()], vec![b, a]] {
+        let got = PolicySet::load(&files).unwrap_err();
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            got[0].to_string(),
+            ".assent/policies/b.yaml:7: duplicate rule id `shared` (first defined at .assent/policies/a.yaml:4)"
+        );
+    }
+}
+
+#[test]
+fn problems_from_several_files_are_all_reported_sorted() {
+    let files = [
+        file("z.yaml", "apiVersion: assent/v1\nkind: Nope\nrules: []\n"),
+        file("a.yaml", "kind: Policy\n"),
+        file(
+            "m.yaml",
+            &one_rule("id: fine\n    match: {files: [x]}\n    effect: block"),
+        ),
+    ];
+    let got = PolicySet::load(&files).unwrap_err();
+    let files: Vec<&str> = got.iter().map(|p| p.file.as_str()).collect();
+    assert_eq!(files, vec!["a.yaml", "z.yaml", "z.yaml"]);
+    let mut sorted = got.clone();
+    sorted.sort();
+    assert_eq!(got, sorted);
+}
+
+#[test]
+fn problem_display_and_order() {
+    let p = |file: &str, line, message: &str| PolicyProblem {
+        file: file.into(),
+        line,
+        message: message.into(),
+    };
+    assert_eq!(p("a", Some(3), "m").to_string(), "a:3: m");
+    assert_eq!(p("a", None, "m").to_string(), "a: m");
+    let mut v = [
+        p("b", Some(1), "x"),
+        p("a", Some(10), "x"),
+        p("a", Some(2), "z"),
+        p("a", Some(2), "y"),
+        p("a", None, "w"),
+    ];
+    v.sort();
+    let shown: Vec<String> = v.iter().map(ToString::to_string).collect();
+    assert_eq!(shown, vec!["a: w", "a:2: y", "a:2: z", "a:10: x", "b:1: x"]);
+}
+
+#[test]
+fn identity_problems_and_conflicts() {
+    let text = "\
+apiVersion: assent/v1
+kind: Policy
+identities:
+  \"topics/[x\": { \"/topics\": name }
+  \"svc/*.yaml\":
+    \"services\": id
+    \"/services/*/ports\": \"\"
+rules:
+  - id: r
+    match: {files: [x]}
+    effect: block
+";
+    let got = problems(text);
+    assert_eq!(got.len(), 3, "{got:#?}");
+    assert!(
+        got[0].starts_with("p.yaml:4: identities: invalid file glob"),
+        "{got:#?}"
+    );
+    assert!(
+        got[1].starts_with("p.yaml:6: identities: invalid pointer pattern `services`"),
+        "{got:#?}"
+    );
+    assert!(
+        got[2].starts_with("p.yaml:7: identities: empty identity field"),
+        "{got:#?}"
+    );
+
+    let a = file(
+        "a.yaml",
+        "apiVersion: assent/v1\nkind: Policy\nidentities:\n  \"t/*.yaml\": { \"/t\": name }\nrules:\n  - id: a\n    match: {files: [x]}\n    effect: block\n",
+    );
+    let b = file(
+        "b.yaml",
+        "apiVersion: assent/v1\nkind: Policy\nidentities:\n  \"t/*.yaml\": { \"/t\": id }\nrules:\n  - id: b\n    match: {files: [x]}\n    effect: block\n",
+    );
+    let got = PolicySet::load(&[a, b]).unwrap_err();
+    assert_eq!(
+        got[0].to_string(),
+        "b.yaml:4: identities: `t/*.yaml` `/t` is keyed by `id` here but by `name` at a.yaml:4"
+    );
+}
+
+#[test]
+fn identity_lookup_and_entry() {
+    let set = load(
+        "apiVersion: assent/v1
+kind: Policy
+identities:
+  \"topics/*.yaml\": { \"/topics\": name }
+  \"services/**\":
+    \"/services\": id
+    \"/services/*/endpoints\": path
+  \"**\": { \"/items\": key }
+rules:
+  - id: r
+    match: {files: [\"**\"]}
+    effect: comment
+",
+    );
+    assert_eq!(
+        set.identity_for("topics/orders.yaml", "/topics").as_deref(),
+        Some("name")
+    );
+    assert_eq!(set.identity_for("topics/sub/orders.yaml", "/topics"), None);
+    assert_eq!(set.identity_for("topics/orders.yaml", "/topics/x"), None);
+    assert_eq!(
+        set.identity_for("services/a/b.json", "/services/api/endpoints")
+            .as_deref(),
+        Some("path")
+    );
+    assert_eq!(
+        set.identity_for("anything.yaml", "/items").as_deref(),
+        Some("key")
+    );
+
+    let f = "topics/orders.yaml";
+    assert_eq!(
+        set.entry_of(f, "/topics/orders.events.v1/retention_days")
+            .as_deref(),
+        Some("orders.events.v1")
+    );
+    assert_eq!(
+        set.entry_of(f, "/topics/orders.events.v1").as_deref(),
+        Some("orders.events.v1")
+    );
+    assert_eq!(set.entry_of(f, "/topics"), None);
+    assert_eq!(set.entry_of(f, ""), None);
+    assert_eq!(set.entry_of(f, "/owners/x"), None);
+    // Escaped tokens come back unescaped.
+    assert_eq!(
+        set.entry_of(f, "/topics/a~1b~0c/x").as_deref(),
+        Some("a/b~c")
+    );
+    // Nearest enclosing entry wins.
+    let s = "services/a.yaml";
+    assert_eq!(
+        set.entry_of(s, "/services/api/endpoints/~1v1~1orders/method")
+            .as_deref(),
+        Some("/v1/orders")
+    );
+    assert_eq!(
+        set.entry_of(s, "/services/api/owner").as_deref(),
+        Some("api")
+    );
+}
+
+const EVAL_POLICY: &str = r#"apiVersion: assent/v1
+kind: Policy
+identities:
+  "topics/*.yaml": { "/topics": name }
+rules:
+  - id: any-change
+    match:
+      files: ["topics/*.yaml"]
+    effect: comment
+  - id: strings
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/owner", kinds: [modify] }
+    when: "new != old && !new.startsWith('team-')"
+    effect: block
+    message: "owner {{old}} -> {{new}} ({{ kind }} {{file}}{{pointer}} by {{rule}})"
+  - id: bools
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/compacted" }
+    when: "old == true && new == false"
+    effect: challenge
+    message: "{{ entry }}: compaction off"
+  - id: lists
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/consumers" }
+    when: "old.exists(c, !(c in new))"
+    effect: challenge
+    message: "consumers {{ old }} -> {{ new }}"
+  - id: maps
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*", kinds: [delete, add] }
+    when: "kind == 'delete' ? old.partitions > 1 : new == null"
+    effect: block
+    message: "{{kind}} {{ entry }} {{ old }}"
+  - id: labels
+    match: { files: ["topics/*.yaml"], pointer: "/**/retention_days" }
+    when: "'retention-ok' in mr.labels && mr.iid == 7 && mr.author == 'ann'"
+    effect: comment
+"#;
+
+fn rules_fired(findings: &[Finding]) -> Vec<(&str, Effect)> {
+    findings
+        .iter()
+        .map(|f| (f.slot.rule.as_str(), f.effect))
+        .collect()
+}
+
+#[test]
+fn evaluation_over_strings_bools_lists_maps_and_null() {
+    let set = load(EVAL_POLICY);
+    let mr = MrContext::default();
+    let t = "topics/orders.yaml";
+
+    let owner = change(
+        t,
+        "/topics/o/owner",
+        ChangeKind::Modify,
+        Some(json!("team-a")),
+        Some(json!("bob")),
+    );
+    let f = set.evaluate(&[owner], &mr);
+    assert_eq!(
+        rules_fired(&f),
+        vec![("any-change", Effect::Comment), ("strings", Effect::Block)]
+    );
+    assert_eq!(
+        f[1].message,
+        "owner team-a -> bob (modify topics/orders.yaml/topics/o/owner by strings)"
+    );
+    assert_eq!(
+        f[0].message,
+        "any-change: modify of /topics/o/owner in topics/orders.yaml"
+    );
+
+    let compacted = change(
+        t,
+        "/topics/o/compacted",
+        ChangeKind::Modify,
+        Some(json!(true)),
+        Some(json!(false)),
+    );
+    let f = set.evaluate(&[compacted], &mr);
+    assert_eq!(
+        rules_fired(&f),
+        vec![
+            ("any-change", Effect::Comment),
+            ("bools", Effect::Challenge)
+        ]
+    );
+    assert_eq!(f[1].message, "o: compaction off");
+
+    let consumers = change(
+        t,
+        "/topics/o/consumers",
+        ChangeKind::Modify,
+        Some(json!(["a", "b"])),
+        Some(json!(["a"])),
+    );
+    let f = set.evaluate(&[consumers], &mr);
+    assert_eq!(f[1].message, r#"consumers ["a","b"] -> ["a"]"#);
+    let more = change(
+        t,
+        "/topics/o/consumers",
+        ChangeKind::Modify,
+        Some(json!(["a"])),
+        Some(json!(["a", "b"])),
+    );
+    assert_eq!(
+        rules_fired(&set.evaluate(&[more], &mr)),
+        vec![("any-change", Effect::Comment)]
+    );
+
+    let deleted = change(
+        t,
+        "/topics/o",
+        ChangeKind::Delete,
+        Some(json!({"partitions": 3, "name": "o"})),
+        None,
+    );
+    let f = set.evaluate(&[deleted], &mr);
+    assert_eq!(
+        rules_fired(&f),
+        vec![("any-change", Effect::Comment), ("maps", Effect::Block)]
+    );
+    assert_eq!(f[1].message, r#"delete o {"name":"o","partitions":3}"#);
+
+    // An add of an explicit null: `new == null` holds; the message renders `null`.
+    let null_add = change(t, "/topics/n", ChangeKind::Add, None, Some(Value::Null));
+    let f = set.evaluate(&[null_add], &mr);
+    assert_eq!(
+        rules_fired(&f),
+        vec![("any-change", Effect::Comment), ("maps", Effect::Block)]
+    );
+    assert_eq!(f[1].message, "add n null");
+}
+
+#[test]
+fn mr_context_is_visible_to_predicates() {
+    let set = load(EVAL_POLICY);
+    let c = change(
+        "topics/a.yaml",
+        "/topics/x/retention_days",
+        ChangeKind::Modify,
+        Some(json!(1)),
+        Some(json!(2)),
+    );
+    let mut mr = MrContext {
+        iid: 7,
+        author: "ann".into(),
+        labels: vec!["retention-ok".into()],
+        ..MrContext::default()
+    };
+    assert_eq!(
+        rules_fired(&set.evaluate(std::slice::from_ref(&c), &mr)),
+        vec![("any-change", Effect::Comment), ("labels", Effect::Comment)]
+    );
+    mr.labels.clear();
+    assert_eq!(
+        rules_fired(&set.evaluate(&[c], &mr)),
+        vec![("any-change", Effect::Comment)]
+    );
+}
+
+#[test]
+fn whole_file_changes_match_the_default_pointer() {
+    let set = load(&one_rule(
+        "id: new-file\n    match: {files: [\"topics/*.yaml\"], kinds: [add]}\n    effect: comment",
+    ));
+    let f = set.evaluate(
+        &[change(
+            "topics/a.yaml",
+            "",
+            ChangeKind::Add,
+            None,
+            Some(json!({"topics": []})),
+        )],
+        &MrContext::default(),
+    );
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].slot.subject, "topics/a.yaml#");
+    assert_eq!(f[0].message, "new-file: add of  in topics/a.yaml");
+}
+
+#[test]
+fn runtime_error_is_a_block_finding_for_the_same_slot() {
+    let set = load(SPEC_EXAMPLE);
+    let bad = change(
+        "topics/orders.yaml",
+        "/topics/o/retention_days",
+        ChangeKind::Modify,
+        Some(json!(30)),
+        Some(json!("abc")),
+    );
+    let f = set.evaluate(std::slice::from_ref(&bad), &MrContext::default());
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].effect, Effect::Block);
+    assert_eq!(f[0].slot.rule, "retention-shrink");
+    assert_eq!(f[0].slot.subject, bad.subject());
+    assert_eq!(
+        f[0].occurrence,
+        Occurrence::of(
+            "retention-shrink",
+            &bad.subject(),
+            ChangeKind::Modify,
+            Some(&json!(30)),
+            Some(&json!("abc"))
+        )
+    );
+    assert!(
+        f[0].message.starts_with("rule `retention-shrink` could not be evaluated on `topics/orders.yaml#/topics/o/retention_days`: "),
+        "{}",
+        f[0].message
+    );
+    assert!(
+        f[0].message.ends_with(" — fix the rule or the data"),
+        "{}",
+        f[0].message
+    );
+
+    // Missing key and non-bool results are errors too, never a silent false.
+    let set = load(&one_rule(
+        "id: r\n    match: {files: [x]}\n    when: new.missing > 1\n    effect: comment",
+    ));
+    let f = set.evaluate(
+        &[change("x", "/a", ChangeKind::Add, None, Some(json!({})))],
+        &MrContext::default(),
+    );
+    assert_eq!(f[0].effect, Effect::Block);
+    let set = load(&one_rule(
+        "id: r\n    match: {files: [x]}\n    when: new\n    effect: comment",
+    ));
+    let f = set.evaluate(
+        &[change("x", "/a", ChangeKind::Add, None, Some(json!(1)))],
+        &MrContext::default(),
+    );
+    assert_eq!(f[0].effect, Effect::Block);
+    assert!(
+        f[0].message.contains("must yield a bool"),
+        "{}",
+        f[0].message
+    );
+}
+
+#[test]
+fn hostile_expressions_are_bounded() {
+    // Nested map over map completes.
+    let set = load(&one_rule(
+        "id: r\n    match: {files: [x]}\n    when: \"size([1,2,3].map(x, [1,2,3].map(y, y))) == 3\"\n    effect: comment",
+    ));
+    assert_eq!(
+        set.evaluate(
+            &[change("x", "/a", ChangeKind::Add, None, Some(json!(1)))],
+            &MrContext::default()
+        )
+        .len(),
+        1
+    );
+    // A third level of comprehension is refused at load time.
+    let got = problems(&one_rule(
+        "id: r\n    match: {files: [x]}\n    when: \"new.all(a, new.all(b, new.all(c, a + b + c > 0)))\"\n    effect: comment",
+    ));
+    assert!(
+        got[0].starts_with("p.yaml:6: rule `r`: `when` nests more than 2 comprehension"),
+        "{got:?}"
+    );
+    let long = format!(
+        "id: r\n    match: {{files: [x]}}\n    when: \"new == '{}'\"\n    effect: comment",
+        "a".repeat(5000)
+    );
+    assert!(problems(&one_rule(&long))[0].contains("the limit is 4096"));
+}
+
+#[test]
+fn findings_follow_change_order_then_rule_load_order_across_files() {
+    let a = file(
+        "b.yaml",
+        &one_rule("id: second\n    match: {files: [x]}\n    effect: comment"),
+    );
+    let b = file(
+        "a.yaml",
+        &one_rule("id: first\n    match: {files: [x]}\n    effect: block"),
+    );
+    let set = PolicySet::load(&[a.clone(), b.clone()]).unwrap();
+    assert_eq!(set.rule_ids(), vec!["first", "second"]);
+    let changes = [
+        change(
+            "x",
+            "/2",
+            ChangeKind::Modify,
+            Some(json!(1)),
+            Some(json!(2)),
+        ),
+        change("x", "/1", ChangeKind::Delete, Some(json!(1)), None),
+    ];
+    let f = set.evaluate(&changes, &MrContext::default());
+    let order: Vec<String> = f.iter().map(|f| f.slot.to_string()).collect();
+    assert_eq!(
+        order,
+        vec![
+            "first @ x#/2",
+            "second @ x#/2",
+            "first @ x#/1",
+            "second @ x#/1"
+        ]
+    );
+    // Determinism: same inputs, any file order, same findings.
+    let again = PolicySet::load(&[b, a])
+        .unwrap()
+        .evaluate(&changes, &MrContext::default());
+    assert_eq!(f, again);
+    assert_eq!(f, set.evaluate(&changes, &MrContext::default()));
+}
+
+#[test]
+fn digest_is_stable_and_sensitive_to_content_and_path() {
+    let a = file("a.yaml", "x: 1\n");
+    let b = file("b.yaml", "y: 2\n");
+    let d = PolicySet::digest(&[a.clone(), b.clone()]);
+    assert_eq!(
+        d,
+        PolicySet::digest(&[b.clone(), a.clone()]),
+        "order of input does not matter"
+    );
+    assert!(d.starts_with("sha256:") && d.len() == 7 + 64);
+    assert_ne!(d, PolicySet::digest(&[a.clone(), file("b.yaml", "y: 3\n")]));
+    assert_ne!(d, PolicySet::digest(&[a.clone(), file("c.yaml", "y: 2\n")]));
+    assert_ne!(d, PolicySet::digest(std::slice::from_ref(&a)));
+    // Bytes cannot move between path and content unnoticed.
+    assert_ne!(
+        PolicySet::digest(&[file("ab", "c")]),
+        PolicySet::digest(&[file("a", "bc")])
+    );
+    // Pin the documented encoding.
+    let mut bytes = b"a.yaml\0".to_vec();
+    bytes.extend_from_slice(&5u64.to_be_bytes());
+    bytes.extend_from_slice(b"x: 1\n");
+    assert_eq!(
+        PolicySet::digest(&[a]),
+        Occurrence::digest(&bytes).to_string()
+    );
+    assert_eq!(PolicySet::digest(&[]), Occurrence::digest(b"").to_string());
+}
+
+#[test]
+fn policy_set_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<PolicySet>();
+}
+
+#[test]
+fn flow_style_rules_fall_back_to_the_rules_line() {
+    let text = "apiVersion: assent/v1\nkind: Policy\nrules: [{id: a, match: {files: [x]}, effect: loud}]\n";
+    let got = problems(text);
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].starts_with("p.yaml:3: rule `a`: unknown effect `loud`"),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn multi_document_files_are_rejected() {
+    let text = format!(
+        "{}---\n{}",
+        one_rule("id: a\n    match: {files: [x]}\n    effect: block"),
+        one_rule("id: b\n    match: {files: [x]}\n    effect: block")
+    );
+    let got = problems(&text);
+    assert_eq!(got.len(), 1);
+    assert!(got[0].contains("more than one document"), "{got:?}");
+    // The second document starts after the first one's 6 lines.
+    assert!(got[0].starts_with("p.yaml:7: "), "{got:?}");
+    // A leading `---` only opens the first document.
+    let leading = format!(
+        "# policy\n---\n{}",
+        one_rule("id: a\n    match: {files: [x]}\n    effect: block")
+    );
+    assert!(PolicySet::load(&[file("p.yaml", &leading)]).is_ok());
+}
+
+#[test]
+fn rule_id_grammar() {
+    for ok in ["a", "0", "retention-shrink", "topics.delete_v2", "9-lives"] {
+        assert!(valid_rule_id(ok), "{ok}");
+    }
+    for bad in ["", "-a", ".a", "_a", "A", "a b", "a/b", "ä", "a:b"] {
+        assert!(!valid_rule_id(bad), "{bad}");
+    }
+    let got = problems(&one_rule(
+        "id: \"\"\n    match: {files: [x]}\n    effect: block",
+    ));
+    assert!(
+        got[0].starts_with("p.yaml:4: rule id `` must match"),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_rule_with_several_globs_matches_any_of_them() {
+    let set = load(&one_rule(
+        "id: r\n    match:\n      files: [\"a/*.yaml\", \"b/**/*.json\"]\n    effect: comment",
+    ));
+    let mk = |f: &str| change(f, "/x", ChangeKind::Add, None, Some(json!(1)));
+    let f = set.evaluate(
+        &[
+            mk("a/1.yaml"),
+            mk("a/s/1.yaml"),
+            mk("b/1.json"),
+            mk("b/c/d/1.json"),
+            mk("c/1.yaml"),
+        ],
+        &MrContext::default(),
+    );
+    let subjects: Vec<&str> = f.iter().map(|f| f.slot.subject.as_str()).collect();
+    assert_eq!(
+        subjects,
+        vec!["a/1.yaml#/x", "b/1.json#/x", "b/c/d/1.json#/x"]
+    );
+}
