@@ -23,8 +23,10 @@
 //!   `max_depth` is set to.
 //! * **Duplicate keys** are an error in every format (JSON parsers usually keep the last one
 //!   silently, which would let a reviewer read one value while a program reads another).
-//! * **Numbers** must be representable in JSON: NaN and infinities are refused, integers must fit
-//!   in `i64`/`u64`. `1` and `1.0` are different values (a change between them is a `modify`).
+//! * **Numbers** must be representable in JSON: NaN and infinities are refused; YAML integers
+//!   must fit in `i64`/`u64` (TOML's always do). A JSON integer beyond 64 bits is read as a
+//!   float, which is `serde_json`'s own behaviour. `1` and `1.0` are different values (a change
+//!   between them is a `modify`).
 //! * **YAML**: one document per file (a stream of several is refused; an empty file is `null`).
 //!   Aliases are refused outright — the simplest sound defence against alias bombs ("billion
 //!   laughs") and against a value silently changing because its anchor moved; anchors alone are
@@ -40,10 +42,24 @@
 //! `unsafe-libyaml`, the very parser `serde_yaml` uses, so both passes agree on what the text
 //! means (see `yaml_scan.rs`).
 //!
+//! Error messages are the parsers' own, without the trailing position (it is in
+//! [`ParseError::line`]); `serde_yaml` prefixes the path of the offending node
+//! (`b: duplicate key "x"`), which is kept because it helps find the spot.
+//!
 //! # Diffing
 //!
-//! See [`diff_documents`]: objects recurse per key, identity-keyed lists diff as maps, other
-//! lists by index, and the walk is deterministic (document order, object keys sorted).
+//! See [`diff_documents`] for the rules. Decisions:
+//!
+//! * Object keys and identity-keyed list entries are visited in sorted order (by their text, so
+//!   `team44` precedes `team9`), never in map order, which depends on a `serde_json` feature.
+//! * An identity-keyed list is diffed as a map only when **both** sides qualify (every element
+//!   an object whose identity field is a string or integer, unique by its text); otherwise the
+//!   whole list falls back to index diffing. A partial keying would mix two pointer schemes in
+//!   one list, and failing would hide every change in the file.
+//! * `identity_for` is asked with the list's pointer as it appears in the output, so a list
+//!   inside an identity-keyed entry is asked about as `/topics/orders.events.v1/acls`.
+//! * Equal subtrees are skipped without asking anything, so the cost is proportional to what
+//!   changed plus one equality pass per level.
 
 mod build;
 mod diff;

@@ -311,6 +311,11 @@ mod tests {
         assert_eq!(error(Format::Toml, "a = 1\nb = nan\n").0, Some(2));
         assert_eq!(error(Format::Toml, "b = -inf\n").0, Some(1));
         assert!(parse(Format::Yaml, "a: 99999999999999999999999\n").is_err());
+        // serde_json reads an integer beyond 64 bits as a float (documented, not refused).
+        assert_eq!(
+            parse(Format::Json, "[99999999999999999999999]"),
+            Ok(json!([1e23]))
+        );
     }
 
     #[test]
