@@ -1,0 +1,307 @@
+//! The value builder shared by all three formats.
+//!
+//! Each parser drives this `serde` seed through `deserialize_any`, so JSON, YAML and TOML end up
+//! in the same `serde_json::Value` model under the same rules: duplicate keys, non-scalar keys,
+//! non-finite numbers and application tags are refused, and depth and node-count limits are
+//! enforced while the tree grows. Errors are raised *inside* the visitor that sees the
+//! offending token, because that is where `serde_json` and `serde_yaml` attach the line number.
+
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, EnumAccess, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+/// The key under which `toml` hands a datetime to `deserialize_any` (a one-entry map). It is
+/// private to `toml_datetime`, hence repeated here; a test pins the behaviour.
+const TOML_DATETIME_FIELD: &str = "$__toml_private_datetime";
+
+/// Error text for a list used as a map key (shared with the YAML pre-scan).
+pub(super) const LIST_KEY: &str = "lists as map keys are not supported";
+/// Error text for a map used as a map key (shared with the YAML pre-scan).
+pub(super) const MAP_KEY: &str = "maps as map keys are not supported";
+
+/// Error text for a document nested deeper than `max_depth`.
+pub(super) fn too_deep(max_depth: usize) -> String {
+    format!("nesting deeper than {max_depth} levels (limit)")
+}
+
+/// Error text for a document with more than `max_nodes` values.
+pub(super) fn too_many_nodes(max_nodes: usize) -> String {
+    format!("document has more than {max_nodes} values (limit)")
+}
+
+/// The limits and running node count of one parse.
+pub(super) struct Budget {
+    max_depth: usize,
+    max_nodes: usize,
+    nodes: Cell<usize>,
+    /// Whether a one-entry map keyed [`TOML_DATETIME_FIELD`] is a datetime. Only for TOML: in
+    /// JSON or YAML such a key is ordinary data and must stay a map.
+    toml_datetimes: bool,
+}
+
+impl Budget {
+    pub(super) fn new(max_depth: usize, max_nodes: usize, toml_datetimes: bool) -> Self {
+        Budget {
+            max_depth,
+            max_nodes,
+            nodes: Cell::new(0),
+            toml_datetimes,
+        }
+    }
+
+    fn count_node<E: de::Error>(&self) -> Result<(), E> {
+        let n = self.nodes.get() + 1;
+        if n > self.max_nodes {
+            return Err(E::custom(too_many_nodes(self.max_nodes)));
+        }
+        self.nodes.set(n);
+        Ok(())
+    }
+}
+
+/// Builds one value at nesting `depth` (the number of containers enclosing it).
+pub(super) struct ValueSeed<'b> {
+    pub(super) budget: &'b Budget,
+    pub(super) depth: usize,
+}
+
+impl ValueSeed<'_> {
+    /// The seed for a child of the container this seed is building.
+    fn child(&self) -> Self {
+        ValueSeed {
+            budget: self.budget,
+            depth: self.depth + 1,
+        }
+    }
+
+    fn enter_container<E: de::Error>(&self) -> Result<(), E> {
+        self.budget.count_node()?;
+        if self.depth + 1 > self.budget.max_depth {
+            return Err(E::custom(too_deep(self.budget.max_depth)));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-compatible value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        self.budget.count_node()?;
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        self.budget.count_node()?;
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        self.budget.count_node()?;
+        Ok(Value::from(v))
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Value, E> {
+        match (i64::try_from(v), u64::try_from(v)) {
+            (Ok(small), _) => self.visit_i64(small),
+            (_, Ok(small)) => self.visit_u64(small),
+            _ => Err(E::custom(format_args!(
+                "integer {v} does not fit in 64 bits"
+            ))),
+        }
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Value, E> {
+        match u64::try_from(v) {
+            Ok(small) => self.visit_u64(small),
+            Err(_) => Err(E::custom(format_args!(
+                "integer {v} does not fit in 64 bits"
+            ))),
+        }
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        self.budget.count_node()?;
+        Number::from_f64(v).map(Value::Number).ok_or_else(|| {
+            E::custom(format_args!(
+                "number {v} (NaN or infinite) cannot be represented in JSON"
+            ))
+        })
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        self.visit_string(v.to_owned())
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        self.budget.count_node()?;
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        self.budget.count_node()?;
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        self.visit_unit()
+    }
+
+    fn visit_some<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_newtype_struct<D: de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.enter_container()?;
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(self.child())? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        let Some(first) = map.next_key_seed(KeySeed { existing: &object })? else {
+            self.enter_container()?;
+            return Ok(Value::Object(object));
+        };
+        if self.budget.toml_datetimes && first == TOML_DATETIME_FIELD {
+            // A TOML datetime: its value is the RFC 3339 text, which is what we keep.
+            let text: String = map.next_value()?;
+            return self.visit_string(text);
+        }
+        self.enter_container()?;
+        let value = map.next_value_seed(self.child())?;
+        object.insert(first, value);
+        while let Some(key) = map.next_key_seed(KeySeed { existing: &object })? {
+            let value = map.next_value_seed(self.child())?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Value, A::Error> {
+        // Only `serde_yaml` calls this from `deserialize_any`, for a node with an application
+        // tag such as `!secret`; the "variant" is the tag name.
+        let (tag, _rest): (String, A::Variant) = data.variant()?;
+        Err(de::Error::custom(format_args!(
+            "YAML tags are not supported in governed files (found !{tag})"
+        )))
+    }
+}
+
+/// Reads one map key as a string and refuses it if the map being built already has it.
+///
+/// The check lives here rather than after `next_key_seed` returns so that the parser reports
+/// the line of the duplicate key itself.
+struct KeySeed<'m> {
+    existing: &'m Map<String, Value>,
+}
+
+impl KeySeed<'_> {
+    fn accept<E: de::Error>(self, key: String) -> Result<String, E> {
+        if self.existing.contains_key(&key) {
+            return Err(E::custom(format_args!("duplicate key {key:?}")));
+        }
+        Ok(key)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = String;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed<'_> {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a scalar map key")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+        self.accept(v.to_owned())
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<String, E> {
+        self.accept(v)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<String, E> {
+        self.accept(v.to_string())
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
+        self.accept(v.to_string())
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
+        self.accept(v.to_string())
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<String, E> {
+        self.accept(v.to_string())
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<String, E> {
+        self.accept(v.to_string())
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
+        // Same text the value would print as in JSON, so `1.5: x` is key "1.5".
+        match Number::from_f64(v) {
+            Some(n) => self.accept(n.to_string()),
+            None => Err(E::custom(format_args!(
+                "map key {v} (NaN or infinite) is not supported"
+            ))),
+        }
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<String, E> {
+        self.accept("null".to_owned())
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<String, E> {
+        self.visit_unit()
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _seq: A) -> Result<String, A::Error> {
+        Err(de::Error::custom(LIST_KEY))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, _map: A) -> Result<String, A::Error> {
+        Err(de::Error::custom(MAP_KEY))
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<String, A::Error> {
+        let (tag, _rest): (String, A::Variant) = data.variant()?;
+        Err(de::Error::custom(format_args!(
+            "YAML tags are not supported in governed files (found !{tag})"
+        )))
+    }
+}

@@ -1,0 +1,331 @@
+//! Tests across the module: formats, parse-then-diff, large files and properties.
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::core::model::{Change, ChangeKind};
+
+fn topics_by_name(pointer: &str) -> Option<String> {
+    (pointer == "/topics").then(|| "name".to_owned())
+}
+
+fn no_identity(_: &str) -> Option<String> {
+    None
+}
+
+fn parse(file: &str, text: &str) -> Value {
+    let format = format_for_path(file).expect("a governed file");
+    parse_document(file, format, text.as_bytes(), &Limits::default()).expect("parses")
+}
+
+/// One change per line, `kind pointer: old -> new`, for snapshots.
+fn render(changes: &[Change]) -> String {
+    let show = |v: &Option<Value>| v.as_ref().map_or("-".to_owned(), Value::to_string);
+    changes
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}#{}: {} -> {}\n",
+                c.kind.as_str(),
+                c.file,
+                c.pointer,
+                show(&c.old),
+                show(&c.new)
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn format_for_path_by_extension_case_insensitive() {
+    for (path, format) in [
+        ("a.json", Some(Format::Json)),
+        ("dir/a.JSON", Some(Format::Json)),
+        ("topics/orders.yaml", Some(Format::Yaml)),
+        ("x.Yml", Some(Format::Yaml)),
+        ("Cargo.toml", Some(Format::Toml)),
+        ("a.tar.TOML", Some(Format::Toml)),
+        ("README.md", None),
+        ("Makefile", None),
+        ("json", None),
+        (".json", None),
+        ("conf.json/README", None),
+        ("a.yaml.bak", None),
+        ("", None),
+    ] {
+        assert_eq!(format_for_path(path), format, "{path:?}");
+    }
+}
+
+#[test]
+fn default_limits_are_the_documented_ones() {
+    assert_eq!(
+        Limits::default(),
+        Limits {
+            max_bytes: 16 * 1024 * 1024,
+            max_depth: 128,
+            max_nodes: 1_000_000
+        }
+    );
+}
+
+const OLD_YAML: &str = "\
+topics:
+  - name: orders.events.v1
+    retention_days: 30
+    partitions: 12
+  - name: payments/settled
+    retention_days: 7
+  - name: legacy.audit
+    retention_days: 365
+owner: team-a
+";
+
+const NEW_YAML: &str = "\
+owner: team-b
+topics:
+  - name: payments/settled
+    retention_days: 7
+    compacted: true
+  - name: orders.events.v1
+    retention_days: 7
+    partitions: 12
+  - name: users.v2
+    retention_days: 14
+";
+
+const NEW_JSON: &str = r#"{
+  "owner": "team-b",
+  "topics": [
+    {"name": "payments/settled", "retention_days": 7, "compacted": true},
+    {"name": "orders.events.v1", "retention_days": 7, "partitions": 12},
+    {"name": "users.v2", "retention_days": 14}
+  ]
+}"#;
+
+const NEW_TOML: &str = r#"
+owner = "team-b"
+
+[[topics]]
+name = "payments/settled"
+retention_days = 7
+compacted = true
+
+[[topics]]
+name = "orders.events.v1"
+retention_days = 7
+partitions = 12
+
+[[topics]]
+name = "users.v2"
+retention_days = 14
+"#;
+
+#[test]
+fn a_topic_registry_change_reads_as_named_fields() {
+    let old = parse("topics.yaml", OLD_YAML);
+    let new = parse("topics.yaml", NEW_YAML);
+    let changes = diff_documents("topics.yaml", Some(&old), Some(&new), &topics_by_name);
+    insta::assert_snapshot!(render(&changes));
+}
+
+#[test]
+fn the_same_data_in_yaml_json_and_toml_gives_the_same_changes() {
+    let old = parse("t.yaml", OLD_YAML);
+    let from = |file: &str, text: &str| {
+        diff_documents("t", Some(&old), Some(&parse(file, text)), &topics_by_name)
+    };
+    let yaml = from("t.yaml", NEW_YAML);
+    assert_eq!(yaml.len(), 5);
+    assert_eq!(yaml, from("t.json", NEW_JSON));
+    assert_eq!(yaml, from("t.toml", NEW_TOML));
+}
+
+#[test]
+fn a_whole_file_add_snapshot() {
+    let new = parse("t.toml", "a = 1\n[b]\nc = [true]\n");
+    insta::assert_snapshot!(render(&diff_documents("t.toml", None, Some(&new), &no_identity)), @r#"add t.toml#: - -> {"a":1,"b":{"c":[true]}}"#);
+}
+
+/// A topic registry of `n` entries of about 200 bytes, `retention(i)` days each.
+fn registry(n: usize, retention: impl Fn(usize) -> usize) -> String {
+    let mut out = String::from("topics:\n");
+    for i in 0..n {
+        out.push_str(&format!(
+            "  - name: team{}.topic{i:06}.events\n    retention_days: {}\n    partitions: {}\n    owner: team-{}@example.com\n    description: \"{}\"\n",
+            i % 97,
+            retention(i),
+            1 + i % 12,
+            i % 97,
+            "x".repeat(80)
+        ));
+    }
+    out
+}
+
+#[test]
+fn a_ten_megabyte_registry_of_50k_entries_parses_and_diffs() {
+    let n = 50_000;
+    let old_text = registry(n, |_| 30);
+    assert!(old_text.len() > 10_000_000, "{} bytes", old_text.len());
+    // Entries 10,000 and 49,999 shrink their retention; the rest is unchanged.
+    let new_text = registry(n, |i| if i == 10_000 || i == 49_999 { 7 } else { 30 });
+    let old = parse_document(
+        "big.yaml",
+        Format::Yaml,
+        old_text.as_bytes(),
+        &Limits::default(),
+    )
+    .unwrap();
+    let new = parse_document(
+        "big.yaml",
+        Format::Yaml,
+        new_text.as_bytes(),
+        &Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(old["topics"].as_array().map(Vec::len), Some(n));
+
+    let changes = diff_documents("big.yaml", Some(&old), Some(&new), &topics_by_name);
+    // Identity-keyed entries come out sorted by identity text, so team44 precedes team9.
+    let summary: Vec<(&str, ChangeKind, Option<&Value>, Option<&Value>)> = changes
+        .iter()
+        .map(|c| (c.pointer.as_str(), c.kind, c.old.as_ref(), c.new.as_ref()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                "/topics/team44.topic049999.events/retention_days",
+                ChangeKind::Modify,
+                Some(&json!(30)),
+                Some(&json!(7))
+            ),
+            (
+                "/topics/team9.topic010000.events/retention_days",
+                ChangeKind::Modify,
+                Some(&json!(30)),
+                Some(&json!(7))
+            ),
+        ]
+    );
+}
+
+/// Small JSON values: scalars (including the numbers 1 and 1.0, which differ) and nested
+/// lists and objects with a few short keys, so random pairs often share structure.
+fn small_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-3i64..3).prop_map(Value::from),
+        Just(json!(1.0)),
+        "[a-c/~]{0,2}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("[a-c/~]{0,2}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Applies `changes` (from an index-based diff) to `doc`, so the diff can be checked to say
+/// everything: adds and modifies in order, then deletes from the last (list tails shrink
+/// from the end).
+fn apply(mut doc: Option<Value>, changes: &[Change]) -> Option<Value> {
+    fn parent_and_token<'v>(doc: &'v mut Value, pointer: &str) -> (&'v mut Value, String) {
+        let (parent, token) = pointer.rsplit_once('/').expect("not the root");
+        let token = token.replace("~1", "/").replace("~0", "~");
+        (doc.pointer_mut(parent).expect("parent exists"), token)
+    }
+    for change in changes.iter().filter(|c| c.kind != ChangeKind::Delete) {
+        let new = change.new.clone().expect("add and modify carry new");
+        if change.pointer.is_empty() {
+            doc = Some(new);
+            continue;
+        }
+        let (parent, token) =
+            parent_and_token(doc.as_mut().expect("document exists"), &change.pointer);
+        match parent {
+            Value::Object(map) => {
+                map.insert(token, new);
+            }
+            Value::Array(list) => {
+                let i: usize = token.parse().expect("index");
+                if i == list.len() {
+                    list.push(new);
+                } else {
+                    list[i] = new;
+                }
+            }
+            _ => panic!("parent is a container"),
+        }
+    }
+    for change in changes
+        .iter()
+        .rev()
+        .filter(|c| c.kind == ChangeKind::Delete)
+    {
+        if change.pointer.is_empty() {
+            doc = None;
+            continue;
+        }
+        let (parent, token) =
+            parent_and_token(doc.as_mut().expect("document exists"), &change.pointer);
+        match parent {
+            Value::Object(map) => assert!(map.remove(&token).is_some()),
+            Value::Array(list) => {
+                assert_eq!(
+                    token.parse::<usize>().expect("index"),
+                    list.len() - 1,
+                    "deletes shrink the tail"
+                );
+                list.pop();
+            }
+            _ => panic!("parent is a container"),
+        }
+    }
+    doc
+}
+
+proptest! {
+    #[test]
+    fn diffing_a_value_with_itself_is_empty(a in small_json()) {
+        prop_assert!(diff_documents("f", Some(&a), Some(&a), &no_identity).is_empty());
+    }
+
+    #[test]
+    fn a_diff_is_empty_exactly_when_the_values_are_equal(a in small_json(), b in small_json()) {
+        let changes = diff_documents("f", Some(&a), Some(&b), &no_identity);
+        prop_assert_eq!(changes.is_empty(), a == b);
+    }
+
+    #[test]
+    fn applying_a_diff_to_old_gives_new(a in small_json(), b in small_json()) {
+        let changes = diff_documents("f", Some(&a), Some(&b), &no_identity);
+        prop_assert_eq!(apply(Some(a), &changes), Some(b));
+    }
+
+    #[test]
+    fn json_and_yaml_renderings_parse_back_to_the_same_value(v in small_json()) {
+        let json = serde_json::to_string_pretty(&v).unwrap();
+        prop_assert_eq!(parse_document("f", Format::Json, json.as_bytes(), &Limits::default()), Ok(v.clone()));
+        let yaml = serde_yaml::to_string(&v).unwrap();
+        prop_assert_eq!(parse_document("f", Format::Yaml, yaml.as_bytes(), &Limits::default()), Ok(v));
+    }
+
+    #[test]
+    fn reordering_an_identity_list_is_never_a_change(names in prop::collection::btree_set("[a-z/~.]{1,6}", 0..8), seed in any::<u64>()) {
+        let entries: Vec<Value> = names.iter().enumerate().map(|(i, n)| json!({"name": n, "v": i})).collect();
+        let mut shuffled = entries.clone();
+        // A deterministic permutation driven by the seed.
+        let len = shuffled.len().max(1) as u64;
+        shuffled.rotate_left((seed % len) as usize);
+        if seed % 2 == 0 { shuffled.reverse(); }
+        let old = json!({"topics": entries});
+        let new = json!({"topics": shuffled});
+        prop_assert!(diff_documents("f", Some(&old), Some(&new), &topics_by_name).is_empty());
+    }
+}
