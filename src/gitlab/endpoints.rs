@@ -100,7 +100,11 @@ impl Endpoint for MergeRequestNote<'_> {
     }
 
     fn endpoint(&self) -> Cow<'static, str> {
-        format!("projects/{}/merge_requests/{}/notes/{}", self.project, self.merge_request, self.note).into()
+        format!(
+            "projects/{}/merge_requests/{}/notes/{}",
+            self.project, self.merge_request, self.note
+        )
+        .into()
     }
 }
 
@@ -117,7 +121,10 @@ mod tests {
             resolved: true,
         };
         assert_eq!(e.method(), Method::PUT);
-        assert_eq!(e.endpoint(), "projects/group%2Fsub%2Fproj/merge_requests/7/discussions/6a9c1750b37d");
+        assert_eq!(
+            e.endpoint(),
+            "projects/group%2Fsub%2Fproj/merge_requests/7/discussions/6a9c1750b37d"
+        );
         let mut url = url::Url::parse("https://x/").unwrap();
         e.parameters().add_to_url(&mut url);
         assert_eq!(url.query(), Some("resolved=true"));
@@ -133,7 +140,10 @@ mod tests {
             body: "a & b".into(),
         };
         assert_eq!(e.method(), Method::POST);
-        assert_eq!(e.endpoint(), "projects/42/merge_requests/7/discussions/abc/notes");
+        assert_eq!(
+            e.endpoint(),
+            "projects/42/merge_requests/7/discussions/abc/notes"
+        );
         let (mime, data) = e.body().unwrap().unwrap();
         assert_eq!(mime, "application/x-www-form-urlencoded");
         assert_eq!(data, b"body=a+%26+b");
@@ -141,7 +151,11 @@ mod tests {
 
     #[test]
     fn note_route() {
-        let e = MergeRequestNote { project: "g/p".into(), merge_request: 7, note: 99 };
+        let e = MergeRequestNote {
+            project: "g/p".into(),
+            merge_request: 7,
+            note: 99,
+        };
         assert_eq!(e.method(), Method::GET);
         assert_eq!(e.endpoint(), "projects/g%2Fp/merge_requests/7/notes/99");
     }

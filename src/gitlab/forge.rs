@@ -10,9 +10,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use gitlab::api::common::NameOrId;
 use gitlab::api::Endpoint;
-use gitlab::api::projects::merge_requests::discussions::{CreateMergeRequestDiscussion, MergeRequestDiscussions};
+use gitlab::api::common::NameOrId;
+use gitlab::api::projects::merge_requests::discussions::{
+    CreateMergeRequestDiscussion, MergeRequestDiscussions,
+};
 use gitlab::api::projects::merge_requests::notes::{CreateMergeRequestNote, EditMergeRequestNote};
 use gitlab::api::projects::merge_requests::{MergeRequest, MergeRequestDiffs};
 use gitlab::api::projects::repository::Tree;
@@ -23,12 +25,14 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::GitLabConfigError;
-use super::endpoints::{CreateMergeRequestDiscussionNote, MergeRequestNote, ResolveMergeRequestDiscussion};
+use super::endpoints::{
+    CreateMergeRequestDiscussionNote, MergeRequestNote, ResolveMergeRequestDiscussion,
+};
 use super::pagination::{DEFAULT_MAX_PAGES, Listing, list_all};
 use super::retry::{Requester, RetryPolicy, Sleeper, ThreadSleeper};
 use super::transport::{
-    DEFAULT_BODY_LIMIT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, PreparedRequest, ProxyConfig, RawResponse,
-    Token, Transport, TransportSettings,
+    DEFAULT_BODY_LIMIT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, PreparedRequest,
+    ProxyConfig, RawResponse, Token, Transport, TransportSettings,
 };
 use crate::core::model::{ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState};
 use crate::forge::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
@@ -62,7 +66,12 @@ pub struct GitLabConfig {
 
 impl GitLabConfig {
     /// A configuration with default timeouts, limits, proxy and retry policy.
-    pub fn new(api_url: impl Into<String>, token: Token, project: impl Into<String>, mr_iid: u64) -> Self {
+    pub fn new(
+        api_url: impl Into<String>,
+        token: Token,
+        project: impl Into<String>,
+        mr_iid: u64,
+    ) -> Self {
         GitLabConfig {
             api_url: api_url.into(),
             token,
@@ -105,10 +114,15 @@ impl GitLabForge {
     }
 
     /// Builds the forge with an injected sleeper (tests record the delays asked for).
-    pub fn with_sleeper(config: GitLabConfig, sleeper: Arc<dyn Sleeper>) -> Result<Self, GitLabConfigError> {
+    pub fn with_sleeper(
+        config: GitLabConfig,
+        sleeper: Arc<dyn Sleeper>,
+    ) -> Result<Self, GitLabConfigError> {
         let project = config.project.trim().to_owned();
         if project.is_empty() {
-            return Err(GitLabConfigError::Project("the project id or path is empty".into()));
+            return Err(GitLabConfigError::Project(
+                "the project id or path is empty".into(),
+            ));
         }
         let transport = Transport::new(&TransportSettings {
             api_url: &config.api_url,
@@ -120,7 +134,11 @@ impl GitLabForge {
             proxy: &config.proxy,
         })?;
         Ok(GitLabForge {
-            requester: Requester { transport, policy: config.retry, sleeper },
+            requester: Requester {
+                transport,
+                policy: config.retry,
+                sleeper,
+            },
             project,
             mr_iid: config.mr_iid,
             max_pages: config.max_pages.max(1),
@@ -130,7 +148,11 @@ impl GitLabForge {
 
     /// One note of the merge request (`GET …/notes/:note_id`).
     pub fn note(&self, note_id: u64) -> Result<ListedNote, ForgeError> {
-        let request = self.prepare(&MergeRequestNote { project: self.project(), merge_request: self.mr_iid, note: note_id })?;
+        let request = self.prepare(&MergeRequestNote {
+            project: self.project(),
+            merge_request: self.mr_iid,
+            note: note_id,
+        })?;
         let response = self.requester.read(&request)?;
         let note: ApiNote = self.decode_read(&request, &response)?;
         Ok(note.into_listed())
@@ -145,10 +167,18 @@ impl GitLabForge {
     }
 
     fn listing<'a>(&self, what: &'a str, missing_is_empty: bool) -> Listing<'a> {
-        Listing { what, missing_is_empty, max_pages: self.max_pages }
+        Listing {
+            what,
+            missing_is_empty,
+            max_pages: self.max_pages,
+        }
     }
 
-    fn decode_read<T: DeserializeOwned>(&self, request: &PreparedRequest, response: &RawResponse) -> Result<T, ForgeError> {
+    fn decode_read<T: DeserializeOwned>(
+        &self,
+        request: &PreparedRequest,
+        response: &RawResponse,
+    ) -> Result<T, ForgeError> {
         serde_json::from_slice(&response.body).map_err(|e| ForgeError::Decode {
             method: request.method.as_str().to_owned(),
             route: request.route(),
@@ -158,11 +188,18 @@ impl GitLabForge {
 
     /// A write's 2xx answer that cannot be understood: the write took effect but its ids are
     /// unknown, so the caller must list again, as after any ambiguous write.
-    fn decode_write<T: DeserializeOwned>(&self, request: &PreparedRequest, response: &RawResponse) -> Result<T, ForgeError> {
+    fn decode_write<T: DeserializeOwned>(
+        &self,
+        request: &PreparedRequest,
+        response: &RawResponse,
+    ) -> Result<T, ForgeError> {
         serde_json::from_slice(&response.body).map_err(|e| ForgeError::AmbiguousWrite {
             method: request.method.as_str().to_owned(),
             route: request.route(),
-            message: self.requester.transport.redact(format!("HTTP {} with an unexpected body: {e}", response.status)),
+            message: self.requester.transport.redact(format!(
+                "HTTP {} with an unexpected body: {e}",
+                response.status
+            )),
         })
     }
 
@@ -178,9 +215,20 @@ impl GitLabForge {
 /// empty one).
 pub(crate) fn is_absent_content(error: &ForgeError) -> bool {
     match error {
-        ForgeError::Status { status: 404, message, .. } => {
+        ForgeError::Status {
+            status: 404,
+            message,
+            ..
+        } => {
             let m = message.to_ascii_lowercase();
-            !["project not found", "commit not found", "ref not found", "branch not found"].iter().any(|s| m.contains(s))
+            ![
+                "project not found",
+                "commit not found",
+                "ref not found",
+                "branch not found",
+            ]
+            .iter()
+            .any(|s| m.contains(s))
         }
         _ => false,
     }
@@ -284,7 +332,11 @@ struct ApiBranch {
 }
 
 fn build_error(what: &str, e: impl fmt::Display) -> ForgeError {
-    ForgeError::Decode { method: "-".into(), route: what.into(), message: format!("cannot build the request: {e}") }
+    ForgeError::Decode {
+        method: "-".into(),
+        route: what.into(),
+        message: format!("cannot build the request: {e}"),
+    }
 }
 
 impl Forge for GitLabForge {
@@ -292,7 +344,9 @@ impl Forge for GitLabForge {
         if let Some(id) = self.bot_user.get() {
             return Ok(*id);
         }
-        let endpoint = CurrentUser::builder().build().map_err(|e| build_error("user", e))?;
+        let endpoint = CurrentUser::builder()
+            .build()
+            .map_err(|e| build_error("user", e))?;
         let user: ApiUser = self.get(&endpoint)?;
         Ok(*self.bot_user.get_or_init(|| user.id))
     }
@@ -316,9 +370,16 @@ impl Forge for GitLabForge {
             "closed" => MergeRequestState::Closed,
             "merged" => MergeRequestState::Merged,
             "locked" => MergeRequestState::Locked,
-            other => return Err(decode_error(format!("unknown merge request state {other:?}"))),
+            other => {
+                return Err(decode_error(format!(
+                    "unknown merge request state {other:?}"
+                )));
+            }
         };
-        let head_sha = mr.sha.filter(|s| !s.is_empty()).ok_or_else(|| decode_error("the merge request has no head sha".into()))?;
+        let head_sha = mr
+            .sha
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| decode_error("the merge request has no head sha".into()))?;
         Ok(MergeRequestInfo {
             state,
             head_sha,
@@ -336,13 +397,22 @@ impl Forge for GitLabForge {
             .build()
             .map_err(|e| build_error("discussions", e))?;
         let what = format!("discussions of merge request {}", self.mr_iid);
-        let pages: Vec<ApiDiscussion> = list_all(&self.requester, self.prepare(&endpoint)?, &self.listing(&what, false))?;
+        let pages: Vec<ApiDiscussion> = list_all(
+            &self.requester,
+            self.prepare(&endpoint)?,
+            &self.listing(&what, false),
+        )?;
         Ok(pages
             .into_iter()
             .map(|d| ListedDiscussion {
                 id: d.id,
                 individual_note: d.individual_note.unwrap_or(false),
-                notes: d.notes.unwrap_or_default().into_iter().map(ApiNote::into_listed).collect(),
+                notes: d
+                    .notes
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(ApiNote::into_listed)
+                    .collect(),
             })
             .collect())
     }
@@ -357,12 +427,18 @@ impl Forge for GitLabForge {
         let request = self.prepare(&endpoint)?;
         let response = self.requester.write(&request)?;
         let created: ApiCreatedDiscussion = self.decode_write(&request, &response)?;
-        let first = created.notes.first().ok_or_else(|| ForgeError::AmbiguousWrite {
-            method: "POST".into(),
-            route: request.route(),
-            message: "the created discussion lists no note".into(),
-        })?;
-        Ok(CreatedThread { discussion_id: created.id, note_id: first.id })
+        let first = created
+            .notes
+            .first()
+            .ok_or_else(|| ForgeError::AmbiguousWrite {
+                method: "POST".into(),
+                route: request.route(),
+                message: "the created discussion lists no note".into(),
+            })?;
+        Ok(CreatedThread {
+            discussion_id: created.id,
+            note_id: first.id,
+        })
     }
 
     fn reply_to_thread(&self, discussion_id: &str, body: &str) -> Result<u64, ForgeError> {
@@ -425,7 +501,11 @@ impl Repository for GitLabForge {
             .build()
             .map_err(|e| build_error("diffs", e))?;
         let what = format!("diffs of merge request {}", self.mr_iid);
-        let diffs: Vec<ApiDiff> = list_all(&self.requester, self.prepare(&endpoint)?, &self.listing(&what, false))?;
+        let diffs: Vec<ApiDiff> = list_all(
+            &self.requester,
+            self.prepare(&endpoint)?,
+            &self.listing(&what, false),
+        )?;
         Ok(diffs
             .into_iter()
             .map(|d| ChangedFile {
@@ -448,8 +528,16 @@ impl Repository for GitLabForge {
         }
         let endpoint = builder.build().map_err(|e| build_error("tree", e))?;
         let what = format!("tree {dir:?} at {sha}");
-        let items: Vec<ApiTreeItem> = list_all(&self.requester, self.prepare(&endpoint)?, &self.listing(&what, true))?;
-        Ok(items.into_iter().filter(|i| i.kind == "blob").map(|i| i.path).collect())
+        let items: Vec<ApiTreeItem> = list_all(
+            &self.requester,
+            self.prepare(&endpoint)?,
+            &self.listing(&what, true),
+        )?;
+        Ok(items
+            .into_iter()
+            .filter(|i| i.kind == "blob")
+            .map(|i| i.path)
+            .collect())
     }
 
     fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {

@@ -46,7 +46,10 @@ pub(crate) fn list_all<T: DeserializeOwned>(
     first: PreparedRequest,
     listing: &Listing<'_>,
 ) -> Result<Vec<T>, ForgeError> {
-    let incomplete = |reason: String| ForgeError::IncompleteListing { what: listing.what.to_owned(), reason };
+    let incomplete = |reason: String| ForgeError::IncompleteListing {
+        what: listing.what.to_owned(),
+        reason,
+    };
     let mut request = first;
     debug_assert_eq!(request.method, Method::Get);
     request.set_query_param("per_page", &PER_PAGE.to_string());
@@ -65,7 +68,10 @@ pub(crate) fn list_all<T: DeserializeOwned>(
             Err(error) => return Err(incomplete(format!("page {page} failed: {error}"))),
         };
         let list: Vec<T> = serde_json::from_slice(&response.body).map_err(|e| {
-            incomplete(requester.transport.redact(format!("page {page} (GET {}) is not the expected list: {e}", request.route())))
+            incomplete(requester.transport.redact(format!(
+                "page {page} (GET {}) is not the expected list: {e}",
+                request.route()
+            )))
         })?;
         let count = list.len();
         items.extend(list);
@@ -88,12 +94,22 @@ pub(crate) fn list_all<T: DeserializeOwned>(
             )));
         }
         if fetched.contains(next.as_str()) {
-            return Err(incomplete(format!("page {page}: the next page {} was already fetched (a pagination loop)", next.path())));
+            return Err(incomplete(format!(
+                "page {page}: the next page {} was already fetched (a pagination loop)",
+                next.path()
+            )));
         }
         if page >= listing.max_pages {
-            return Err(incomplete(format!("more than {} pages of {PER_PAGE} items; giving up", listing.max_pages)));
+            return Err(incomplete(format!(
+                "more than {} pages of {PER_PAGE} items; giving up",
+                listing.max_pages
+            )));
         }
-        request = PreparedRequest { method: Method::Get, url: next, body: None };
+        request = PreparedRequest {
+            method: Method::Get,
+            url: next,
+            body: None,
+        };
     }
 }
 
@@ -114,11 +130,19 @@ fn next_page(response: &RawResponse, current: &Url) -> Result<Next, String> {
         if value.is_empty() {
             return Ok(Next::Last);
         }
-        let number: u64 = value.parse().map_err(|_| format!("X-Next-Page is not a page number: {value:?}"))?;
+        let number: u64 = value
+            .parse()
+            .map_err(|_| format!("X-Next-Page is not a page number: {value:?}"))?;
         let mut url = current.clone();
-        let kept: Vec<(String, String)> =
-            url.query_pairs().filter(|(k, _)| k != "page").map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-        url.query_pairs_mut().clear().extend_pairs(kept).append_pair("page", &number.to_string());
+        let kept: Vec<(String, String)> = url
+            .query_pairs()
+            .filter(|(k, _)| k != "page")
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        url.query_pairs_mut()
+            .clear()
+            .extend_pairs(kept)
+            .append_pair("page", &number.to_string());
         return Ok(Next::At(url));
     }
     let mut any_link = false;
@@ -126,7 +150,9 @@ fn next_page(response: &RawResponse, current: &Url) -> Result<Next, String> {
         any_link = true;
         for (target, rels) in parse_link_header(value) {
             if rels.iter().any(|r| r.eq_ignore_ascii_case("next")) {
-                let url = current.join(&target).map_err(|e| format!("unusable next link: {e}"))?;
+                let url = current
+                    .join(&target)
+                    .map_err(|e| format!("unusable next link: {e}"))?;
                 return Ok(Next::At(url));
             }
         }
@@ -163,7 +189,13 @@ fn parse_link_header(value: &str) -> Vec<(String, Vec<String>)> {
             if let Some((name, value)) = param.split_once('=')
                 && name.trim().eq_ignore_ascii_case("rel")
             {
-                rels.extend(value.trim().trim_matches('"').split_whitespace().map(str::to_owned));
+                rels.extend(
+                    value
+                        .trim()
+                        .trim_matches('"')
+                        .split_whitespace()
+                        .map(str::to_owned),
+                );
             }
         }
         links.push((target, rels));
@@ -179,7 +211,10 @@ mod tests {
     fn response(headers: &[(&str, &str)]) -> RawResponse {
         RawResponse {
             status: 200,
-            headers: headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), (*v).to_owned())).collect(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_ascii_lowercase(), (*v).to_owned()))
+                .collect(),
             body: b"[]".to_vec(),
         }
     }
@@ -190,7 +225,13 @@ mod tests {
             r#"<https://gl.example/api/v4/x?page=2&per_page=100>; rel="next", <https://gl.example/api/v4/x?page=1>; rel="first", <https://gl/x?a=1,2>; title="a, b"; rel="last prev""#,
         );
         assert_eq!(links.len(), 3);
-        assert_eq!(links[0], ("https://gl.example/api/v4/x?page=2&per_page=100".into(), vec!["next".to_string()]));
+        assert_eq!(
+            links[0],
+            (
+                "https://gl.example/api/v4/x?page=2&per_page=100".into(),
+                vec!["next".to_string()]
+            )
+        );
         assert_eq!(links[2].1, vec!["last".to_string(), "prev".to_string()]);
         assert!(parse_link_header("garbage").is_empty());
     }
@@ -198,15 +239,40 @@ mod tests {
     #[test]
     fn next_page_prefers_x_next_page_and_replaces_page() {
         let current = Url::parse("https://gl.example/api/v4/x?per_page=100&page=1").unwrap();
-        let next = next_page(&response(&[("X-Next-Page", "2"), ("Link", "<https://evil/x>; rel=\"next\"")]), &current);
-        assert_eq!(next, Ok(Next::At(Url::parse("https://gl.example/api/v4/x?per_page=100&page=2").unwrap())));
-        assert_eq!(next_page(&response(&[("X-Next-Page", "")]), &current), Ok(Next::Last));
+        let next = next_page(
+            &response(&[
+                ("X-Next-Page", "2"),
+                ("Link", "<https://evil/x>; rel=\"next\""),
+            ]),
+            &current,
+        );
+        assert_eq!(
+            next,
+            Ok(Next::At(
+                Url::parse("https://gl.example/api/v4/x?per_page=100&page=2").unwrap()
+            ))
+        );
+        assert_eq!(
+            next_page(&response(&[("X-Next-Page", "")]), &current),
+            Ok(Next::Last)
+        );
         assert!(next_page(&response(&[("X-Next-Page", "two")]), &current).is_err());
         assert_eq!(next_page(&response(&[]), &current), Ok(Next::Unknown));
-        assert_eq!(next_page(&response(&[("Link", "<https://gl.example/a>; rel=\"first\"")]), &current), Ok(Next::Last));
         assert_eq!(
-            next_page(&response(&[("Link", "</api/v4/x?page_token=abc>; rel=\"next\"")]), &current),
-            Ok(Next::At(Url::parse("https://gl.example/api/v4/x?page_token=abc").unwrap()))
+            next_page(
+                &response(&[("Link", "<https://gl.example/a>; rel=\"first\"")]),
+                &current
+            ),
+            Ok(Next::Last)
+        );
+        assert_eq!(
+            next_page(
+                &response(&[("Link", "</api/v4/x?page_token=abc>; rel=\"next\"")]),
+                &current
+            ),
+            Ok(Next::At(
+                Url::parse("https://gl.example/api/v4/x?page_token=abc").unwrap()
+            ))
         );
     }
 }

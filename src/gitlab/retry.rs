@@ -89,10 +89,15 @@ impl RetryPolicy {
 /// `Retry-After` (delta seconds) or else `RateLimit-Reset` (a Unix time, or delta seconds
 /// when small), relative to `now`.
 fn requested_delay(response: &RawResponse, now: SystemTime) -> Option<Duration> {
-    if let Some(secs) = response.header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()) {
+    if let Some(secs) = response
+        .header("retry-after")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
         return Some(Duration::from_secs(secs));
     }
-    let reset = response.header("ratelimit-reset").and_then(|v| v.trim().parse::<u64>().ok())?;
+    let reset = response
+        .header("ratelimit-reset")
+        .and_then(|v| v.trim().parse::<u64>().ok())?;
     // GitLab sends a Unix timestamp; tolerate a delta-seconds value as well.
     if reset < 1_000_000_000 {
         return Some(Duration::from_secs(reset));
@@ -110,13 +115,19 @@ pub(crate) struct Requester {
 
 impl fmt::Debug for Requester {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Requester").field("transport", &self.transport).field("policy", &self.policy).finish()
+        f.debug_struct("Requester")
+            .field("transport", &self.transport)
+            .field("policy", &self.policy)
+            .finish()
     }
 }
 
 enum Verdict {
     Done(RawResponse),
-    Retry { error: ForgeError, delay: Option<Duration> },
+    Retry {
+        error: ForgeError,
+        delay: Option<Duration>,
+    },
     Fail(ForgeError),
 }
 
@@ -143,15 +154,25 @@ impl Requester {
         }
     }
 
-    fn judge_read(&self, request: &PreparedRequest, outcome: Result<RawResponse, Failure>) -> Verdict {
+    fn judge_read(
+        &self,
+        request: &PreparedRequest,
+        outcome: Result<RawResponse, Failure>,
+    ) -> Verdict {
         let method = request.method.as_str().to_owned();
         let route = request.route();
         match outcome {
-            Err(failure @ Failure::BodyTooLarge { .. }) => {
-                Verdict::Fail(ForgeError::Decode { method, route, message: failure.to_string() })
-            }
+            Err(failure @ Failure::BodyTooLarge { .. }) => Verdict::Fail(ForgeError::Decode {
+                method,
+                route,
+                message: failure.to_string(),
+            }),
             Err(failure) => Verdict::Retry {
-                error: ForgeError::Transport { method, route, message: self.transport.redact(failure.to_string()) },
+                error: ForgeError::Transport {
+                    method,
+                    route,
+                    message: self.transport.redact(failure.to_string()),
+                },
                 delay: None,
             },
             Ok(response) => match response.status {
@@ -171,20 +192,26 @@ impl Requester {
         let method = request.method.as_str().to_owned();
         let route = request.route();
         match self.transport.execute(request) {
-            Err(Failure::NotSent(message)) => {
-                Err(ForgeError::Transport { method, route, message: self.transport.redact(message) })
-            }
-            Err(failure) => {
-                Err(ForgeError::AmbiguousWrite { method, route, message: self.transport.redact(failure.to_string()) })
-            }
+            Err(Failure::NotSent(message)) => Err(ForgeError::Transport {
+                method,
+                route,
+                message: self.transport.redact(message),
+            }),
+            Err(failure) => Err(ForgeError::AmbiguousWrite {
+                method,
+                route,
+                message: self.transport.redact(failure.to_string()),
+            }),
             Ok(response) => match response.status {
                 200..=299 => Ok(response),
                 429 | 500..=599 => Err(ForgeError::AmbiguousWrite {
                     method,
                     route,
-                    message: self
-                        .transport
-                        .redact(format!("HTTP {}: {}", response.status, error_message(&response.body))),
+                    message: self.transport.redact(format!(
+                        "HTTP {}: {}",
+                        response.status,
+                        error_message(&response.body)
+                    )),
                 }),
                 _ => Err(self.status_error(request, &response)),
             },
@@ -193,10 +220,17 @@ impl Requester {
 
     /// The error for a non-2xx answer: 3xx names the refused redirect target, others quote
     /// GitLab's message.
-    pub(crate) fn status_error(&self, request: &PreparedRequest, response: &RawResponse) -> ForgeError {
+    pub(crate) fn status_error(
+        &self,
+        request: &PreparedRequest,
+        response: &RawResponse,
+    ) -> ForgeError {
         let message = if (300..400).contains(&response.status) {
             match response.header("location") {
-                Some(location) => format!("redirect to {} refused (redirects are never followed)", location_target(location)),
+                Some(location) => format!(
+                    "redirect to {} refused (redirects are never followed)",
+                    location_target(location)
+                ),
                 None => "redirect refused (redirects are never followed)".to_owned(),
             }
         } else {
@@ -221,7 +255,11 @@ fn location_target(location: &str) -> String {
             url.set_fragment(None);
             url.to_string()
         }
-        Err(_) => location.split(['?', '#']).next().unwrap_or_default().to_owned(),
+        Err(_) => location
+            .split(['?', '#'])
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
     }
 }
 
@@ -232,7 +270,10 @@ mod tests {
     fn response(headers: &[(&str, &str)]) -> RawResponse {
         RawResponse {
             status: 429,
-            headers: headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), (*v).to_owned())).collect(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_ascii_lowercase(), (*v).to_owned()))
+                .collect(),
             body: Vec::new(),
         }
     }
@@ -252,13 +293,22 @@ mod tests {
     #[test]
     fn requested_delay_reads_retry_after_then_ratelimit_reset() {
         let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        assert_eq!(requested_delay(&response(&[("Retry-After", "7")]), now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            requested_delay(&response(&[("Retry-After", "7")]), now),
+            Some(Duration::from_secs(7))
+        );
         assert_eq!(
             requested_delay(&response(&[("RateLimit-Reset", "1700000012")]), now),
             Some(Duration::from_secs(12))
         );
-        assert_eq!(requested_delay(&response(&[("RateLimit-Reset", "1600000000")]), now), Some(Duration::ZERO));
-        assert_eq!(requested_delay(&response(&[("Retry-After", "soon")]), now), None);
+        assert_eq!(
+            requested_delay(&response(&[("RateLimit-Reset", "1600000000")]), now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            requested_delay(&response(&[("Retry-After", "soon")]), now),
+            None
+        );
         assert_eq!(requested_delay(&response(&[]), now), None);
         let capped = RetryPolicy::default().requested_delay(&response(&[("Retry-After", "3600")]));
         assert_eq!(capped, Some(Duration::from_secs(60)));
@@ -266,7 +316,10 @@ mod tests {
 
     #[test]
     fn redirect_targets_lose_query_and_credentials() {
-        assert_eq!(location_target("https://u:p@other.example/x?token=1#f"), "https://other.example/x");
+        assert_eq!(
+            location_target("https://u:p@other.example/x?token=1#f"),
+            "https://other.example/x"
+        );
         assert_eq!(location_target("/relative?x=1"), "/relative");
     }
 }

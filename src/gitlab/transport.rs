@@ -150,7 +150,8 @@ impl PreparedRequest {
             if mime != "application/x-www-form-urlencoded" {
                 return Err(build_error(format!("a GET cannot carry a {mime} body")));
             }
-            let pairs: Vec<(String, String)> = url::form_urlencoded::parse(&data).into_owned().collect();
+            let pairs: Vec<(String, String)> =
+                url::form_urlencoded::parse(&data).into_owned().collect();
             if !pairs.is_empty() {
                 url.query_pairs_mut().extend_pairs(pairs);
             }
@@ -168,9 +169,17 @@ impl PreparedRequest {
 
     /// Sets (or replaces) one query parameter.
     pub(crate) fn set_query_param(&mut self, key: &str, value: &str) {
-        let kept: Vec<(String, String)> =
-            self.url.query_pairs().filter(|(k, _)| k != key).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-        self.url.query_pairs_mut().clear().extend_pairs(kept).append_pair(key, value);
+        let kept: Vec<(String, String)> = self
+            .url
+            .query_pairs()
+            .filter(|(k, _)| k != key)
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        self.url
+            .query_pairs_mut()
+            .clear()
+            .extend_pairs(kept)
+            .append_pair(key, value);
     }
 }
 
@@ -185,12 +194,18 @@ pub(crate) struct RawResponse {
 impl RawResponse {
     /// The first value of a header (case-insensitive name).
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// Every value of a header, in order.
     pub(crate) fn header_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.headers.iter().filter(move |(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .filter(move |(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -212,7 +227,10 @@ impl fmt::Display for Failure {
             Failure::NotSent(m) => write!(f, "not sent: {m}"),
             Failure::NoAnswer(m) => write!(f, "no answer: {m}"),
             Failure::BodyTooLarge { status, limit } => {
-                write!(f, "HTTP {status}: response body exceeds the {limit}-byte limit")
+                write!(
+                    f,
+                    "HTTP {status}: response body exceeds the {limit}-byte limit"
+                )
             }
         }
     }
@@ -267,15 +285,18 @@ impl Transport {
             ProxyConfig::Url(url) => Some(url.clone()),
             ProxyConfig::FromEnv => select_proxy(&base, |name| std::env::var(name).ok()),
         };
-        let proxy = match proxy {
-            Some(p) => Some(
-                ureq::Proxy::new(&p).map_err(|e| GitLabConfigError::Proxy(format!("{}: {e}", redact_userinfo(&p))))?,
-            ),
-            None => None,
-        };
+        let proxy =
+            match proxy {
+                Some(p) => Some(ureq::Proxy::new(&p).map_err(|e| {
+                    GitLabConfigError::Proxy(format!("{}: {e}", redact_userinfo(&p)))
+                })?),
+                None => None,
+            };
         let tls = match settings.ca_file {
             None => TlsConfig::builder().build(),
-            Some(path) => TlsConfig::builder().root_certs(roots_with_ca_file(path)?).build(),
+            Some(path) => TlsConfig::builder()
+                .root_certs(roots_with_ca_file(path)?)
+                .build(),
         };
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -304,48 +325,94 @@ impl Transport {
 
     /// Requests attempted so far.
     pub(crate) fn counts(&self) -> RequestCounts {
-        RequestCounts { reads: self.reads.load(Ordering::Relaxed), writes: self.writes.load(Ordering::Relaxed) }
+        RequestCounts {
+            reads: self.reads.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+        }
     }
 
     /// Removes the token from a text meant for an error or a log line.
     pub(crate) fn redact(&self, text: String) -> String {
         let secret = self.token.expose();
-        if !secret.is_empty() && text.contains(secret) { text.replace(secret, "<redacted>") } else { text }
+        if !secret.is_empty() && text.contains(secret) {
+            text.replace(secret, "<redacted>")
+        } else {
+            text
+        }
     }
 
     /// One attempt: sends the request once and reads the whole (limited) body. Counts the
     /// attempt. Never follows a redirect.
     pub(crate) fn execute(&self, request: &PreparedRequest) -> Result<RawResponse, Failure> {
-        let counter = if request.method.is_read() { &self.reads } else { &self.writes };
+        let counter = if request.method.is_read() {
+            &self.reads
+        } else {
+            &self.writes
+        };
         counter.fetch_add(1, Ordering::Relaxed);
         let url = request.url.as_str();
         let token = self.token.expose();
         let result = match (request.method, &request.body) {
             (Method::Get, _) => self.agent.get(url).header("PRIVATE-TOKEN", token).call(),
-            (Method::Post, None) => self.agent.post(url).header("PRIVATE-TOKEN", token).send_empty(),
-            (Method::Put, None) => self.agent.put(url).header("PRIVATE-TOKEN", token).send_empty(),
-            (Method::Post, Some((mime, data))) => {
-                self.agent.post(url).header("PRIVATE-TOKEN", token).header("Content-Type", *mime).send(&data[..])
-            }
-            (Method::Put, Some((mime, data))) => {
-                self.agent.put(url).header("PRIVATE-TOKEN", token).header("Content-Type", *mime).send(&data[..])
-            }
+            (Method::Post, None) => self
+                .agent
+                .post(url)
+                .header("PRIVATE-TOKEN", token)
+                .send_empty(),
+            (Method::Put, None) => self
+                .agent
+                .put(url)
+                .header("PRIVATE-TOKEN", token)
+                .send_empty(),
+            (Method::Post, Some((mime, data))) => self
+                .agent
+                .post(url)
+                .header("PRIVATE-TOKEN", token)
+                .header("Content-Type", *mime)
+                .send(&data[..]),
+            (Method::Put, Some((mime, data))) => self
+                .agent
+                .put(url)
+                .header("PRIVATE-TOKEN", token)
+                .header("Content-Type", *mime)
+                .send(&data[..]),
         };
         let mut response = result.map_err(|e| self.classify_error(&e))?;
         let status = response.status().as_u16();
         let headers = response
             .headers()
             .iter()
-            .map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_ascii_lowercase(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
             .collect();
-        let body = match response.body_mut().with_config().limit(self.body_limit).read_to_vec() {
+        let body = match response
+            .body_mut()
+            .with_config()
+            .limit(self.body_limit)
+            .read_to_vec()
+        {
             Ok(body) => body,
             Err(ureq::Error::BodyExceedsLimit(_)) => {
-                return Err(Failure::BodyTooLarge { status, limit: self.body_limit });
+                return Err(Failure::BodyTooLarge {
+                    status,
+                    limit: self.body_limit,
+                });
             }
-            Err(e) => return Err(Failure::NoAnswer(self.redact(format!("reading the response body: {e}")))),
+            Err(e) => {
+                return Err(Failure::NoAnswer(
+                    self.redact(format!("reading the response body: {e}")),
+                ));
+            }
         };
-        Ok(RawResponse { status, headers, body })
+        Ok(RawResponse {
+            status,
+            headers,
+            body,
+        })
     }
 
     fn classify_error(&self, error: &ureq::Error) -> Failure {
@@ -356,9 +423,16 @@ impl Transport {
             | ureq::Error::ConnectionFailed
             | ureq::Error::InvalidProxyUrl
             | ureq::Error::ConnectProxyFailed(_)
-            | ureq::Error::Timeout(Timeout::Resolve | Timeout::Connect) => Failure::NotSent(message),
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => Failure::NotSent(message),
-            ureq::Error::BodyExceedsLimit(_) => Failure::BodyTooLarge { status: 0, limit: self.body_limit },
+            | ureq::Error::Timeout(Timeout::Resolve | Timeout::Connect) => {
+                Failure::NotSent(message)
+            }
+            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+                Failure::NotSent(message)
+            }
+            ureq::Error::BodyExceedsLimit(_) => Failure::BodyTooLarge {
+                status: 0,
+                limit: self.body_limit,
+            },
             _ => Failure::NoAnswer(message),
         }
     }
@@ -370,16 +444,23 @@ pub(crate) fn parse_api_base(api_url: &str) -> Result<Url, GitLabConfigError> {
     let mut url = Url::parse(api_url.trim())
         .map_err(|e| GitLabConfigError::ApiUrl(format!("{}: {e}", redact_userinfo(api_url))))?;
     if url.scheme() != "https" && url.scheme() != "http" {
-        return Err(GitLabConfigError::ApiUrl(format!("{}: scheme must be http or https", url.scheme())));
+        return Err(GitLabConfigError::ApiUrl(format!(
+            "{}: scheme must be http or https",
+            url.scheme()
+        )));
     }
     if url.host_str().is_none() {
         return Err(GitLabConfigError::ApiUrl("the API URL has no host".into()));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(GitLabConfigError::ApiUrl("the API URL must not carry credentials".into()));
+        return Err(GitLabConfigError::ApiUrl(
+            "the API URL must not carry credentials".into(),
+        ));
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(GitLabConfigError::ApiUrl("the API URL must not carry a query or fragment".into()));
+        return Err(GitLabConfigError::ApiUrl(
+            "the API URL must not carry a query or fragment".into(),
+        ));
     }
     if !url.path().ends_with('/') {
         let path = format!("{}/", url.path());
@@ -402,7 +483,9 @@ fn roots_with_ca_file(path: &Path) -> Result<RootCerts, GitLabConfigError> {
     if custom.is_empty() {
         return Err(ca_error("no PEM certificate found".into()));
     }
-    let public = webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().map(|der| Certificate::from_der(der.as_ref()));
+    let public = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .map(|der| Certificate::from_der(der.as_ref()));
     Ok(RootCerts::from(public.chain(custom)))
 }
 
@@ -432,7 +515,11 @@ fn redact_userinfo(text: &str) -> String {
 ///   resolved to be matched against ranges.
 pub fn select_proxy(target: &Url, lookup: impl Fn(&str) -> Option<String>) -> Option<String> {
     let get = |names: &[&str]| {
-        names.iter().find_map(|n| lookup(n).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()))
+        names.iter().find_map(|n| {
+            lookup(n)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        })
     };
     let proxy = if target.scheme() == "https" {
         get(&["HTTPS_PROXY", "https_proxy"]).or_else(|| get(&["ALL_PROXY", "all_proxy"]))
@@ -449,36 +536,55 @@ pub fn select_proxy(target: &Url, lookup: impl Fn(&str) -> Option<String>) -> Op
 
 /// True when `host:port` matches a `NO_PROXY` list (see [`select_proxy`]).
 pub fn no_proxy_matches(no_proxy: &str, host: &str, port: u16) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
     let host_ip: Option<IpAddr> = host.parse().ok();
-    no_proxy.split([',', ' ', '\t']).map(str::trim).filter(|e| !e.is_empty()).any(|entry| {
-        if entry == "*" {
-            return true;
-        }
-        let entry = entry.to_ascii_lowercase();
-        // IP, CIDR range, bracketed IPv6 with port.
-        if let Some(ip) = host_ip {
-            if let Some((net, bits)) = entry.split_once('/')
-                && let (Ok(net), Ok(bits)) = (net.parse::<IpAddr>(), bits.parse::<u8>())
-            {
-                return ip_in_range(ip, net, bits);
+    no_proxy
+        .split([',', ' ', '\t'])
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .any(|entry| {
+            if entry == "*" {
+                return true;
             }
-            let (addr, entry_port) = split_port(&entry);
-            if let Ok(addr) = addr.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
-                return addr == ip && entry_port.is_none_or(|p| p == port);
+            let entry = entry.to_ascii_lowercase();
+            // IP, CIDR range, bracketed IPv6 with port.
+            if let Some(ip) = host_ip {
+                if let Some((net, bits)) = entry.split_once('/')
+                    && let (Ok(net), Ok(bits)) = (net.parse::<IpAddr>(), bits.parse::<u8>())
+                {
+                    return ip_in_range(ip, net, bits);
+                }
+                let (addr, entry_port) = split_port(&entry);
+                if let Ok(addr) = addr
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<IpAddr>()
+                {
+                    return addr == ip && entry_port.is_none_or(|p| p == port);
+                }
+                if let Ok(addr) = entry.parse::<IpAddr>() {
+                    return addr == ip;
+                }
+                return false;
             }
-            if let Ok(addr) = entry.parse::<IpAddr>() {
-                return addr == ip;
+            let (name, entry_port) = split_port(&entry);
+            if entry_port.is_some_and(|p| p != port) {
+                return false;
             }
-            return false;
-        }
-        let (name, entry_port) = split_port(&entry);
-        if entry_port.is_some_and(|p| p != port) {
-            return false;
-        }
-        let name = name.trim_start_matches('*').trim_start_matches('.').trim_end_matches('.');
-        !name.is_empty() && (host == name || host.strip_suffix(name).is_some_and(|rest| rest.ends_with('.')))
-    })
+            let name = name
+                .trim_start_matches('*')
+                .trim_start_matches('.')
+                .trim_end_matches('.');
+            !name.is_empty()
+                && (host == name
+                    || host
+                        .strip_suffix(name)
+                        .is_some_and(|rest| rest.ends_with('.')))
+        })
 }
 
 fn split_port(entry: &str) -> (&str, Option<u16>) {
@@ -501,11 +607,19 @@ fn split_port(entry: &str) -> (&str, Option<u16>) {
 fn ip_in_range(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
     match (ip, net) {
         (IpAddr::V4(ip), IpAddr::V4(net)) if bits <= 32 => {
-            let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
             u32::from(ip) & mask == u32::from(net) & mask
         }
         (IpAddr::V6(ip), IpAddr::V6(net)) if bits <= 128 => {
-            let mask = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
             u128::from(ip) & mask == u128::from(net) & mask
         }
         _ => false,
@@ -533,7 +647,11 @@ pub(crate) fn error_message(body: &[u8]) -> String {
     }
     let text = String::from_utf8_lossy(body);
     let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if collapsed.is_empty() { "(empty body)".into() } else { excerpt(&collapsed) }
+    if collapsed.is_empty() {
+        "(empty body)".into()
+    } else {
+        excerpt(&collapsed)
+    }
 }
 
 fn excerpt(text: &str) -> String {
@@ -563,7 +681,12 @@ mod tests {
 
     #[test]
     fn api_base_gets_a_trailing_slash_and_rejects_credentials() {
-        assert_eq!(parse_api_base("https://gl.example/api/v4").unwrap().as_str(), "https://gl.example/api/v4/");
+        assert_eq!(
+            parse_api_base("https://gl.example/api/v4")
+                .unwrap()
+                .as_str(),
+            "https://gl.example/api/v4/"
+        );
         assert!(parse_api_base("https://u:p@gl.example/api/v4").is_err());
         assert!(parse_api_base("ftp://gl.example/").is_err());
         assert!(parse_api_base("https://gl.example/api/v4?private_token=x").is_err());
@@ -572,16 +695,36 @@ mod tests {
     #[test]
     fn proxy_is_chosen_by_scheme_and_no_proxy() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned())
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
         };
         let https = url("https://gitlab.corp.example/api/v4/");
         let http = url("http://gitlab.corp.example/api/v4/");
-        let vars: &[(&str, &str)] = &[("HTTPS_PROXY", "http://secure:3128"), ("HTTP_PROXY", "http://plain:3128")];
-        assert_eq!(select_proxy(&https, env(vars)).as_deref(), Some("http://secure:3128"));
-        assert_eq!(select_proxy(&http, env(vars)).as_deref(), Some("http://plain:3128"));
+        let vars: &[(&str, &str)] = &[
+            ("HTTPS_PROXY", "http://secure:3128"),
+            ("HTTP_PROXY", "http://plain:3128"),
+        ];
+        assert_eq!(
+            select_proxy(&https, env(vars)).as_deref(),
+            Some("http://secure:3128")
+        );
+        assert_eq!(
+            select_proxy(&http, env(vars)).as_deref(),
+            Some("http://plain:3128")
+        );
         let vars: &[(&str, &str)] = &[("HTTPS_PROXY", ""), ("ALL_PROXY", "http://all:1")];
-        assert_eq!(select_proxy(&https, env(vars)).as_deref(), Some("http://all:1"));
-        let vars: &[(&str, &str)] = &[("HTTPS_PROXY", "http://p:1"), ("NO_PROXY", "localhost, .example")];
+        assert_eq!(
+            select_proxy(&https, env(vars)).as_deref(),
+            Some("http://all:1")
+        );
+        let vars: &[(&str, &str)] = &[
+            ("HTTPS_PROXY", "http://p:1"),
+            ("NO_PROXY", "localhost, .example"),
+        ];
         assert_eq!(select_proxy(&https, env(vars)), None);
         let vars: &[(&str, &str)] = &[("HTTPS_PROXY", "http://p:1"), ("no_proxy", "other.example")];
         assert!(select_proxy(&https, env(vars)).is_some());
@@ -593,7 +736,11 @@ mod tests {
         assert!(no_proxy_matches("*", "anything", 443));
         assert!(no_proxy_matches("example.com", "example.com", 443));
         assert!(no_proxy_matches("example.com", "gitlab.Example.com", 443));
-        assert!(no_proxy_matches(" .example.com ", "gitlab.example.com", 443));
+        assert!(no_proxy_matches(
+            " .example.com ",
+            "gitlab.example.com",
+            443
+        ));
         assert!(no_proxy_matches("*.example.com", "example.com", 443));
         assert!(!no_proxy_matches("example.com", "badexample.com", 443));
         assert!(no_proxy_matches("example.com:443", "example.com", 443));
@@ -610,13 +757,22 @@ mod tests {
 
     #[test]
     fn error_message_prefers_gitlab_fields() {
-        assert_eq!(error_message(br#"{"message":"404 Not found"}"#), "404 Not found");
-        assert_eq!(error_message(br#"{"message":{"body":["is too long"]}}"#), r#"{"body":["is too long"]}"#);
+        assert_eq!(
+            error_message(br#"{"message":"404 Not found"}"#),
+            "404 Not found"
+        );
+        assert_eq!(
+            error_message(br#"{"message":{"body":["is too long"]}}"#),
+            r#"{"body":["is too long"]}"#
+        );
         assert_eq!(
             error_message(br#"{"error":"invalid_token","error_description":"Token was revoked."}"#),
             "invalid_token: Token was revoked."
         );
-        assert_eq!(error_message(b"<html>\n<body>502   Bad Gateway</body></html>"), "<html> <body>502 Bad Gateway</body></html>");
+        assert_eq!(
+            error_message(b"<html>\n<body>502   Bad Gateway</body></html>"),
+            "<html> <body>502 Bad Gateway</body></html>"
+        );
         assert_eq!(error_message(b""), "(empty body)");
         assert!(error_message("x".repeat(1000).as_bytes()).chars().count() <= EXCERPT_CHARS + 1);
     }
@@ -634,7 +790,10 @@ mod tests {
         let req = PreparedRequest::from_endpoint(&base, &tree).unwrap();
         assert_eq!(req.method, Method::Get);
         assert!(req.body.is_none());
-        assert_eq!(req.url.path(), "/api/v4/projects/group%2Fsub%2Fproj/repository/tree");
+        assert_eq!(
+            req.url.path(),
+            "/api/v4/projects/group%2Fsub%2Fproj/repository/tree"
+        );
         let q: Vec<(String, String)> = req.url.query_pairs().into_owned().collect();
         assert!(q.contains(&("path".into(), "dir/a b".into())));
         assert!(q.contains(&("recursive".into(), "true".into())));
