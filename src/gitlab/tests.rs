@@ -1217,3 +1217,20 @@ fn the_forge_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<GitLabForge>();
 }
+
+#[test]
+fn a_configured_proxy_carries_the_requests() {
+    let proxy = RawServer::start(vec![None]);
+    let mut config = GitLabConfig::new("http://gitlab.invalid/api/v4", Token::new(TOKEN), "g/p", 1);
+    config.proxy = ProxyConfig::Url(proxy.origin.clone());
+    config.retry.max_attempts = 1;
+    let (forge, _) = forge_with(config);
+    assert!(forge.bot_user_id().is_err());
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0].starts_with("CONNECT gitlab.invalid:80")
+            || requests[0].starts_with("GET http://gitlab.invalid/api/v4/user"),
+        "{requests:?}"
+    );
+}

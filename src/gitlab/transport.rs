@@ -19,7 +19,7 @@
 //!   self-managed GitLab with a private CA and a public proxy or SaaS host both verify.
 //!
 //! The token travels only in the `PRIVATE-TOKEN` header. It is never part of a URL, and every
-//! error text built here passes through [`Transport::redact`].
+//! error text built here passes through `Transport::redact`.
 
 use std::fmt;
 use std::net::IpAddr;
