@@ -1,1 +1,53 @@
-//! TODO
+//! The GitLab HTTP adapter: [`GitLabForge`] implements the [`crate::forge::Forge`] and
+//! [`crate::forge::Repository`] ports over GitLab's REST API v4.
+//!
+//! One concept per file:
+//!
+//! * [`transport`]: the one `ureq` agent (token header, redirects refused, body limit,
+//!   timeouts, proxy, CA bundle) and the token's redaction.
+//! * [`retry`]: reads retried (bounded, jittered, `Retry-After` honoured), writes never.
+//! * [`pagination`]: every page of a listing via `X-Next-Page`/`Link`, or an error.
+//! * [`endpoints`]: the routes the `gitlab` crate has no builder for.
+//! * [`forge`]: the ports.
+//!
+//! ```no_run
+//! use assent::gitlab::{GitLabConfig, GitLabForge, Token};
+//! let mut config = GitLabConfig::new("https://gitlab.example.com/api/v4", Token::new("glpat-…"), "group/proj", 7);
+//! config.ca_file = Some("/etc/ssl/private-ca.pem".into());
+//! let forge = GitLabForge::new(config)?;
+//! # Ok::<(), assent::gitlab::GitLabConfigError>(())
+//! ```
+
+pub mod endpoints;
+pub mod forge;
+pub mod pagination;
+pub mod retry;
+pub mod transport;
+
+#[cfg(test)]
+mod tests;
+
+pub use self::forge::{GitLabConfig, GitLabForge};
+pub use self::retry::{RetryPolicy, Sleeper, ThreadSleeper};
+pub use self::transport::{ProxyConfig, Token};
+
+/// A configuration the adapter cannot work with (exit 2, before any request). Texts never
+/// contain the token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GitLabConfigError {
+    /// The API URL is unusable.
+    #[error("invalid GitLab API URL: {0}")]
+    ApiUrl(String),
+    /// The token is unusable (the text describes why, never the token).
+    #[error("invalid GitLab token: {0}")]
+    Token(String),
+    /// The project is unusable.
+    #[error("invalid GitLab project: {0}")]
+    Project(String),
+    /// The CA bundle cannot be read or holds no certificate.
+    #[error("invalid CA bundle: {0}")]
+    CaFile(String),
+    /// The proxy setting is unusable.
+    #[error("invalid proxy: {0}")]
+    Proxy(String),
+}
