@@ -269,13 +269,12 @@ impl State {
             .ok_or(OpError::DiscussionNotFound)?
             .clone();
         let now = self.now();
-        let mut next = self.next_note_id();
+        let first = self.next_note_id();
         let did = self.next_discussion_id();
         let mut copy = src;
         copy.id = did.clone();
-        for n in &mut copy.notes {
-            n.id = next;
-            next += 1;
+        for (id, n) in (first..).zip(copy.notes.iter_mut()) {
+            n.id = id;
             n.created_at = now.clone();
             n.updated_at = now.clone();
         }
