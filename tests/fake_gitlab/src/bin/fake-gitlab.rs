@@ -1,0 +1,86 @@
+//! `fake-gitlab --port 0 --state state.yaml [--dump-on-exit out.yaml]`
+//!
+//! Prints the API base URL on its first stdout line and serves until killed. On SIGTERM or
+//! SIGINT it writes the current state to `--dump-on-exit` (when given) and exits 0.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use fake_gitlab::{FakeGitLab, State};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn usage() -> ! {
+    eprintln!("usage: fake-gitlab [--port N] [--state FILE.yaml|FILE.json] [--dump-on-exit FILE]");
+    std::process::exit(2);
+}
+
+fn main() {
+    let mut port: u16 = 0;
+    let mut state_path: Option<String> = None;
+    let mut dump: Option<String> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--port" => {
+                port = args
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or_else(|| usage())
+            }
+            "--state" => state_path = Some(args.next().unwrap_or_else(|| usage())),
+            "--dump-on-exit" => dump = Some(args.next().unwrap_or_else(|| usage())),
+            "-h" | "--help" => usage(),
+            _ => usage(),
+        }
+    }
+    let state: State = match &state_path {
+        None => State::default(),
+        Some(p) => {
+            let text = std::fs::read_to_string(p).unwrap_or_else(|e| {
+                eprintln!("fake-gitlab: cannot read {p}: {e}");
+                std::process::exit(2)
+            });
+            let parsed = if p.ends_with(".json") {
+                serde_json::from_str(&text).map_err(|e| e.to_string())
+            } else {
+                serde_yaml::from_str(&text).map_err(|e| e.to_string())
+            };
+            parsed.unwrap_or_else(|e| {
+                eprintln!("fake-gitlab: invalid state file {p}: {e}");
+                std::process::exit(2)
+            })
+        }
+    };
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+    }
+    let fake = FakeGitLab::start_on(state, port).unwrap_or_else(|e| {
+        eprintln!("fake-gitlab: cannot listen on 127.0.0.1:{port}: {e}");
+        std::process::exit(2)
+    });
+    println!("{}", fake.base_url());
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    while !STOP.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if let Some(path) = dump {
+        let state = fake.state();
+        let text = if path.ends_with(".json") {
+            serde_json::to_string_pretty(&state).expect("json")
+        } else {
+            serde_yaml::to_string(&state).expect("yaml")
+        };
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("fake-gitlab: cannot write {path}: {e}");
+            std::process::exit(1);
+        }
+    }
+}

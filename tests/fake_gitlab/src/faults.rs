@@ -1,0 +1,152 @@
+//! Fault injection rules.
+//!
+//! Rules form an ordered list. For each API request every rule whose matcher matches counts
+//! one occurrence; a rule *fires* when its [`When`] accepts that occurrence number. Latency of
+//! every firing rule is added up; the first firing non-latency rule decides the request's
+//! fate. Control routes (`/__fake/...`) are never subject to faults.
+
+use serde::{Deserialize, Serialize};
+
+use crate::route::RouteKind;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FaultRule {
+    /// HTTP method to match (`GET`, `POST`, `PUT`, ...); `None` matches any.
+    #[serde(default)]
+    pub method: Option<String>,
+    #[serde(default)]
+    pub matcher: Matcher,
+    #[serde(default)]
+    pub when: When,
+    pub action: FaultAction,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Matcher {
+    #[default]
+    Any,
+    /// A route kind, e.g. `RouteKind::Discussions` (with `method: POST` = create a thread).
+    Route(RouteKind),
+    /// A substring of the raw request path (before percent-decoding, without the query).
+    PathContains(String),
+    /// Any write (a method other than GET/HEAD).
+    AnyWrite,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum When {
+    /// Only the n-th matching request (1-based).
+    Nth(u64),
+    /// The first n matching requests.
+    FirstN(u64),
+    /// Every matching request.
+    #[default]
+    Every,
+}
+
+impl When {
+    pub(crate) fn accepts(&self, occurrence: u64) -> bool {
+        match self {
+            When::Nth(n) => occurrence == *n,
+            When::FirstN(n) => occurrence <= *n,
+            When::Every => true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultAction {
+    /// 429, `text/plain` body `Retry later`, `Retry-After: N` and `RateLimit-*` headers
+    /// (GitLab's Rack::Attack throttle). Not applied.
+    RateLimitText { retry_after: u64 },
+    /// 429 JSON `{"message":"This endpoint has been requested too many times. Try again later."}`
+    /// with `Retry-After` (GitLab's application rate limits). Not applied.
+    RateLimitJson { retry_after: u64 },
+    /// 500 `{"message":"500 Internal Server Error"}`. Not applied.
+    ServerError,
+    /// 502 with an HTML body. Not applied.
+    BadGateway,
+    /// 503 with an HTML body. Not applied.
+    Unavailable,
+    /// Sleep before handling.
+    Latency { ms: u64 },
+    /// Apply the write, then lose the answer: a 500 or a connection closed without a response.
+    LostAck { close: bool },
+    /// Reset the connection (RST) before the request is handled. Not applied.
+    Reset,
+    /// Block the response until [`crate::FakeGitLab::release_holds`] is called or `timeout_ms`
+    /// pass (then the request completes normally). `apply`: Before = handle after release,
+    /// After = handle first then hold the answer, Never = never handle, close the connection
+    /// on release.
+    Hold {
+        apply: HoldApply,
+        timeout_ms: Option<u64>,
+    },
+    /// 301 with `Location` (default: the same URL with `/moved` before `/api/v4`). Not applied.
+    Redirect { location: Option<String> },
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldApply {
+    Before,
+    After,
+    Never,
+}
+
+impl FaultRule {
+    pub fn new(action: FaultAction) -> Self {
+        FaultRule {
+            method: None,
+            matcher: Matcher::Any,
+            when: When::Every,
+            action,
+        }
+    }
+    pub fn method(mut self, m: &str) -> Self {
+        self.method = Some(m.to_ascii_uppercase());
+        self
+    }
+    pub fn route(mut self, r: RouteKind) -> Self {
+        self.matcher = Matcher::Route(r);
+        self
+    }
+    pub fn path_contains(mut self, s: &str) -> Self {
+        self.matcher = Matcher::PathContains(s.into());
+        self
+    }
+    pub fn any_write(mut self) -> Self {
+        self.matcher = Matcher::AnyWrite;
+        self
+    }
+    pub fn nth(mut self, n: u64) -> Self {
+        self.when = When::Nth(n);
+        self
+    }
+    pub fn first_n(mut self, n: u64) -> Self {
+        self.when = When::FirstN(n);
+        self
+    }
+    pub fn every(mut self) -> Self {
+        self.when = When::Every;
+        self
+    }
+
+    pub(crate) fn matches(&self, method: &str, raw_path: &str, kind: RouteKind) -> bool {
+        if let Some(m) = &self.method
+            && !m.eq_ignore_ascii_case(method)
+        {
+            return false;
+        }
+        match &self.matcher {
+            Matcher::Any => true,
+            Matcher::Route(r) => *r == kind,
+            Matcher::PathContains(s) => raw_path.contains(s.as_str()),
+            Matcher::AnyWrite => !matches!(method, "GET" | "HEAD"),
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! A stateful fake of the GitLab REST API v4 subset assent uses, for tests.
+//!
+//! ```no_run
+//! use fake_gitlab::{FakeGitLab, State, fixtures};
+//! let fake = FakeGitLab::start(fixtures::basic());
+//! let api = fake.base_url(); // http://127.0.0.1:PORT/api/v4
+//! // ... run assent against `api` with token fixtures::BOT_TOKEN ...
+//! let threads = fake.discussions(fixtures::PROJECT_ID, fixtures::MR_IID);
+//! assert_eq!(fake.violations(), Vec::<String>::new());
+//! ```
+//!
+//! The server listens on `127.0.0.1:0`, runs one thread per connection, keeps all state
+//! behind one mutex and stops when the handle is dropped. Control routes under `/__fake/`
+//! need no token: `GET /__fake/state`, `GET /__fake/log`, `POST /__fake/log/reset`,
+//! `POST /__fake/faults` (a JSON [`FaultRule`]), `DELETE /__fake/faults`,
+//! `POST /__fake/release`.
+
+mod api;
+pub mod faults;
+pub mod fixtures;
+mod http;
+pub mod model;
+pub mod ops;
+pub mod route;
+mod server;
+pub mod time;
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub use faults::{FaultAction, FaultRule, HoldApply, Matcher, When};
+pub use model::{
+    DiffFile, DiffRefs, Discussion, DiscussionOrder, FileContent, MergeRequest, MrState, Note,
+    Pipeline, Project, State, Token, User,
+};
+pub use ops::OpError;
+pub use route::RouteKind;
+pub use server::LoggedRequest;
+
+use server::Shared;
+
+/// A running fake GitLab. Stops on drop.
+pub struct FakeGitLab {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl FakeGitLab {
+    /// Starts the fake on `127.0.0.1:0`. Panics when no port can be bound.
+    pub fn start(state: State) -> FakeGitLab {
+        FakeGitLab::start_on(state, 0).expect("bind 127.0.0.1")
+    }
+
+    /// Starts the fake on `127.0.0.1:port` (0 = ephemeral).
+    pub fn start_on(state: State, port: u16) -> std::io::Result<FakeGitLab> {
+        let listener = TcpListener::bind(("127.0.0.1", port))?;
+        let addr = listener.local_addr()?;
+        let shared = server::new_shared(state);
+        let sh = shared.clone();
+        let accept = std::thread::spawn(move || server::accept_loop(sh, listener));
+        Ok(FakeGitLab {
+            shared,
+            addr,
+            accept: Some(accept),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT/api/v4`
+    pub fn base_url(&self) -> String {
+        format!("http://{}/api/v4", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn root_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    // ---- state ----------------------------------------------------------------------
+
+    /// A snapshot of the whole state.
+    pub fn state(&self) -> State {
+        self.shared.lock().state.clone()
+    }
+
+    /// Mutates the state under the lock (seeding, switches), then fills generated ids.
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut g = self.shared.lock();
+        let r = f(&mut g.state);
+        g.state.normalize();
+        r
+    }
+
+    fn op<R>(&self, f: impl FnOnce(&mut State) -> Result<R, OpError>) -> Result<R, OpError> {
+        let mut g = self.shared.lock();
+        f(&mut g.state)
+    }
+
+    /// Omit `X-Total`/`X-Total-Pages`/`rel="last"` (GitLab above 10,000 items).
+    pub fn set_omit_totals(&self, omit: bool) {
+        self.with_state(|s| s.omit_totals = omit);
+    }
+
+    /// Sets the listing order of an MR's discussions.
+    pub fn set_discussion_order(&self, project: u64, iid: u64, order: DiscussionOrder) {
+        self.with_state(|s| {
+            if let Ok(m) = s.mr_mut_ref(project, iid) {
+                m.discussion_order = order;
+            }
+        });
+    }
+
+    /// Freezes time at `rfc3339`.
+    pub fn set_time(&self, rfc3339: &str) {
+        self.with_state(|s| s.fixed_time = Some(rfc3339.into()));
+    }
+
+    /// Moves frozen time forward (freezing it at the current time first if needed).
+    pub fn advance_time(&self, d: Duration) {
+        self.with_state(|s| {
+            let now = time::parse(&s.now()).unwrap_or(0);
+            s.fixed_time = Some(time::format_ms(now + d.as_millis() as i64));
+        });
+    }
+
+    // ---- human actions (no HTTP, no log entry) ----------------------------------------
+
+    /// Posts a resolvable thread as `user`; returns `(discussion id, note id)`.
+    pub fn post_thread(&self, project: u64, iid: u64, user: u64, body: &str) -> (String, u64) {
+        self.op(|s| s.create_thread(project, iid, user, body))
+            .expect("post_thread")
+    }
+
+    /// Posts a plain note as `user`; returns `(discussion id, note id)`.
+    pub fn post_note(&self, project: u64, iid: u64, user: u64, body: &str) -> (String, u64) {
+        self.op(|s| s.create_note(project, iid, user, body, false))
+            .expect("post_note")
+    }
+
+    /// Posts a system note (e.g. "added 1 commit") authored by `user`.
+    pub fn post_system_note(&self, project: u64, iid: u64, user: u64, body: &str) -> u64 {
+        self.op(|s| s.create_note(project, iid, user, body, true))
+            .expect("post_system_note")
+            .1
+    }
+
+    pub fn reply(&self, project: u64, iid: u64, discussion: &str, user: u64, body: &str) -> u64 {
+        self.op(|s| s.reply(project, iid, discussion, user, body))
+            .expect("reply")
+    }
+
+    pub fn resolve(&self, project: u64, iid: u64, discussion: &str, user: u64, resolved: bool) {
+        self.op(|s| s.set_resolved(project, iid, discussion, user, resolved))
+            .expect("resolve")
+    }
+
+    /// Edits any note's body (as an administrator).
+    pub fn edit_note(&self, project: u64, iid: u64, note_id: u64, body: &str) {
+        self.op(|s| s.edit_note(project, iid, note_id, None, body))
+            .expect("edit_note")
+    }
+
+    pub fn delete_note(&self, project: u64, iid: u64, note_id: u64) {
+        self.op(|s| s.delete_note(project, iid, note_id, None))
+            .expect("delete_note")
+    }
+
+    /// Duplicates a discussion under new ids; returns the new discussion id.
+    pub fn clone_discussion(&self, project: u64, iid: u64, discussion: &str) -> String {
+        self.op(|s| s.clone_discussion(project, iid, discussion))
+            .expect("clone_discussion")
+    }
+
+    /// Moves the MR head (`sha` and `diff_refs.head_sha`), as a push would.
+    pub fn set_head(&self, project: u64, iid: u64, sha: &str) {
+        self.with_state(|s| {
+            let now = s.now();
+            let m = s.mr_mut_ref(project, iid).expect("mr");
+            m.sha = sha.into();
+            m.diff_refs.head_sha = sha.into();
+            m.updated_at = now;
+        });
+    }
+
+    pub fn set_mr_state(&self, project: u64, iid: u64, state: MrState) {
+        self.with_state(|s| {
+            let now = s.now();
+            let m = s.mr_mut_ref(project, iid).expect("mr");
+            m.state = state;
+            m.updated_at = now;
+        });
+    }
+
+    /// Sets (or clears) the MR's head pipeline.
+    pub fn set_head_pipeline(&self, project: u64, iid: u64, pipeline: Option<(u64, &str)>) {
+        self.with_state(|s| {
+            let m = s.mr_mut_ref(project, iid).expect("mr");
+            m.head_pipeline = pipeline.map(|(id, status)| Pipeline {
+                id,
+                sha: m.sha.clone(),
+                status: status.into(),
+                git_ref: format!("refs/merge-requests/{iid}/head"),
+                mr_iid: Some(iid),
+                ..Default::default()
+            });
+        });
+    }
+
+    // ---- inspection --------------------------------------------------------------------
+
+    pub fn mr(&self, project: u64, iid: u64) -> MergeRequest {
+        self.shared
+            .lock()
+            .state
+            .mr_ref(project, iid)
+            .cloned()
+            .expect("mr")
+    }
+
+    /// All discussions of an MR in creation order (not listing order).
+    pub fn discussions(&self, project: u64, iid: u64) -> Vec<Discussion> {
+        self.mr(project, iid).discussions
+    }
+
+    pub fn discussion(&self, project: u64, iid: u64, id: &str) -> Option<Discussion> {
+        self.mr(project, iid).discussion(id).cloned()
+    }
+
+    pub fn note(&self, project: u64, iid: u64, note_id: u64) -> Option<Note> {
+        self.mr(project, iid).note(note_id).cloned()
+    }
+
+    /// Pipelines created through the API.
+    pub fn pipelines(&self, project: u64) -> Vec<Pipeline> {
+        self.shared
+            .lock()
+            .state
+            .project(project)
+            .map(|p| p.pipelines.clone())
+            .unwrap_or_default()
+    }
+
+    // ---- request log -------------------------------------------------------------------
+
+    /// Every API request received since the last reset (control routes excluded).
+    pub fn requests(&self) -> Vec<LoggedRequest> {
+        self.shared.lock().log.clone()
+    }
+
+    pub fn reads(&self) -> usize {
+        self.shared.lock().log.iter().filter(|r| !r.write).count()
+    }
+
+    pub fn writes(&self) -> usize {
+        self.shared.lock().log.iter().filter(|r| r.write).count()
+    }
+
+    /// Protocol violations seen (token in a URL, quick-action lines in a body).
+    pub fn violations(&self) -> Vec<String> {
+        self.shared.lock().violations.clone()
+    }
+
+    /// Clears the request log, the violations and the write-arrival counter.
+    pub fn reset_log(&self) {
+        let mut g = self.shared.lock();
+        g.log.clear();
+        g.violations.clear();
+        g.writes_arrived = 0;
+    }
+
+    // ---- faults ------------------------------------------------------------------------
+
+    /// Appends a fault rule; returns its index.
+    pub fn inject(&self, rule: FaultRule) -> usize {
+        let mut g = self.shared.lock();
+        g.faults.push((rule, 0));
+        g.faults.len() - 1
+    }
+
+    pub fn clear_faults(&self) {
+        self.shared.lock().faults.clear();
+    }
+
+    /// Releases every request currently held by a `Hold` rule.
+    pub fn release_holds(&self) {
+        self.shared.lock().release_epoch += 1;
+        self.shared.cv.notify_all();
+    }
+
+    fn wait_until(&self, timeout: Duration, pred: impl Fn(&server::Inner) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut g = self.shared.lock();
+        loop {
+            if pred(&g) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            g = self
+                .shared
+                .cv
+                .wait_timeout(g, (deadline - now).min(Duration::from_millis(50)))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Waits until `k` writes have arrived (counted before handling) since the last reset.
+    pub fn wait_for_writes(&self, k: u64, timeout: Duration) -> bool {
+        self.wait_until(timeout, |g| g.writes_arrived >= k)
+    }
+
+    /// Waits until `k` requests are being held at the same time.
+    pub fn wait_for_held(&self, k: usize, timeout: Duration) -> bool {
+        self.wait_until(timeout, |g| g.held >= k)
+    }
+
+    /// Waits until `k` requests have been logged with a final outcome.
+    pub fn wait_for_requests(&self, k: usize, timeout: Duration) -> bool {
+        self.wait_until(timeout, |g| g.log.len() >= k)
+    }
+}
+
+impl Drop for FakeGitLab {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.cv.notify_all();
+        // Unblock accept().
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+        for (_, c) in self.shared.conns.lock().unwrap().drain() {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,697 @@
+//! The fake's state: plain serde structs, usable as a YAML/JSON state file and as the seed
+//! a test hands to [`crate::FakeGitLab::start`].
+//!
+//! Seeding rules (applied by [`State::normalize`] when the server starts and after every
+//! `with_state` mutation):
+//! * a note with `id: 0` gets the next note id; a discussion with an empty `id` gets the next
+//!   deterministic discussion id;
+//! * note ids are global integers: the next id is `max(note_id_start, max(existing ids) + 1)`,
+//!   so explicit seeded ids are never reused and ids only ever grow;
+//! * discussion ids are 40 lowercase hex digits derived from a counter (`discussion_seq`),
+//!   never random, so two runs with the same seed produce the same ids;
+//! * empty timestamps are filled with the fake's current time.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::time;
+
+/// Everything the fake knows. `Default` is an empty GitLab at `https://gitlab.example.com`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct State {
+    /// Base used for `web_url` fields (not the API base).
+    pub web_url: String,
+    /// Lowest note id handed out (see module docs).
+    pub note_id_start: u64,
+    /// Lowest pipeline id handed out; next is `max(start, max(existing) + 1)`.
+    pub pipeline_id_start: u64,
+    /// Counter behind generated discussion ids.
+    pub discussion_seq: u64,
+    /// `None`: timestamps come from the system clock. `Some(ts)`: time is frozen at `ts`
+    /// (RFC 3339) until a test moves it.
+    pub fixed_time: Option<String>,
+    /// Omit `X-Total`, `X-Total-Pages` and the `rel="last"` link, as GitLab does for
+    /// listings above 10,000 items.
+    pub omit_totals: bool,
+    /// When true, a reply to a resolved thread re-opens it; when false (default) the reply
+    /// joins the thread resolved.
+    pub reply_unresolves: bool,
+    pub users: Vec<User>,
+    pub tokens: Vec<Token>,
+    pub projects: Vec<Project>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            web_url: "https://gitlab.example.com".into(),
+            note_id_start: 1,
+            pipeline_id_start: 1,
+            discussion_seq: 0,
+            fixed_time: None,
+            omit_totals: false,
+            reply_unresolves: false,
+            users: vec![],
+            tokens: vec![],
+            projects: vec![],
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct User {
+    pub id: u64,
+    pub username: String,
+    pub name: String,
+    pub bot: bool,
+    pub state: String,
+}
+
+impl Default for User {
+    fn default() -> Self {
+        User {
+            id: 0,
+            username: String::new(),
+            name: String::new(),
+            bot: false,
+            state: "active".into(),
+        }
+    }
+}
+
+impl User {
+    pub fn new(id: u64, username: &str) -> Self {
+        User {
+            id,
+            username: username.into(),
+            name: username.into(),
+            ..Default::default()
+        }
+    }
+    pub fn bot(mut self, bot: bool) -> Self {
+        self.bot = bot;
+        self
+    }
+}
+
+/// A personal/project access token.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Token {
+    pub token: String,
+    pub user_id: u64,
+    /// `api`, `read_api`, `read_user`, ...
+    pub scopes: Vec<String>,
+    /// Project access level of the user in every project (10 guest, 20 reporter,
+    /// 30 developer, 40 maintainer, 50 owner).
+    pub access_level: u32,
+    pub name: String,
+}
+
+impl Default for Token {
+    fn default() -> Self {
+        Token {
+            token: String::new(),
+            user_id: 0,
+            scopes: vec!["api".into()],
+            access_level: 40,
+            name: "token".into(),
+        }
+    }
+}
+
+impl Token {
+    pub fn new(token: &str, user_id: u64, scopes: &[&str]) -> Self {
+        Token {
+            token: token.into(),
+            user_id,
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+    pub fn access_level(mut self, level: u32) -> Self {
+        self.access_level = level;
+        self
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Project {
+    pub id: u64,
+    pub path_with_namespace: String,
+    pub default_branch: String,
+    pub only_allow_merge_if_all_discussions_are_resolved: bool,
+    pub only_allow_merge_if_pipeline_succeeds: bool,
+    /// branch name -> commit sha
+    pub branches: BTreeMap<String, String>,
+    /// commit sha -> path -> content (the full tree of that commit)
+    pub files: BTreeMap<String, BTreeMap<String, FileContent>>,
+    pub merge_requests: Vec<MergeRequest>,
+    /// Pipelines created through the API.
+    pub pipelines: Vec<Pipeline>,
+}
+
+impl Default for Project {
+    fn default() -> Self {
+        Project {
+            id: 0,
+            path_with_namespace: String::new(),
+            default_branch: "main".into(),
+            only_allow_merge_if_all_discussions_are_resolved: true,
+            only_allow_merge_if_pipeline_succeeds: false,
+            branches: BTreeMap::new(),
+            files: BTreeMap::new(),
+            merge_requests: vec![],
+            pipelines: vec![],
+        }
+    }
+}
+
+impl Project {
+    pub fn new(id: u64, path_with_namespace: &str) -> Self {
+        Project {
+            id,
+            path_with_namespace: path_with_namespace.into(),
+            ..Default::default()
+        }
+    }
+    pub fn branch(mut self, name: &str, sha: &str) -> Self {
+        self.branches.insert(name.into(), sha.into());
+        self
+    }
+    /// Adds `path` with `content` to the tree of commit `sha`.
+    pub fn file(mut self, sha: &str, path: &str, content: impl Into<Vec<u8>>) -> Self {
+        self.files
+            .entry(sha.into())
+            .or_default()
+            .insert(path.into(), FileContent(content.into()));
+        self
+    }
+    /// Declares commit `sha` (possibly with an empty tree).
+    pub fn commit(mut self, sha: &str) -> Self {
+        self.files.entry(sha.into()).or_default();
+        self
+    }
+    pub fn merge_request(mut self, mr: MergeRequest) -> Self {
+        self.merge_requests.push(mr);
+        self
+    }
+    pub fn mr(&self, iid: u64) -> Option<&MergeRequest> {
+        self.merge_requests.iter().find(|m| m.iid == iid)
+    }
+    pub fn mr_mut(&mut self, iid: u64) -> Option<&mut MergeRequest> {
+        self.merge_requests.iter_mut().find(|m| m.iid == iid)
+    }
+    pub fn web_url(&self, base: &str) -> String {
+        format!("{}/{}", base, self.path_with_namespace)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MrState {
+    #[default]
+    Opened,
+    Closed,
+    Merged,
+    Locked,
+}
+
+impl MrState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MrState::Opened => "opened",
+            MrState::Closed => "closed",
+            MrState::Merged => "merged",
+            MrState::Locked => "locked",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct DiffRefs {
+    pub base_sha: String,
+    pub head_sha: String,
+    pub start_sha: String,
+}
+
+/// How `GET .../discussions` orders its items.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum DiscussionOrder {
+    /// Oldest first, by first note id (GitLab's order).
+    #[default]
+    ById,
+    /// Newest first.
+    Reversed,
+    /// These discussion ids first, in this order; the rest after them by first note id.
+    Custom(Vec<String>),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MergeRequest {
+    pub iid: u64,
+    /// Global id; 0 means `project_id * 10000 + iid`.
+    pub id: u64,
+    pub title: String,
+    pub description: String,
+    pub state: MrState,
+    pub source_branch: String,
+    pub target_branch: String,
+    /// Head sha of the source branch (kept equal to `diff_refs.head_sha` by the test API).
+    pub sha: String,
+    pub diff_refs: DiffRefs,
+    pub head_pipeline: Option<Pipeline>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub author_id: u64,
+    pub labels: Vec<String>,
+    pub draft: bool,
+    pub diffs: Vec<DiffFile>,
+    pub discussions: Vec<Discussion>,
+    pub discussion_order: DiscussionOrder,
+}
+
+impl Default for MergeRequest {
+    fn default() -> Self {
+        MergeRequest {
+            iid: 0,
+            id: 0,
+            title: String::new(),
+            description: String::new(),
+            state: MrState::Opened,
+            source_branch: "feature".into(),
+            target_branch: "main".into(),
+            sha: String::new(),
+            diff_refs: DiffRefs::default(),
+            head_pipeline: None,
+            created_at: String::new(),
+            updated_at: String::new(),
+            author_id: 0,
+            labels: vec![],
+            draft: false,
+            diffs: vec![],
+            discussions: vec![],
+            discussion_order: DiscussionOrder::ById,
+        }
+    }
+}
+
+impl MergeRequest {
+    /// An open MR `iid` from `source_branch` at `head_sha` into `target_branch`, whose diff
+    /// base (and start) is `base_sha`.
+    pub fn new(iid: u64, author_id: u64, head_sha: &str, base_sha: &str) -> Self {
+        MergeRequest {
+            iid,
+            title: format!("MR {iid}"),
+            author_id,
+            sha: head_sha.into(),
+            diff_refs: DiffRefs {
+                base_sha: base_sha.into(),
+                head_sha: head_sha.into(),
+                start_sha: base_sha.into(),
+            },
+            ..Default::default()
+        }
+    }
+    pub fn branches(mut self, source: &str, target: &str) -> Self {
+        self.source_branch = source.into();
+        self.target_branch = target.into();
+        self
+    }
+    pub fn diff(mut self, d: DiffFile) -> Self {
+        self.diffs.push(d);
+        self
+    }
+    pub fn global_id(&self, project_id: u64) -> u64 {
+        if self.id != 0 {
+            self.id
+        } else {
+            project_id * 10000 + self.iid
+        }
+    }
+    pub fn discussion(&self, id: &str) -> Option<&Discussion> {
+        self.discussions.iter().find(|d| d.id == id)
+    }
+    pub fn discussion_mut(&mut self, id: &str) -> Option<&mut Discussion> {
+        self.discussions.iter_mut().find(|d| d.id == id)
+    }
+    pub fn note(&self, note_id: u64) -> Option<&Note> {
+        self.discussions
+            .iter()
+            .flat_map(|d| d.notes.iter())
+            .find(|n| n.id == note_id)
+    }
+    pub fn note_mut(&mut self, note_id: u64) -> Option<&mut Note> {
+        self.discussions
+            .iter_mut()
+            .flat_map(|d| d.notes.iter_mut())
+            .find(|n| n.id == note_id)
+    }
+    /// Discussions in listing order (see [`DiscussionOrder`]).
+    pub fn listed_discussions(&self) -> Vec<&Discussion> {
+        let mut by_id: Vec<&Discussion> = self.discussions.iter().collect();
+        by_id.sort_by_key(|d| d.first_note_id());
+        match &self.discussion_order {
+            DiscussionOrder::ById => by_id,
+            DiscussionOrder::Reversed => {
+                by_id.reverse();
+                by_id
+            }
+            DiscussionOrder::Custom(order) => {
+                let mut out: Vec<&Discussion> = order
+                    .iter()
+                    .filter_map(|id| by_id.iter().copied().find(|d| &d.id == id))
+                    .collect();
+                for d in by_id {
+                    if !order.contains(&d.id) {
+                        out.push(d);
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Discussion {
+    /// 40 lowercase hex; empty in a seed means "generate".
+    pub id: String,
+    pub individual_note: bool,
+    pub notes: Vec<Note>,
+}
+
+impl Discussion {
+    pub fn first_note_id(&self) -> u64 {
+        self.notes.first().map(|n| n.id).unwrap_or(u64::MAX)
+    }
+    pub fn resolvable(&self) -> bool {
+        self.notes.iter().any(|n| n.resolvable)
+    }
+    /// True when resolvable and every resolvable note is resolved.
+    pub fn resolved(&self) -> bool {
+        self.resolvable()
+            && self
+                .notes
+                .iter()
+                .filter(|n| n.resolvable)
+                .all(|n| n.resolved)
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Note {
+    /// 0 in a seed means "assign the next id".
+    pub id: u64,
+    /// `DiscussionNote` for thread notes, `DiffNote` for diff threads, `None` for plain notes.
+    #[serde(rename = "type")]
+    pub note_type: Option<String>,
+    pub body: String,
+    pub author_id: u64,
+    pub created_at: String,
+    pub updated_at: String,
+    pub system: bool,
+    pub resolvable: bool,
+    pub resolved: bool,
+    pub resolved_by: Option<u64>,
+    pub resolved_at: Option<String>,
+    pub confidential: bool,
+    pub internal: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Pipeline {
+    pub id: u64,
+    pub sha: String,
+    /// `created`, `pending`, `running`, `success`, `failed`, `canceled`, ...
+    pub status: String,
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    pub source: String,
+    pub mr_iid: Option<u64>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl Default for Pipeline {
+    fn default() -> Self {
+        Pipeline {
+            id: 0,
+            sha: String::new(),
+            status: "created".into(),
+            git_ref: String::new(),
+            source: "merge_request_event".into(),
+            mr_iid: None,
+            created_at: String::new(),
+            updated_at: String::new(),
+        }
+    }
+}
+
+/// One changed file of an MR, as `GET .../diffs` returns it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DiffFile {
+    pub old_path: String,
+    pub new_path: String,
+    pub a_mode: String,
+    pub b_mode: String,
+    pub diff: String,
+    pub new_file: bool,
+    pub renamed_file: bool,
+    pub deleted_file: bool,
+    pub generated_file: bool,
+    /// Serialized only when set.
+    pub too_large: Option<bool>,
+    /// Serialized only when set.
+    pub collapsed: Option<bool>,
+}
+
+impl Default for DiffFile {
+    fn default() -> Self {
+        DiffFile {
+            old_path: String::new(),
+            new_path: String::new(),
+            a_mode: "100644".into(),
+            b_mode: "100644".into(),
+            diff: String::new(),
+            new_file: false,
+            renamed_file: false,
+            deleted_file: false,
+            generated_file: false,
+            too_large: None,
+            collapsed: None,
+        }
+    }
+}
+
+impl DiffFile {
+    pub fn modified(path: &str) -> Self {
+        DiffFile {
+            old_path: path.into(),
+            new_path: path.into(),
+            diff: "@@ -1 +1 @@\n".into(),
+            ..Default::default()
+        }
+    }
+    pub fn added(path: &str) -> Self {
+        DiffFile {
+            new_file: true,
+            a_mode: "0".into(),
+            ..DiffFile::modified(path)
+        }
+    }
+    pub fn deleted(path: &str) -> Self {
+        DiffFile {
+            deleted_file: true,
+            b_mode: "0".into(),
+            ..DiffFile::modified(path)
+        }
+    }
+    pub fn renamed(old: &str, new: &str) -> Self {
+        DiffFile {
+            old_path: old.into(),
+            new_path: new.into(),
+            renamed_file: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// File bytes. Serialized as a plain string when UTF-8, else as `{base64: "..."}`.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct FileContent(pub Vec<u8>);
+
+impl Serialize for FileContent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine;
+        match std::str::from_utf8(&self.0) {
+            Ok(text) => s.serialize_str(text),
+            Err(_) => {
+                let mut m = BTreeMap::new();
+                m.insert(
+                    "base64",
+                    base64::engine::general_purpose::STANDARD.encode(&self.0),
+                );
+                m.serialize(s)
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FileContent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use base64::Engine;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Text(String),
+            B64 { base64: String },
+        }
+        match Repr::deserialize(d)? {
+            Repr::Text(t) => Ok(FileContent(t.into_bytes())),
+            Repr::B64 { base64 } => base64::engine::general_purpose::STANDARD
+                .decode(base64)
+                .map(FileContent)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// 40 lowercase hex digits derived from `n` (deterministic).
+pub fn discussion_id(n: u64) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("fake-gitlab discussion {n}").as_bytes());
+    hex::encode(digest)[..40].to_string()
+}
+
+impl State {
+    pub fn project(&self, id: u64) -> Option<&Project> {
+        self.projects.iter().find(|p| p.id == id)
+    }
+    pub fn project_mut(&mut self, id: u64) -> Option<&mut Project> {
+        self.projects.iter_mut().find(|p| p.id == id)
+    }
+    pub fn user(&self, id: u64) -> Option<&User> {
+        self.users.iter().find(|u| u.id == id)
+    }
+
+    /// Current time as GitLab formats it (`2024-01-02T03:04:05.678Z`).
+    pub fn now(&self) -> String {
+        match &self.fixed_time {
+            Some(t) => time::format_ms(time::parse(t).unwrap_or(0)),
+            None => time::format_ms(time::system_ms()),
+        }
+    }
+
+    pub fn next_note_id(&self) -> u64 {
+        let max = self
+            .projects
+            .iter()
+            .flat_map(|p| p.merge_requests.iter())
+            .flat_map(|m| m.discussions.iter())
+            .flat_map(|d| d.notes.iter())
+            .map(|n| n.id)
+            .max()
+            .unwrap_or(0);
+        self.note_id_start.max(max + 1)
+    }
+
+    pub fn next_pipeline_id(&self) -> u64 {
+        let max = self
+            .projects
+            .iter()
+            .flat_map(|p| {
+                p.pipelines.iter().map(|x| x.id).chain(
+                    p.merge_requests
+                        .iter()
+                        .filter_map(|m| m.head_pipeline.as_ref().map(|x| x.id)),
+                )
+            })
+            .max()
+            .unwrap_or(0);
+        self.pipeline_id_start.max(max + 1)
+    }
+
+    pub fn next_discussion_id(&mut self) -> String {
+        loop {
+            self.discussion_seq += 1;
+            let id = discussion_id(self.discussion_seq);
+            let taken = self
+                .projects
+                .iter()
+                .flat_map(|p| p.merge_requests.iter())
+                .any(|m| m.discussions.iter().any(|d| d.id == id));
+            if !taken {
+                return id;
+            }
+        }
+    }
+
+    /// Fills generated ids and empty timestamps of a seed.
+    pub fn normalize(&mut self) {
+        let now = self.now();
+        let mut next = self.next_note_id();
+        let mut missing_disc = 0usize;
+        for p in &mut self.projects {
+            for m in &mut p.merge_requests {
+                if m.created_at.is_empty() {
+                    m.created_at = now.clone();
+                }
+                if m.updated_at.is_empty() {
+                    m.updated_at = m.created_at.clone();
+                }
+                if let Some(hp) = &mut m.head_pipeline {
+                    if hp.created_at.is_empty() {
+                        hp.created_at = now.clone();
+                    }
+                    if hp.updated_at.is_empty() {
+                        hp.updated_at = hp.created_at.clone();
+                    }
+                }
+                for d in &mut m.discussions {
+                    if d.id.is_empty() {
+                        missing_disc += 1;
+                    }
+                    for n in &mut d.notes {
+                        if n.id == 0 {
+                            n.id = next;
+                            next += 1;
+                        }
+                        if n.created_at.is_empty() {
+                            n.created_at = now.clone();
+                        }
+                        if n.updated_at.is_empty() {
+                            n.updated_at = n.created_at.clone();
+                        }
+                        if n.resolved && n.resolved_at.is_none() {
+                            n.resolved_at = Some(now.clone());
+                        }
+                    }
+                }
+            }
+        }
+        for _ in 0..missing_disc {
+            let id = self.next_discussion_id();
+            'outer: for p in &mut self.projects {
+                for m in &mut p.merge_requests {
+                    for d in &mut m.discussions {
+                        if d.id.is_empty() {
+                            d.id = id;
+                            break 'outer;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! State transitions shared by the HTTP API and the test-side "human" actions.
+
+use crate::model::{Discussion, MergeRequest, Note, Pipeline, State};
+
+/// Why an operation failed; maps onto GitLab's error answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpError {
+    ProjectNotFound,
+    MergeRequestNotFound,
+    DiscussionNotFound,
+    NoteNotFound,
+    /// Not allowed (not the author, not resolvable, system note, ...).
+    Forbidden,
+}
+
+impl OpError {
+    pub fn message(&self) -> &'static str {
+        match self {
+            OpError::ProjectNotFound => "404 Project Not Found",
+            OpError::MergeRequestNotFound => "404 Merge Request Not Found",
+            OpError::DiscussionNotFound => "404 Discussion Not Found",
+            OpError::NoteNotFound => "404 Note Not Found",
+            OpError::Forbidden => "403 Forbidden",
+        }
+    }
+    pub fn status(&self) -> u16 {
+        match self {
+            OpError::Forbidden => 403,
+            _ => 404,
+        }
+    }
+}
+
+impl std::fmt::Display for OpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for OpError {}
+
+pub type OpResult<T> = Result<T, OpError>;
+
+impl State {
+    pub fn mr_ref(&self, pid: u64, iid: u64) -> OpResult<&MergeRequest> {
+        self.project(pid)
+            .ok_or(OpError::ProjectNotFound)?
+            .mr(iid)
+            .ok_or(OpError::MergeRequestNotFound)
+    }
+
+    pub fn mr_mut_ref(&mut self, pid: u64, iid: u64) -> OpResult<&mut MergeRequest> {
+        self.project_mut(pid)
+            .ok_or(OpError::ProjectNotFound)?
+            .mr_mut(iid)
+            .ok_or(OpError::MergeRequestNotFound)
+    }
+
+    fn new_note(&self, id: u64, author: u64, body: &str, now: &str) -> Note {
+        Note {
+            id,
+            note_type: None,
+            body: body.into(),
+            author_id: author,
+            created_at: now.into(),
+            updated_at: now.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Creates a resolvable thread; returns `(discussion id, note id)`.
+    pub fn create_thread(
+        &mut self,
+        pid: u64,
+        iid: u64,
+        author: u64,
+        body: &str,
+    ) -> OpResult<(String, u64)> {
+        self.mr_ref(pid, iid)?;
+        let now = self.now();
+        let nid = self.next_note_id();
+        let did = self.next_discussion_id();
+        let mut note = self.new_note(nid, author, body, &now);
+        note.note_type = Some("DiscussionNote".into());
+        note.resolvable = true;
+        let mr = self.mr_mut_ref(pid, iid)?;
+        mr.discussions.push(Discussion {
+            id: did.clone(),
+            individual_note: false,
+            notes: vec![note],
+        });
+        mr.updated_at = now;
+        Ok((did, nid))
+    }
+
+    /// Creates a plain (individual, not resolvable) note; returns `(discussion id, note id)`.
+    pub fn create_note(
+        &mut self,
+        pid: u64,
+        iid: u64,
+        author: u64,
+        body: &str,
+        system: bool,
+    ) -> OpResult<(String, u64)> {
+        self.mr_ref(pid, iid)?;
+        let now = self.now();
+        let nid = self.next_note_id();
+        let did = self.next_discussion_id();
+        let mut note = self.new_note(nid, author, body, &now);
+        note.system = system;
+        let mr = self.mr_mut_ref(pid, iid)?;
+        mr.discussions.push(Discussion {
+            id: did.clone(),
+            individual_note: true,
+            notes: vec![note],
+        });
+        mr.updated_at = now;
+        Ok((did, nid))
+    }
+
+    /// Replies in a discussion. Replying to a plain note turns it into a (resolvable) thread,
+    /// as GitLab does. A reply to a resolved thread joins it resolved unless
+    /// `reply_unresolves` is set.
+    pub fn reply(
+        &mut self,
+        pid: u64,
+        iid: u64,
+        discussion: &str,
+        author: u64,
+        body: &str,
+    ) -> OpResult<u64> {
+        let now = self.now();
+        let nid = self.next_note_id();
+        let reply_unresolves = self.reply_unresolves;
+        let mut note = self.new_note(nid, author, body, &now);
+        let mr = self.mr_mut_ref(pid, iid)?;
+        let d = mr
+            .discussion_mut(discussion)
+            .ok_or(OpError::DiscussionNotFound)?;
+        if d.notes.iter().any(|n| n.system) {
+            return Err(OpError::Forbidden);
+        }
+        if d.individual_note {
+            d.individual_note = false;
+            for n in &mut d.notes {
+                n.note_type = Some("DiscussionNote".into());
+                n.resolvable = true;
+            }
+        }
+        note.note_type = d
+            .notes
+            .first()
+            .and_then(|n| n.note_type.clone())
+            .or(Some("DiscussionNote".into()));
+        note.resolvable = d.resolvable();
+        if d.resolved() {
+            if reply_unresolves {
+                for n in &mut d.notes {
+                    n.resolved = false;
+                    n.resolved_by = None;
+                    n.resolved_at = None;
+                }
+            } else {
+                let first = d.notes.iter().find(|n| n.resolvable);
+                note.resolved = true;
+                note.resolved_by = first.and_then(|n| n.resolved_by);
+                note.resolved_at = first.and_then(|n| n.resolved_at.clone());
+            }
+        }
+        d.notes.push(note);
+        mr.updated_at = now;
+        Ok(nid)
+    }
+
+    /// Resolves or re-opens a thread. Forbidden on a discussion that is not resolvable.
+    pub fn set_resolved(
+        &mut self,
+        pid: u64,
+        iid: u64,
+        discussion: &str,
+        by: u64,
+        resolved: bool,
+    ) -> OpResult<()> {
+        let now = self.now();
+        let mr = self.mr_mut_ref(pid, iid)?;
+        let d = mr
+            .discussion_mut(discussion)
+            .ok_or(OpError::DiscussionNotFound)?;
+        if !d.resolvable() {
+            return Err(OpError::Forbidden);
+        }
+        let mut changed = false;
+        for n in d.notes.iter_mut().filter(|n| n.resolvable) {
+            if resolved && !n.resolved {
+                n.resolved = true;
+                n.resolved_by = Some(by);
+                n.resolved_at = Some(now.clone());
+                n.updated_at = now.clone();
+                changed = true;
+            } else if !resolved && n.resolved {
+                n.resolved = false;
+                n.resolved_by = None;
+                n.resolved_at = None;
+                n.updated_at = now.clone();
+                changed = true;
+            }
+        }
+        if changed {
+            mr.updated_at = now;
+        }
+        Ok(())
+    }
+
+    /// Edits a note body. `editor: Some(user)` enforces "only the author may edit" (the API);
+    /// `None` edits as an administrator (test side). `updated_at` moves only when the body
+    /// actually changes.
+    pub fn edit_note(
+        &mut self,
+        pid: u64,
+        iid: u64,
+        note_id: u64,
+        editor: Option<u64>,
+        body: &str,
+    ) -> OpResult<()> {
+        let now = self.now();
+        let mr = self.mr_mut_ref(pid, iid)?;
+        let n = mr.note_mut(note_id).ok_or(OpError::NoteNotFound)?;
+        if let Some(u) = editor
+            && (n.author_id != u || n.system)
+        {
+            return Err(OpError::Forbidden);
+        }
+        if n.body != body {
+            n.body = body.into();
+            n.updated_at = now.clone();
+            mr.updated_at = now;
+        }
+        Ok(())
+    }
+
+    /// Deletes a note (and its discussion when it was the last note).
+    pub fn delete_note(
+        &mut self,
+        pid: u64,
+        iid: u64,
+        note_id: u64,
+        editor: Option<u64>,
+    ) -> OpResult<()> {
+        let mr = self.mr_mut_ref(pid, iid)?;
+        let n = mr.note(note_id).ok_or(OpError::NoteNotFound)?;
+        if let Some(u) = editor
+            && (n.author_id != u || n.system)
+        {
+            return Err(OpError::Forbidden);
+        }
+        for d in &mut mr.discussions {
+            d.notes.retain(|n| n.id != note_id);
+        }
+        mr.discussions.retain(|d| !d.notes.is_empty());
+        Ok(())
+    }
+
+    /// Copies a discussion (same authors, bodies and resolution) under new ids, appended
+    /// after every existing note.
+    pub fn clone_discussion(&mut self, pid: u64, iid: u64, discussion: &str) -> OpResult<String> {
+        let src = self
+            .mr_ref(pid, iid)?
+            .discussion(discussion)
+            .ok_or(OpError::DiscussionNotFound)?
+            .clone();
+        let now = self.now();
+        let first = self.next_note_id();
+        let did = self.next_discussion_id();
+        let mut copy = src;
+        copy.id = did.clone();
+        for (id, n) in (first..).zip(copy.notes.iter_mut()) {
+            n.id = id;
+            n.created_at = now.clone();
+            n.updated_at = now.clone();
+        }
+        let mr = self.mr_mut_ref(pid, iid)?;
+        mr.discussions.push(copy);
+        mr.updated_at = now;
+        Ok(did)
+    }
+
+    /// Creates an MR pipeline for the MR's head and makes it the head pipeline.
+    pub fn create_pipeline(&mut self, pid: u64, iid: u64) -> OpResult<Pipeline> {
+        let now = self.now();
+        let id = self.next_pipeline_id();
+        let mr = self.mr_mut_ref(pid, iid)?;
+        let p = Pipeline {
+            id,
+            sha: mr.sha.clone(),
+            status: "created".into(),
+            git_ref: format!("refs/merge-requests/{iid}/head"),
+            source: "merge_request_event".into(),
+            mr_iid: Some(iid),
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        mr.head_pipeline = Some(p.clone());
+        self.project_mut(pid)
+            .ok_or(OpError::ProjectNotFound)?
+            .pipelines
+            .push(p.clone());
+        Ok(p)
+    }
+}

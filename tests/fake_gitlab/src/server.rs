@@ -1,0 +1,400 @@
+//! Listener, connection threads, request pipeline (log, faults, auth) and the control routes.
+
+use std::collections::HashMap;
+use std::io::BufReader;
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::api;
+use crate::faults::{FaultAction, FaultRule, HoldApply};
+use crate::http::{self, Outcome, RawRequest, Response};
+use crate::model::State;
+use crate::route::{self, RouteKind};
+
+/// One API request as the fake saw it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LoggedRequest {
+    /// 0-based arrival order.
+    pub seq: u64,
+    pub method: String,
+    /// Raw path, still percent-encoded, without the query.
+    pub path: String,
+    /// Raw query string (without `?`), empty when none.
+    pub query: String,
+    pub route: RouteKind,
+    /// True for any method other than GET/HEAD.
+    pub write: bool,
+    /// Status answered; `None` while in flight or when the connection was closed/reset.
+    pub status: Option<u16>,
+    /// Name of the fault that fired, if any (`rate_limit_text`, `lost_ack`, ...).
+    pub fault: Option<String>,
+    /// Authenticated user, if any.
+    pub user_id: Option<u64>,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+pub(crate) struct Inner {
+    pub state: State,
+    pub log: Vec<LoggedRequest>,
+    pub violations: Vec<String>,
+    pub faults: Vec<(FaultRule, u64)>,
+    pub writes_arrived: u64,
+    pub held: usize,
+    pub release_epoch: u64,
+}
+
+pub(crate) struct Shared {
+    pub inner: Mutex<Inner>,
+    pub cv: Condvar,
+    pub stop: AtomicBool,
+    pub conns: Mutex<HashMap<u64, TcpStream>>,
+    pub conn_seq: AtomicU64,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+pub(crate) fn new_shared(mut state: State) -> Arc<Shared> {
+    state.normalize();
+    Arc::new(Shared {
+        inner: Mutex::new(Inner {
+            state,
+            log: vec![],
+            violations: vec![],
+            faults: vec![],
+            writes_arrived: 0,
+            held: 0,
+            release_epoch: 0,
+        }),
+        cv: Condvar::new(),
+        stop: AtomicBool::new(false),
+        conns: Mutex::new(HashMap::new()),
+        conn_seq: AtomicU64::new(0),
+    })
+}
+
+pub(crate) fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+    for stream in listener.incoming() {
+        if shared.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let Ok(stream) = stream else { continue };
+        let _ = stream.set_nodelay(true);
+        let id = shared.conn_seq.fetch_add(1, Ordering::SeqCst);
+        if let Ok(clone) = stream.try_clone() {
+            shared.conns.lock().unwrap().insert(id, clone);
+        }
+        let sh = shared.clone();
+        std::thread::spawn(move || {
+            connection(&sh, stream, id);
+            sh.conns.lock().unwrap().remove(&id);
+        });
+    }
+}
+
+fn connection(shared: &Shared, stream: TcpStream, id: u64) {
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
+    let mut writer = stream;
+    loop {
+        let req = match http::read_request(&mut reader, &mut writer) {
+            Ok(Some(r)) => r,
+            _ => return,
+        };
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let keep_alive = req.keep_alive;
+        let head = req.method == "HEAD";
+        match handle(shared, req) {
+            Outcome::Respond(resp) => {
+                if http::write_response(&mut writer, &resp, keep_alive, head).is_err()
+                    || !keep_alive
+                {
+                    return;
+                }
+            }
+            Outcome::Close => {
+                let _ = writer.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+            Outcome::Reset => {
+                http::reset(&writer);
+                shared.conns.lock().unwrap().remove(&id);
+                drop(reader);
+                drop(writer);
+                return;
+            }
+        }
+    }
+}
+
+fn fault_name(a: &FaultAction) -> &'static str {
+    match a {
+        FaultAction::RateLimitText { .. } => "rate_limit_text",
+        FaultAction::RateLimitJson { .. } => "rate_limit_json",
+        FaultAction::ServerError => "server_error",
+        FaultAction::BadGateway => "bad_gateway",
+        FaultAction::Unavailable => "unavailable",
+        FaultAction::Latency { .. } => "latency",
+        FaultAction::LostAck { .. } => "lost_ack",
+        FaultAction::Reset => "reset",
+        FaultAction::Hold { .. } => "hold",
+        FaultAction::Redirect { .. } => "redirect",
+    }
+}
+
+fn html(status: u16, title: &str) -> Response {
+    Response::bytes(
+        status,
+        "text/html",
+        format!(
+            "<!DOCTYPE html>\n<html>\n<head><title>{title}</title></head>\n<body>\n<center><h1>{title}</h1></center>\n<hr><center>nginx</center>\n</body>\n</html>\n"
+        )
+        .into_bytes(),
+    )
+}
+
+fn set_status(shared: &Shared, seq: u64, status: Option<u16>) {
+    let mut g = shared.lock();
+    if let Some(e) = g.log.get_mut(seq as usize) {
+        e.status = status;
+    }
+    drop(g);
+    shared.cv.notify_all();
+}
+
+/// Blocks until the tests release holds, the server stops or `timeout_ms` pass.
+fn hold(shared: &Shared, timeout_ms: Option<u64>) {
+    let deadline = timeout_ms.map(|t| Instant::now() + Duration::from_millis(t));
+    let mut g = shared.lock();
+    let epoch = g.release_epoch;
+    g.held += 1;
+    shared.cv.notify_all();
+    loop {
+        if g.release_epoch != epoch || shared.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let wait = match deadline {
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    break;
+                }
+                (d - now).min(Duration::from_millis(100))
+            }
+            None => Duration::from_millis(100),
+        };
+        g = shared
+            .cv
+            .wait_timeout(g, wait)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    g.held -= 1;
+    drop(g);
+    shared.cv.notify_all();
+}
+
+pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
+    let (raw_path, query) = match req.target.split_once('?') {
+        Some((p, q)) => (p.to_string(), q.to_string()),
+        None => (req.target.clone(), String::new()),
+    };
+    if raw_path.starts_with("/__fake/") {
+        return Outcome::Respond(control(shared, &req, &raw_path, &query));
+    }
+    let route = route::parse(&raw_path);
+    let write = !matches!(req.method.as_str(), "GET" | "HEAD");
+
+    // Log arrival and pick the faults that fire.
+    let (seq, latency, action) = {
+        let mut g = shared.lock();
+        let seq = g.log.len() as u64;
+        g.log.push(LoggedRequest {
+            seq,
+            method: req.method.clone(),
+            path: raw_path.clone(),
+            query: query.clone(),
+            route: route.kind,
+            write,
+            status: None,
+            fault: None,
+            user_id: None,
+            headers: req.headers.clone(),
+            body: String::from_utf8_lossy(&req.body).into_owned(),
+        });
+        if write {
+            g.writes_arrived += 1;
+        }
+        let mut latency = 0;
+        let mut action: Option<FaultAction> = None;
+        let mut names = vec![];
+        for (rule, count) in g.faults.iter_mut() {
+            if !rule.matches(&req.method, &raw_path, route.kind) {
+                continue;
+            }
+            *count += 1;
+            if !rule.when.accepts(*count) {
+                continue;
+            }
+            match &rule.action {
+                FaultAction::Latency { ms } => {
+                    latency += ms;
+                    names.push("latency");
+                }
+                a if action.is_none() => {
+                    names.push(fault_name(a));
+                    action = Some(a.clone());
+                }
+                _ => {}
+            }
+        }
+        if !names.is_empty() {
+            g.log[seq as usize].fault = Some(names.join("+"));
+        }
+        drop(g);
+        shared.cv.notify_all();
+        (seq, latency, action)
+    };
+    if latency > 0 {
+        std::thread::sleep(Duration::from_millis(latency));
+    }
+
+    let host = req.header("host").unwrap_or("127.0.0.1").to_string();
+    let now_secs = crate::time::system_ms() / 1000;
+    let early = match &action {
+        Some(FaultAction::RateLimitText { retry_after }) => Some(
+            Response::bytes(429, "text/plain", b"Retry later\n".to_vec())
+                .header("Retry-After", retry_after.to_string())
+                .header("RateLimit-Name", "throttle_authenticated_api")
+                .header("RateLimit-Limit", "60")
+                .header("RateLimit-Observed", "61")
+                .header("RateLimit-Remaining", "0")
+                .header(
+                    "RateLimit-Reset",
+                    (now_secs + *retry_after as i64).to_string(),
+                ),
+        ),
+        Some(FaultAction::RateLimitJson { retry_after }) => Some(
+            Response::message(
+                429,
+                "This endpoint has been requested too many times. Try again later.",
+            )
+            .header("Retry-After", retry_after.to_string()),
+        ),
+        Some(FaultAction::ServerError) => Some(Response::message(500, "500 Internal Server Error")),
+        Some(FaultAction::BadGateway) => Some(html(502, "502 Bad Gateway")),
+        Some(FaultAction::Unavailable) => Some(html(503, "503 Service Temporarily Unavailable")),
+        Some(FaultAction::Redirect { location }) => {
+            let loc = location
+                .clone()
+                .unwrap_or_else(|| format!("http://{host}/moved{}", req.target));
+            Some(Response::message(301, "301 Moved Permanently").header("Location", loc))
+        }
+        _ => None,
+    };
+    if let Some(resp) = early {
+        set_status(shared, seq, Some(resp.status));
+        return Outcome::Respond(resp);
+    }
+    match &action {
+        Some(FaultAction::Reset) => {
+            set_status(shared, seq, None);
+            return Outcome::Reset;
+        }
+        Some(FaultAction::Hold {
+            apply: HoldApply::Never,
+            timeout_ms,
+        }) => {
+            hold(shared, *timeout_ms);
+            set_status(shared, seq, None);
+            return Outcome::Close;
+        }
+        Some(FaultAction::Hold {
+            apply: HoldApply::Before,
+            timeout_ms,
+        }) => hold(shared, *timeout_ms),
+        _ => {}
+    }
+
+    let resp = {
+        let mut g = shared.lock();
+        let inner = &mut *g;
+        let (resp, user) = api::dispatch(inner, &req, &route, &raw_path, &query, &host);
+        inner.log[seq as usize].user_id = user;
+        resp
+    };
+    shared.cv.notify_all();
+
+    match &action {
+        Some(FaultAction::LostAck { close }) => {
+            if *close {
+                set_status(shared, seq, None);
+                return Outcome::Close;
+            }
+            let r = Response::message(500, "500 Internal Server Error");
+            set_status(shared, seq, Some(500));
+            return Outcome::Respond(r);
+        }
+        Some(FaultAction::Hold {
+            apply: HoldApply::After,
+            timeout_ms,
+        }) => hold(shared, *timeout_ms),
+        _ => {}
+    }
+    set_status(shared, seq, Some(resp.status));
+    Outcome::Respond(resp)
+}
+
+fn control(shared: &Shared, req: &RawRequest, raw_path: &str, _query: &str) -> Response {
+    let body = String::from_utf8_lossy(&req.body);
+    match (req.method.as_str(), raw_path) {
+        ("GET", "/__fake/state") => {
+            let g = shared.lock();
+            Response::json(200, &serde_json::to_value(&g.state).expect("state"))
+        }
+        ("GET", "/__fake/log") => {
+            let g = shared.lock();
+            Response::json(
+                200,
+                &serde_json::json!({ "requests": g.log, "violations": g.violations }),
+            )
+        }
+        ("POST", "/__fake/log/reset") => {
+            let mut g = shared.lock();
+            g.log.clear();
+            g.violations.clear();
+            g.writes_arrived = 0;
+            Response::json(200, &serde_json::json!({}))
+        }
+        ("POST", "/__fake/faults") => match serde_json::from_str::<FaultRule>(&body) {
+            Ok(rule) => {
+                let mut g = shared.lock();
+                g.faults.push((rule, 0));
+                Response::json(201, &serde_json::json!({ "index": g.faults.len() - 1 }))
+            }
+            Err(e) => Response::error(400, &e.to_string()),
+        },
+        ("DELETE", "/__fake/faults") => {
+            shared.lock().faults.clear();
+            Response::json(200, &serde_json::json!({}))
+        }
+        ("POST", "/__fake/release") => {
+            shared.lock().release_epoch += 1;
+            shared.cv.notify_all();
+            Response::json(200, &serde_json::json!({}))
+        }
+        _ => Response::message(404, "404 Not Found"),
+    }
+}

@@ -1,0 +1,953 @@
+//! Black-box tests of the fake through a real HTTP client (ureq 3).
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use fake_gitlab::fixtures::*;
+use fake_gitlab::{
+    DiffFile, Discussion, DiscussionOrder, FakeGitLab, FaultAction, FaultRule, HoldApply, MrState,
+    Note, RouteKind, State,
+};
+use serde_json::Value;
+
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Resp {
+    fn h(&self, k: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(k))
+            .map(|(_, v)| v.as_str())
+    }
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(Duration::from_secs(20)))
+        .build()
+        .into()
+}
+
+fn call_with(
+    agent: &ureq::Agent,
+    fake: &FakeGitLab,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<(&str, String)>,
+) -> Result<Resp, ureq::Error> {
+    let url = format!("{}{}", fake.base_url(), path);
+    let mut b = ureq::http::Request::builder().method(method).uri(url);
+    if let Some(t) = token {
+        b = b.header("PRIVATE-TOKEN", t);
+    }
+    let mut resp = match body {
+        Some((ct, data)) => agent.run(
+            b.header("Content-Type", ct)
+                .body(data.into_bytes())
+                .unwrap(),
+        )?,
+        None => agent.run(b.body(()).unwrap())?,
+    };
+    let status = resp.status().as_u16();
+    let headers = resp
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    let body = resp.body_mut().read_to_string()?;
+    Ok(Resp {
+        status,
+        headers,
+        body,
+    })
+}
+
+fn call(
+    fake: &FakeGitLab,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<(&str, String)>,
+) -> Resp {
+    call_with(&agent(), fake, method, path, token, body).expect("transport")
+}
+
+fn get(fake: &FakeGitLab, path: &str) -> Resp {
+    call(fake, "GET", path, Some(BOT_TOKEN), None)
+}
+
+fn form(fake: &FakeGitLab, method: &str, path: &str, pairs: &[(&str, &str)]) -> Resp {
+    let mut s = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        s.append_pair(k, v);
+    }
+    call(
+        fake,
+        method,
+        path,
+        Some(BOT_TOKEN),
+        Some(("application/x-www-form-urlencoded", s.finish())),
+    )
+}
+
+fn mr_path(rest: &str) -> String {
+    format!("/projects/{PROJECT_ID}/merge_requests/{MR_IID}{rest}")
+}
+
+fn with_threads(n: usize) -> State {
+    let mut s = basic();
+    let mr = s.projects[0].mr_mut(MR_IID).unwrap();
+    for i in 0..n {
+        mr.discussions.push(Discussion {
+            notes: vec![Note {
+                body: format!("thread {i}"),
+                author_id: HUMAN_ID,
+                note_type: Some("DiscussionNote".into()),
+                resolvable: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+    }
+    s
+}
+
+fn link_rels(link: &str) -> Vec<(String, String)> {
+    link.split(", ")
+        .filter(|s| !s.is_empty())
+        .map(|part| {
+            let (url, rel) = part.split_once(">; rel=\"").unwrap();
+            (
+                rel.trim_end_matches('"').to_string(),
+                url.trim_start_matches('<').to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn pagination_headers_follow_gitlab() {
+    for n in [0usize, 1, 100, 101, 250] {
+        let fake = FakeGitLab::start(with_threads(n));
+        let mut page = 1;
+        let mut seen = 0;
+        let pages = n.div_ceil(100).max(1);
+        loop {
+            let r = get(
+                &fake,
+                &mr_path(&format!("/discussions?per_page=100&page={page}")),
+            );
+            assert_eq!(r.status, 200);
+            let items = r.json().as_array().unwrap().len();
+            seen += items;
+            assert_eq!(r.h("X-Page"), Some(page.to_string().as_str()));
+            assert_eq!(r.h("X-Per-Page"), Some("100"));
+            assert_eq!(r.h("X-Total"), Some(n.to_string().as_str()), "n={n}");
+            assert_eq!(r.h("X-Total-Pages"), Some(pages.to_string().as_str()));
+            let prev = if page > 1 {
+                (page - 1).to_string()
+            } else {
+                String::new()
+            };
+            assert_eq!(r.h("X-Prev-Page"), Some(prev.as_str()));
+            let rels = link_rels(r.h("Link").unwrap());
+            let names: Vec<&str> = rels.iter().map(|(r, _)| r.as_str()).collect();
+            for (_, url) in &rels {
+                assert!(url.starts_with(&fake.base_url()), "{url}");
+                assert!(url.contains("per_page=100"), "{url}");
+            }
+            assert!(names.contains(&"first") && names.contains(&"last"));
+            assert_eq!(names.contains(&"prev"), page > 1);
+            let next = r.h("X-Next-Page").unwrap().to_string();
+            if page < pages {
+                assert_eq!(next, (page + 1).to_string());
+                assert!(names.contains(&"next"));
+                page += 1;
+            } else {
+                assert_eq!(next, "", "n={n}");
+                assert!(!names.contains(&"next"));
+                break;
+            }
+        }
+        assert_eq!(seen, n);
+    }
+}
+
+#[test]
+fn per_page_defaults_and_clamps() {
+    let fake = FakeGitLab::start(with_threads(250));
+    let r = get(&fake, &mr_path("/discussions"));
+    assert_eq!(r.json().as_array().unwrap().len(), 20);
+    assert_eq!(r.h("X-Per-Page"), Some("20"));
+    assert_eq!(r.h("X-Total-Pages"), Some("13"));
+    let r = get(&fake, &mr_path("/discussions?per_page=1000"));
+    assert_eq!(r.json().as_array().unwrap().len(), 100);
+    assert_eq!(r.h("X-Per-Page"), Some("100"));
+    // Past the end: empty page, no next.
+    let r = get(&fake, &mr_path("/discussions?per_page=100&page=9"));
+    assert_eq!(r.json(), serde_json::json!([]));
+    assert_eq!(r.h("X-Next-Page"), Some(""));
+}
+
+#[test]
+fn totals_can_be_omitted() {
+    let fake = FakeGitLab::start(with_threads(150));
+    fake.set_omit_totals(true);
+    let r = get(&fake, &mr_path("/discussions?per_page=100"));
+    assert_eq!(r.h("X-Total"), None);
+    assert_eq!(r.h("X-Total-Pages"), None);
+    assert_eq!(r.h("X-Next-Page"), Some("2"));
+    let rels = link_rels(r.h("Link").unwrap());
+    assert!(rels.iter().all(|(r, _)| r != "last"));
+    assert!(rels.iter().any(|(r, _)| r == "next"));
+}
+
+#[test]
+fn discussions_listed_oldest_first_or_in_custom_order() {
+    let fake = FakeGitLab::start(basic());
+    let (d1, n1) = fake.post_thread(PROJECT_ID, MR_IID, HUMAN_ID, "one");
+    let (d2, n2) = fake.post_thread(PROJECT_ID, MR_IID, HUMAN_ID, "two");
+    let (d3, _) = fake.post_note(PROJECT_ID, MR_IID, HUMAN_ID, "three");
+    assert!(n2 > n1 && n1 >= 1000);
+    let ids = |r: Resp| -> Vec<String> {
+        r.json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        ids(get(&fake, &mr_path("/discussions"))),
+        vec![d1.clone(), d2.clone(), d3.clone()]
+    );
+    fake.set_discussion_order(
+        PROJECT_ID,
+        MR_IID,
+        DiscussionOrder::Custom(vec![d3.clone(), d1.clone()]),
+    );
+    assert_eq!(
+        ids(get(&fake, &mr_path("/discussions"))),
+        vec![d3.clone(), d1.clone(), d2.clone()]
+    );
+    fake.set_discussion_order(PROJECT_ID, MR_IID, DiscussionOrder::Reversed);
+    assert_eq!(ids(get(&fake, &mr_path("/discussions"))), vec![d3, d2, d1]);
+}
+
+#[test]
+fn raw_path_routing() {
+    let fake = FakeGitLab::start(basic());
+    let r = get(&fake, "/projects/group%2Fsub%2Fproj/merge_requests/7");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["iid"], 7);
+    let r = get(&fake, "/projects/group%2Fsub%2Fproj");
+    assert_eq!(r.json()["id"], 42);
+    assert_eq!(
+        r.json()["only_allow_merge_if_all_discussions_are_resolved"],
+        true
+    );
+    let r = get(
+        &fake,
+        &format!("/projects/42/repository/files/topics%2Forders.yaml/raw?ref={HEAD_SHA}"),
+    );
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains("retention_days: 7"));
+    let r = get(
+        &fake,
+        "/projects/42/repository/files/topics%2Forders.yaml/raw?ref=main",
+    );
+    assert!(r.body.contains("retention_days: 30"));
+    let r = get(
+        &fake,
+        &format!("/projects/42/repository/files/topics%2Fnope.yaml/raw?ref={HEAD_SHA}"),
+    );
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["message"], "404 File Not Found");
+    // Unencoded slashes do not route.
+    let r = get(&fake, "/projects/group/sub/proj/merge_requests/7");
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["message"], "404 Not Found");
+    let r = get(&fake, "/nope");
+    assert_eq!(r.json(), serde_json::json!({"message": "404 Not Found"}));
+    let r = get(&fake, "/projects/99");
+    assert_eq!(r.json()["message"], "404 Project Not Found");
+    // Branch, tree.
+    let r = get(&fake, "/projects/42/repository/branches/main");
+    assert_eq!(r.json()["commit"]["id"], TARGET_SHA);
+    let r = get(
+        &fake,
+        "/projects/42/repository/tree?ref=main&recursive=true&per_page=100",
+    );
+    let tree = r.json();
+    let paths: Vec<(&str, &str)> = tree
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["type"].as_str().unwrap(), e["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        paths,
+        vec![("tree", "topics"), ("blob", "topics/orders.yaml")]
+    );
+    let r = get(&fake, "/projects/42/repository/tree?ref=main&path=topics");
+    assert_eq!(r.json()[0]["name"], "orders.yaml");
+}
+
+#[test]
+fn merge_request_and_listing_shapes() {
+    let mut s = basic();
+    s.projects[0].merge_requests[0].updated_at = "2024-05-01T10:00:00.000Z".into();
+    let mut closed = s.projects[0].merge_requests[0].clone();
+    closed.iid = 8;
+    closed.state = MrState::Closed;
+    closed.updated_at = "2024-05-03T10:00:00.000Z".into();
+    let mut old = s.projects[0].merge_requests[0].clone();
+    old.iid = 9;
+    old.updated_at = "2024-04-01T10:00:00.000Z".into();
+    s.projects[0].merge_requests.push(closed);
+    s.projects[0].merge_requests.push(old);
+    let fake = FakeGitLab::start(s);
+    let mr = get(&fake, &mr_path("")).json();
+    for k in [
+        "sha",
+        "diff_refs",
+        "state",
+        "head_pipeline",
+        "target_branch",
+        "source_branch",
+        "web_url",
+        "updated_at",
+        "iid",
+        "project_id",
+        "title",
+        "author",
+        "labels",
+    ] {
+        assert!(mr.get(k).is_some(), "missing {k}");
+    }
+    assert_eq!(mr["diff_refs"]["base_sha"], BASE_SHA);
+    assert_eq!(mr["head_pipeline"], Value::Null);
+    assert!(mr["author"].get("bot").is_none());
+    let list = get(
+        &fake,
+        "/projects/42/merge_requests?state=opened&updated_after=2024-04-15T00:00:00Z",
+    )
+    .json();
+    let iids: Vec<u64> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["iid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(iids, vec![7]);
+    let list = get(
+        &fake,
+        "/projects/42/merge_requests?order_by=updated_at&sort=asc",
+    )
+    .json();
+    let iids: Vec<u64> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["iid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(iids, vec![9, 7, 8]);
+    // Pipelines: created through the API become the head pipeline.
+    let r = form(&fake, "POST", &mr_path("/pipelines"), &[]);
+    assert_eq!(r.status, 201);
+    assert_eq!(r.json()["status"], "created");
+    assert_eq!(r.json()["sha"], HEAD_SHA);
+    let mr = get(&fake, &mr_path("")).json();
+    assert_eq!(mr["head_pipeline"]["id"], r.json()["id"]);
+    assert_eq!(fake.pipelines(PROJECT_ID).len(), 1);
+    // Diffs with the too_large switch.
+    fake.with_state(|s| {
+        let mr = s.projects[0].mr_mut(MR_IID).unwrap();
+        mr.diffs.push(DiffFile {
+            too_large: Some(true),
+            ..DiffFile::added("big.yaml")
+        });
+    });
+    let diffs = get(&fake, &mr_path("/diffs")).json();
+    assert!(diffs[0].get("too_large").is_none());
+    assert_eq!(diffs[1]["too_large"], true);
+    assert_eq!(diffs[1]["new_file"], true);
+}
+
+#[test]
+fn threads_notes_and_resolvability() {
+    let fake = FakeGitLab::start(basic());
+    let t = form(
+        &fake,
+        "POST",
+        &mr_path("/discussions"),
+        &[("body", "finding")],
+    );
+    assert_eq!(t.status, 201);
+    let t = t.json();
+    let did = t["id"].as_str().unwrap().to_string();
+    assert_eq!(did.len(), 40);
+    assert!(
+        did.chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    );
+    assert_eq!(t["individual_note"], false);
+    let n = &t["notes"][0];
+    assert_eq!(n["type"], "DiscussionNote");
+    assert_eq!(n["resolvable"], true);
+    assert_eq!(n["resolved"], false);
+    assert_eq!(n["noteable_type"], "MergeRequest");
+    assert_eq!(n["noteable_iid"], 7);
+    assert_eq!(n["author"]["id"], BOT_ID);
+    assert!(n["author"].get("bot").is_none());
+    assert!(n.as_object().unwrap().contains_key("resolved_by"));
+
+    // Plain note: not resolvable, no resolved keys.
+    let p = form(&fake, "POST", &mr_path("/notes"), &[("body", "summary")]);
+    assert_eq!(p.status, 201);
+    let p = p.json();
+    assert_eq!(p["type"], Value::Null);
+    assert_eq!(p["resolvable"], false);
+    for k in ["resolved", "resolved_by", "resolved_at"] {
+        assert!(p.get(k).is_none(), "{k}");
+    }
+    let pid = p["id"].as_u64().unwrap();
+    assert!(pid > n["id"].as_u64().unwrap());
+    let plain_disc = fake
+        .discussions(PROJECT_ID, MR_IID)
+        .into_iter()
+        .find(|d| d.individual_note)
+        .unwrap();
+
+    // Resolve / unresolve.
+    let r = form(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/discussions/{did}")),
+        &[("resolved", "true")],
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["notes"][0]["resolved"], true);
+    assert_eq!(r.json()["notes"][0]["resolved_by"]["id"], BOT_ID);
+    assert!(
+        fake.discussion(PROJECT_ID, MR_IID, &did)
+            .unwrap()
+            .resolved()
+    );
+    let r = form(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/discussions/{did}")),
+        &[("resolved", "false")],
+    );
+    assert_eq!(r.json()["notes"][0]["resolved"], false);
+    // Plain note discussions cannot be resolved.
+    let r = form(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/discussions/{}", plain_disc.id)),
+        &[("resolved", "true")],
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["message"], "403 Forbidden");
+    let r = form(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/discussions/{}", "0".repeat(40))),
+        &[("resolved", "true")],
+    );
+    assert_eq!(r.status, 404);
+
+    // Reply.
+    let r = form(
+        &fake,
+        "POST",
+        &mr_path(&format!("/discussions/{did}/notes")),
+        &[("body", "superseded")],
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(r.json()["type"], "DiscussionNote");
+    assert_eq!(
+        fake.discussion(PROJECT_ID, MR_IID, &did)
+            .unwrap()
+            .notes
+            .len(),
+        2
+    );
+
+    // Get / edit a note: only the author may edit; updated_at moves.
+    fake.set_time("2024-06-01T00:00:00Z");
+    let (_, human_note) = fake.post_note(PROJECT_ID, MR_IID, HUMAN_ID, "lgtm");
+    let r = form(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/notes/{human_note}")),
+        &[("body", "hijack")],
+    );
+    assert_eq!(r.status, 403);
+    fake.advance_time(Duration::from_secs(60));
+    let r = form(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/notes/{pid}")),
+        &[("body", "summary v2")],
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["body"], "summary v2");
+    assert_eq!(r.json()["updated_at"], "2024-06-01T00:01:00.000Z");
+    let r = get(&fake, &mr_path(&format!("/notes/{pid}")));
+    assert_eq!(r.json()["body"], "summary v2");
+    assert_eq!(get(&fake, &mr_path("/notes/999999")).status, 404);
+
+    // Body is required.
+    let r = form(&fake, "POST", &mr_path("/notes"), &[]);
+    assert_eq!(r.status, 400);
+}
+
+#[test]
+fn params_from_query_form_or_json() {
+    let fake = FakeGitLab::start(basic());
+    let r = call(
+        &fake,
+        "POST",
+        &mr_path("/notes?body=from%20query"),
+        Some(BOT_TOKEN),
+        None,
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(r.json()["body"], "from query");
+    let r = call(
+        &fake,
+        "POST",
+        &mr_path("/discussions"),
+        Some(BOT_TOKEN),
+        Some(("application/json", r#"{"body":"from json"}"#.into())),
+    );
+    assert_eq!(r.json()["notes"][0]["body"], "from json");
+    let did = r.json()["id"].as_str().unwrap().to_string();
+    let r = call(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/discussions/{did}")),
+        Some(BOT_TOKEN),
+        Some(("application/json", r#"{"resolved":true}"#.into())),
+    );
+    assert_eq!(r.json()["notes"][0]["resolved"], true);
+}
+
+#[test]
+fn human_actions_and_inspection() {
+    let fake = FakeGitLab::start(basic());
+    let (did, nid) = fake.post_thread(PROJECT_ID, MR_IID, BOT_ID, "x");
+    let copy = fake.clone_discussion(PROJECT_ID, MR_IID, &did);
+    assert_ne!(copy, did);
+    let ds = fake.discussions(PROJECT_ID, MR_IID);
+    assert_eq!(ds.len(), 2);
+    assert_eq!(ds[1].notes[0].body, "x");
+    assert!(ds[1].notes[0].id > nid);
+    fake.resolve(PROJECT_ID, MR_IID, &did, HUMAN_ID, true);
+    let r = fake.reply(PROJECT_ID, MR_IID, &did, HUMAN_ID, "ok");
+    assert!(fake.note(PROJECT_ID, MR_IID, r).unwrap().resolved);
+    fake.edit_note(PROJECT_ID, MR_IID, nid, "edited");
+    assert_eq!(fake.note(PROJECT_ID, MR_IID, nid).unwrap().body, "edited");
+    fake.delete_note(PROJECT_ID, MR_IID, ds[1].notes[0].id);
+    assert_eq!(fake.discussions(PROJECT_ID, MR_IID).len(), 1);
+    fake.set_head(
+        PROJECT_ID,
+        MR_IID,
+        "4444444444444444444444444444444444444444",
+    );
+    fake.set_mr_state(PROJECT_ID, MR_IID, MrState::Merged);
+    let mr = get(&fake, &mr_path("")).json();
+    assert_eq!(mr["sha"], "4444444444444444444444444444444444444444");
+    assert_eq!(
+        mr["diff_refs"]["head_sha"],
+        "4444444444444444444444444444444444444444"
+    );
+    assert_eq!(mr["state"], "merged");
+    // A reply to a plain note turns it into a resolvable thread.
+    let (pd, _) = fake.post_note(PROJECT_ID, MR_IID, BOT_ID, "summary");
+    fake.reply(PROJECT_ID, MR_IID, &pd, HUMAN_ID, "question");
+    let d = fake.discussion(PROJECT_ID, MR_IID, &pd).unwrap();
+    assert!(!d.individual_note && d.resolvable() && !d.resolved());
+    // Request log.
+    assert_eq!(fake.reads(), 1);
+    assert_eq!(fake.writes(), 0);
+    fake.reset_log();
+    assert!(fake.requests().is_empty());
+}
+
+#[test]
+fn explicit_seeded_note_ids_are_never_reused() {
+    let mut s = basic();
+    s.projects[0].merge_requests[0]
+        .discussions
+        .push(Discussion {
+            id: "a".repeat(40),
+            individual_note: true,
+            notes: vec![Note {
+                id: 5000,
+                body: "seeded".into(),
+                author_id: HUMAN_ID,
+                ..Default::default()
+            }],
+        });
+    let fake = FakeGitLab::start(s);
+    let r = form(&fake, "POST", &mr_path("/notes"), &[("body", "next")]);
+    assert_eq!(r.json()["id"], 5001);
+}
+
+#[test]
+fn auth_rules() {
+    let fake = FakeGitLab::start(basic());
+    let r = call(&fake, "GET", "/user", None, None);
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json(), serde_json::json!({"message": "401 Unauthorized"}));
+    assert_eq!(call(&fake, "GET", "/user", Some("wrong"), None).status, 401);
+    let r = get(&fake, "/user");
+    assert_eq!(r.json()["id"], BOT_ID);
+    assert_eq!(r.json()["bot"], true);
+    assert_eq!(r.json()["username"], "assent-bot");
+    // Token in the query string: refused and recorded.
+    let r = call(
+        &fake,
+        "GET",
+        &format!("/user?private_token={BOT_TOKEN}"),
+        None,
+        None,
+    );
+    assert_eq!(r.status, 401);
+    assert_eq!(fake.violations().len(), 1);
+    // read_api: reads ok, writes refused with insufficient_scope.
+    assert_eq!(
+        call(&fake, "GET", &mr_path(""), Some(READ_TOKEN), None).status,
+        200
+    );
+    let r = call(
+        &fake,
+        "POST",
+        &mr_path("/notes"),
+        Some(READ_TOKEN),
+        Some(("application/x-www-form-urlencoded", "body=x".into())),
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["error"], "insufficient_scope");
+    assert_eq!(r.json()["scope"], "api");
+    assert!(fake.discussions(PROJECT_ID, MR_IID).is_empty());
+    let log = fake.requests();
+    assert_eq!(log.len(), 6);
+    assert!(log[5].write && log[5].status == Some(403));
+}
+
+#[test]
+fn quick_action_lines_are_recorded() {
+    let fake = FakeGitLab::start(basic());
+    form(
+        &fake,
+        "POST",
+        &mr_path("/notes"),
+        &[("body", "ok\n/approve")],
+    );
+    assert_eq!(fake.violations().len(), 1);
+}
+
+fn post_note_agent(
+    agent: &ureq::Agent,
+    fake: &FakeGitLab,
+    body: &str,
+) -> Result<Resp, ureq::Error> {
+    call_with(
+        agent,
+        fake,
+        "POST",
+        &mr_path("/notes"),
+        Some(BOT_TOKEN),
+        Some(("application/x-www-form-urlencoded", format!("body={body}"))),
+    )
+}
+
+#[test]
+fn fault_responses() {
+    let fake = FakeGitLab::start(basic());
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitText { retry_after: 3 })
+            .route(RouteKind::User)
+            .nth(1),
+    );
+    let r = get(&fake, "/user");
+    assert_eq!(r.status, 429);
+    assert_eq!(r.body, "Retry later\n");
+    assert_eq!(r.h("Retry-After"), Some("3"));
+    assert_eq!(r.h("RateLimit-Remaining"), Some("0"));
+    assert!(r.h("RateLimit-Reset").is_some());
+    assert_eq!(get(&fake, "/user").status, 200);
+
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitJson { retry_after: 1 })
+            .path_contains("/discussions")
+            .nth(1),
+    );
+    let r = get(&fake, &mr_path("/discussions"));
+    assert_eq!(r.status, 429);
+    assert_eq!(r.h("Retry-After"), Some("1"));
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("too many times")
+    );
+
+    fake.clear_faults();
+    fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .method("GET")
+            .first_n(1),
+    );
+    fake.inject(FaultRule::new(FaultAction::BadGateway).method("GET").nth(2));
+    fake.inject(
+        FaultRule::new(FaultAction::Unavailable)
+            .method("GET")
+            .nth(3),
+    );
+    let r = get(&fake, "/user");
+    assert_eq!(
+        (r.status, r.json()["message"].as_str().unwrap()),
+        (500, "500 Internal Server Error")
+    );
+    let r = get(&fake, "/user");
+    assert_eq!(r.status, 502);
+    assert!(r.body.starts_with("<!DOCTYPE html>"));
+    assert!(serde_json::from_str::<Value>(&r.body).is_err());
+    assert_eq!(get(&fake, "/user").status, 503);
+    assert_eq!(get(&fake, "/user").status, 200);
+
+    fake.clear_faults();
+    fake.inject(FaultRule::new(FaultAction::Latency { ms: 300 }).route(RouteKind::User));
+    let t = Instant::now();
+    assert_eq!(get(&fake, "/user").status, 200);
+    assert!(t.elapsed() >= Duration::from_millis(300));
+
+    fake.clear_faults();
+    fake.inject(FaultRule::new(FaultAction::Redirect { location: None }).nth(1));
+    let res = call_with(&agent(), &fake, "GET", "/user", Some(BOT_TOKEN), None);
+    if let Ok(r) = res {
+        assert_eq!(r.status, 301);
+        assert!(r.h("Location").unwrap().contains("/moved/api/v4/user"));
+    }
+    assert_eq!(fake.requests().last().unwrap().status, Some(301));
+    assert_eq!(
+        fake.requests().last().unwrap().fault.as_deref(),
+        Some("redirect")
+    );
+}
+
+#[test]
+fn lost_ack_applies_the_write() {
+    let fake = FakeGitLab::start(basic());
+    fake.inject(
+        FaultRule::new(FaultAction::LostAck { close: false })
+            .method("POST")
+            .nth(1),
+    );
+    fake.inject(
+        FaultRule::new(FaultAction::LostAck { close: true })
+            .method("POST")
+            .nth(2),
+    );
+    let a = agent();
+    let r = post_note_agent(&a, &fake, "one").unwrap();
+    assert_eq!(r.status, 500);
+    assert!(post_note_agent(&a, &fake, "two").is_err());
+    assert_eq!(fake.discussions(PROJECT_ID, MR_IID).len(), 2);
+    // The same agent keeps working after the closed connection.
+    assert_eq!(post_note_agent(&a, &fake, "three").unwrap().status, 201);
+    let log = fake.requests();
+    assert_eq!(log[1].status, None);
+    assert_eq!(log[1].fault.as_deref(), Some("lost_ack"));
+}
+
+#[test]
+fn reset_before_handling_does_not_apply() {
+    let fake = FakeGitLab::start(basic());
+    fake.inject(FaultRule::new(FaultAction::Reset).any_write().nth(1));
+    assert!(post_note_agent(&agent(), &fake, "x").is_err());
+    assert!(fake.discussions(PROJECT_ID, MR_IID).is_empty());
+    assert_eq!(post_note_agent(&agent(), &fake, "y").unwrap().status, 201);
+}
+
+#[test]
+fn hold_until_released() {
+    let fake = FakeGitLab::start(basic());
+    fake.inject(
+        FaultRule::new(FaultAction::Hold {
+            apply: HoldApply::After,
+            timeout_ms: None,
+        })
+        .any_write()
+        .nth(1),
+    );
+    std::thread::scope(|s| {
+        let h = s.spawn(|| post_note_agent(&agent(), &fake, "held").unwrap().status);
+        assert!(fake.wait_for_writes(1, Duration::from_secs(5)));
+        assert!(fake.wait_for_held(1, Duration::from_secs(5)));
+        // Applied while the answer is held.
+        assert_eq!(fake.discussions(PROJECT_ID, MR_IID).len(), 1);
+        assert_eq!(fake.requests()[0].status, None);
+        fake.release_holds();
+        assert_eq!(h.join().unwrap(), 201);
+    });
+    // Before-apply hold with a timeout: nothing applied until it expires.
+    fake.clear_faults();
+    fake.inject(
+        FaultRule::new(FaultAction::Hold {
+            apply: HoldApply::Before,
+            timeout_ms: Some(300),
+        })
+        .any_write(),
+    );
+    std::thread::scope(|s| {
+        let h = s.spawn(|| post_note_agent(&agent(), &fake, "late").unwrap().status);
+        assert!(fake.wait_for_held(1, Duration::from_secs(5)));
+        assert_eq!(fake.discussions(PROJECT_ID, MR_IID).len(), 1);
+        assert_eq!(h.join().unwrap(), 201);
+        assert_eq!(fake.discussions(PROJECT_ID, MR_IID).len(), 2);
+    });
+    // Never-apply hold: the connection is closed on release.
+    fake.clear_faults();
+    fake.inject(
+        FaultRule::new(FaultAction::Hold {
+            apply: HoldApply::Never,
+            timeout_ms: None,
+        })
+        .any_write(),
+    );
+    std::thread::scope(|s| {
+        let h = s.spawn(|| post_note_agent(&agent(), &fake, "dropped").is_err());
+        assert!(fake.wait_for_held(1, Duration::from_secs(5)));
+        fake.release_holds();
+        assert!(h.join().unwrap());
+    });
+    assert_eq!(fake.discussions(PROJECT_ID, MR_IID).len(), 2);
+}
+
+#[test]
+fn concurrent_writers_get_distinct_ids() {
+    let fake = FakeGitLab::start(basic());
+    let ids: Vec<(String, u64)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..8)
+            .map(|t| {
+                let fake = &fake;
+                s.spawn(move || {
+                    let a = agent();
+                    (0..10)
+                        .map(|i| {
+                            let r = call_with(
+                                &a,
+                                fake,
+                                "POST",
+                                &mr_path("/discussions"),
+                                Some(BOT_TOKEN),
+                                Some((
+                                    "application/x-www-form-urlencoded",
+                                    format!("body=t{t}-{i}"),
+                                )),
+                            )
+                            .unwrap();
+                            assert_eq!(r.status, 201);
+                            let j = r.json();
+                            (
+                                j["id"].as_str().unwrap().to_string(),
+                                j["notes"][0]["id"].as_u64().unwrap(),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    let dids: BTreeSet<_> = ids.iter().map(|x| x.0.clone()).collect();
+    let nids: BTreeSet<_> = ids.iter().map(|x| x.1).collect();
+    assert_eq!(dids.len(), 80);
+    assert_eq!(nids.len(), 80);
+    assert_eq!(*nids.iter().next().unwrap(), 1000);
+    assert_eq!(*nids.iter().last().unwrap(), 1079);
+    assert_eq!(fake.writes(), 80);
+}
+
+#[test]
+fn ids_are_deterministic() {
+    let run = || {
+        let fake = FakeGitLab::start(basic());
+        form(&fake, "POST", &mr_path("/discussions"), &[("body", "a")]).json()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn state_file_roundtrip_and_binary() {
+    let yaml = serde_yaml::to_string(&basic()).unwrap();
+    let back: State = serde_yaml::from_str(&yaml).unwrap();
+    assert_eq!(back, basic());
+
+    let dir = std::env::temp_dir().join(format!("fake-gitlab-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let state_path = dir.join("state.yaml");
+    let dump_path = dir.join("dump.yaml");
+    std::fs::write(&state_path, yaml).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fake-gitlab"))
+        .args(["--port", "0", "--state"])
+        .arg(&state_path)
+        .arg("--dump-on-exit")
+        .arg(&dump_path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.trim().to_string();
+    assert!(
+        base.starts_with("http://127.0.0.1:") && base.ends_with("/api/v4"),
+        "{base}"
+    );
+    let a = agent();
+    let mut r = a
+        .post(format!("{base}/projects/42/merge_requests/7/notes"))
+        .header("PRIVATE-TOKEN", BOT_TOKEN)
+        .send_form([("body", "via bin")])
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let _ = r.body_mut().read_to_string();
+    let root = base.trim_end_matches("/api/v4");
+    let mut r = a.get(format!("{root}/__fake/state")).call().unwrap();
+    let state: State = serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+    assert_eq!(state.projects[0].merge_requests[0].discussions.len(), 1);
+    // SIGTERM dumps the state.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    assert!(child.wait().unwrap().success());
+    let dumped: State =
+        serde_yaml::from_str(&std::fs::read_to_string(&dump_path).unwrap()).unwrap();
+    assert_eq!(
+        dumped.projects[0].merge_requests[0].discussions[0].notes[0].body,
+        "via bin"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
