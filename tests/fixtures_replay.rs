@@ -1,38 +1,20 @@
 //! Every protocol fixture replays green on the in-memory forge, and every receipt it
 //! produces is reviewed as an `insta` snapshot.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use assent::fixture::runner::collect_fixture_files;
 use assent::fixture::schema::DEFAULT_HEAD;
 use assent::fixture::{InMemoryWorld, load_fixture, replay_fixture};
-
-fn fixture_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            if path.file_name().is_some_and(|n| n == "repos") {
-                continue;
-            }
-            fixture_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "yaml") {
-            out.push(path);
-        }
-    }
-}
 
 #[test]
 fn every_fixture_passes_and_its_receipts_match_their_snapshots() {
     let mut files = Vec::new();
-    fixture_files(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures")
-            .as_path(),
+    collect_fixture_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
         &mut files,
-    );
+    )
+    .unwrap();
     assert!(files.len() >= 17, "fixtures went missing: {files:?}");
     for file in files {
         let fixture = load_fixture(&file).unwrap_or_else(|e| panic!("{e}"));

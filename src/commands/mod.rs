@@ -1,6 +1,7 @@
 //! The thin command layer: flags and environment in, a call into the core, text out, an exit
 //! code back. No protocol logic lives here.
 
+pub mod inputs;
 pub mod replay;
 
 use std::process::ExitCode;

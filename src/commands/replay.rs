@@ -1,10 +1,11 @@
 //! `assent replay PATH...`: run protocol fixtures against the in-memory forge.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
 use crate::commands::Exit;
+use crate::fixture::runner::collect_fixture_files;
 use crate::fixture::schema::DEFAULT_HEAD;
 use crate::fixture::{InMemoryWorld, load_fixture, replay_fixture};
 
@@ -25,7 +26,7 @@ pub fn run(args: &ReplayArgs) -> Exit {
     let mut files = Vec::new();
     let mut broken = 0usize;
     for path in &args.paths {
-        if let Err(err) = collect(path, &mut files) {
+        if let Err(err) = collect_fixture_files(path, &mut files) {
             eprintln!("error: {}: {err}", path.display());
             broken += 1;
         }
@@ -67,24 +68,4 @@ pub fn run(args: &ReplayArgs) -> Exit {
     } else {
         Exit::Success
     }
-}
-
-/// Adds `path` (a file) or every `*.yaml`/`*.yml` below it (a folder), sorted.
-fn collect(path: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if path.is_file() {
-        files.push(path.to_owned());
-        return Ok(());
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
-    entries.sort();
-    for entry in entries {
-        if entry.is_dir() {
-            collect(&entry, files)?;
-        } else if entry.extension().is_some_and(|e| e == "yaml" || e == "yml") {
-            files.push(entry);
-        }
-    }
-    Ok(())
 }

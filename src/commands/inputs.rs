@@ -1,0 +1,206 @@
+//! Inputs shared by the commands that talk to GitLab (SPEC §2.1): flags first, then the
+//! CI environment, first non-empty value wins. The token is never a flag.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::gitlab::{GitLabConfig, Token};
+
+/// Where GitLab is and how to reach it.
+#[derive(Debug, Clone, Args)]
+pub struct ConnectionArgs {
+    /// GitLab API v4 base URL, e.g. https://gitlab.example.com/api/v4.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "CI_API_V4_URL",
+        hide_env_values = true
+    )]
+    pub api_url: Option<String>,
+    /// Project id or full path [env: CI_MERGE_REQUEST_PROJECT_ID, then CI_PROJECT_ID].
+    #[arg(long, value_name = "ID|PATH")]
+    pub project: Option<String>,
+    /// PEM bundle trusted in addition to the public roots [env: ASSENT_CA_FILE, then
+    /// CI_SERVER_TLS_CA_FILE].
+    #[arg(long, value_name = "PATH")]
+    pub ca_file: Option<PathBuf>,
+}
+
+/// A missing or unusable input: exit 2 before any request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InputError(pub String);
+
+/// Reads an environment variable; injected so resolution is testable.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment, with empty values treated as unset.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The first non-empty value among `flag` and the variables `vars`, in order.
+pub fn first_of(flag: Option<&str>, vars: &[&str], env: EnvLookup<'_>) -> Option<String> {
+    flag.map(str::to_owned)
+        .filter(|v| !v.trim().is_empty())
+        .or_else(|| {
+            vars.iter()
+                .find_map(|var| env(var).filter(|v| !v.trim().is_empty()))
+        })
+}
+
+/// The resolved connection: everything [`GitLabConfig`] needs except the MR.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    /// API base.
+    pub api_url: String,
+    /// Project id or path.
+    pub project: String,
+    /// The token (redacted in Debug).
+    pub token: Token,
+    /// Extra CA bundle.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl ConnectionArgs {
+    /// Resolves flags and environment; the error names the flag or variable to set.
+    pub fn resolve(&self, env: EnvLookup<'_>) -> Result<Connection, InputError> {
+        let api_url = first_of(self.api_url.as_deref(), &["CI_API_V4_URL"], env).ok_or_else(|| {
+            InputError("no GitLab API URL: pass --api-url or set CI_API_V4_URL (e.g. https://gitlab.example.com/api/v4)".into())
+        })?;
+        let project = first_of(
+            self.project.as_deref(),
+            &["CI_MERGE_REQUEST_PROJECT_ID", "CI_PROJECT_ID"],
+            env,
+        )
+        .ok_or_else(|| {
+            InputError(
+                "no project: pass --project or set CI_MERGE_REQUEST_PROJECT_ID or CI_PROJECT_ID"
+                    .into(),
+            )
+        })?;
+        let token = first_of(None, &["ASSENT_TOKEN", "GITLAB_TOKEN"], env).ok_or_else(|| {
+            InputError(
+                "no token: set ASSENT_TOKEN (or GITLAB_TOKEN) to a project access token with the api scope; the token is never a flag"
+                    .into(),
+            )
+        })?;
+        let ca_file = self.ca_file.clone().or_else(|| {
+            first_of(None, &["ASSENT_CA_FILE", "CI_SERVER_TLS_CA_FILE"], env).map(PathBuf::from)
+        });
+        Ok(Connection {
+            api_url,
+            project,
+            token: Token::new(token),
+            ca_file,
+        })
+    }
+}
+
+impl Connection {
+    /// The adapter configuration for merge request `mr_iid`.
+    pub fn gitlab_config(&self, mr_iid: u64) -> GitLabConfig {
+        let mut config = GitLabConfig::new(
+            self.api_url.clone(),
+            self.token.clone(),
+            self.project.clone(),
+            mr_iid,
+        );
+        config.ca_file = self.ca_file.clone();
+        config
+    }
+}
+
+/// Parses an MR IID from a flag or `CI_MERGE_REQUEST_IID`.
+pub fn resolve_mr(flag: Option<u64>, env: EnvLookup<'_>) -> Result<Option<u64>, InputError> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    match env("CI_MERGE_REQUEST_IID") {
+        None => Ok(None),
+        Some(text) => text.trim().parse().map(Some).map_err(|_| {
+            InputError(format!(
+                "CI_MERGE_REQUEST_IID is not a merge request IID: {text:?}"
+            ))
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned().filter(|v| !v.is_empty())
+    }
+
+    fn args() -> ConnectionArgs {
+        ConnectionArgs {
+            api_url: None,
+            project: None,
+            ca_file: None,
+        }
+    }
+
+    #[test]
+    fn first_non_empty_value_wins() {
+        let lookup = env(&[
+            ("CI_API_V4_URL", "https://g/api/v4"),
+            ("CI_MERGE_REQUEST_PROJECT_ID", ""),
+            ("CI_PROJECT_ID", "42"),
+            ("GITLAB_TOKEN", "secret"),
+            ("CI_SERVER_TLS_CA_FILE", "/ca.pem"),
+        ]);
+        let c = args().resolve(&lookup).unwrap();
+        assert_eq!(c.project, "42");
+        assert_eq!(c.api_url, "https://g/api/v4");
+        assert_eq!(c.ca_file, Some(PathBuf::from("/ca.pem")));
+        let flagged = ConnectionArgs {
+            project: Some("g/p".into()),
+            ..args()
+        };
+        assert_eq!(flagged.resolve(&lookup).unwrap().project, "g/p");
+    }
+
+    #[test]
+    fn assent_token_takes_precedence_and_never_shows() {
+        let lookup = env(&[
+            ("CI_API_V4_URL", "u"),
+            ("CI_PROJECT_ID", "1"),
+            ("ASSENT_TOKEN", "a-secret"),
+            ("GITLAB_TOKEN", "b"),
+        ]);
+        let c = args().resolve(&lookup).unwrap();
+        assert!(!format!("{c:?}").contains("a-secret"));
+    }
+
+    #[test]
+    fn missing_inputs_name_what_to_set() {
+        let err = args().resolve(&env(&[])).unwrap_err();
+        assert!(err.0.contains("CI_API_V4_URL"), "{err}");
+        let err = args()
+            .resolve(&env(&[("CI_API_V4_URL", "u"), ("CI_PROJECT_ID", "1")]))
+            .unwrap_err();
+        assert!(err.0.contains("ASSENT_TOKEN"), "{err}");
+    }
+
+    #[test]
+    fn mr_from_env_must_be_a_number() {
+        assert_eq!(
+            resolve_mr(None, &env(&[("CI_MERGE_REQUEST_IID", "7")])),
+            Ok(Some(7))
+        );
+        assert_eq!(
+            resolve_mr(Some(3), &env(&[("CI_MERGE_REQUEST_IID", "7")])),
+            Ok(Some(3))
+        );
+        assert!(resolve_mr(None, &env(&[("CI_MERGE_REQUEST_IID", "x")])).is_err());
+        assert_eq!(resolve_mr(None, &env(&[])), Ok(None));
+    }
+}
