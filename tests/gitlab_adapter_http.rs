@@ -242,16 +242,21 @@ fn writes_are_never_retried() {
 #[test]
 fn a_lost_ack_during_reconcile_leaves_no_duplicate_after_the_run_and_a_rerun() {
     for close in [false, true] {
-        for route in [RouteKind::Discussions, RouteKind::Notes] {
+        for (method, route, nth) in [
+            ("POST", RouteKind::Discussions, 1),
+            ("POST", RouteKind::Discussions, 2),
+            ("POST", RouteKind::Notes, 1),
+            ("PUT", RouteKind::Note, 1),
+        ] {
             let fake = start_basic();
-            // The first POST of this kind is applied, then its answer is lost.
+            // That write is applied, then its answer is lost.
             fake.inject(
                 FaultRule::new(FaultAction::LostAck { close })
-                    .method("POST")
+                    .method(method)
                     .route(route)
-                    .nth(1),
+                    .nth(nth),
             );
-            let label = format!("close={close} route={route:?}");
+            let label = format!("close={close} {method} {route:?} #{nth}");
             let (forge, _) = forge_for(&fake);
             let first =
                 reconcile(&forge, &desired(), &ctx()).unwrap_or_else(|e| panic!("{label}: {e}"));
