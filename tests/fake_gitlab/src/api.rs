@@ -706,7 +706,7 @@ fn paginate(st: &State, items: Vec<Value>, ctx: &Ctx) -> Response {
         Err(r) => return r,
     };
     let per_page = match page_param(ctx, "per_page", 20) {
-        Ok(p) => p.min(100),
+        Ok(p) => p.min(st.max_per_page.unwrap_or(100).clamp(1, 100)),
         Err(r) => return r,
     };
     let total = items.len() as u64;

@@ -31,6 +31,8 @@ pub enum Matcher {
     Route(RouteKind),
     /// A substring of the raw request path (before percent-decoding, without the query).
     PathContains(String),
+    /// A substring of the raw query string (without `?`), e.g. `page=2` for one listing page.
+    QueryContains(String),
     /// Any write (a method other than GET/HEAD).
     AnyWrite,
 }
@@ -119,6 +121,10 @@ impl FaultRule {
         self.matcher = Matcher::PathContains(s.into());
         self
     }
+    pub fn query_contains(mut self, s: &str) -> Self {
+        self.matcher = Matcher::QueryContains(s.into());
+        self
+    }
     pub fn any_write(mut self) -> Self {
         self.matcher = Matcher::AnyWrite;
         self
@@ -136,7 +142,13 @@ impl FaultRule {
         self
     }
 
-    pub(crate) fn matches(&self, method: &str, raw_path: &str, kind: RouteKind) -> bool {
+    pub(crate) fn matches(
+        &self,
+        method: &str,
+        raw_path: &str,
+        query: &str,
+        kind: RouteKind,
+    ) -> bool {
         if let Some(m) = &self.method
             && !m.eq_ignore_ascii_case(method)
         {
@@ -146,6 +158,7 @@ impl FaultRule {
             Matcher::Any => true,
             Matcher::Route(r) => *r == kind,
             Matcher::PathContains(s) => raw_path.contains(s.as_str()),
+            Matcher::QueryContains(s) => query.contains(s.as_str()),
             Matcher::AnyWrite => !matches!(method, "GET" | "HEAD"),
         }
     }

@@ -108,6 +108,12 @@ impl FakeGitLab {
         self.with_state(|s| s.omit_totals = omit);
     }
 
+    /// Serves at most `cap` items per listing page whatever `per_page` asks (`None`: 100,
+    /// GitLab's own clamp).
+    pub fn set_max_per_page(&self, cap: Option<u64>) {
+        self.with_state(|s| s.max_per_page = cap);
+    }
+
     /// Sets the listing order of an MR's discussions.
     pub fn set_discussion_order(&self, project: u64, iid: u64, order: DiscussionOrder) {
         self.with_state(|s| {
@@ -149,6 +155,34 @@ impl FakeGitLab {
         self.op(|s| s.create_note(project, iid, user, body, true))
             .expect("post_system_note")
             .1
+    }
+
+    /// Seeds a resolvable thread (`resolvable`) or a plain note as `user` whose note id is
+    /// exactly `id`; returns `(discussion id, note id)`. Refused when `id` is taken.
+    pub fn post_with_id(
+        &self,
+        project: u64,
+        iid: u64,
+        user: u64,
+        body: &str,
+        resolvable: bool,
+        id: u64,
+    ) -> Result<(String, u64), OpError> {
+        self.op(|s| s.create_with_id(project, iid, user, body, resolvable, id))
+    }
+
+    /// Turns an existing note into a system note (e.g. one GitLab attributes to the bot).
+    pub fn mark_system(&self, project: u64, iid: u64, note_id: u64) -> Result<(), OpError> {
+        self.op(|s| s.mark_system(project, iid, note_id))
+    }
+
+    /// Adds user `id` (no token) unless it exists, so notes can be authored by it.
+    pub fn ensure_user(&self, id: u64, username: &str) {
+        self.with_state(|s| {
+            if s.user(id).is_none() {
+                s.users.push(User::new(id, username));
+            }
+        });
     }
 
     pub fn reply(&self, project: u64, iid: u64, discussion: &str, user: u64, body: &str) -> u64 {

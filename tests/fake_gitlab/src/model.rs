@@ -34,6 +34,9 @@ pub struct State {
     /// Omit `X-Total`, `X-Total-Pages` and the `rel="last"` link, as GitLab does for
     /// listings above 10,000 items.
     pub omit_totals: bool,
+    /// Serve at most this many items per page, whatever `per_page` asks (GitLab clamps
+    /// `per_page` to 100; a lower cap lets a test page a small listing). `None`: 100.
+    pub max_per_page: Option<u64>,
     /// When true, a reply to a resolved thread re-opens it; when false (default) the reply
     /// joins the thread resolved.
     pub reply_unresolves: bool,
@@ -51,6 +54,7 @@ impl Default for State {
             discussion_seq: 0,
             fixed_time: None,
             omit_totals: false,
+            max_per_page: None,
             reply_unresolves: false,
             users: vec![],
             tokens: vec![],

@@ -11,6 +11,8 @@ pub enum OpError {
     NoteNotFound,
     /// Not allowed (not the author, not resolvable, system note, ...).
     Forbidden,
+    /// A seeded note id that another note already has.
+    NoteIdTaken,
 }
 
 impl OpError {
@@ -21,11 +23,13 @@ impl OpError {
             OpError::DiscussionNotFound => "404 Discussion Not Found",
             OpError::NoteNotFound => "404 Note Not Found",
             OpError::Forbidden => "403 Forbidden",
+            OpError::NoteIdTaken => "409 Note id already taken",
         }
     }
     pub fn status(&self) -> u16 {
         match self {
             OpError::Forbidden => 403,
+            OpError::NoteIdTaken => 409,
             _ => 404,
         }
     }
@@ -116,6 +120,51 @@ impl State {
         });
         mr.updated_at = now;
         Ok((did, nid))
+    }
+
+    /// Seeds a resolvable thread or a plain note whose first note has the explicit id `id`
+    /// (a history whose ids a test pins); returns `(discussion id, note id)`. Note ids are
+    /// global: an id any note already has is refused.
+    pub fn create_with_id(
+        &mut self,
+        pid: u64,
+        iid: u64,
+        author: u64,
+        body: &str,
+        resolvable: bool,
+        id: u64,
+    ) -> OpResult<(String, u64)> {
+        let taken = id == 0
+            || self
+                .projects
+                .iter()
+                .flat_map(|p| p.merge_requests.iter())
+                .any(|m| m.note(id).is_some());
+        if taken {
+            return Err(OpError::NoteIdTaken);
+        }
+        let (did, nid) = if resolvable {
+            self.create_thread(pid, iid, author, body)?
+        } else {
+            self.create_note(pid, iid, author, body, false)?
+        };
+        let note = self
+            .mr_mut_ref(pid, iid)?
+            .note_mut(nid)
+            .ok_or(OpError::NoteNotFound)?;
+        note.id = id;
+        Ok((did, id))
+    }
+
+    /// Marks a note as written by GitLab itself (`system: true`), whoever its author is:
+    /// GitLab attributes some system notes to the user whose action caused them.
+    pub fn mark_system(&mut self, pid: u64, iid: u64, note_id: u64) -> OpResult<()> {
+        let note = self
+            .mr_mut_ref(pid, iid)?
+            .note_mut(note_id)
+            .ok_or(OpError::NoteNotFound)?;
+        note.system = true;
+        Ok(())
     }
 
     /// Replies in a discussion. Replying to a plain note turns it into a (resolvable) thread,

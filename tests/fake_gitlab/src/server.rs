@@ -241,7 +241,7 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
         let mut action: Option<FaultAction> = None;
         let mut names = vec![];
         for (rule, count) in g.faults.iter_mut() {
-            if !rule.matches(&req.method, &raw_path, route.kind) {
+            if !rule.matches(&req.method, &raw_path, &query, route.kind) {
                 continue;
             }
             *count += 1;

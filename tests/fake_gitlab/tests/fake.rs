@@ -951,3 +951,50 @@ fn state_file_roundtrip_and_binary() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_server_page_cap_and_a_query_matcher() {
+    let fake = FakeGitLab::start(with_threads(5));
+    fake.set_max_per_page(Some(2));
+    let r = get(&fake, &mr_path("/discussions?per_page=100"));
+    assert_eq!(r.json().as_array().unwrap().len(), 2);
+    assert_eq!(r.h("X-Per-Page"), Some("2"));
+    assert_eq!(r.h("X-Next-Page"), Some("2"));
+    fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .method("GET")
+            .query_contains("&page=2"),
+    );
+    assert_eq!(
+        get(&fake, &mr_path("/discussions?per_page=100&page=2")).status,
+        500
+    );
+    assert_eq!(
+        get(&fake, &mr_path("/discussions?per_page=100&page=3")).status,
+        200
+    );
+}
+
+#[test]
+fn seeding_with_explicit_ids_system_notes_and_new_authors() {
+    let fake = FakeGitLab::start(basic());
+    fake.ensure_user(7, "mallory");
+    let (_, id) = fake
+        .post_with_id(PROJECT_ID, MR_IID, 7, "hers", true, 40)
+        .unwrap();
+    assert_eq!(id, 40);
+    assert_eq!(
+        fake.post_with_id(PROJECT_ID, MR_IID, 7, "again", false, 40),
+        Err(fake_gitlab::OpError::NoteIdTaken)
+    );
+    fake.mark_system(PROJECT_ID, MR_IID, 40).unwrap();
+    let note = fake.note(PROJECT_ID, MR_IID, 40).unwrap();
+    assert!(note.system && note.resolvable);
+    let listed = get(&fake, &mr_path("/discussions"));
+    assert_eq!(
+        listed.json()[0]["notes"][0]["author"]["username"],
+        "mallory"
+    );
+    // The next generated id follows the note id start (1000), not the small seeded id.
+    assert_eq!(fake.post_note(PROJECT_ID, MR_IID, HUMAN_ID, "next").1, 1000);
+}

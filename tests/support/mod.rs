@@ -1,0 +1,77 @@
+//! Test helpers shared by the HTTP test files (`mod support;` in each).
+//!
+//! How the tests reach a GitLab: they do not. Each test starts its own fake GitLab in
+//! process with `fake_gitlab::FakeGitLab::start(state)`: it binds `127.0.0.1:0` (an
+//! ephemeral loopback port the OS picks, so tests run in parallel without clashing), serves
+//! from background threads, and stops when the handle is dropped at the end of the test.
+//! No manual step, no network, no container. The adapter under test is a real
+//! [`GitLabForge`] pointed at `fake.base_url()`, with `ProxyConfig::Direct` (an
+//! `HTTPS_PROXY` in the environment must not capture loopback traffic), short timeouts and
+//! a sleeper that records the delays the retry policy asks for instead of sleeping.
+//!
+//! * [`start_basic`] / [`forge_for`]: the fake's `fixtures::basic()` world (project 42
+//!   `group/sub/proj`, MR !7, bot user 100) and an adapter for it.
+//! * [`http_world::FakeGitLabWorld`]: a [`assent::fixture::FixtureWorld`] over HTTP, so the
+//!   protocol fixtures replay against the fake exactly as they do in memory.
+
+#![allow(dead_code)] // each test crate uses its own subset
+
+pub mod http_world;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use assent::gitlab::{GitLabConfig, GitLabForge, ProxyConfig, RetryPolicy, Sleeper, Token};
+use fake_gitlab::{FakeGitLab, fixtures};
+
+/// A sleeper that records every delay and returns at once.
+#[derive(Debug, Default)]
+pub struct RecordingSleeper(Mutex<Vec<Duration>>);
+
+impl RecordingSleeper {
+    /// Every delay asked for so far, in order.
+    pub fn delays(&self) -> Vec<Duration> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Sleeper for RecordingSleeper {
+    fn sleep(&self, delay: Duration) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(delay);
+    }
+}
+
+/// A configuration for `project`/`mr` on `fake` with `token`: direct connection, short
+/// timeouts, the default retry policy.
+pub fn config_for(fake: &FakeGitLab, token: &str, project: &str, mr: u64) -> GitLabConfig {
+    let mut config = GitLabConfig::new(fake.base_url(), Token::new(token), project, mr);
+    config.proxy = ProxyConfig::Direct;
+    config.connect_timeout = Duration::from_secs(2);
+    config.request_timeout = Duration::from_secs(5);
+    config.retry = RetryPolicy::default();
+    config
+}
+
+/// Builds the adapter for `config` with a [`RecordingSleeper`].
+pub fn forge_with(config: GitLabConfig) -> (GitLabForge, Arc<RecordingSleeper>) {
+    let sleeper = Arc::new(RecordingSleeper::default());
+    let forge = GitLabForge::with_sleeper(config, sleeper.clone()).expect("valid config");
+    (forge, sleeper)
+}
+
+/// The adapter for the basic world's MR (!7 of `group/sub/proj`) with the bot's token.
+pub fn forge_for(fake: &FakeGitLab) -> (GitLabForge, Arc<RecordingSleeper>) {
+    forge_with(config_for(
+        fake,
+        fixtures::BOT_TOKEN,
+        fixtures::PROJECT_PATH,
+        fixtures::MR_IID,
+    ))
+}
+
+/// A fake started on `fixtures::basic()`, time frozen so timestamps are reproducible.
+pub fn start_basic() -> FakeGitLab {
+    let fake = FakeGitLab::start(fixtures::basic());
+    fake.set_time("2026-01-01T00:00:00.000Z");
+    fake
+}
