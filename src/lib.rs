@@ -12,3 +12,4 @@ pub mod fixture;
 pub mod forge;
 pub mod gitlab;
 pub mod reconcile;
+pub mod review_input;

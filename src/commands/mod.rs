@@ -2,6 +2,8 @@
 //! code back. No protocol logic lives here.
 
 pub mod inputs;
+pub mod lint;
+pub mod policy_test;
 pub mod replay;
 
 use std::process::ExitCode;
@@ -29,6 +31,9 @@ impl From<Exit> for ExitCode {
 
 const EXAMPLES: &str = "\
 Examples:
+  assent lint                        Check ./.assent/policies, every problem with file:line
+  assent test                        Run the policy unit tests under ./.assent/tests
+  assent test fixtures/repos/topic-registry
   assent replay fixtures/            Replay the protocol fixtures on the in-memory forge
   assent replay fixtures/crash-then-rerun.yaml
 
@@ -47,6 +52,10 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Validate `REPO/.assent/policies` (default `.`), every problem with file:line.
+    Lint(lint::LintArgs),
+    /// Run the policy unit tests under `REPO/.assent/tests/`; any mismatch fails.
+    Test(policy_test::TestArgs),
     /// Replay protocol fixtures (files or folders of YAML) against the embedded in-memory forge.
     Replay(replay::ReplayArgs),
 }
@@ -55,6 +64,8 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let exit = match cli.command {
+        Command::Lint(args) => lint::run(&args),
+        Command::Test(args) => policy_test::run(&args),
         Command::Replay(args) => replay::run(&args),
     };
     exit.into()

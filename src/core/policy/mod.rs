@@ -300,6 +300,14 @@ impl PolicySet {
         findings
     }
 
+    /// Whether any rule's `match.files` glob matches `path`: the file is *governed*, so a
+    /// run reads and diffs it. Identity declarations alone do not govern a file.
+    pub fn governs(&self, path: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.files.iter().any(|g| g.is_match(path)))
+    }
+
     /// Rule ids in load order.
     pub fn rule_ids(&self) -> Vec<&str> {
         self.rules.iter().map(|r| r.id.as_str()).collect()

@@ -1,0 +1,651 @@
+//! `assent test [REPO]`: run the policy unit tests under `REPO/.assent/tests/`.
+//!
+//! Each `*.yaml`/`*.yml` file (recursively) is one test case: inline file contents at the
+//! base and at the head of an imagined merge request, and the findings and decision the
+//! repository's policies must produce. A case runs the very function `assent run` uses,
+//! [`compute_desired_state`], with the policies of `REPO/.assent/policies/`, so built-in
+//! findings (`assent/self-edit`, `assent/parse-error`, …) take part too. The format is strict
+//! (unknown fields are errors), documented in `docs/policies.md`:
+//!
+//! ```yaml
+//! name: retention shrink is challenged      # optional; defaults to the file name
+//! mr: { title: "Shrink retention", labels: [] }   # optional: what `mr` shows predicates
+//! files:
+//!   - path: topics/orders.yaml
+//!     old_path: topics/old-name.yaml      # optional: a rename (base is read from here)
+//!     base: |                             # omitted or null: absent at the base
+//!       topics: ...
+//!     head: |                             # omitted or null: absent at the head (deleted)
+//!       topics: ...
+//! expect:
+//!   decision: REVIEW                      # APPROVE | REVIEW | BLOCK, no thread resolved
+//!   findings:
+//!     - { rule: retention-shrink, subject: "topics/orders.yaml#/topics/orders.events.v1/retention_days", effect: challenge }
+//! ```
+//!
+//! Findings are compared exactly as a multiset of (rule, subject, effect); messages and
+//! occurrences are not compared. `--update` rewrites the `expect:` block of every case whose
+//! result differs (the rest of the file, comments included, is kept byte for byte), and is
+//! refused when the `CI` environment variable is set: expectations are reviewed changes, never
+//! something a pipeline rewrites to make itself pass.
+//!
+//! Exit codes: `0` every case passes, `1` a case fails or the policies do not load, `2` a test
+//! file cannot be read or parsed, `REPO/.assent/policies` or `REPO/.assent/tests` is missing or
+//! empty, or `--update` is refused.
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::Deserialize;
+
+use crate::commands::Exit;
+use crate::commands::lint::{LocalReadError, collect_files, read_local_policies, shown_path};
+use crate::core::desired_state::{
+    ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
+};
+use crate::core::model::{Decision, DesiredState, Effect};
+use crate::core::policy::{MrContext, PolicyFile, PolicySet};
+use crate::core::semantic_diff::Limits;
+use crate::review_input::is_policy_file_name;
+
+/// The folder test cases are read from.
+pub const TEST_DIR: &str = ".assent/tests";
+
+const TEST_EXAMPLES: &str = "\
+Examples:
+  assent test                                  Run the cases under ./.assent/tests/
+  assent test fixtures/repos/topic-registry    Run another checkout's cases
+  assent test --update                         Rewrite each failing case's `expect:` block
+                                               from the actual result (refused when CI is set)
+
+Prints `ok` or `FAILED` per case, a `- expected` / `+ actual` diff for each failure, then
+`N passed, M failed`.
+Exit codes: 0 all pass, 1 a case fails or the policies do not load, 2 a test file cannot be
+read or parsed (file:line), tests or policies missing, or --update refused.";
+
+/// Arguments of `assent test`.
+#[derive(Debug, Args)]
+#[command(after_help = TEST_EXAMPLES)]
+pub struct TestArgs {
+    /// The repository checkout whose `.assent/tests/` cases run.
+    #[arg(value_name = "REPO", default_value = ".")]
+    pub repo: PathBuf,
+    /// Rewrite the `expect:` block of each case whose result differs. Refused when the `CI`
+    /// environment variable is set.
+    #[arg(long)]
+    pub update: bool,
+}
+
+/// One test case as written.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestCase {
+    /// Shown in the output; defaults to the file's path.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// What predicates see as `mr`; every field defaults to empty.
+    #[serde(default)]
+    pub mr: MrSpec,
+    /// The files the imagined merge request changes.
+    #[serde(default)]
+    pub files: Vec<FileSpec>,
+    /// The expected result; a case without it fails until `--update` writes one.
+    #[serde(default)]
+    pub expect: Option<Expect>,
+}
+
+/// The `mr` of a case.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MrSpec {
+    /// IID.
+    #[serde(default)]
+    pub iid: u64,
+    /// Title.
+    #[serde(default)]
+    pub title: String,
+    /// Source branch.
+    #[serde(default)]
+    pub source_branch: String,
+    /// Target branch.
+    #[serde(default)]
+    pub target_branch: String,
+    /// Author username.
+    #[serde(default)]
+    pub author: String,
+    /// Labels.
+    #[serde(default)]
+    pub labels: Vec<String>,
+}
+
+/// One changed file of a case.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSpec {
+    /// Path at the head.
+    pub path: String,
+    /// Path at the base, for a rename; defaults to `path`.
+    #[serde(default)]
+    pub old_path: Option<String>,
+    /// Content at the base; absent when omitted or null.
+    #[serde(default)]
+    pub base: Option<String>,
+    /// Content at the head; absent when omitted or null.
+    #[serde(default)]
+    pub head: Option<String>,
+}
+
+/// The expected result of a case.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// The decision with no thread resolved.
+    pub decision: Decision,
+    /// Every finding, in any order.
+    #[serde(default)]
+    pub findings: Vec<ExpectedFinding>,
+}
+
+/// One expected finding.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedFinding {
+    /// Rule id.
+    pub rule: String,
+    /// `<file>#<pointer>`.
+    pub subject: String,
+    /// Effect.
+    pub effect: Effect,
+}
+
+impl ExpectedFinding {
+    /// The line the case format uses (flow mapping, strings JSON-quoted).
+    fn to_yaml(&self) -> String {
+        format!(
+            "{{ rule: {}, subject: {}, effect: {} }}",
+            quote(&self.rule),
+            quote(&self.subject),
+            self.effect.as_str()
+        )
+    }
+}
+
+fn quote(text: &str) -> String {
+    // A JSON string is a valid YAML double-quoted scalar.
+    serde_json::Value::String(text.to_owned()).to_string()
+}
+
+/// What a case actually produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actual {
+    /// The decision with no thread resolved.
+    pub decision: Decision,
+    /// Sorted findings.
+    pub findings: Vec<ExpectedFinding>,
+}
+
+/// The decision when no thread is resolved: `BLOCK` on any block, `REVIEW` on any challenge.
+pub fn unresolved_decision(desired: &DesiredState) -> Decision {
+    let strongest = desired.findings.iter().map(|f| f.effect).max();
+    match strongest {
+        Some(Effect::Block) => Decision::Block,
+        Some(Effect::Challenge) => Decision::Review,
+        _ => Decision::Approve,
+    }
+}
+
+/// Runs one case against `policy_files`.
+pub fn run_case(policy_files: &[PolicyFile], case: &TestCase) -> Actual {
+    let content = |text: &Option<String>| match text {
+        Some(text) => FileContent::Present(text.as_bytes().to_vec()),
+        None => FileContent::Absent,
+    };
+    let files = case
+        .files
+        .iter()
+        .map(|f| ChangedFileInput {
+            old_path: f.old_path.clone().unwrap_or_else(|| f.path.clone()),
+            new_path: f.path.clone(),
+            base: content(&f.base),
+            source: content(&f.head),
+            withheld: false,
+        })
+        .collect();
+    let mr = MrContext {
+        iid: case.mr.iid,
+        title: case.mr.title.clone(),
+        source_branch: case.mr.source_branch.clone(),
+        target_branch: case.mr.target_branch.clone(),
+        author: case.mr.author.clone(),
+        labels: case.mr.labels.clone(),
+    };
+    let outcome = compute_desired_state(&ReviewInputs {
+        policy_files: policy_files.to_vec(),
+        changed_files: Ok(files),
+        mr,
+        limits: Limits::default(),
+    });
+    let mut findings: Vec<ExpectedFinding> = outcome
+        .desired
+        .findings
+        .iter()
+        .map(|f| ExpectedFinding {
+            rule: f.slot.rule.clone(),
+            subject: f.slot.subject.clone(),
+            effect: f.effect,
+        })
+        .collect();
+    findings.sort();
+    Actual {
+        decision: unresolved_decision(&outcome.desired),
+        findings,
+    }
+}
+
+/// The mismatch report of a case: empty when it passes.
+pub fn mismatches(expect: Option<&Expect>, actual: &Actual) -> Vec<String> {
+    let Some(expect) = expect else {
+        return vec![format!(
+            "no `expect:` block (actual decision {}; `assent test --update` writes it)",
+            actual.decision.as_str()
+        )];
+    };
+    let mut lines = Vec::new();
+    if expect.decision != actual.decision {
+        lines.push(format!(
+            "decision: expected {}, got {}",
+            expect.decision.as_str(),
+            actual.decision.as_str()
+        ));
+    }
+    let mut expected = expect.findings.clone();
+    expected.sort();
+    let (mut i, mut j) = (0, 0);
+    let mut diff = Vec::new();
+    while i < expected.len() || j < actual.findings.len() {
+        let order = match (expected.get(i), actual.findings.get(j)) {
+            (Some(e), Some(a)) => e.cmp(a),
+            (Some(_), None) => Ordering::Less,
+            _ => Ordering::Greater,
+        };
+        match order {
+            Ordering::Equal => {
+                i += 1;
+                j += 1;
+            }
+            Ordering::Less => {
+                diff.push(format!("- {}", expected[i].to_yaml()));
+                i += 1;
+            }
+            Ordering::Greater => {
+                diff.push(format!("+ {}", actual.findings[j].to_yaml()));
+                j += 1;
+            }
+        }
+    }
+    if !diff.is_empty() {
+        lines.push("findings (- expected, + actual):".to_owned());
+        lines.extend(diff);
+    }
+    lines
+}
+
+/// The `expect:` block for `actual`, ending with a newline.
+pub fn expect_block(actual: &Actual) -> String {
+    let mut block = format!("expect:\n  decision: {}\n", actual.decision.as_str());
+    if actual.findings.is_empty() {
+        block.push_str("  findings: []\n");
+    } else {
+        block.push_str("  findings:\n");
+        for finding in &actual.findings {
+            block.push_str(&format!("    - {}\n", finding.to_yaml()));
+        }
+    }
+    block
+}
+
+/// Replaces the top-level `expect:` block of `text` with `block` (or appends it). The block
+/// runs from the `expect:` line to the next line that starts in column 0 with anything but a
+/// comment; blank and column-0 comment lines right before that line stay outside the block.
+pub fn replace_expect_block(text: &str, block: &str) -> String {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let is_expect = |l: &str| {
+        l.strip_prefix("expect")
+            .and_then(|rest| rest.trim_start_matches([' ', '\t']).strip_prefix(':'))
+            .is_some()
+    };
+    let Some(start) = lines.iter().position(|l| is_expect(l)) else {
+        let mut out = text.to_owned();
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(block);
+        return out;
+    };
+    let top_level = |l: &str| {
+        l.chars()
+            .next()
+            .is_some_and(|c| !c.is_whitespace() && c != '#')
+    };
+    let mut end = lines[start + 1..]
+        .iter()
+        .position(|l| top_level(l))
+        .map_or(lines.len(), |p| start + 1 + p);
+    while end > start + 1 && {
+        let l = lines[end - 1];
+        l.trim().is_empty() || l.starts_with('#')
+    } {
+        end -= 1;
+    }
+    let mut out: String = lines[..start].concat();
+    out.push_str(block);
+    out.push_str(&lines[end..].concat());
+    out
+}
+
+/// A test file that cannot be read or parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokenCase {
+    /// `path:line: message` or `path: message`.
+    pub message: String,
+}
+
+/// Reads and parses one case file.
+pub fn load_case(path: &Path, shown: &str) -> Result<(String, TestCase), BrokenCase> {
+    let text = std::fs::read_to_string(path).map_err(|e| BrokenCase {
+        message: format!("{shown}: {e}"),
+    })?;
+    let case = parse_case(&text, shown)?;
+    Ok((text, case))
+}
+
+fn parse_case(text: &str, shown: &str) -> Result<TestCase, BrokenCase> {
+    serde_yaml::from_str::<TestCase>(text).map_err(|e| {
+        let message = strip_location(&e.to_string());
+        BrokenCase {
+            message: match e.location() {
+                Some(l) => format!("{shown}:{}: {message}", l.line()),
+                None => format!("{shown}: {message}"),
+            },
+        }
+    })
+}
+
+/// `serde_yaml` appends " at line L column C"; the line is printed in front instead.
+fn strip_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// Runs `assent test`.
+pub fn run(args: &TestArgs) -> Exit {
+    if args.update && std::env::var_os("CI").is_some() {
+        eprintln!(
+            "error: --update is refused because the CI environment variable is set: expectations \
+             are rewritten on a workstation and reviewed, never by a pipeline to make itself pass"
+        );
+        return Exit::Usage;
+    }
+    let repo = args.repo.as_path();
+    let policy_files = match read_local_policies(repo) {
+        Ok(files) => files,
+        Err(LocalReadError(message)) => {
+            eprintln!("error: {message}");
+            return Exit::Usage;
+        }
+    };
+    if let Err(problems) = PolicySet::load(&policy_files) {
+        for problem in &problems {
+            let shown = shown_path(repo, &problem.file);
+            match problem.line {
+                Some(line) => println!("{shown}:{line}: {}", problem.message),
+                None => println!("{shown}: {}", problem.message),
+            }
+        }
+        eprintln!(
+            "error: the policies do not load ({} problem(s)); no case ran. See `assent lint {}`",
+            problems.len(),
+            repo.display()
+        );
+        return Exit::GateFailed;
+    }
+    let cases = match case_files(repo) {
+        Ok(cases) if !cases.is_empty() => cases,
+        Ok(_) => {
+            eprintln!(
+                "error: {} holds no *.yaml test case: add cases (see docs/policies.md)",
+                shown_path(repo, TEST_DIR)
+            );
+            return Exit::Usage;
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Exit::Usage;
+        }
+    };
+
+    let (mut passed, mut failed, mut updated, mut broken) = (0usize, 0usize, 0usize, 0usize);
+    for case_path in &cases {
+        let shown = shown_path(repo, case_path);
+        let full = repo.join(case_path);
+        let (text, case) = match load_case(&full, &shown) {
+            Ok(loaded) => loaded,
+            Err(BrokenCase { message }) => {
+                println!("BROKEN {shown}");
+                eprintln!("error: {message}");
+                broken += 1;
+                continue;
+            }
+        };
+        let name = case.name.clone().unwrap_or_else(|| case_path.clone());
+        let actual = run_case(&policy_files, &case);
+        let report = mismatches(case.expect.as_ref(), &actual);
+        if report.is_empty() {
+            passed += 1;
+            println!("ok     {shown}: {name}");
+            continue;
+        }
+        if args.update {
+            match update_case(&full, &text, &shown, &actual) {
+                Ok(()) => {
+                    updated += 1;
+                    passed += 1;
+                    println!("updated {shown}: {name}");
+                }
+                Err(message) => {
+                    broken += 1;
+                    println!("BROKEN {shown}: {name}");
+                    eprintln!("error: {message}");
+                }
+            }
+            continue;
+        }
+        failed += 1;
+        println!("FAILED {shown}: {name}");
+        for line in report {
+            println!("    {line}");
+        }
+    }
+    if updated > 0 {
+        println!("{passed} passed, {failed} failed ({updated} updated)");
+    } else {
+        println!("{passed} passed, {failed} failed");
+    }
+    if broken > 0 {
+        eprintln!("error: {broken} test file(s) could not be read, parsed or updated");
+        Exit::Usage
+    } else if failed > 0 {
+        eprintln!("error: {failed} policy test case(s) failed");
+        Exit::GateFailed
+    } else {
+        Exit::Success
+    }
+}
+
+/// Rewrites the case's `expect:` block, after checking the new text reads back as `actual`.
+fn update_case(path: &Path, text: &str, shown: &str, actual: &Actual) -> Result<(), String> {
+    let new_text = replace_expect_block(text, &expect_block(actual));
+    let reread = parse_case(&new_text, shown).map_err(|b| {
+        format!(
+            "{}: cannot update: the rewritten `expect:` block does not read back; edit it by hand",
+            b.message
+        )
+    })?;
+    if !mismatches(reread.expect.as_ref(), actual).is_empty() {
+        return Err(format!(
+            "{shown}: cannot update: the rewritten `expect:` block does not read back; edit it by hand"
+        ));
+    }
+    std::fs::write(path, new_text).map_err(|e| format!("{shown}: {e}"))
+}
+
+/// Repository-relative paths of the case files, sorted.
+fn case_files(repo: &Path) -> Result<Vec<String>, String> {
+    let dir = repo.join(TEST_DIR);
+    if !dir.is_dir() {
+        return Err(format!(
+            "{} does not exist: create it and add test cases (see docs/policies.md)",
+            shown_path(repo, TEST_DIR)
+        ));
+    }
+    let mut paths = Vec::new();
+    collect_files(&dir, TEST_DIR, &mut paths)
+        .map_err(|e| format!("{}: {e}", shown_path(repo, TEST_DIR)))?;
+    paths.retain(|p| is_policy_file_name(p));
+    paths.sort();
+    Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn actual(decision: Decision, findings: &[(&str, &str, Effect)]) -> Actual {
+        Actual {
+            decision,
+            findings: findings
+                .iter()
+                .map(|(r, s, e)| ExpectedFinding {
+                    rule: (*r).into(),
+                    subject: (*s).into(),
+                    effect: *e,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_case_format_is_strict() {
+        let err = parse_case(
+            "name: x\nfiles: []\nexpect:\n  decision: REVIEW\n  extra: 1\n",
+            "c.yaml",
+        )
+        .unwrap_err();
+        assert!(
+            err.message
+                .starts_with("c.yaml:5: expect: unknown field `extra`"),
+            "{err:?}"
+        );
+        let err = parse_case("files:\n  - path: a\n    heda: x\n", "c.yaml").unwrap_err();
+        assert!(
+            err.message
+                .starts_with("c.yaml:3: files[0]: unknown field `heda`"),
+            "{err:?}"
+        );
+        let err = parse_case("expect: { decision: MAYBE }\n", "c.yaml").unwrap_err();
+        assert!(err.message.contains("MAYBE"), "{err:?}");
+        let ok = parse_case(
+            "name: n\nmr: { labels: [a] }\nfiles:\n  - path: a.yaml\n    base: null\n    head: \"x: 1\"\nexpect:\n  decision: APPROVE\n",
+            "c.yaml",
+        )
+        .unwrap();
+        assert_eq!(ok.files[0].base, None);
+        assert_eq!(ok.expect.unwrap().findings, vec![]);
+        assert_eq!(ok.mr.labels, vec!["a".to_owned()]);
+    }
+
+    #[test]
+    fn mismatches_show_expected_and_actual_lines() {
+        let expect = Expect {
+            decision: Decision::Review,
+            findings: vec![
+                ExpectedFinding {
+                    rule: "b".into(),
+                    subject: "f#/x".into(),
+                    effect: Effect::Challenge,
+                },
+                ExpectedFinding {
+                    rule: "a".into(),
+                    subject: "f#/x".into(),
+                    effect: Effect::Comment,
+                },
+            ],
+        };
+        let got = actual(
+            Decision::Block,
+            &[("a", "f#/x", Effect::Comment), ("c", "f#", Effect::Block)],
+        );
+        assert_eq!(
+            mismatches(Some(&expect), &got),
+            vec![
+                "decision: expected REVIEW, got BLOCK",
+                "findings (- expected, + actual):",
+                "- { rule: \"b\", subject: \"f#/x\", effect: challenge }",
+                "+ { rule: \"c\", subject: \"f#\", effect: block }",
+            ]
+        );
+        let same = actual(
+            Decision::Review,
+            &[
+                ("a", "f#/x", Effect::Comment),
+                ("b", "f#/x", Effect::Challenge),
+            ],
+        );
+        assert!(mismatches(Some(&expect), &same).is_empty());
+        assert_eq!(mismatches(None, &same).len(), 1);
+    }
+
+    #[test]
+    fn the_expect_block_is_replaced_in_place_keeping_the_rest() {
+        let text = "# a comment\nname: x\nexpect:\n  decision: APPROVE\n  # inner comment\n  findings: []\n\n# trailing comment\nfiles: []\n";
+        let got = actual(Decision::Review, &[("r", "f.yaml#/a", Effect::Challenge)]);
+        let new = replace_expect_block(text, &expect_block(&got));
+        assert_eq!(
+            new,
+            "# a comment\nname: x\nexpect:\n  decision: REVIEW\n  findings:\n    - { rule: \"r\", subject: \"f.yaml#/a\", effect: challenge }\n\n# trailing comment\nfiles: []\n"
+        );
+        let reread = parse_case(&new, "c").unwrap();
+        assert!(mismatches(reread.expect.as_ref(), &got).is_empty());
+        // Flow style and a block at the end of the file.
+        let text = "files: []\nexpect: { decision: BLOCK }";
+        let new = replace_expect_block(text, &expect_block(&actual(Decision::Approve, &[])));
+        assert_eq!(
+            new,
+            "files: []\nexpect:\n  decision: APPROVE\n  findings: []\n"
+        );
+        // No block: appended.
+        let new = replace_expect_block("files: []", &expect_block(&actual(Decision::Approve, &[])));
+        assert_eq!(
+            new,
+            "files: []\nexpect:\n  decision: APPROVE\n  findings: []\n"
+        );
+        // `expected:` or an indented `expect:` is not the block.
+        let text = "files:\n  - path: a\n    head: |\n      expect: 1\n";
+        assert!(
+            replace_expect_block(text, "expect: X\n").ends_with("      expect: 1\nexpect: X\n")
+        );
+    }
+
+    #[test]
+    fn quoting_survives_awkward_subjects() {
+        let got = actual(
+            Decision::Block,
+            &[("r", "a b/c: \"d\" #e.yaml#/x~1y", Effect::Block)],
+        );
+        let case = parse_case(&expect_block(&got), "c").unwrap();
+        assert!(mismatches(case.expect.as_ref(), &got).is_empty());
+    }
+}

@@ -1,0 +1,608 @@
+//! Reading what a run judges, through the [`Repository`] port, at pinned SHAs (SPEC §3).
+//!
+//! [`gather_review_inputs`] turns pins into [`ReviewInputs`] for the pure
+//! [`compute_desired_state`](crate::core::desired_state::compute_desired_state). It decides
+//! what is a forge failure (the run stops, exit 3) and what is an undecidable input (a `block`
+//! finding, the run goes on):
+//!
+//! * **Policies** (`.assent/policies/**/*.yaml|yml` at the target SHA, extension matched
+//!   ASCII-case-insensitively): a listing or read error, or a listed file that then reads as
+//!   absent, is an error. A policy that cannot be read is never skipped: judging without it
+//!   would fail open.
+//! * **Changed files**: an [`ForgeError::IncompleteListing`] becomes
+//!   `changed_files: Err(reason)` (an `assent/undecidable` finding); any other error is
+//!   returned.
+//! * **Contents**: only governed sides are read ([`is_governed`] under the loaded policies):
+//!   the base side (`old_path` at the base SHA) unless the MR creates the file, the source side
+//!   (`new_path` at the source SHA) unless it deletes it. When the policies do not load, no
+//!   content is read (nothing is known to be governed). Every side that is not read is
+//!   [`FileContent::Absent`]. A read error is [`FileContent::Unreadable`] for that side; so is
+//!   a side that reads as absent although the diff says it exists (the pins and the diff
+//!   disagree, so judging would be a guess).
+//! * **Concurrency**: the reads of one phase run on at most [`MAX_READERS`] scoped threads
+//!   pulling from a shared queue; results are stored by index, so the output order never
+//!   depends on scheduling.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::core::desired_state::{ChangedFileInput, FileContent, ReviewInputs, is_governed};
+use crate::core::policy::{MrContext, PolicyFile, PolicySet};
+use crate::core::semantic_diff::Limits;
+use crate::forge::{ForgeError, Repository};
+
+/// The folder policy files are read from, at the target SHA.
+pub const POLICY_DIR: &str = ".assent/policies";
+
+/// Most reads in flight at once.
+pub const MAX_READERS: usize = 8;
+
+/// The SHAs a run is pinned to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewPins {
+    /// Target branch SHA: policies are read here.
+    pub target_sha: String,
+    /// Diff base SHA: old sides of changed files are read here.
+    pub base_sha: String,
+    /// Source head SHA: new sides of changed files are read here.
+    pub source_sha: String,
+}
+
+/// Whether `path` names a policy file by its extension (`.yaml`/`.yml`, any ASCII case).
+pub fn is_policy_file_name(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    lower.ends_with(".yaml") || lower.ends_with(".yml")
+}
+
+/// Reads the policies, the change set and the governed contents at `pins`.
+pub fn gather_review_inputs(
+    repo: &dyn Repository,
+    pins: &ReviewPins,
+    mr: MrContext,
+    limits: Limits,
+) -> Result<ReviewInputs, ForgeError> {
+    let policy_files = read_policy_files(repo, &pins.target_sha)?;
+
+    let listed = match repo.changed_files() {
+        Ok(files) => Ok(files),
+        Err(e @ ForgeError::IncompleteListing { .. }) => Err(e.to_string()),
+        Err(e) => return Err(e),
+    };
+    let changed_files = match listed {
+        Err(reason) => Err(reason),
+        Ok(files) => {
+            let policies = PolicySet::load(&policy_files).ok();
+            let mut jobs = Vec::new();
+            let mut inputs = Vec::with_capacity(files.len());
+            for (index, file) in files.iter().enumerate() {
+                inputs.push(ChangedFileInput {
+                    old_path: file.old_path.clone(),
+                    new_path: file.new_path.clone(),
+                    base: FileContent::Absent,
+                    source: FileContent::Absent,
+                    withheld: file.withheld,
+                });
+                // A withheld file is undecidable whatever its content: no need to read it.
+                let Some(policies) = policies.as_ref().filter(|_| !file.withheld) else {
+                    continue;
+                };
+                if !file.new_file && is_governed(policies, &file.old_path) {
+                    jobs.push((
+                        index,
+                        Side::Base,
+                        pins.base_sha.as_str(),
+                        file.old_path.as_str(),
+                    ));
+                }
+                if !file.deleted_file && is_governed(policies, &file.new_path) {
+                    jobs.push((
+                        index,
+                        Side::Source,
+                        pins.source_sha.as_str(),
+                        file.new_path.as_str(),
+                    ));
+                }
+            }
+            let reads: Vec<(&str, &str)> = jobs.iter().map(|j| (j.2, j.3)).collect();
+            let results = read_all(repo, &reads);
+            for ((index, side, sha, path), result) in jobs.iter().zip(results) {
+                let content = match result {
+                    Ok(Some(bytes)) => FileContent::Present(bytes),
+                    Ok(None) => FileContent::Unreadable(format!(
+                        "`{path}` is not found at {sha}, although the merge request's diff says \
+                         it exists there"
+                    )),
+                    Err(e) => FileContent::Unreadable(e.to_string()),
+                };
+                match side {
+                    Side::Base => inputs[*index].base = content,
+                    Side::Source => inputs[*index].source = content,
+                }
+            }
+            Ok(inputs)
+        }
+    };
+
+    Ok(ReviewInputs {
+        policy_files,
+        changed_files,
+        mr,
+        limits,
+    })
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Base,
+    Source,
+}
+
+/// Every policy file at `target_sha`, sorted by path. Any failure is an error.
+fn read_policy_files(
+    repo: &dyn Repository,
+    target_sha: &str,
+) -> Result<Vec<PolicyFile>, ForgeError> {
+    let mut paths: Vec<String> = repo
+        .list_tree(target_sha, POLICY_DIR)?
+        .into_iter()
+        .filter(|p| is_policy_file_name(p))
+        .collect();
+    paths.sort();
+    paths.dedup();
+    let reads: Vec<(&str, &str)> = paths.iter().map(|p| (target_sha, p.as_str())).collect();
+    let mut files = Vec::with_capacity(paths.len());
+    for (path, result) in paths.iter().zip(read_all(repo, &reads)) {
+        match result? {
+            Some(bytes) => files.push(PolicyFile {
+                path: path.clone(),
+                bytes,
+            }),
+            None => {
+                return Err(ForgeError::IncompleteListing {
+                    what: format!("{POLICY_DIR} at {target_sha}"),
+                    reason: format!("`{path}` is listed but reads as absent"),
+                });
+            }
+        }
+    }
+    Ok(files)
+}
+
+type ReadResult = Result<Option<Vec<u8>>, ForgeError>;
+
+/// Reads `(sha, path)` pairs on at most [`MAX_READERS`] threads; results in input order.
+fn read_all(repo: &dyn Repository, reads: &[(&str, &str)]) -> Vec<ReadResult> {
+    let slots: Vec<Mutex<Option<ReadResult>>> = reads.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let workers = reads.len().min(MAX_READERS);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((sha, path)) = reads.get(i) else {
+                        break;
+                    };
+                    let result = repo.read_file(sha, path);
+                    *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .expect("every queued read ran")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::core::desired_state::{RULE_POLICY_ERROR, RULE_UNDECIDABLE, compute_desired_state};
+    use crate::forge::ChangedFile;
+    use crate::forge::memory::InMemoryForge;
+
+    const TARGET: &str = "t0000000";
+    const BASE: &str = "b0000000";
+    const SOURCE: &str = "s0000000";
+
+    const POLICY: &str = "apiVersion: assent/v1\nkind: Policy\nidentities:\n  \"topics/*.yaml\": { \"/topics\": name }\nrules:\n  - id: retention-shrink\n    match:\n      files: [\"topics/*.yaml\"]\n      pointer: \"/topics/*/retention_days\"\n    when: \"int(new) < int(old)\"\n    effect: challenge\n";
+
+    fn pins() -> ReviewPins {
+        ReviewPins {
+            target_sha: TARGET.into(),
+            base_sha: BASE.into(),
+            source_sha: SOURCE.into(),
+        }
+    }
+
+    fn changed(path: &str) -> ChangedFile {
+        ChangedFile {
+            old_path: path.into(),
+            new_path: path.into(),
+            new_file: false,
+            deleted_file: false,
+            renamed_file: false,
+            withheld: false,
+        }
+    }
+
+    fn forge() -> InMemoryForge {
+        let forge = InMemoryForge::new(1, SOURCE);
+        forge.put_file(TARGET, ".assent/policies/topics.yaml", POLICY.into());
+        forge.put_file(
+            TARGET,
+            ".assent/policies/README.md",
+            b"not a policy".to_vec(),
+        );
+        forge.put_file(TARGET, ".assent/tests/case.yaml", b"not a policy".to_vec());
+        forge
+    }
+
+    fn topic(days: u32) -> Vec<u8> {
+        format!("topics:\n  - name: orders\n    retention_days: {days}\n").into_bytes()
+    }
+
+    /// A repository that fails chosen reads and records what was read and how many at once.
+    struct Flaky {
+        inner: InMemoryForge,
+        fail_reads: BTreeSet<(String, String)>,
+        changed_error: Option<ForgeError>,
+        list_error: Option<ForgeError>,
+        reads: Mutex<Vec<(String, String)>>,
+        in_flight: AtomicUsize,
+        max_in_flight: AtomicUsize,
+    }
+
+    impl Flaky {
+        fn new(inner: InMemoryForge) -> Self {
+            Flaky {
+                inner,
+                fail_reads: BTreeSet::new(),
+                changed_error: None,
+                list_error: None,
+                reads: Mutex::new(Vec::new()),
+                in_flight: AtomicUsize::new(0),
+                max_in_flight: AtomicUsize::new(0),
+            }
+        }
+
+        fn read_set(&self) -> BTreeSet<(String, String)> {
+            self.reads.lock().unwrap().iter().cloned().collect()
+        }
+    }
+
+    fn boom(route: &str) -> ForgeError {
+        ForgeError::Status {
+            method: "GET".into(),
+            route: route.into(),
+            status: 500,
+            message: "500 Internal Server Error".into(),
+        }
+    }
+
+    impl Repository for Flaky {
+        fn changed_files(&self) -> Result<Vec<ChangedFile>, ForgeError> {
+            match &self.changed_error {
+                Some(e) => Err(e.clone()),
+                None => self.inner.changed_files(),
+            }
+        }
+        fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
+            match &self.list_error {
+                Some(e) => Err(e.clone()),
+                None => self.inner.list_tree(sha, dir),
+            }
+        }
+        fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(2));
+            self.reads
+                .lock()
+                .unwrap()
+                .push((sha.to_owned(), path.to_owned()));
+            let result = if self.fail_reads.contains(&(sha.to_owned(), path.to_owned())) {
+                Err(boom(path))
+            } else {
+                self.inner.read_file(sha, path)
+            };
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            result
+        }
+        fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+            self.inner.branch_head(branch)
+        }
+    }
+
+    fn gather(repo: &dyn Repository) -> Result<ReviewInputs, ForgeError> {
+        gather_review_inputs(repo, &pins(), MrContext::default(), Limits::default())
+    }
+
+    #[test]
+    fn reads_policies_at_target_and_governed_sides_at_base_and_source() {
+        let forge = forge();
+        forge.put_file(TARGET, ".assent/policies/more/extra.YML", b"x".to_vec());
+        forge.put_file(BASE, "topics/orders.yaml", topic(30));
+        forge.put_file(SOURCE, "topics/orders.yaml", topic(7));
+        forge.put_file(SOURCE, "topics/new.yaml", topic(7));
+        forge.put_file(BASE, "topics/gone.yaml", topic(7));
+        forge.put_file(BASE, "README.md", b"a".to_vec());
+        forge.put_file(SOURCE, "README.md", b"b".to_vec());
+        forge.set_changed_files(vec![
+            changed("topics/orders.yaml"),
+            ChangedFile {
+                new_file: true,
+                ..changed("topics/new.yaml")
+            },
+            ChangedFile {
+                deleted_file: true,
+                ..changed("topics/gone.yaml")
+            },
+            changed("README.md"),
+        ]);
+        // The extra policy file (any case of `.yml`, in a subfolder) is read and fails to load.
+        let repo = Flaky::new(forge);
+        let inputs = gather(&repo).unwrap();
+        let paths: Vec<&str> = inputs
+            .policy_files
+            .iter()
+            .map(|p| p.path.as_str())
+            .collect();
+        assert_eq!(
+            paths,
+            vec![
+                ".assent/policies/more/extra.YML",
+                ".assent/policies/topics.yaml"
+            ]
+        );
+        // Policies do not load (extra.YML is garbage): no content is read at all.
+        assert!(repo.read_set().iter().all(|(sha, _)| sha == TARGET));
+        let files = inputs.changed_files.as_ref().unwrap();
+        assert!(
+            files
+                .iter()
+                .all(|f| f.base == FileContent::Absent && f.source == FileContent::Absent)
+        );
+        let out = compute_desired_state(&inputs);
+        assert_eq!(out.desired.findings[0].slot.rule, RULE_POLICY_ERROR);
+
+        // With loading policies, exactly the governed, existing sides are read.
+        let forge = forge_with_changes();
+        let repo = Flaky::new(forge);
+        let inputs = gather(&repo).unwrap();
+        let expected: BTreeSet<(String, String)> = [
+            (TARGET, ".assent/policies/topics.yaml"),
+            (BASE, "topics/orders.yaml"),
+            (SOURCE, "topics/orders.yaml"),
+            (SOURCE, "topics/new.yaml"),
+            (BASE, "topics/gone.yaml"),
+        ]
+        .iter()
+        .map(|(s, p)| (s.to_string(), p.to_string()))
+        .collect();
+        assert_eq!(repo.read_set(), expected);
+        let files = inputs.changed_files.as_ref().unwrap();
+        assert_eq!(files[0].base, FileContent::Present(topic(30)));
+        assert_eq!(files[0].source, FileContent::Present(topic(7)));
+        assert_eq!(files[1].base, FileContent::Absent);
+        assert_eq!(files[2].source, FileContent::Absent);
+        assert_eq!(files[3].base, FileContent::Absent, "README.md is not read");
+        let out = compute_desired_state(&inputs);
+        let rules: Vec<&str> = out
+            .desired
+            .findings
+            .iter()
+            .map(|f| f.slot.rule.as_str())
+            .collect();
+        assert_eq!(rules, vec!["retention-shrink"]);
+    }
+
+    fn forge_with_changes() -> InMemoryForge {
+        let forge = forge();
+        forge.put_file(BASE, "topics/orders.yaml", topic(30));
+        forge.put_file(SOURCE, "topics/orders.yaml", topic(7));
+        forge.put_file(SOURCE, "topics/new.yaml", topic(7));
+        forge.put_file(BASE, "topics/gone.yaml", topic(7));
+        forge.set_changed_files(vec![
+            changed("topics/orders.yaml"),
+            ChangedFile {
+                new_file: true,
+                ..changed("topics/new.yaml")
+            },
+            ChangedFile {
+                deleted_file: true,
+                ..changed("topics/gone.yaml")
+            },
+            changed("README.md"),
+        ]);
+        forge
+    }
+
+    #[test]
+    fn a_policy_read_failure_or_vanished_policy_is_an_error_never_a_skip() {
+        let mut repo = Flaky::new(forge_with_changes());
+        repo.fail_reads
+            .insert((TARGET.into(), ".assent/policies/topics.yaml".into()));
+        assert_eq!(
+            gather(&repo).unwrap_err(),
+            boom(".assent/policies/topics.yaml")
+        );
+
+        /// Lists a policy that does not read back.
+        struct Vanishing(InMemoryForge);
+        impl Repository for Vanishing {
+            fn changed_files(&self) -> Result<Vec<ChangedFile>, ForgeError> {
+                self.0.changed_files()
+            }
+            fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
+                let mut paths = self.0.list_tree(sha, dir)?;
+                paths.push(".assent/policies/ghost.yaml".into());
+                Ok(paths)
+            }
+            fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
+                self.0.read_file(sha, path)
+            }
+            fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+                self.0.branch_head(branch)
+            }
+        }
+        let err = gather(&Vanishing(forge_with_changes())).unwrap_err();
+        assert!(matches!(err, ForgeError::IncompleteListing { .. }), "{err}");
+        assert!(err.to_string().contains("ghost.yaml"));
+
+        let mut repo = Flaky::new(forge_with_changes());
+        repo.list_error = Some(boom("repository/tree"));
+        assert_eq!(gather(&repo).unwrap_err(), boom("repository/tree"));
+    }
+
+    #[test]
+    fn an_incomplete_change_listing_is_undecidable_other_errors_propagate() {
+        let mut repo = Flaky::new(forge_with_changes());
+        repo.changed_files_error(ForgeError::IncompleteListing {
+            what: "merge request diffs".into(),
+            reason: "no X-Next-Page on page 2".into(),
+        });
+        let inputs = gather(&repo).unwrap();
+        let reason = inputs.changed_files.as_ref().unwrap_err();
+        assert!(reason.contains("no X-Next-Page on page 2"), "{reason}");
+        assert!(repo.read_set().iter().all(|(sha, _)| sha == TARGET));
+        let out = compute_desired_state(&inputs);
+        assert_eq!(out.desired.findings.len(), 1);
+        assert_eq!(out.desired.findings[0].slot.rule, RULE_UNDECIDABLE);
+        assert_eq!(out.desired.findings[0].slot.subject, "merge-request#");
+
+        repo.changed_files_error(boom("merge_requests/7/diffs"));
+        assert_eq!(gather(&repo).unwrap_err(), boom("merge_requests/7/diffs"));
+    }
+
+    impl Flaky {
+        fn changed_files_error(&mut self, error: ForgeError) {
+            self.changed_error = Some(error);
+        }
+    }
+
+    #[test]
+    fn a_content_read_failure_is_unreadable_for_that_file_only() {
+        let mut repo = Flaky::new(forge_with_changes());
+        repo.fail_reads
+            .insert((SOURCE.into(), "topics/new.yaml".into()));
+        let inputs = gather(&repo).unwrap();
+        let files = inputs.changed_files.as_ref().unwrap();
+        assert!(matches!(&files[1].source, FileContent::Unreadable(r) if r.contains("HTTP 500")));
+        assert_eq!(files[0].source, FileContent::Present(topic(7)));
+        let out = compute_desired_state(&inputs);
+        let slots: Vec<(&str, &str)> = out
+            .desired
+            .findings
+            .iter()
+            .map(|f| (f.slot.rule.as_str(), f.slot.subject.as_str()))
+            .collect();
+        assert_eq!(
+            slots,
+            vec![
+                (RULE_UNDECIDABLE, "topics/new.yaml#"),
+                (
+                    "retention-shrink",
+                    "topics/orders.yaml#/topics/orders/retention_days"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_side_missing_although_the_diff_says_it_exists_is_unreadable() {
+        let forge = forge();
+        forge.put_file(SOURCE, "topics/orders.yaml", topic(7));
+        forge.set_changed_files(vec![changed("topics/orders.yaml")]);
+        let inputs = gather(&forge).unwrap();
+        let files = inputs.changed_files.as_ref().unwrap();
+        assert!(
+            matches!(&files[0].base, FileContent::Unreadable(r) if r.contains("not found at b0000000")),
+            "{:?}",
+            files[0].base
+        );
+        assert_eq!(
+            compute_desired_state(&inputs).desired.findings[0].slot.rule,
+            RULE_UNDECIDABLE
+        );
+    }
+
+    #[test]
+    fn withheld_files_are_not_read() {
+        let forge = forge_with_changes();
+        forge.set_changed_files(vec![ChangedFile {
+            withheld: true,
+            ..changed("topics/orders.yaml")
+        }]);
+        let repo = Flaky::new(forge);
+        let inputs = gather(&repo).unwrap();
+        assert!(repo.read_set().iter().all(|(sha, _)| sha == TARGET));
+        assert!(inputs.changed_files.unwrap()[0].withheld);
+    }
+
+    #[test]
+    fn renames_read_old_path_at_base_and_new_path_at_source() {
+        let forge = forge();
+        forge.put_file(BASE, "topics/a.yaml", topic(30));
+        forge.put_file(SOURCE, "topics/b.yaml", topic(7));
+        forge.set_changed_files(vec![ChangedFile {
+            old_path: "topics/a.yaml".into(),
+            new_path: "topics/b.yaml".into(),
+            renamed_file: true,
+            ..changed("x")
+        }]);
+        let inputs = gather(&forge).unwrap();
+        let file = &inputs.changed_files.as_ref().unwrap()[0];
+        assert_eq!(file.base, FileContent::Present(topic(30)));
+        assert_eq!(file.source, FileContent::Present(topic(7)));
+        let out = compute_desired_state(&inputs);
+        assert_eq!(
+            out.desired.findings[0].slot.subject,
+            "topics/b.yaml#/topics/orders/retention_days"
+        );
+    }
+
+    #[test]
+    fn reads_run_concurrently_bounded_and_come_back_in_order() {
+        let forge = forge();
+        let mut changes = Vec::new();
+        for i in 0..40 {
+            let path = format!("topics/t{i:02}.yaml");
+            forge.put_file(BASE, &path, topic(i + 10));
+            forge.put_file(SOURCE, &path, topic(i + 11));
+            changes.push(changed(&path));
+        }
+        forge.set_changed_files(changes);
+        let repo = Flaky::new(forge);
+        let inputs = gather(&repo).unwrap();
+        let max = repo.max_in_flight.load(Ordering::SeqCst);
+        assert!(max > 1, "reads ran one at a time");
+        assert!(max <= MAX_READERS, "{max} reads in flight");
+        for (i, file) in inputs.changed_files.unwrap().iter().enumerate() {
+            assert_eq!(file.new_path, format!("topics/t{i:02}.yaml"));
+            assert_eq!(file.base, FileContent::Present(topic(i as u32 + 10)));
+            assert_eq!(file.source, FileContent::Present(topic(i as u32 + 11)));
+        }
+    }
+
+    #[test]
+    fn no_policy_folder_means_no_policies_and_nothing_governed() {
+        let forge = InMemoryForge::new(1, SOURCE);
+        forge.put_file(BASE, "topics/orders.yaml", topic(30));
+        forge.set_changed_files(vec![changed("topics/orders.yaml")]);
+        let repo = Flaky::new(forge);
+        let inputs = gather(&repo).unwrap();
+        assert!(inputs.policy_files.is_empty());
+        assert!(repo.read_set().is_empty());
+        assert!(compute_desired_state(&inputs).desired.findings.is_empty());
+    }
+}
