@@ -3,6 +3,7 @@
 
 pub mod inputs;
 pub mod replay;
+pub mod sweep;
 
 use std::process::ExitCode;
 
@@ -31,6 +32,7 @@ const EXAMPLES: &str = "\
 Examples:
   assent replay fixtures/            Replay the protocol fixtures on the in-memory forge
   assent replay fixtures/crash-then-rerun.yaml
+  assent sweep --interval 1h --lookback 3h   Heal open MRs whose review is not verified for their head
 
 Exit codes: 0 success, 1 gate failed or problems found, 2 usage or configuration error,
 3 forge or runtime failure.";
@@ -49,6 +51,9 @@ pub struct Cli {
 pub enum Command {
     /// Replay protocol fixtures (files or folders of YAML) against the embedded in-memory forge.
     Replay(replay::ReplayArgs),
+    /// Scheduled safety net: start a pipeline for every open MR whose review state is not
+    /// verified for its head.
+    Sweep(sweep::SweepArgs),
 }
 
 /// Parses the command line, runs the command and returns its exit code.
@@ -56,6 +61,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let exit = match cli.command {
         Command::Replay(args) => replay::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
     };
     exit.into()
 }
