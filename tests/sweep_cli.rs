@@ -583,3 +583,38 @@ fn a_run_that_crashed_mid_way_is_healed_by_a_sweep_triggered_rerun() {
     assert!(line_of(&text, 7).starts_with("!7 verified: none"), "{text}");
     assert_eq!(text.lines().last(), Some("healed: 0"));
 }
+
+#[test]
+fn the_ci_template_runs_one_sweep_at_a_time_on_schedules_with_a_valid_window() {
+    use serde::Deserialize;
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ci-templates/sweep.yml"),
+    )
+    .unwrap();
+    let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(serde_yaml::Value::deserialize)
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(docs.len(), 2, "a spec header and the job");
+    let inputs = &docs[0]["spec"]["inputs"];
+    let default = |name: &str| inputs[name]["default"].as_str().unwrap().to_owned();
+    let lookback: assent::core::sweep::SweepDuration = default("lookback").parse().unwrap();
+    let interval: assent::core::sweep::SweepDuration = default("interval").parse().unwrap();
+    let stuck: assent::core::sweep::SweepDuration = default("stuck_after").parse().unwrap();
+    assert!(assent::core::sweep::check_window(lookback, interval).is_ok());
+    assert_eq!(
+        assent::core::sweep::coverage_warning(lookback, interval, stuck),
+        None
+    );
+    let job = &docs[1]["assent-sweep"];
+    assert_eq!(job["resource_group"].as_str(), Some("assent-sweep"));
+    assert_eq!(job["variables"]["GIT_STRATEGY"].as_str(), Some("none"));
+    let rule = job["rules"][0]["if"].as_str().unwrap();
+    assert!(
+        rule.contains(r#"$CI_PIPELINE_SOURCE == "schedule""#),
+        "{rule}"
+    );
+    let script = job["script"][0].as_str().unwrap();
+    assert!(script.contains("assent sweep"), "{script}");
+    assert!(!text.contains("--token"), "the token is never a flag");
+}
