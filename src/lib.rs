@@ -3,8 +3,9 @@
 //! The crate is split the way data flows (see `docs/architecture.md`):
 //! [`core`] is pure (markers, model, planner, receipt, semantic diff, policy), [`forge`] is the
 //! port through which every read and write of review artifacts goes (with the in-memory
-//! adapter), [`gitlab`] is the HTTP adapter, [`reconcile`] drives a plan through a forge, and
-//! [`commands`] is the thin command layer behind `main.rs`.
+//! adapter), [`gitlab`] is the HTTP adapter, [`reconcile`] drives a plan through a forge,
+//! [`sweeper`] runs the scheduled sweep over a project's open MRs, and [`commands`] is the thin
+//! command layer behind `main.rs`.
 
 pub mod commands;
 pub mod core;
@@ -13,3 +14,4 @@ pub mod forge;
 pub mod gitlab;
 pub mod reconcile;
 pub mod review_input;
+pub mod sweeper;

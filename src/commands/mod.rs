@@ -5,6 +5,7 @@ pub mod inputs;
 pub mod lint;
 pub mod policy_test;
 pub mod replay;
+pub mod sweep;
 
 use std::process::ExitCode;
 
@@ -36,6 +37,7 @@ Examples:
   assent test fixtures/repos/topic-registry
   assent replay fixtures/            Replay the protocol fixtures on the in-memory forge
   assent replay fixtures/crash-then-rerun.yaml
+  assent sweep --interval 1h --lookback 3h   Heal open MRs whose review is not verified for their head
 
 Exit codes: 0 success, 1 gate failed or problems found, 2 usage or configuration error,
 3 forge or runtime failure.";
@@ -58,6 +60,9 @@ pub enum Command {
     Test(policy_test::TestArgs),
     /// Replay protocol fixtures (files or folders of YAML) against the embedded in-memory forge.
     Replay(replay::ReplayArgs),
+    /// Scheduled safety net: start a pipeline for every open MR whose review state is not
+    /// verified for its head.
+    Sweep(sweep::SweepArgs),
 }
 
 /// Parses the command line, runs the command and returns its exit code.
@@ -67,6 +72,7 @@ pub fn main() -> ExitCode {
         Command::Lint(args) => lint::run(&args),
         Command::Test(args) => policy_test::run(&args),
         Command::Replay(args) => replay::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
     };
     exit.into()
 }

@@ -15,3 +15,4 @@ pub mod render;
 pub mod rescan;
 pub mod review_state;
 pub mod semantic_diff;
+pub mod sweep;

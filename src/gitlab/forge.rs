@@ -90,7 +90,7 @@ impl GitLabConfig {
 
 /// The GitLab HTTP adapter of one merge request. `Send + Sync`; request counters are atomic.
 pub struct GitLabForge {
-    requester: Requester,
+    pub(crate) requester: Requester,
     project: String,
     mr_iid: u64,
     max_pages: u32,
@@ -158,15 +158,15 @@ impl GitLabForge {
         Ok(note.into_listed())
     }
 
-    fn project(&self) -> NameOrId<'_> {
+    pub(crate) fn project(&self) -> NameOrId<'_> {
         NameOrId::Name(Cow::Borrowed(&self.project))
     }
 
-    fn prepare<E: Endpoint>(&self, endpoint: &E) -> Result<PreparedRequest, ForgeError> {
+    pub(crate) fn prepare<E: Endpoint>(&self, endpoint: &E) -> Result<PreparedRequest, ForgeError> {
         PreparedRequest::from_endpoint(self.requester.transport.base(), endpoint)
     }
 
-    fn listing<'a>(&self, what: &'a str, missing_is_empty: bool) -> Listing<'a> {
+    pub(crate) fn listing<'a>(&self, what: &'a str, missing_is_empty: bool) -> Listing<'a> {
         Listing {
             what,
             missing_is_empty,
@@ -174,7 +174,7 @@ impl GitLabForge {
         }
     }
 
-    fn decode_read<T: DeserializeOwned>(
+    pub(crate) fn decode_read<T: DeserializeOwned>(
         &self,
         request: &PreparedRequest,
         response: &RawResponse,
@@ -188,7 +188,7 @@ impl GitLabForge {
 
     /// A write's 2xx answer that cannot be understood: the write took effect but its ids are
     /// unknown, so the caller must list again, as after any ambiguous write.
-    fn decode_write<T: DeserializeOwned>(
+    pub(crate) fn decode_write<T: DeserializeOwned>(
         &self,
         request: &PreparedRequest,
         response: &RawResponse,
@@ -331,7 +331,7 @@ struct ApiBranch {
     commit: ApiCommit,
 }
 
-fn build_error(what: &str, e: impl fmt::Display) -> ForgeError {
+pub(crate) fn build_error(what: &str, e: impl fmt::Display) -> ForgeError {
     ForgeError::Decode {
         method: "-".into(),
         route: what.into(),

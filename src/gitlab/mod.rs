@@ -9,6 +9,8 @@
 //! * [`pagination`]: every page of a listing via `X-Next-Page`/`Link`, or an error.
 //! * [`endpoints`]: the routes the `gitlab` crate has no builder for.
 //! * [`forge`]: the ports.
+//! * [`project_endpoints`]: the sweep's project-level routes (open MRs in a window, MR
+//!   pipeline creation).
 //!
 //! ```no_run
 //! use assent::gitlab::{GitLabConfig, GitLabForge, Token};
@@ -21,6 +23,7 @@
 pub mod endpoints;
 pub mod forge;
 pub mod pagination;
+pub mod project_endpoints;
 pub mod retry;
 pub mod transport;
 

@@ -1,0 +1,139 @@
+//! `assent sweep`: the scheduled safety net (SPEC §9). Flags and environment in, one call
+//! into [`crate::sweeper::sweep`], the report out, an exit code back.
+//!
+//! The clock is read here, once, and the same instant is handed to the sweep: the window
+//! start and every "reconciling for longer than" judgement use it.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use clap::{Args, ValueEnum};
+
+use crate::commands::Exit;
+use crate::commands::inputs::{ConnectionArgs, process_env};
+use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
+use crate::sweeper::{GitLabSweepForge, SweepSettings, sweep};
+
+const SWEEP_HELP: &str = "\
+Lists the project's open MRs updated within --lookback, reads each one's assent summary and
+creates a merge request pipeline for every MR whose review state is not verified for its head
+(summary missing, verified for an older head, or reconciling for longer than --stuck-after),
+unless its head pipeline is still pending or running. Never publishes review artifacts itself.
+
+The report lists every MR examined with its verdict and action and ends with `healed: N`, the
+number of pipelines created. In a healthy deployment N stays 0; a persistently non-zero N means
+MR pipelines are being lost.
+
+Examples:
+  assent sweep --interval 1h --lookback 3h
+  assent sweep --interval 24h --lookback 48h --dry-run --format json
+
+Exit codes: 0 the sweep ran (whatever N), 2 usage or configuration error (including a look-back
+not wider than the interval), 3 forge failure (the report shows the progress made).";
+
+/// Output format of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One line per MR, then `healed: N`.
+    Text,
+    /// One JSON document with the same content.
+    Json,
+}
+
+/// Arguments of `assent sweep`.
+#[derive(Debug, Args)]
+#[command(after_help = SWEEP_HELP)]
+pub struct SweepArgs {
+    /// Where GitLab is and which project to sweep.
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// Examine open MRs updated within this long before now; must be wider than --interval.
+    #[arg(long, value_name = "DURATION", default_value = "3h", value_parser = parse_duration)]
+    pub lookback: SweepDuration,
+    /// The period of the schedule that runs the sweep (e.g. 1h for an hourly schedule).
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub interval: SweepDuration,
+    /// A summary still `reconciling` after this long (from the note's updated_at) is stuck.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration)]
+    pub stuck_after: SweepDuration,
+    /// Classify and report, create no pipeline (zero writes).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Report format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Examine at most this many MRs (oldest update first); the rest wait for the next sweep.
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_mrs: u64,
+}
+
+fn parse_duration(text: &str) -> Result<SweepDuration, String> {
+    text.parse()
+        .map_err(|e: crate::core::sweep::DurationError| {
+            format!(
+                "{}: {} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)",
+                e.text, e.reason
+            )
+        })
+}
+
+/// The current time, read once.
+fn now() -> Timestamp {
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    Timestamp::from_unix_millis(millis)
+}
+
+/// Runs `assent sweep`.
+pub fn run(args: &SweepArgs) -> Exit {
+    if let Err(e) = check_window(args.lookback, args.interval) {
+        eprintln!("error: {e}");
+        return Exit::Usage;
+    }
+    let connection = match args.connection.resolve(&process_env) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::Usage;
+        }
+    };
+    let project = connection.project.clone();
+    let forge = match GitLabSweepForge::new(connection) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::Usage;
+        }
+    };
+    let settings = SweepSettings {
+        lookback: args.lookback,
+        interval: args.interval,
+        stuck_after: args.stuck_after,
+        dry_run: args.dry_run,
+        max_mrs: usize::try_from(args.max_mrs).unwrap_or(usize::MAX),
+    };
+    let mut report = sweep(&forge, &project, now(), &settings);
+    if let Some(w) = coverage_warning(args.lookback, args.interval, args.stuck_after) {
+        report.warnings.push(w);
+        report.warnings.sort();
+    }
+    match args.format {
+        Format::Text => print!("{}", report.to_text()),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report.to_json()).expect("JSON")
+        ),
+    }
+    if let Some(line) = report.failure_line() {
+        eprintln!("error: {line}");
+        return Exit::Runtime;
+    }
+    if report.not_examined > 0 {
+        eprintln!(
+            "warning: stopped at --max-mrs {}: {} more open MR(s) in the window were not examined",
+            settings.max_mrs, report.not_examined
+        );
+    }
+    Exit::Success
+}

@@ -1,0 +1,939 @@
+//! `assent sweep`'s orchestration (SPEC §9): list the open MRs updated in the window, read
+//! each one's bot summary, classify it ([`crate::core::sweep`]) and create a pipeline where
+//! the review state needs healing. The sweep never publishes a review artifact: the pipeline
+//! it creates runs the normal, serialized `assent run` job, which does the healing.
+//!
+//! Requests, per sweep: `GET /user` once, the MR listing (one request per 100 MRs updated in
+//! the window; MRs outside it are filtered by GitLab and cost nothing), then per examined MR
+//! its discussions (all pages), and only for an MR whose summary calls for healing, the single
+//! MR (for `head_pipeline`, which the listing lacks) and at most one `POST .../pipelines`.
+//!
+//! Failures: a failure of `GET /user` or of the listing stops the sweep at once. A failure on
+//! one MR is reported on that MR's line and the sweep goes on with the next, so one broken MR
+//! cannot starve the others; either way the command exits 3 and the report shows what was
+//! done. A pipeline creation is a write and is never retried: after an ambiguous failure the
+//! next sweep sees the pipeline (then `pipeline-active`) or not (then it tries again).
+//!
+//! Order and cap: the MRs are examined oldest update first (they are the closest to leaving
+//! the window and the least likely to have a run in flight), at most `max_mrs` of them; the
+//! rest are counted in the report and left to the next sweep.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use crate::commands::inputs::Connection;
+use crate::core::inventory::Inventory;
+use crate::core::model::{ListedDiscussion, MergeRequestInfo, MergeRequestState};
+use crate::core::sweep::{
+    Action, ClassifySettings, HeadPipeline, MrFacts, SweepDuration, Timestamp, Verdict, classify,
+    window_start,
+};
+use crate::forge::{Forge, ForgeError, RequestCounts};
+use crate::gitlab::project_endpoints::{CreatedPipeline, ListedMergeRequest};
+use crate::gitlab::{GitLabConfigError, GitLabForge};
+
+/// What the sweep needs from the forge.
+pub trait SweepForge {
+    /// The user id behind the token: only its notes are artifacts.
+    fn bot_user_id(&self) -> Result<u64, ForgeError>;
+    /// Open MRs updated at or after `updated_after`, all pages.
+    fn list_open_merge_requests(
+        &self,
+        updated_after: Timestamp,
+    ) -> Result<Vec<ListedMergeRequest>, ForgeError>;
+    /// Every discussion of MR `iid`, all pages.
+    fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError>;
+    /// The single MR `iid` (state, head, head pipeline).
+    fn merge_request(&self, iid: u64) -> Result<MergeRequestInfo, ForgeError>;
+    /// Creates a merge request pipeline for MR `iid`; sent once.
+    fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError>;
+    /// Requests made so far.
+    fn request_counts(&self) -> RequestCounts;
+}
+
+/// [`SweepForge`] over GitLab: one project-level [`GitLabForge`] for `/user`, the listing and
+/// pipeline creation, and one per-MR forge (the MR currently examined) for its discussions
+/// and the single MR read.
+pub struct GitLabSweepForge {
+    connection: Connection,
+    project: GitLabForge,
+    current: Mutex<Option<(u64, GitLabForge)>>,
+    retired: Mutex<RequestCounts>,
+}
+
+impl GitLabSweepForge {
+    /// Builds the project-level forge; a configuration error is exit 2.
+    pub fn new(connection: Connection) -> Result<Self, GitLabConfigError> {
+        let project = GitLabForge::new(connection.gitlab_config(0))?;
+        Ok(GitLabSweepForge {
+            connection,
+            project,
+            current: Mutex::new(None),
+            retired: Mutex::new(RequestCounts::default()),
+        })
+    }
+
+    fn with_mr<T>(
+        &self,
+        iid: u64,
+        f: impl FnOnce(&GitLabForge) -> Result<T, ForgeError>,
+    ) -> Result<T, ForgeError> {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if current.as_ref().is_none_or(|(i, _)| *i != iid) {
+            if let Some((_, old)) = current.take() {
+                let counts = old.request_counts();
+                let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+                retired.reads += counts.reads;
+                retired.writes += counts.writes;
+            }
+            let forge = GitLabForge::new(self.connection.gitlab_config(iid)).map_err(|e| {
+                ForgeError::Transport {
+                    method: "-".into(),
+                    route: format!("merge request {iid}"),
+                    message: e.to_string(),
+                }
+            })?;
+            *current = Some((iid, forge));
+        }
+        let (_, forge) = current.as_ref().expect("set above");
+        f(forge)
+    }
+}
+
+impl SweepForge for GitLabSweepForge {
+    fn bot_user_id(&self) -> Result<u64, ForgeError> {
+        self.project.bot_user_id()
+    }
+
+    fn list_open_merge_requests(
+        &self,
+        updated_after: Timestamp,
+    ) -> Result<Vec<ListedMergeRequest>, ForgeError> {
+        let after = updated_after
+            .to_chrono()
+            .ok_or_else(|| ForgeError::Decode {
+                method: "GET".into(),
+                route: "merge requests".into(),
+                message: format!("window start out of range: {updated_after}"),
+            })?;
+        self.project.list_open_merge_requests(after)
+    }
+
+    fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError> {
+        self.with_mr(iid, |f| f.list_discussions())
+    }
+
+    fn merge_request(&self, iid: u64) -> Result<MergeRequestInfo, ForgeError> {
+        self.with_mr(iid, |f| f.merge_request())
+    }
+
+    fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {
+        self.project.create_merge_request_pipeline(iid)
+    }
+
+    fn request_counts(&self) -> RequestCounts {
+        let mut total = self.project.request_counts();
+        let retired = *self.retired.lock().unwrap_or_else(|e| e.into_inner());
+        total.reads += retired.reads;
+        total.writes += retired.writes;
+        if let Some((_, f)) = self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            let c = f.request_counts();
+            total.reads += c.reads;
+            total.writes += c.writes;
+        }
+        total
+    }
+}
+
+/// The sweep's settings (already checked: see [`crate::core::sweep::check_window`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SweepSettings {
+    /// How far back an MR's last update may lie.
+    pub lookback: SweepDuration,
+    /// The schedule's period.
+    pub interval: SweepDuration,
+    /// When a `reconciling` summary counts as stuck.
+    pub stuck_after: SweepDuration,
+    /// Classify and report, zero writes.
+    pub dry_run: bool,
+    /// The most MRs examined in one sweep.
+    pub max_mrs: usize,
+}
+
+/// What the sweep did for one MR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MrAction {
+    /// Nothing was needed (or the MR was left alone).
+    None,
+    /// A pipeline was created.
+    PipelineCreated,
+    /// Dry run: a pipeline would have been created.
+    WouldCreatePipeline,
+    /// A request failed; see the detail.
+    Failed,
+}
+
+impl MrAction {
+    /// `none`, `pipeline-created`, `would-create-pipeline`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MrAction::None => "none",
+            MrAction::PipelineCreated => "pipeline-created",
+            MrAction::WouldCreatePipeline => "would-create-pipeline",
+            MrAction::Failed => "failed",
+        }
+    }
+}
+
+/// One examined MR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MrReport {
+    /// The MR's IID.
+    pub iid: u64,
+    /// The head SHA it was judged against, when known.
+    pub head: Option<String>,
+    /// The verdict; `None` when a failure came before classification.
+    pub verdict: Option<Verdict>,
+    /// What the sweep did.
+    pub action: MrAction,
+    /// The pipeline created.
+    pub pipeline_id: Option<u64>,
+    /// The canonical summary's note id, when there is one.
+    pub summary_note_id: Option<u64>,
+    /// Why.
+    pub detail: String,
+}
+
+/// The whole sweep, complete or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepReport {
+    /// The project swept.
+    pub project: String,
+    /// The one "now" every MR was judged against.
+    pub now: Timestamp,
+    /// The window start (`now - lookback`, to the second).
+    pub updated_after: Timestamp,
+    /// The settings.
+    pub settings: SweepSettings,
+    /// Open MRs the listing returned in the window (`None` when the listing failed).
+    pub listed: Option<usize>,
+    /// The MRs examined, in examination order.
+    pub mrs: Vec<MrReport>,
+    /// MRs in the window left for the next sweep because of `max_mrs`.
+    pub not_examined: usize,
+    /// Pipelines created.
+    pub healed: usize,
+    /// Dry run: pipelines that would have been created.
+    pub would_heal: usize,
+    /// Operator-facing warnings (malformed bot markers, the `max_mrs` cap).
+    pub warnings: Vec<String>,
+    /// The failure that stopped the sweep early, if any.
+    pub failure: Option<String>,
+    /// Requests made.
+    pub requests: RequestCounts,
+}
+
+impl SweepReport {
+    /// MRs whose examination or healing failed.
+    pub fn failed_mrs(&self) -> usize {
+        self.mrs
+            .iter()
+            .filter(|m| m.action == MrAction::Failed)
+            .count()
+    }
+
+    /// True when the sweep ran to the end without a forge failure.
+    pub fn succeeded(&self) -> bool {
+        self.failure.is_none() && self.failed_mrs() == 0
+    }
+
+    /// The one-line cause for stderr when the sweep did not succeed.
+    pub fn failure_line(&self) -> Option<String> {
+        if let Some(failure) = &self.failure {
+            return Some(format!("sweep stopped: {failure}"));
+        }
+        let failed: Vec<String> = self
+            .mrs
+            .iter()
+            .filter(|m| m.action == MrAction::Failed)
+            .map(|m| format!("!{}", m.iid))
+            .collect();
+        (!failed.is_empty()).then(|| {
+            format!(
+                "sweep finished with forge failures on {} MR(s): {}",
+                failed.len(),
+                failed.join(", ")
+            )
+        })
+    }
+
+    /// The text report: one line per examined MR, warnings, then `healed: N` last.
+    pub fn to_text(&self) -> String {
+        let s = &self.settings;
+        let mut out = format!(
+            "sweep of {} at {}: open MRs updated since {} (lookback {}, interval {}, stuck after {}){}\n",
+            self.project,
+            self.now,
+            self.updated_after,
+            s.lookback,
+            s.interval,
+            s.stuck_after,
+            if s.dry_run { ", dry run" } else { "" }
+        );
+        for m in &self.mrs {
+            let verdict = m.verdict.map_or("error", Verdict::as_str);
+            let pipeline = m.pipeline_id.map(|id| format!(" {id}")).unwrap_or_default();
+            out.push_str(&format!(
+                "!{} {verdict}: {}{pipeline} ({})\n",
+                m.iid,
+                m.action.as_str(),
+                m.detail
+            ));
+        }
+        for w in &self.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+        if let Some(f) = &self.failure {
+            out.push_str(&format!("error: sweep stopped: {f}\n"));
+        }
+        if s.dry_run {
+            out.push_str(&format!(
+                "healed: {} (dry run: {} would be healed)\n",
+                self.healed, self.would_heal
+            ));
+        } else {
+            out.push_str(&format!("healed: {}\n", self.healed));
+        }
+        out
+    }
+
+    /// The JSON report: the same content as the text, as one document.
+    pub fn to_json(&self) -> serde_json::Value {
+        let s = &self.settings;
+        let doc = JsonReport {
+            api_version: "assent/v1",
+            kind: "SweepReport",
+            project: &self.project,
+            now: self.now.to_rfc3339(),
+            window: JsonWindow {
+                updated_after: self.updated_after.to_rfc3339(),
+                lookback: s.lookback.to_string(),
+                interval: s.interval.to_string(),
+                stuck_after: s.stuck_after.to_string(),
+            },
+            dry_run: s.dry_run,
+            max_mrs: s.max_mrs,
+            listed: self.listed,
+            examined: self.mrs.len(),
+            not_examined: self.not_examined,
+            mrs: self
+                .mrs
+                .iter()
+                .map(|m| JsonMr {
+                    iid: m.iid,
+                    head: m.head.as_deref(),
+                    verdict: m.verdict.map_or("error", Verdict::as_str),
+                    action: m.action,
+                    pipeline_id: m.pipeline_id,
+                    summary_note_id: m.summary_note_id,
+                    detail: &m.detail,
+                })
+                .collect(),
+            warnings: &self.warnings,
+            complete: self.succeeded(),
+            error: self.failure_line(),
+            requests: JsonRequests {
+                reads: self.requests.reads,
+                writes: self.requests.writes,
+            },
+            would_heal: self.would_heal,
+            healed: self.healed,
+        };
+        serde_json::to_value(doc).expect("the report serializes")
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonReport<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    project: &'a str,
+    now: String,
+    window: JsonWindow,
+    dry_run: bool,
+    max_mrs: usize,
+    listed: Option<usize>,
+    examined: usize,
+    not_examined: usize,
+    mrs: Vec<JsonMr<'a>>,
+    warnings: &'a [String],
+    complete: bool,
+    error: Option<String>,
+    requests: JsonRequests,
+    would_heal: usize,
+    healed: usize,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonWindow {
+    updated_after: String,
+    lookback: String,
+    interval: String,
+    stuck_after: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonMr<'a> {
+    iid: u64,
+    head: Option<&'a str>,
+    verdict: &'static str,
+    action: MrAction,
+    pipeline_id: Option<u64>,
+    summary_note_id: Option<u64>,
+    detail: &'a str,
+}
+
+#[derive(Serialize)]
+struct JsonRequests {
+    reads: u64,
+    writes: u64,
+}
+
+/// Runs one sweep of `project` at `now` (read once by the caller).
+pub fn sweep(
+    forge: &dyn SweepForge,
+    project: &str,
+    now: Timestamp,
+    settings: &SweepSettings,
+) -> SweepReport {
+    let updated_after = window_start(now, settings.lookback);
+    let mut report = SweepReport {
+        project: project.to_owned(),
+        now,
+        updated_after,
+        settings: *settings,
+        listed: None,
+        mrs: Vec::new(),
+        not_examined: 0,
+        healed: 0,
+        would_heal: 0,
+        warnings: Vec::new(),
+        failure: None,
+        requests: RequestCounts::default(),
+    };
+    run_sweep(forge, &mut report);
+    report.warnings.sort();
+    report.warnings.dedup();
+    report.requests = forge.request_counts();
+    report
+}
+
+fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport) {
+    let settings = report.settings;
+    let bot = match forge.bot_user_id() {
+        Ok(id) => id,
+        Err(e) => {
+            report.failure = Some(format!("cannot read the token's user: {e}"));
+            return;
+        }
+    };
+    let listing = match forge.list_open_merge_requests(report.updated_after) {
+        Ok(l) => l,
+        Err(e) => {
+            report.failure = Some(format!("cannot list the open merge requests: {e}"));
+            return;
+        }
+    };
+    let candidates = in_window(listing, report.updated_after);
+    report.listed = Some(candidates.len());
+    if candidates.len() > settings.max_mrs {
+        report.not_examined = candidates.len() - settings.max_mrs;
+        report.warnings.push(format!(
+            "stopped at --max-mrs {}: {} more open MR(s) updated in the window were not examined (the oldest-updated go first; the next sweep continues)",
+            settings.max_mrs, report.not_examined
+        ));
+    }
+    let classify_settings = ClassifySettings {
+        stuck_after: settings.stuck_after,
+    };
+    for listed in candidates.into_iter().take(settings.max_mrs) {
+        let mr = examine(forge, bot, &listed, report, &classify_settings);
+        match mr.action {
+            MrAction::PipelineCreated => report.healed += 1,
+            MrAction::WouldCreatePipeline => report.would_heal += 1,
+            MrAction::None | MrAction::Failed => {}
+        }
+        report.mrs.push(mr);
+    }
+}
+
+/// Open MRs at or after the window start, one per IID, oldest update first. An MR whose
+/// `updated_at` is missing or unreadable is kept (GitLab put it in the window).
+fn in_window(listing: Vec<ListedMergeRequest>, start: Timestamp) -> Vec<ListedMergeRequest> {
+    let mut by_iid: BTreeMap<u64, ListedMergeRequest> = BTreeMap::new();
+    for mr in listing {
+        let updated = mr.updated_at.as_deref().and_then(Timestamp::parse);
+        if mr.state != "opened" || updated.is_some_and(|u| u < start) {
+            continue;
+        }
+        by_iid.insert(mr.iid, mr);
+    }
+    let mut mrs: Vec<ListedMergeRequest> = by_iid.into_values().collect();
+    mrs.sort_by_key(|m| {
+        (
+            m.updated_at
+                .as_deref()
+                .and_then(Timestamp::parse)
+                .unwrap_or(start),
+            m.iid,
+        )
+    });
+    mrs
+}
+
+fn examine(
+    forge: &dyn SweepForge,
+    bot: u64,
+    listed: &ListedMergeRequest,
+    report: &mut SweepReport,
+    settings: &ClassifySettings,
+) -> MrReport {
+    let iid = listed.iid;
+    let mut mr = MrReport {
+        iid,
+        head: listed.sha.clone().filter(|s| !s.is_empty()),
+        verdict: None,
+        action: MrAction::None,
+        pipeline_id: None,
+        summary_note_id: None,
+        detail: String::new(),
+    };
+    let discussions = match forge.list_discussions(iid) {
+        Ok(d) => d,
+        Err(e) => {
+            mr.action = MrAction::Failed;
+            mr.detail = format!("cannot list the discussions: {e}");
+            return mr;
+        }
+    };
+    let inventory = Inventory::from_listing(&discussions, bot);
+    report
+        .warnings
+        .extend(inventory.warnings.iter().map(|w| format!("!{iid}: {w}")));
+    let summary = inventory.canonical_summary();
+    mr.summary_note_id = summary.map(|s| s.note_id);
+    let mut facts = MrFacts {
+        iid,
+        head_sha: mr.head.clone().unwrap_or_default(),
+        open: true,
+        head_pipeline: HeadPipeline::NotRead,
+    };
+    let mut classification = classify(&facts, summary, report.now, settings);
+    if classification.action == Action::InspectMergeRequest {
+        let info = match forge.merge_request(iid) {
+            Ok(info) => info,
+            Err(e) => {
+                mr.verdict = Some(classification.verdict);
+                mr.action = MrAction::Failed;
+                mr.detail = format!(
+                    "{}; cannot read the merge request: {e}",
+                    classification.detail
+                );
+                return mr;
+            }
+        };
+        facts.head_sha = info.head_sha.clone();
+        facts.open = info.state == MergeRequestState::Opened;
+        facts.head_pipeline = match info.head_pipeline_status {
+            Some(status) => HeadPipeline::Status(status),
+            None => HeadPipeline::None,
+        };
+        mr.head = Some(info.head_sha);
+        classification = classify(&facts, summary, report.now, settings);
+    }
+    mr.verdict = Some(classification.verdict);
+    mr.detail = classification.detail;
+    match classification.action {
+        Action::None => {}
+        Action::InspectMergeRequest => {
+            // Unreachable by construction: a classification with a read head pipeline never
+            // asks for it again. Reported rather than trusted.
+            mr.action = MrAction::Failed;
+            mr.detail
+                .push_str("; internal: classification asked for the MR twice");
+        }
+        Action::CreatePipeline if report.settings.dry_run => {
+            mr.action = MrAction::WouldCreatePipeline;
+        }
+        Action::CreatePipeline => match forge.create_pipeline(iid) {
+            Ok(pipeline) => {
+                mr.action = MrAction::PipelineCreated;
+                mr.pipeline_id = Some(pipeline.id);
+            }
+            Err(e) => {
+                mr.action = MrAction::Failed;
+                mr.detail = format!("{}; pipeline creation failed: {e}", mr.detail);
+            }
+        },
+    }
+    mr
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::core::marker::{Marker, SummaryState, compose_body};
+    use crate::core::model::{ListedNote, Occurrence};
+
+    const HEAD: &str = "2222222222222222222222222222222222222222";
+    const OLD: &str = "1111111111111111111111111111111111111111";
+    const BOT: u64 = 100;
+
+    #[derive(Default)]
+    struct Stub {
+        listing: Vec<ListedMergeRequest>,
+        discussions: HashMap<u64, Vec<ListedDiscussion>>,
+        pipelines: HashMap<u64, Option<String>>,
+        fail_list: bool,
+        fail_discussions: Vec<u64>,
+        fail_create: Vec<u64>,
+        log: RefCell<Vec<String>>,
+    }
+
+    fn err(what: &str) -> ForgeError {
+        ForgeError::Status {
+            method: "GET".into(),
+            route: what.into(),
+            status: 500,
+            message: "boom".into(),
+        }
+    }
+
+    impl SweepForge for Stub {
+        fn bot_user_id(&self) -> Result<u64, ForgeError> {
+            self.log.borrow_mut().push("user".into());
+            Ok(BOT)
+        }
+        fn list_open_merge_requests(
+            &self,
+            after: Timestamp,
+        ) -> Result<Vec<ListedMergeRequest>, ForgeError> {
+            self.log.borrow_mut().push(format!("list {after}"));
+            if self.fail_list {
+                return Err(err("list"));
+            }
+            Ok(self.listing.clone())
+        }
+        fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError> {
+            self.log.borrow_mut().push(format!("discussions {iid}"));
+            if self.fail_discussions.contains(&iid) {
+                return Err(err("discussions"));
+            }
+            Ok(self.discussions.get(&iid).cloned().unwrap_or_default())
+        }
+        fn merge_request(&self, iid: u64) -> Result<MergeRequestInfo, ForgeError> {
+            self.log.borrow_mut().push(format!("mr {iid}"));
+            Ok(MergeRequestInfo {
+                state: MergeRequestState::Opened,
+                head_sha: HEAD.into(),
+                base_sha: None,
+                target_branch: "main".into(),
+                head_pipeline_status: self.pipelines.get(&iid).cloned().flatten(),
+                web_url: None,
+            })
+        }
+        fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {
+            self.log.borrow_mut().push(format!("create {iid}"));
+            if self.fail_create.contains(&iid) {
+                return Err(ForgeError::AmbiguousWrite {
+                    method: "POST".into(),
+                    route: "pipelines".into(),
+                    message: "HTTP 502".into(),
+                });
+            }
+            Ok(CreatedPipeline {
+                id: 5000 + iid,
+                status: Some("created".into()),
+                web_url: None,
+            })
+        }
+        fn request_counts(&self) -> RequestCounts {
+            RequestCounts::default()
+        }
+    }
+
+    fn listed(iid: u64, updated: &str) -> ListedMergeRequest {
+        ListedMergeRequest {
+            iid,
+            state: "opened".into(),
+            sha: Some(HEAD.into()),
+            updated_at: Some(updated.into()),
+        }
+    }
+
+    fn summary_discussion(state: SummaryState, head: &str, updated_at: &str) -> ListedDiscussion {
+        let body = compose_body(
+            &Marker::Summary {
+                occurrence: Occurrence::digest(b"x"),
+                state,
+                head: head.into(),
+            },
+            "summary",
+        );
+        ListedDiscussion {
+            id: "d".into(),
+            individual_note: true,
+            notes: vec![ListedNote {
+                id: 900,
+                author_id: BOT,
+                system: false,
+                resolvable: false,
+                resolved: false,
+                body,
+                updated_at: Some(updated_at.into()),
+            }],
+        }
+    }
+
+    fn settings() -> SweepSettings {
+        SweepSettings {
+            lookback: "48h".parse().unwrap(),
+            interval: "24h".parse().unwrap(),
+            stuck_after: "30m".parse().unwrap(),
+            dry_run: false,
+            max_mrs: 100,
+        }
+    }
+
+    fn now() -> Timestamp {
+        Timestamp::parse("2026-11-30T12:00:00Z").unwrap()
+    }
+
+    fn stub() -> Stub {
+        let mut s = Stub {
+            listing: vec![
+                listed(1, "2026-11-30T11:00:00Z"),
+                listed(2, "2026-11-30T10:00:00Z"),
+                listed(3, "2026-11-30T09:00:00Z"),
+                listed(4, "2026-11-30T08:00:00Z"),
+            ],
+            ..Stub::default()
+        };
+        s.discussions.insert(
+            1,
+            vec![summary_discussion(
+                SummaryState::Verified,
+                HEAD,
+                "2026-11-30T11:00:00Z",
+            )],
+        );
+        s.discussions.insert(
+            2,
+            vec![summary_discussion(
+                SummaryState::Reconciling,
+                HEAD,
+                "2026-11-30T10:00:00Z",
+            )],
+        );
+        s.discussions.insert(
+            3,
+            vec![summary_discussion(
+                SummaryState::Verified,
+                OLD,
+                "2026-11-30T09:00:00Z",
+            )],
+        );
+        s.pipelines.insert(3, Some("running".into()));
+        s
+    }
+
+    #[test]
+    fn examines_oldest_update_first_and_reads_the_mr_only_for_candidates() {
+        let forge = stub();
+        let report = sweep(&forge, "g/p", now(), &settings());
+        let lines: Vec<(u64, &str, MrAction)> = report
+            .mrs
+            .iter()
+            .map(|m| (m.iid, m.verdict.unwrap().as_str(), m.action))
+            .collect();
+        assert_eq!(
+            lines,
+            vec![
+                (4, "missing", MrAction::PipelineCreated),
+                (3, "pipeline-active", MrAction::None),
+                (2, "reconciling-stuck", MrAction::PipelineCreated),
+                (1, "verified", MrAction::None),
+            ]
+        );
+        assert_eq!(
+            *forge.log.borrow(),
+            [
+                "user",
+                "list 2026-11-28T12:00:00Z",
+                "discussions 4",
+                "mr 4",
+                "create 4",
+                "discussions 3",
+                "mr 3",
+                "discussions 2",
+                "mr 2",
+                "create 2",
+                "discussions 1",
+            ]
+        );
+        assert_eq!(report.healed, 2);
+        assert!(report.succeeded());
+        let text = report.to_text();
+        assert!(text.ends_with("\nhealed: 2\n"), "{text}");
+        assert!(
+            text.contains(
+                "!4 missing: pipeline-created 5004 (no assent summary on the MR; no head pipeline)"
+            ),
+            "{text}"
+        );
+        let json = report.to_json();
+        assert_eq!(json["healed"], 2);
+        assert_eq!(json["mrs"][0]["verdict"], "missing");
+        assert_eq!(json["mrs"][0]["action"], "pipeline-created");
+        assert_eq!(json["mrs"][0]["pipelineId"], 5004);
+        assert_eq!(json["complete"], true);
+    }
+
+    #[test]
+    fn dry_run_makes_no_write_and_counts_what_it_would_heal() {
+        let forge = stub();
+        let report = sweep(
+            &forge,
+            "g/p",
+            now(),
+            &SweepSettings {
+                dry_run: true,
+                ..settings()
+            },
+        );
+        assert!(!forge.log.borrow().iter().any(|l| l.starts_with("create")));
+        assert_eq!((report.healed, report.would_heal), (0, 2));
+        assert!(
+            report
+                .to_text()
+                .ends_with("healed: 0 (dry run: 2 would be healed)\n")
+        );
+    }
+
+    #[test]
+    fn the_cap_examines_the_oldest_and_says_how_many_were_left() {
+        let forge = stub();
+        let report = sweep(
+            &forge,
+            "g/p",
+            now(),
+            &SweepSettings {
+                max_mrs: 2,
+                ..settings()
+            },
+        );
+        let iids: Vec<u64> = report.mrs.iter().map(|m| m.iid).collect();
+        assert_eq!(iids, [4, 3]);
+        assert_eq!(report.not_examined, 2);
+        assert!(report.succeeded());
+        assert!(
+            report
+                .to_text()
+                .contains("warning: stopped at --max-mrs 2: 2 more open MR(s)"),
+            "{}",
+            report.to_text()
+        );
+        assert!(!forge.log.borrow().contains(&"discussions 2".to_string()));
+    }
+
+    #[test]
+    fn listed_mrs_outside_the_window_or_not_open_get_no_request() {
+        let mut forge = stub();
+        forge.listing = vec![
+            listed(1, "2026-11-28T11:59:59Z"),
+            ListedMergeRequest {
+                state: "merged".into(),
+                ..listed(2, "2026-11-30T10:00:00Z")
+            },
+            listed(3, "2026-11-28T12:00:00Z"),
+            listed(3, "2026-11-28T12:00:00Z"),
+        ];
+        let report = sweep(&forge, "g/p", now(), &settings());
+        assert_eq!(report.listed, Some(1));
+        assert_eq!(report.mrs.len(), 1);
+        assert_eq!(report.mrs[0].iid, 3);
+    }
+
+    #[test]
+    fn one_failing_mr_does_not_stop_the_others_but_fails_the_sweep() {
+        let mut forge = stub();
+        forge.fail_discussions = vec![4];
+        forge.fail_create = vec![2];
+        let report = sweep(&forge, "g/p", now(), &settings());
+        assert_eq!(report.mrs.len(), 4);
+        assert_eq!(report.mrs[0].action, MrAction::Failed);
+        assert_eq!(report.mrs[0].verdict, None);
+        assert_eq!(report.mrs[2].action, MrAction::Failed);
+        assert_eq!(report.mrs[2].verdict, Some(Verdict::ReconcilingStuck));
+        assert!(report.mrs[2].detail.contains("outcome unknown"));
+        assert_eq!(report.healed, 0);
+        assert!(!report.succeeded());
+        assert_eq!(
+            report.failure_line().unwrap(),
+            "sweep finished with forge failures on 2 MR(s): !4, !2"
+        );
+        assert!(
+            report
+                .to_text()
+                .contains("!4 error: failed (cannot list the discussions")
+        );
+        assert_eq!(report.to_json()["complete"], false);
+    }
+
+    #[test]
+    fn a_failed_listing_stops_the_sweep_with_the_reason() {
+        let forge = Stub {
+            fail_list: true,
+            ..stub()
+        };
+        let report = sweep(&forge, "g/p", now(), &settings());
+        assert_eq!(report.listed, None);
+        assert!(report.mrs.is_empty());
+        assert!(!report.succeeded());
+        let text = report.to_text();
+        assert!(
+            text.contains("error: sweep stopped: cannot list the open merge requests"),
+            "{text}"
+        );
+        assert!(text.ends_with("healed: 0\n"));
+    }
+
+    #[test]
+    fn malformed_bot_markers_become_warnings_naming_the_mr() {
+        let mut forge = stub();
+        let mut d = summary_discussion(SummaryState::Verified, HEAD, "2026-11-30T11:00:00Z");
+        d.notes[0].body = "<!-- assent:marker {broken -->".into();
+        forge.discussions.insert(4, vec![d]);
+        let report = sweep(&forge, "g/p", now(), &settings());
+        assert_eq!(report.mrs[0].verdict, Some(Verdict::Missing));
+        assert!(
+            report.warnings[0].starts_with("!4: note 900: malformed"),
+            "{:?}",
+            report.warnings
+        );
+    }
+}
