@@ -14,4 +14,5 @@ pub mod forge;
 pub mod gitlab;
 pub mod reconcile;
 pub mod review_input;
+pub mod review_run;
 pub mod sweeper;

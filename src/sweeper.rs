@@ -654,6 +654,10 @@ mod tests {
                 target_branch: "main".into(),
                 head_pipeline_status: self.pipelines.get(&iid).cloned().flatten(),
                 web_url: None,
+                title: String::new(),
+                source_branch: String::new(),
+                author: String::new(),
+                labels: Vec::new(),
             })
         }
         fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {

@@ -5,6 +5,7 @@ pub mod inputs;
 pub mod lint;
 pub mod policy_test;
 pub mod replay;
+pub mod run;
 pub mod sweep;
 
 use std::process::ExitCode;
@@ -54,6 +55,9 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The merge request pipeline job: judge the MR under the target branch's policies and
+    /// reconcile its threads and summary.
+    Run(run::RunArgs),
     /// Validate `REPO/.assent/policies` (default `.`), every problem with file:line.
     Lint(lint::LintArgs),
     /// Run the policy unit tests under `REPO/.assent/tests/`; any mismatch fails.
@@ -72,6 +76,7 @@ pub fn main() -> ExitCode {
         Command::Lint(args) => lint::run(&args),
         Command::Test(args) => policy_test::run(&args),
         Command::Replay(args) => replay::run(&args),
+        Command::Run(args) => run::run(&args),
         Command::Sweep(args) => sweep::run(&args),
     };
     exit.into()

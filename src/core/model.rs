@@ -319,6 +319,14 @@ pub struct MergeRequestInfo {
     pub head_pipeline_status: Option<String>,
     /// Web URL of the MR (for links), when known.
     pub web_url: Option<String>,
+    /// The MR's title (the `mr.title` policy variable).
+    pub title: String,
+    /// The source branch name.
+    pub source_branch: String,
+    /// The author's username.
+    pub author: String,
+    /// The MR's labels.
+    pub labels: Vec<String>,
 }
 
 #[cfg(test)]

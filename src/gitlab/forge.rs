@@ -301,6 +301,18 @@ struct ApiMergeRequest {
     target_branch: String,
     head_pipeline: Option<ApiPipeline>,
     web_url: Option<String>,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    source_branch: String,
+    author: Option<ApiAuthorName>,
+    #[serde(default)]
+    labels: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct ApiAuthorName {
+    username: String,
 }
 
 #[derive(Deserialize)]
@@ -387,6 +399,10 @@ impl Forge for GitLabForge {
             target_branch: mr.target_branch,
             head_pipeline_status: mr.head_pipeline.and_then(|p| p.status),
             web_url: mr.web_url,
+            title: mr.title,
+            source_branch: mr.source_branch,
+            author: mr.author.map(|a| a.username).unwrap_or_default(),
+            labels: mr.labels,
         })
     }
 

@@ -1,0 +1,287 @@
+//! `assent run`: the MR pipeline job.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use crate::commands::Exit;
+use crate::commands::inputs::{
+    ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr,
+};
+use crate::core::model::Decision;
+use crate::core::receipt::{Outcome, Receipt};
+use crate::core::semantic_diff::Limits;
+use crate::gitlab::GitLabForge;
+use crate::review_run::{RunReport, RunRequest, run_review};
+
+const EXAMPLES: &str = "\
+Examples:
+  # In a merge request pipeline every input comes from the CI environment:
+  assent run
+  # By hand, against a given MR, without writing anything:
+  ASSENT_TOKEN=glpat-… assent run --api-url https://gitlab.example.com/api/v4 \\
+      --project group/configs --mr 7 --source-sha 0123abcd… --dry-run
+  # Gate on unresolved challenges too, and print the receipt:
+  assent run --fail-on review --format json
+
+Exit codes: 0 published and verified (or a stale pipeline / closed MR: nothing written),
+1 decision at or above --fail-on, 2 usage or configuration error (nothing sent),
+3 forge or runtime failure.";
+
+/// Which decision fails the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Fail on BLOCK.
+    Block,
+    /// Fail on BLOCK or REVIEW.
+    Review,
+    /// Never fail on the decision.
+    Never,
+}
+
+/// Output format on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A few lines for a person.
+    Text,
+    /// Exactly the receipt document.
+    Json,
+}
+
+/// Arguments of `assent run`.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub struct RunArgs {
+    /// GitLab connection.
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// Merge request IID [env: CI_MERGE_REQUEST_IID].
+    #[arg(long, value_name = "IID")]
+    pub mr: Option<u64>,
+    /// Source head SHA the pipeline runs for [env: CI_MERGE_REQUEST_SOURCE_BRANCH_SHA, then CI_COMMIT_SHA].
+    #[arg(long, value_name = "SHA")]
+    pub source_sha: Option<String>,
+    /// Target SHA to read policies from [env: CI_MERGE_REQUEST_TARGET_BRANCH_SHA; else the target branch tip, read once].
+    #[arg(long, value_name = "SHA")]
+    pub target_sha: Option<String>,
+    /// Diff base SHA [env: CI_MERGE_REQUEST_DIFF_BASE_SHA; else the MR's diff_refs.base_sha].
+    #[arg(long, value_name = "SHA")]
+    pub base_sha: Option<String>,
+    /// Where to write the receipt (JSON).
+    #[arg(long, value_name = "PATH", default_value = "assent-receipt.json")]
+    pub receipt: PathBuf,
+    /// Compute and print the plan; make zero writes.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The decision at or above which the job fails.
+    #[arg(long, value_enum, default_value = "block")]
+    pub fail_on: FailOn,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// Runs `assent run` with the process environment.
+pub fn run(args: &RunArgs) -> Exit {
+    match execute(args, &process_env) {
+        Ok(exit) => exit,
+        Err((exit, message)) => {
+            eprintln!("error: {message}");
+            exit
+        }
+    }
+}
+
+fn sha_input(
+    flag: Option<&str>,
+    vars: &[&str],
+    env: EnvLookup<'_>,
+    what: &str,
+) -> Result<Option<String>, InputError> {
+    match first_of(flag, vars, env) {
+        None => Ok(None),
+        Some(sha) if sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(Some(sha.to_ascii_lowercase()))
+        }
+        Some(sha) => Err(InputError(format!(
+            "{what} is not a 40-hex commit SHA: {sha:?}"
+        ))),
+    }
+}
+
+fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
+    let usage = |e: InputError| (Exit::Usage, e.0);
+    let connection = args.connection.resolve(env).map_err(usage)?;
+    let mr = resolve_mr(args.mr, env)
+        .map_err(usage)?
+        .ok_or_else(|| (Exit::Usage, "no merge request: pass --mr or set CI_MERGE_REQUEST_IID (run assent in merge request pipelines)".to_owned()))?;
+    let source_sha = sha_input(
+        args.source_sha.as_deref(),
+        &["CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", "CI_COMMIT_SHA"],
+        env,
+        "the source SHA",
+    )
+    .map_err(usage)?
+    .ok_or_else(|| (Exit::Usage, "no source SHA: pass --source-sha or set CI_MERGE_REQUEST_SOURCE_BRANCH_SHA or CI_COMMIT_SHA".to_owned()))?;
+    let target_sha = sha_input(
+        args.target_sha.as_deref(),
+        &["CI_MERGE_REQUEST_TARGET_BRANCH_SHA"],
+        env,
+        "the target SHA",
+    )
+    .map_err(usage)?;
+    let base_sha = sha_input(
+        args.base_sha.as_deref(),
+        &["CI_MERGE_REQUEST_DIFF_BASE_SHA"],
+        env,
+        "the base SHA",
+    )
+    .map_err(usage)?;
+    let forge =
+        GitLabForge::new(connection.gitlab_config(mr)).map_err(|e| (Exit::Usage, e.to_string()))?;
+
+    let request = RunRequest {
+        project: connection.project.clone(),
+        mr,
+        source_sha,
+        target_sha,
+        base_sha,
+        dry_run: args.dry_run,
+        limits: Limits::default(),
+    };
+    let report =
+        run_review(&forge, &forge, &request).map_err(|e| (Exit::Runtime, e.to_string()))?;
+    let receipt = &report.publication.receipt;
+    let exit = exit_for(receipt, args.fail_on);
+    write_receipt(&args.receipt, receipt).map_err(|e| {
+        (
+            Exit::Runtime,
+            format!(
+                "cannot write the receipt to {}: {e}",
+                args.receipt.display()
+            ),
+        )
+    })?;
+    match args.format {
+        Format::Json => print!("{}", receipt.to_json()),
+        Format::Text => print!("{}", describe(&report, &args.receipt)),
+    }
+    Ok(exit)
+}
+
+/// 1 when the decision is at or above `--fail-on`; refusals are 0.
+pub fn exit_for(receipt: &Receipt, fail_on: FailOn) -> Exit {
+    let failing = match (receipt.decision, fail_on) {
+        (None, _) | (_, FailOn::Never) => false,
+        (Some(decision), FailOn::Block) => decision == Decision::Block,
+        (Some(decision), FailOn::Review) => decision >= Decision::Review,
+    };
+    if failing {
+        Exit::GateFailed
+    } else {
+        Exit::Success
+    }
+}
+
+/// Writes the receipt atomically: a temporary file beside it, then a rename, so a crash
+/// never leaves half a receipt.
+fn write_receipt(path: &Path, receipt: &Receipt) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "receipt".into());
+    let temporary = dir.join(format!(".{name}.tmp"));
+    {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(receipt.to_json().as_bytes())?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&temporary, path)
+}
+
+/// The text report: what happened, in a few lines.
+pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
+    let receipt = &report.publication.receipt;
+    let short = |sha: &str| sha.get(..8).unwrap_or(sha).to_owned();
+    let mut out = String::new();
+    match receipt.outcome {
+        Outcome::StalePipeline => {
+            out.push_str(&format!(
+                "assent: stale pipeline: the MR head moved past {}; nothing written (the newer pipeline publishes)\n",
+                short(&receipt.pins.source_sha)
+            ));
+        }
+        Outcome::MrNotOpen => {
+            out.push_str("assent: the merge request is not open; nothing written\n")
+        }
+        Outcome::Published | Outcome::DryRun => {
+            let decision = receipt.decision.map_or("-", Decision::as_str);
+            let verb = if receipt.outcome == Outcome::DryRun {
+                "would publish"
+            } else {
+                "published"
+            };
+            out.push_str(&format!(
+                "assent: {decision} for !{} at {} ({} finding{}); {verb}\n",
+                receipt.mr,
+                short(&receipt.pins.source_sha),
+                receipt.findings.len(),
+                if receipt.findings.len() == 1 { "" } else { "s" }
+            ));
+            let width = receipt
+                .actions
+                .iter()
+                .map(|a| a.action.as_str().len())
+                .max()
+                .unwrap_or(0);
+            for action in &receipt.actions {
+                let finding = receipt
+                    .findings
+                    .iter()
+                    .find(|f| f.rule == action.rule && f.subject == action.subject);
+                let effect = finding.map_or("-", |f| f.effect.as_str());
+                let id = action
+                    .forge_id
+                    .map_or_else(|| "new".to_owned(), |id| format!("note {id}"));
+                out.push_str(&format!(
+                    "  {:<width$}  {:<9}  {} @ {}  ({id})\n",
+                    action.action.as_str(),
+                    effect,
+                    action.rule,
+                    action.subject
+                ));
+            }
+            for repair in &receipt.repairs {
+                out.push_str(&format!(
+                    "  repair: {} note {} (canonical {})\n",
+                    repair.action.as_str(),
+                    repair.repaired_forge_id,
+                    repair.canonical_forge_id
+                ));
+            }
+            if report.publication.plan.writes.is_empty() && receipt.outcome == Outcome::DryRun {
+                out.push_str("  no thread writes planned\n");
+            }
+        }
+    }
+    for warning in &receipt.warnings {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
+    out.push_str(&format!(
+        "requests: {} reads, {} writes; rescan {}; receipt {}\n",
+        receipt.requests.reads,
+        receipt.requests.writes,
+        if receipt.rescan.verified {
+            "verified"
+        } else {
+            "not performed"
+        },
+        receipt_path.display()
+    ));
+    out
+}

@@ -1,0 +1,153 @@
+//! One `assent run`, end to end over the ports: preconditions, pins, inputs, desired state,
+//! reconciliation. The command layer only parses flags and prints; this is where the steps
+//! are put in order.
+
+use crate::core::desired_state::compute_desired_state;
+use crate::core::model::{DesiredState, MergeRequestState, Pins};
+use crate::core::policy::MrContext;
+use crate::core::receipt::{Outcome, RequestTally};
+use crate::core::semantic_diff::Limits;
+use crate::forge::{Forge, ForgeError, Repository};
+use crate::reconcile::{Publication, ReconcileError, RunContext, reconcile, refusal_receipt};
+use crate::review_input::{ReviewPins, gather_review_inputs};
+
+/// What the pipeline pinned, and how to run.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Project id or path (as the receipt records it).
+    pub project: String,
+    /// The MR IID.
+    pub mr: u64,
+    /// The source head the pipeline runs for.
+    pub source_sha: String,
+    /// The target SHA policies are read from; `None` reads the target branch tip once.
+    pub target_sha: Option<String>,
+    /// The diff base; `None` takes the MR's `diff_refs.base_sha`.
+    pub base_sha: Option<String>,
+    /// Compute and print the plan, write nothing.
+    pub dry_run: bool,
+    /// Parser limits for governed files.
+    pub limits: Limits,
+}
+
+/// Why a run did not complete (exit 3).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A request failed before reconciliation (pins, inputs).
+    #[error(transparent)]
+    Forge(#[from] ForgeError),
+    /// Reconciliation failed.
+    #[error(transparent)]
+    Reconcile(#[from] ReconcileError),
+    /// GitLab has not computed the MR's diff refs yet and no base SHA was pinned.
+    #[error(
+        "the merge request has no diff_refs.base_sha yet and no base SHA was pinned; set CI_MERGE_REQUEST_DIFF_BASE_SHA or pass --base-sha"
+    )]
+    NoBaseSha,
+}
+
+/// A completed run: its publication and the desired state it published.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// Receipt and plan.
+    pub publication: Publication,
+    /// The desired findings (empty for refusals).
+    pub desired: DesiredState,
+}
+
+/// Runs the review of one merge request. `forge` and `repo` are normally the same adapter;
+/// the receipt's request counts are read from `forge` and cover the whole run.
+pub fn run_review(
+    forge: &dyn Forge,
+    repo: &dyn Repository,
+    request: &RunRequest,
+) -> Result<RunReport, RunError> {
+    let start = forge.request_counts();
+    let mr = forge.merge_request()?;
+    let refusal = |outcome, pins: Pins| {
+        let ctx = RunContext {
+            project: request.project.clone(),
+            mr: request.mr,
+            pins,
+            web_url: None,
+            dry_run: request.dry_run,
+        };
+        let used = forge.request_counts();
+        let mut receipt = refusal_receipt(&ctx, outcome, used.reads - start.reads);
+        receipt.requests = RequestTally {
+            reads: used.reads - start.reads,
+            writes: used.writes - start.writes,
+        };
+        Ok(RunReport {
+            publication: Publication {
+                receipt,
+                plan: Default::default(),
+            },
+            desired: DesiredState::default(),
+        })
+    };
+    let partial_pins = Pins {
+        source_sha: request.source_sha.clone(),
+        target_sha: request.target_sha.clone().unwrap_or_default(),
+        base_sha: request
+            .base_sha
+            .clone()
+            .or_else(|| mr.base_sha.clone())
+            .unwrap_or_default(),
+        policy_digest: String::new(),
+    };
+    if mr.state != MergeRequestState::Opened {
+        return refusal(Outcome::MrNotOpen, partial_pins);
+    }
+    if mr.head_sha != request.source_sha {
+        return refusal(Outcome::StalePipeline, partial_pins);
+    }
+
+    let target_sha = match &request.target_sha {
+        Some(sha) => sha.clone(),
+        None => repo.branch_head(&mr.target_branch)?,
+    };
+    let base_sha = request
+        .base_sha
+        .clone()
+        .or_else(|| mr.base_sha.clone())
+        .ok_or(RunError::NoBaseSha)?;
+    let pins = ReviewPins {
+        target_sha: target_sha.clone(),
+        base_sha: base_sha.clone(),
+        source_sha: request.source_sha.clone(),
+    };
+    let context = MrContext {
+        iid: request.mr,
+        title: mr.title.clone(),
+        source_branch: mr.source_branch.clone(),
+        target_branch: mr.target_branch.clone(),
+        author: mr.author.clone(),
+        labels: mr.labels.clone(),
+    };
+    let inputs = gather_review_inputs(repo, &pins, context, request.limits)?;
+    let outcome = compute_desired_state(&inputs);
+
+    let ctx = RunContext {
+        project: request.project.clone(),
+        mr: request.mr,
+        pins: Pins {
+            source_sha: request.source_sha.clone(),
+            target_sha,
+            base_sha,
+            policy_digest: outcome.policy_digest.clone(),
+        },
+        web_url: mr.web_url.clone(),
+        dry_run: request.dry_run,
+    };
+    let mut publication = reconcile(forge, &outcome.desired, &ctx)?;
+    let used = forge.request_counts();
+    publication.receipt.requests = RequestTally {
+        reads: used.reads - start.reads,
+        writes: used.writes - start.writes,
+    };
+    Ok(RunReport {
+        publication,
+        desired: outcome.desired,
+    })
+}
