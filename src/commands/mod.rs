@@ -1,6 +1,7 @@
 //! The thin command layer: flags and environment in, a call into the core, text out, an exit
 //! code back. No protocol logic lives here.
 
+pub mod doctor;
 pub mod inputs;
 pub mod replay;
 
@@ -31,6 +32,7 @@ const EXAMPLES: &str = "\
 Examples:
   assent replay fixtures/            Replay the protocol fixtures on the in-memory forge
   assent replay fixtures/crash-then-rerun.yaml
+  assent doctor --mr 7               Check the deployment for MR !7 (in the MR job: no flags)
 
 Exit codes: 0 success, 1 gate failed or problems found, 2 usage or configuration error,
 3 forge or runtime failure.";
@@ -49,6 +51,9 @@ pub struct Cli {
 pub enum Command {
     /// Replay protocol fixtures (files or folders of YAML) against the embedded in-memory forge.
     Replay(replay::ReplayArgs),
+    /// Check a deployment: inputs, API reach, token identity, scope and role, project
+    /// settings, policies and serialization; prints duplicate_prevention.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// Parses the command line, runs the command and returns its exit code.
@@ -56,6 +61,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let exit = match cli.command {
         Command::Replay(args) => replay::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
     };
     exit.into()
 }

@@ -186,7 +186,10 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
                 }),
             );
         }
-        (RouteKind::User | RouteKind::TokenSelf, _) => return method_not_allowed(),
+        (RouteKind::Version, "GET") => return crate::ci::version(st),
+        (RouteKind::User | RouteKind::TokenSelf | RouteKind::Version, _) => {
+            return method_not_allowed();
+        }
         _ => {}
     }
     let Some(pid) = find_project(st, &route.project) else {
@@ -393,6 +396,14 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
             }
             None => op_err(OpError::MergeRequestNotFound),
         },
+        (RouteKind::Job, "GET") => crate::ci::job(st, p!(), &route.name, level),
+        (RouteKind::ResourceGroup, "GET") => crate::ci::resource_group(p!(), &route.name, level),
+        (RouteKind::ResourceGroupCurrentJob, "GET") => {
+            crate::ci::current_job(st, p!(), &route.name, level)
+        }
+        (RouteKind::CiLint, "GET" | "POST") => {
+            crate::ci::lint(st, p!(), method, &ctx.params, level)
+        }
         (RouteKind::Tree, "GET") => tree(st, p!(), ctx),
         (RouteKind::FileRaw, "GET") | (RouteKind::File, "GET") => {
             let Some(r) = ctx.params.get("ref").filter(|r| !r.is_empty()) else {
@@ -798,6 +809,7 @@ fn project_json(st: &State, p: &Project, level: u32) -> Value {
         "merge_method": "merge",
         "only_allow_merge_if_all_discussions_are_resolved": p.only_allow_merge_if_all_discussions_are_resolved,
         "only_allow_merge_if_pipeline_succeeds": p.only_allow_merge_if_pipeline_succeeds,
+        "ci_config_path": if p.ci_config_path.is_empty() { Value::Null } else { json!(p.ci_config_path) },
         "allow_merge_on_skipped_pipeline": false,
         "resolve_outdated_diff_discussions": false,
         "merge_requests_enabled": true,
