@@ -321,6 +321,8 @@ pub struct MergeRequest {
     pub diffs: Vec<DiffFile>,
     pub discussions: Vec<Discussion>,
     pub discussion_order: DiscussionOrder,
+    /// The source project when the MR comes from a fork; 0 means this project.
+    pub source_project_id: u64,
 }
 
 impl Default for MergeRequest {
@@ -344,6 +346,7 @@ impl Default for MergeRequest {
             diffs: vec![],
             discussions: vec![],
             discussion_order: DiscussionOrder::ById,
+            source_project_id: 0,
         }
     }
 }
