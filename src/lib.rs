@@ -9,6 +9,7 @@
 
 pub mod commands;
 pub mod core;
+pub mod doctor;
 pub mod fixture;
 pub mod forge;
 pub mod gitlab;

@@ -1,6 +1,7 @@
 //! The thin command layer: flags and environment in, a call into the core, text out, an exit
 //! code back. No protocol logic lives here.
 
+pub mod doctor;
 pub mod inputs;
 pub mod lint;
 pub mod policy_test;
@@ -33,12 +34,15 @@ impl From<Exit> for ExitCode {
 
 const EXAMPLES: &str = "\
 Examples:
+  assent run                         The MR pipeline job (inputs from the CI environment)
+  assent run --dry-run --mr 7        Print the plan for MR !7, write nothing
   assent lint                        Check ./.assent/policies, every problem with file:line
   assent test                        Run the policy unit tests under ./.assent/tests
   assent test fixtures/repos/topic-registry
   assent replay fixtures/            Replay the protocol fixtures on the in-memory forge
   assent replay fixtures/crash-then-rerun.yaml
   assent sweep --interval 1h --lookback 3h   Heal open MRs whose review is not verified for their head
+  assent doctor --mr 7               Check the deployment for MR !7 (in the MR job: no flags)
 
 Exit codes: 0 success, 1 gate failed or problems found, 2 usage or configuration error,
 3 forge or runtime failure.";
@@ -58,6 +62,9 @@ pub enum Command {
     /// The merge request pipeline job: judge the MR under the target branch's policies and
     /// reconcile its threads and summary.
     Run(run::RunArgs),
+    /// Check a deployment: inputs, API reach, token identity, scope and role, project
+    /// settings, policies and serialization; prints duplicate_prevention.
+    Doctor(doctor::DoctorArgs),
     /// Validate `REPO/.assent/policies` (default `.`), every problem with file:line.
     Lint(lint::LintArgs),
     /// Run the policy unit tests under `REPO/.assent/tests/`; any mismatch fails.
@@ -78,6 +85,7 @@ pub fn main() -> ExitCode {
         Command::Replay(args) => replay::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Sweep(args) => sweep::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
     };
     exit.into()
 }

@@ -186,7 +186,10 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
                 }),
             );
         }
-        (RouteKind::User | RouteKind::TokenSelf, _) => return method_not_allowed(),
+        (RouteKind::Version, "GET") => return crate::ci::version(st),
+        (RouteKind::User | RouteKind::TokenSelf | RouteKind::Version, _) => {
+            return method_not_allowed();
+        }
         _ => {}
     }
     let Some(pid) = find_project(st, &route.project) else {
@@ -393,6 +396,14 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
             }
             None => op_err(OpError::MergeRequestNotFound),
         },
+        (RouteKind::Job, "GET") => crate::ci::job(st, p!(), &route.name, level),
+        (RouteKind::ResourceGroup, "GET") => crate::ci::resource_group(p!(), &route.name, level),
+        (RouteKind::ResourceGroupCurrentJob, "GET") => {
+            crate::ci::current_job(st, p!(), &route.name, level)
+        }
+        (RouteKind::CiLint, "GET" | "POST") => {
+            crate::ci::lint(st, p!(), method, &ctx.params, level)
+        }
         (RouteKind::Tree, "GET") => tree(st, p!(), ctx),
         (RouteKind::FileRaw, "GET") | (RouteKind::File, "GET") => {
             let Some(r) = ctx.params.get("ref").filter(|r| !r.is_empty()) else {
@@ -798,6 +809,7 @@ fn project_json(st: &State, p: &Project, level: u32) -> Value {
         "merge_method": "merge",
         "only_allow_merge_if_all_discussions_are_resolved": p.only_allow_merge_if_all_discussions_are_resolved,
         "only_allow_merge_if_pipeline_succeeds": p.only_allow_merge_if_pipeline_succeeds,
+        "ci_config_path": if p.ci_config_path.is_empty() { Value::Null } else { json!(p.ci_config_path) },
         "allow_merge_on_skipped_pipeline": false,
         "resolve_outdated_diff_discussions": false,
         "merge_requests_enabled": true,
@@ -829,7 +841,8 @@ fn mr_json(st: &State, p: &Project, m: &MergeRequest, full: bool) -> Value {
         "created_at": m.created_at, "updated_at": m.updated_at,
         "merged_at": null, "closed_at": null,
         "target_branch": m.target_branch, "source_branch": m.source_branch,
-        "source_project_id": p.id, "target_project_id": p.id,
+        "source_project_id": if m.source_project_id == 0 { p.id } else { m.source_project_id },
+        "target_project_id": p.id,
         "author": user_basic(st, m.author_id),
         "labels": m.labels, "draft": m.draft, "work_in_progress": m.draft,
         "merge_status": "can_be_merged",

@@ -16,6 +16,7 @@
 //! `POST /__fake/release`.
 
 mod api;
+mod ci;
 pub mod faults;
 pub mod fixtures;
 mod http;
@@ -33,8 +34,8 @@ use std::time::{Duration, Instant};
 
 pub use faults::{FaultAction, FaultRule, HoldApply, Matcher, When};
 pub use model::{
-    DiffFile, DiffRefs, Discussion, DiscussionOrder, FileContent, MergeRequest, MrState, Note,
-    Pipeline, Project, State, Token, User,
+    DiffFile, DiffRefs, Discussion, DiscussionOrder, FileContent, Job, MergeRequest, MrState, Note,
+    Pipeline, Project, ResourceGroup, State, Token, User,
 };
 pub use ops::OpError;
 pub use route::RouteKind;

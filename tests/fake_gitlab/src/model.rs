@@ -40,6 +40,9 @@ pub struct State {
     /// When true, a reply to a resolved thread re-opens it; when false (default) the reply
     /// joins the thread resolved.
     pub reply_unresolves: bool,
+    /// GitLab version answered by `GET /version` (default `18.6.0`). Routes newer than this
+    /// version answer 404 like an unknown route (`resource_groups/:key/current_job`: 18.6).
+    pub version: String,
     pub users: Vec<User>,
     pub tokens: Vec<Token>,
     pub projects: Vec<Project>,
@@ -56,6 +59,7 @@ impl Default for State {
             omit_totals: false,
             max_per_page: None,
             reply_unresolves: false,
+            version: "18.6.0".into(),
             users: vec![],
             tokens: vec![],
             projects: vec![],
@@ -156,6 +160,17 @@ pub struct Project {
     pub merge_requests: Vec<MergeRequest>,
     /// Pipelines created through the API.
     pub pipelines: Vec<Pipeline>,
+    /// The project's "CI/CD configuration file" setting; empty means `.gitlab-ci.yml`. A value
+    /// `path@group/project[:ref]` names a file in another project (the CI lint GET route then
+    /// finds no content in this repository, as GitLab's does).
+    pub ci_config_path: String,
+    /// CI jobs, readable through `GET /projects/:id/jobs/:job_id`.
+    pub jobs: Vec<Job>,
+    /// CI resource groups (`GET /projects/:id/resource_groups/:key[/current_job]`).
+    pub resource_groups: Vec<ResourceGroup>,
+    /// Render the CI lint `merged_yaml` with Ruby symbol keys (`:job:`), as older GitLab
+    /// versions do.
+    pub lint_symbol_keys: bool,
 }
 
 impl Default for Project {
@@ -170,6 +185,10 @@ impl Default for Project {
             files: BTreeMap::new(),
             merge_requests: vec![],
             pipelines: vec![],
+            ci_config_path: String::new(),
+            jobs: vec![],
+            resource_groups: vec![],
+            lint_symbol_keys: false,
         }
     }
 }
@@ -198,6 +217,33 @@ impl Project {
     pub fn commit(mut self, sha: &str) -> Self {
         self.files.entry(sha.into()).or_default();
         self
+    }
+    /// Adds a CI job. A job with a `resource_group` creates that group (as GitLab does when it
+    /// creates the job); a `running` job becomes the group's holder.
+    pub fn ci_job(mut self, job: Job) -> Self {
+        self.add_job(job);
+        self
+    }
+    /// See [`Project::ci_job`].
+    pub fn add_job(&mut self, job: Job) {
+        if let Some(key) = job.resource_group.clone() {
+            let next_id = self.resource_groups.iter().map(|g| g.id).max().unwrap_or(0) + 1;
+            let holder = (job.status == "running").then_some(job.id);
+            match self.resource_groups.iter_mut().find(|g| g.key == key) {
+                Some(g) => {
+                    if holder.is_some() {
+                        g.holder = holder;
+                    }
+                }
+                None => self.resource_groups.push(ResourceGroup {
+                    id: next_id,
+                    key,
+                    holder,
+                    ..Default::default()
+                }),
+            }
+        }
+        self.jobs.push(job);
     }
     pub fn merge_request(mut self, mr: MergeRequest) -> Self {
         self.merge_requests.push(mr);
@@ -279,6 +325,8 @@ pub struct MergeRequest {
     pub diffs: Vec<DiffFile>,
     pub discussions: Vec<Discussion>,
     pub discussion_order: DiscussionOrder,
+    /// The source project when the MR comes from a fork; 0 means this project.
+    pub source_project_id: u64,
 }
 
 impl Default for MergeRequest {
@@ -302,6 +350,7 @@ impl Default for MergeRequest {
             diffs: vec![],
             discussions: vec![],
             discussion_order: DiscussionOrder::ById,
+            source_project_id: 0,
         }
     }
 }
@@ -457,6 +506,90 @@ impl Default for Pipeline {
             mr_iid: None,
             created_at: String::new(),
             updated_at: String::new(),
+        }
+    }
+}
+
+/// A CI job (a build), as `GET /projects/:id/jobs/:job_id` shows it. Its `resource_group`
+/// is kept for the fake's bookkeeping only: GitLab's job entity does not expose it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Job {
+    pub id: u64,
+    pub name: String,
+    pub stage: String,
+    /// `created`, `waiting_for_resource`, `pending`, `running`, `success`, `failed`, ...
+    pub status: String,
+    pub pipeline_id: u64,
+    /// Pipeline ref, e.g. `refs/merge-requests/7/head`.
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    pub sha: String,
+    /// Pipeline source, e.g. `merge_request_event`.
+    pub source: String,
+    pub resource_group: Option<String>,
+    pub created_at: String,
+}
+
+impl Default for Job {
+    fn default() -> Self {
+        Job {
+            id: 0,
+            name: "assent".into(),
+            stage: "test".into(),
+            status: "running".into(),
+            pipeline_id: 0,
+            git_ref: String::new(),
+            sha: String::new(),
+            source: "merge_request_event".into(),
+            resource_group: None,
+            created_at: "2024-01-01T00:00:00.000Z".into(),
+        }
+    }
+}
+
+impl Job {
+    /// A running job `id` named `name` of an MR pipeline for `iid` at `sha`.
+    pub fn mr_job(id: u64, name: &str, iid: u64, sha: &str) -> Self {
+        Job {
+            id,
+            name: name.into(),
+            pipeline_id: id / 10 + 1,
+            git_ref: format!("refs/merge-requests/{iid}/head"),
+            sha: sha.into(),
+            ..Default::default()
+        }
+    }
+    pub fn resource_group(mut self, key: &str) -> Self {
+        self.resource_group = Some(key.into());
+        self
+    }
+    pub fn status(mut self, status: &str) -> Self {
+        self.status = status.into();
+        self
+    }
+}
+
+/// A CI resource group. `holder` is the job currently holding it (GitLab's "current job").
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ResourceGroup {
+    pub id: u64,
+    pub key: String,
+    /// `unordered`, `oldest_first` or `newest_first`.
+    pub process_mode: String,
+    pub holder: Option<u64>,
+    pub created_at: String,
+}
+
+impl Default for ResourceGroup {
+    fn default() -> Self {
+        ResourceGroup {
+            id: 0,
+            key: String::new(),
+            process_mode: "unordered".into(),
+            holder: None,
+            created_at: "2024-01-01T00:00:00.000Z".into(),
         }
     }
 }

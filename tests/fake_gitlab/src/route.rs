@@ -42,6 +42,16 @@ pub enum RouteKind {
     FileRaw,
     /// `/projects/:id/repository/branches/:branch`
     Branch,
+    /// `/version`
+    Version,
+    /// `/projects/:id/jobs/:job_id`
+    Job,
+    /// `/projects/:id/resource_groups/:key`
+    ResourceGroup,
+    /// `/projects/:id/resource_groups/:key/current_job` (GitLab 18.6+)
+    ResourceGroupCurrentJob,
+    /// `/projects/:id/ci/lint` (GET: the project's config at `content_ref`; POST: `content`)
+    CiLint,
     /// Anything else (answered 404).
     Unknown,
 }
@@ -81,6 +91,7 @@ pub(crate) fn parse(raw_path: &str) -> Route {
     let kind = match seg.as_slice() {
         ["user"] => RouteKind::User,
         ["personal_access_tokens", "self"] => RouteKind::TokenSelf,
+        ["version"] => RouteKind::Version,
         ["projects", p, tail @ ..] if !p.is_empty() => {
             r.project = decode(p);
             match tail {
@@ -127,6 +138,19 @@ pub(crate) fn parse(raw_path: &str) -> Route {
                         }
                     }
                 },
+                ["jobs", j] if !j.is_empty() => {
+                    r.name = decode(j);
+                    RouteKind::Job
+                }
+                ["resource_groups", k] if !k.is_empty() => {
+                    r.name = decode(k);
+                    RouteKind::ResourceGroup
+                }
+                ["resource_groups", k, "current_job"] if !k.is_empty() => {
+                    r.name = decode(k);
+                    RouteKind::ResourceGroupCurrentJob
+                }
+                ["ci", "lint"] => RouteKind::CiLint,
                 ["repository", "tree"] => RouteKind::Tree,
                 ["repository", "files", f] if !f.is_empty() => {
                     r.name = decode(f);

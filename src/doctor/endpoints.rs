@@ -1,0 +1,137 @@
+//! The routes `assent doctor` reads, as `gitlab::api::Endpoint` impls in the crate's style.
+//! They only describe requests; the one transport sends them.
+//!
+//! * `GET version`
+//! * `GET user`, `GET personal_access_tokens/self` (works for project access tokens too)
+//! * `GET projects/:id`, `GET projects/:id/members/all/:user_id`
+//! * `GET projects/:id/merge_requests/:iid`
+//! * `GET projects/:id/jobs/:job_id`
+//! * `GET projects/:id/resource_groups/:key`, `GET …/resource_groups/:key/current_job` (18.6+)
+//! * `GET projects/:id/ci/lint?content_ref=…` (the project's configuration file at a commit)
+//! * `POST projects/:id/ci/lint` (form `content`: validates a configuration, writes nothing)
+
+use gitlab::api::common::{NameOrId, path_escaped};
+use gitlab::api::endpoint_prelude::*;
+
+/// One doctor route.
+#[derive(Debug, Clone)]
+pub enum Route<'a> {
+    /// `GET version`
+    Version,
+    /// `GET user`
+    CurrentUser,
+    /// `GET personal_access_tokens/self`
+    TokenSelf,
+    /// `GET projects/:id`
+    Project,
+    /// `GET projects/:id/members/all/:user_id`
+    Member(u64),
+    /// `GET projects/:id/merge_requests/:iid`
+    MergeRequest(u64),
+    /// `GET projects/:id/jobs/:job_id`
+    Job(u64),
+    /// `GET projects/:id/resource_groups/:key`
+    ResourceGroup(Cow<'a, str>),
+    /// `GET projects/:id/resource_groups/:key/current_job`
+    ResourceGroupCurrentJob(Cow<'a, str>),
+    /// `GET projects/:id/ci/lint?content_ref=…`
+    LintAtRef(Cow<'a, str>),
+    /// `POST projects/:id/ci/lint` with `content`
+    LintContent(Cow<'a, str>),
+}
+
+/// A doctor request: a route, relative to a project where the route needs one.
+#[derive(Debug, Clone)]
+pub struct DoctorEndpoint<'a> {
+    /// The project id or path.
+    pub project: NameOrId<'a>,
+    /// The route.
+    pub route: Route<'a>,
+}
+
+impl Endpoint for DoctorEndpoint<'_> {
+    fn method(&self) -> Method {
+        match self.route {
+            Route::LintContent(_) => Method::POST,
+            _ => Method::GET,
+        }
+    }
+
+    fn endpoint(&self) -> Cow<'static, str> {
+        let p = &self.project;
+        match &self.route {
+            Route::Version => "version".into(),
+            Route::CurrentUser => "user".into(),
+            Route::TokenSelf => "personal_access_tokens/self".into(),
+            Route::Project => format!("projects/{p}").into(),
+            Route::Member(user) => format!("projects/{p}/members/all/{user}").into(),
+            Route::MergeRequest(iid) => format!("projects/{p}/merge_requests/{iid}").into(),
+            Route::Job(id) => format!("projects/{p}/jobs/{id}").into(),
+            Route::ResourceGroup(key) => {
+                format!("projects/{p}/resource_groups/{}", path_escaped(key)).into()
+            }
+            Route::ResourceGroupCurrentJob(key) => format!(
+                "projects/{p}/resource_groups/{}/current_job",
+                path_escaped(key)
+            )
+            .into(),
+            Route::LintAtRef(_) | Route::LintContent(_) => format!("projects/{p}/ci/lint").into(),
+        }
+    }
+
+    fn parameters(&self) -> QueryParams<'_> {
+        let mut params = QueryParams::default();
+        if let Route::LintAtRef(content_ref) = &self.route {
+            params.push("content_ref", content_ref.as_ref());
+            params.push("dry_run", false);
+        }
+        params
+    }
+
+    fn body(&self) -> Result<Option<(&'static str, Vec<u8>)>, BodyError> {
+        match &self.route {
+            Route::LintContent(content) => {
+                let mut params = FormParams::default();
+                params.push("content", content.as_ref());
+                params.push("dry_run", false);
+                params.into_body()
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(route: Route<'static>) -> DoctorEndpoint<'static> {
+        DoctorEndpoint {
+            project: "group/sub/proj".into(),
+            route,
+        }
+    }
+
+    #[test]
+    fn routes() {
+        assert_eq!(e(Route::Version).endpoint(), "version");
+        assert_eq!(
+            e(Route::Job(9)).endpoint(),
+            "projects/group%2Fsub%2Fproj/jobs/9"
+        );
+        assert_eq!(
+            e(Route::ResourceGroupCurrentJob("assent-mr-7".into())).endpoint(),
+            "projects/group%2Fsub%2Fproj/resource_groups/assent-mr-7/current_job"
+        );
+        let lint = e(Route::LintAtRef("abc".into()));
+        assert_eq!(lint.method(), Method::GET);
+        let mut url = url::Url::parse("https://x/").unwrap();
+        lint.parameters().add_to_url(&mut url);
+        assert_eq!(url.query(), Some("content_ref=abc&dry_run=false"));
+        let post = e(Route::LintContent("a: b".into()));
+        assert_eq!(post.method(), Method::POST);
+        let (mime, body) = post.body().unwrap().unwrap();
+        assert_eq!(mime, "application/x-www-form-urlencoded");
+        assert_eq!(body, b"content=a%3A+b&dry_run=false");
+    }
+}

@@ -1,0 +1,238 @@
+//! The doctor's report: one line per check, the duplicate-prevention guarantee, text and
+//! JSON rendering. Pure: no I/O, no clock.
+
+use serde::Serialize;
+
+/// The outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Verified good (`✓`).
+    Pass,
+    /// Verified wrong (`✗`).
+    Fail,
+    /// Could not be verified (`?`): counts as a failure for the exit code.
+    Unknown,
+}
+
+impl Status {
+    /// The one-character mark of the text form.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Status::Pass => "✓",
+            Status::Fail => "✗",
+            Status::Unknown => "?",
+        }
+    }
+}
+
+/// One check: what was verified and, unless it passed, how to fix it in one sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// Stable identifier (`inputs`, `api`, `token`, ...).
+    pub id: &'static str,
+    /// Pass, fail or unknown.
+    pub status: Status,
+    /// What was found, in one line.
+    pub detail: String,
+    /// The fix in one sentence; `None` when the check passed.
+    pub fix: Option<String>,
+}
+
+impl Check {
+    /// A passing check.
+    pub fn pass(id: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            id,
+            status: Status::Pass,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    /// A failing check with its fix.
+    pub fn fail(id: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            id,
+            status: Status::Fail,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    /// A check that could not be verified, with what to do about it.
+    pub fn unknown(id: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            id,
+            status: Status::Unknown,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+/// Which duplicate-prevention guarantee the deployment provides (seed 004).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DuplicatePrevention {
+    /// The running job provably holds the per-MR resource group.
+    SingleWriterSerialized,
+    /// Serialization is absent, misconfigured or unverifiable: step 8 repair only.
+    UnserializedBestEffort,
+}
+
+impl DuplicatePrevention {
+    /// The value as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DuplicatePrevention::SingleWriterSerialized => "single-writer-serialized",
+            DuplicatePrevention::UnserializedBestEffort => "unserialized-best-effort",
+        }
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Always `assent/v1`.
+    #[serde(rename = "apiVersion")]
+    pub api_version: &'static str,
+    /// Always `DoctorReport`.
+    pub kind: &'static str,
+    /// Every check, in the order run.
+    pub checks: Vec<Check>,
+    /// The guarantee.
+    pub duplicate_prevention: DuplicatePrevention,
+    /// Why that guarantee (the evidence, or the first missing piece of it).
+    pub duplicate_prevention_reason: String,
+}
+
+impl Report {
+    /// A report of `checks` with the guarantee and its reason.
+    pub fn new(checks: Vec<Check>, guarantee: DuplicatePrevention, reason: String) -> Report {
+        Report {
+            api_version: "assent/v1",
+            kind: "DoctorReport",
+            checks,
+            duplicate_prevention: guarantee,
+            duplicate_prevention_reason: reason,
+        }
+    }
+
+    /// True when every check passed.
+    pub fn all_passed(&self) -> bool {
+        self.checks.iter().all(|c| c.status == Status::Pass)
+    }
+
+    /// Ids of the checks that did not pass.
+    pub fn not_passed(&self) -> Vec<&'static str> {
+        self.checks
+            .iter()
+            .filter(|c| c.status != Status::Pass)
+            .map(|c| c.id)
+            .collect()
+    }
+
+    /// Replaces `secret` everywhere in the report (defence in depth: no text built by the
+    /// doctor contains the token, but a forge message might echo it).
+    pub fn redact(&mut self, secret: &str) {
+        if secret.is_empty() {
+            return;
+        }
+        let clean = |s: &mut String| {
+            if s.contains(secret) {
+                *s = s.replace(secret, "<redacted>");
+            }
+        };
+        for check in &mut self.checks {
+            clean(&mut check.detail);
+            if let Some(fix) = &mut check.fix {
+                clean(fix);
+            }
+        }
+        clean(&mut self.duplicate_prevention_reason);
+    }
+
+    /// The text form: one line per check (`✓`/`✗`/`?`, id, detail), the fix indented under
+    /// each check that did not pass, then the guarantee and its reason.
+    pub fn to_text(&self) -> String {
+        let width = self.checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
+        let mut out = String::new();
+        for c in &self.checks {
+            out.push_str(&format!(
+                "{} {:<width$}  {}\n",
+                c.status.mark(),
+                c.id,
+                c.detail
+            ));
+            if let Some(fix) = &c.fix {
+                out.push_str(&format!("  {:<width$}  fix: {}\n", "", fix));
+            }
+        }
+        out.push_str(&format!(
+            "duplicate_prevention: {}\n",
+            self.duplicate_prevention.as_str()
+        ));
+        out.push_str(&format!("  reason: {}\n", self.duplicate_prevention_reason));
+        out
+    }
+
+    /// The JSON form (one document, keys in declaration order).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> Report {
+        Report::new(
+            vec![
+                Check::pass("token", "@assent-bot (id 100)"),
+                Check::fail("scope", "scopes: read_api", "Recreate the token with api."),
+                Check::unknown("role", "not readable", "Check the member list."),
+            ],
+            DuplicatePrevention::UnserializedBestEffort,
+            "no CI job".into(),
+        )
+    }
+
+    #[test]
+    fn text_has_one_line_per_check_and_a_fix_under_each_non_pass() {
+        let text = report().to_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "✓ token  @assent-bot (id 100)");
+        assert_eq!(lines[1], "✗ scope  scopes: read_api");
+        assert_eq!(lines[2], "         fix: Recreate the token with api.");
+        assert_eq!(lines[3], "? role   not readable");
+        assert_eq!(lines[5], "duplicate_prevention: unserialized-best-effort");
+        assert_eq!(lines[6], "  reason: no CI job");
+    }
+
+    #[test]
+    fn json_is_typed() {
+        let v: serde_json::Value = serde_json::from_str(&report().to_json()).unwrap();
+        assert_eq!(v["kind"], "DoctorReport");
+        assert_eq!(v["duplicate_prevention"], "unserialized-best-effort");
+        assert_eq!(v["checks"][1]["status"], "fail");
+        assert_eq!(v["checks"][2]["status"], "unknown");
+        assert_eq!(v["checks"][0]["fix"], serde_json::Value::Null);
+        assert_eq!(
+            serde_json::to_value(DuplicatePrevention::SingleWriterSerialized).unwrap(),
+            "single-writer-serialized"
+        );
+    }
+
+    #[test]
+    fn redaction_reaches_every_text() {
+        let mut r = report();
+        r.checks[0].detail = "echo glpat-x".into();
+        r.duplicate_prevention_reason = "glpat-x".into();
+        r.redact("glpat-x");
+        assert!(!r.to_json().contains("glpat-x"));
+        assert!(!report().all_passed());
+        assert_eq!(report().not_passed(), vec!["scope", "role"]);
+    }
+}

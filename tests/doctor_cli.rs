@@ -1,0 +1,646 @@
+//! `assent doctor` as a user runs it, against the fake GitLab: every check passing and
+//! failing, and the serialization verdict under absent, partial, contradictory and failing
+//! evidence (each must print `unserialized-best-effort`).
+
+use std::process::Command;
+
+use fake_gitlab::fixtures::*;
+use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, Job, Project, RouteKind, State, Token};
+use serde_json::Value;
+
+const JOB_ID: u64 = 901;
+const OTHER_JOB: u64 = 900;
+
+const POLICY: &str = r#"apiVersion: assent/v1
+kind: Policy
+rules:
+  - id: retention-shrink
+    match:
+      files: ["topics/*.yaml"]
+      pointer: "/topics/*/retention_days"
+      kinds: [modify]
+    when: "int(new) < int(old)"
+    effect: challenge
+    message: "Retention shrinks from {{ old }} to {{ new }} days."
+"#;
+
+const CI_SERIALIZED: &str = r#"stages: [test]
+assent:
+  stage: test
+  image: registry.example.com/assent:0.1.0
+  resource_group: assent-mr-$CI_MERGE_REQUEST_IID
+  variables:
+    GIT_STRATEGY: none
+  script:
+    - assent doctor
+    - assent run
+  rules:
+    - if: $CI_PIPELINE_SOURCE == "merge_request_event"
+"#;
+
+/// A healthy deployment: bot token (Maintainer, api), both merge checks on, a loading policy
+/// on `main`, the CI configuration at the MR head with the per-MR resource group, and job
+/// 901 of MR !7's pipeline running and holding `assent-mr-7`.
+fn healthy() -> State {
+    let mut s = basic();
+    let p = &mut s.projects[0];
+    p.only_allow_merge_if_pipeline_succeeds = true;
+    p.only_allow_merge_if_all_discussions_are_resolved = true;
+    let project = std::mem::replace(p, Project::new(0, ""));
+    *p = project
+        .file(TARGET_SHA, ".assent/policies/topics.yaml", POLICY)
+        .file(HEAD_SHA, ".gitlab-ci.yml", CI_SERIALIZED)
+        .ci_job(Job::mr_job(JOB_ID, "assent", MR_IID, HEAD_SHA).resource_group("assent-mr-7"));
+    s
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    fn line(&self, id: &str) -> &str {
+        self.stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(id))
+            .unwrap_or_else(|| panic!("no {id} line in:\n{}", self.stdout))
+    }
+    fn mark(&self, id: &str) -> &str {
+        self.line(id).split_whitespace().next().unwrap()
+    }
+    fn guarantee(&self) -> &str {
+        self.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("duplicate_prevention: "))
+            .unwrap_or_else(|| panic!("no duplicate_prevention in:\n{}", self.stdout))
+    }
+    fn fix_after(&self, id: &str) -> &str {
+        let lines: Vec<&str> = self.stdout.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.split_whitespace().nth(1) == Some(id))
+            .unwrap();
+        lines[at + 1]
+            .trim()
+            .strip_prefix("fix: ")
+            .unwrap_or_else(|| {
+                panic!("no fix under {id}:\n{}", self.stdout);
+            })
+    }
+}
+
+fn doctor_with(fake: &FakeGitLab, token: &str, env: &[(&str, &str)], args: &[&str]) -> Out {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_assent"));
+    cmd.env_clear()
+        .arg("doctor")
+        .args(args)
+        .env("CI_API_V4_URL", fake.base_url())
+        .env("CI_PROJECT_ID", PROJECT_ID.to_string())
+        .env("CI_MERGE_REQUEST_IID", MR_IID.to_string())
+        .env("CI_JOB_ID", JOB_ID.to_string())
+        .env("ASSENT_TOKEN", token);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let o = Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    };
+    assert!(
+        token.is_empty() || (!o.stdout.contains(token) && !o.stderr.contains(token)),
+        "token leaked:\n{}\n{}",
+        o.stdout,
+        o.stderr
+    );
+    o
+}
+
+fn doctor(fake: &FakeGitLab) -> Out {
+    doctor_with(fake, BOT_TOKEN, &[], &[])
+}
+
+fn assert_best_effort(o: &Out, reason_part: &str) {
+    assert_eq!(o.guarantee(), "unserialized-best-effort", "{}", o.stdout);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert_ne!(o.mark("serialization"), "✓", "{}", o.stdout);
+    assert!(
+        o.stdout
+            .to_lowercase()
+            .contains(&reason_part.to_lowercase()),
+        "reason should mention {reason_part:?}:\n{}",
+        o.stdout
+    );
+    assert!(!o.stderr.is_empty());
+}
+
+// ---- everything passes ------------------------------------------------------------------
+
+#[test]
+fn a_healthy_deployment_passes_every_check_and_is_serialized() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor(&fake);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    for id in [
+        "inputs",
+        "api",
+        "token",
+        "identity",
+        "scope",
+        "role",
+        "threads-setting",
+        "pipelines-setting",
+        "merge-request",
+        "policies",
+        "serialization",
+    ] {
+        assert_eq!(o.mark(id), "✓", "{id}: {}", o.stdout);
+    }
+    assert!(!o.stdout.contains("fix:"), "{}", o.stdout);
+    assert_eq!(o.guarantee(), "single-writer-serialized");
+    assert!(o.line("token").contains("@assent-bot"), "{}", o.stdout);
+    assert!(o.line("api").contains("18.6.0"), "{}", o.stdout);
+    assert!(o.line("api").contains("no proxy"), "{}", o.stdout);
+    assert!(o.line("role").contains("Maintainer"), "{}", o.stdout);
+    assert!(o.line("policies").contains("1 policy file"), "{}", o.stdout);
+    assert!(o.stderr.is_empty(), "{}", o.stderr);
+    assert_eq!(fake.violations(), Vec::<String>::new());
+    assert_eq!(fake.writes(), 0, "doctor must not write");
+}
+
+#[test]
+fn json_is_the_typed_report() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(&fake, BOT_TOKEN, &[], &["--format", "json"]);
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["apiVersion"], "assent/v1");
+    assert_eq!(v["kind"], "DoctorReport");
+    assert_eq!(v["duplicate_prevention"], "single-writer-serialized");
+    let checks = v["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 11);
+    assert!(
+        checks
+            .iter()
+            .all(|c| c["status"] == "pass" && c["fix"].is_null())
+    );
+
+    fake.with_state(|s| s.projects[0].only_allow_merge_if_pipeline_succeeds = false);
+    let o = doctor_with(
+        &fake,
+        BOT_TOKEN,
+        &[("CI_JOB_ID", "")],
+        &["--format", "json"],
+    );
+    assert_eq!(o.code, 1);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["duplicate_prevention"], "unserialized-best-effort");
+    let by_id = |id: &str| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by_id("pipelines-setting")["status"], "fail");
+    assert!(
+        by_id("pipelines-setting")["fix"]
+            .as_str()
+            .unwrap()
+            .contains("Pipelines must succeed")
+    );
+    assert_eq!(by_id("serialization")["status"], "unknown");
+}
+
+#[test]
+fn the_mr_is_optional_and_policies_come_from_the_default_branch() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(
+        &fake,
+        BOT_TOKEN,
+        &[("CI_MERGE_REQUEST_IID", ""), ("CI_JOB_ID", "")],
+        &[],
+    );
+    assert_eq!(o.mark("merge-request"), "✓", "{}", o.stdout);
+    assert_eq!(o.mark("policies"), "✓", "{}", o.stdout);
+    assert!(o.line("policies").contains("main@33333333"), "{}", o.stdout);
+    assert_best_effort(&o, "no merge request");
+}
+
+// ---- each check failing -----------------------------------------------------------------
+
+#[test]
+fn missing_inputs_mean_doctor_cannot_run() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(&fake, "", &[], &[]);
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    assert_eq!(o.mark("inputs"), "✗");
+    assert!(o.stderr.contains("ASSENT_TOKEN"), "{}", o.stderr);
+    assert_eq!(o.guarantee(), "unserialized-best-effort");
+
+    let o = doctor_with(&fake, BOT_TOKEN, &[("CI_API_V4_URL", "")], &[]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("CI_API_V4_URL"), "{}", o.stderr);
+
+    let o = doctor_with(
+        &fake,
+        BOT_TOKEN,
+        &[("ASSENT_CA_FILE", "/nonexistent/ca.pem")],
+        &[],
+    );
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    assert!(
+        o.line("inputs").contains("/nonexistent/ca.pem"),
+        "{}",
+        o.stdout
+    );
+    assert_eq!(
+        fake.requests().len(),
+        0,
+        "nothing is sent before the inputs are usable"
+    );
+}
+
+#[test]
+fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
+    let fake = FakeGitLab::start(healthy());
+    let port = fake.port();
+    drop(fake);
+    let dead = FakeGitLab::start(State::default());
+    let url = format!("http://127.0.0.1:{port}/api/v4");
+    let o = doctor_with(&dead, BOT_TOKEN, &[("CI_API_V4_URL", &url)], &[]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(o.mark("api"), "✗");
+    assert!(o.fix_after("api").contains("reach"), "{}", o.stdout);
+    assert_eq!(o.mark("token"), "?");
+    assert_eq!(o.mark("serialization"), "?");
+    assert_best_effort(&o, "could not be reached");
+}
+
+#[test]
+fn a_proxy_is_named_in_the_api_line_without_its_credentials() {
+    let fake = FakeGitLab::start(healthy());
+    // The proxy applies to http targets through HTTP_PROXY; NO_PROXY exempts the fake.
+    let o = doctor_with(
+        &fake,
+        BOT_TOKEN,
+        &[
+            ("HTTP_PROXY", "http://user:pw@proxy.invalid:3128"),
+            ("NO_PROXY", "127.0.0.1"),
+        ],
+        &[],
+    );
+    assert_eq!(o.mark("api"), "✓", "{}", o.stdout);
+    assert!(o.line("api").contains("no proxy"), "{}", o.stdout);
+    let o = doctor_with(
+        &fake,
+        BOT_TOKEN,
+        &[("HTTP_PROXY", "http://user:pw@127.0.0.1:9")],
+        &[],
+    );
+    assert_eq!(o.mark("api"), "✗", "{}", o.stdout);
+    assert!(
+        o.line("api").contains("proxy http://127.0.0.1:9/"),
+        "{}",
+        o.stdout
+    );
+    assert!(!o.stdout.contains("pw@"), "{}", o.stdout);
+}
+
+#[test]
+fn a_rejected_token_fails_the_token_check() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(&fake, "glpat-wrong-token", &[], &[]);
+    assert_eq!(o.code, 1);
+    assert_eq!(o.mark("api"), "✓", "{}", o.stdout);
+    assert_eq!(o.mark("token"), "✗", "{}", o.stdout);
+    assert!(o.fix_after("token").contains("project access token"));
+    assert_eq!(o.mark("role"), "?");
+    assert_best_effort(&o, "token");
+}
+
+#[test]
+fn a_personal_token_fails_identity() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(&fake, HUMAN_TOKEN, &[], &[]);
+    assert_eq!(o.mark("token"), "✓", "{}", o.stdout);
+    assert_eq!(o.mark("identity"), "✗", "{}", o.stdout);
+    assert!(o.line("identity").contains("@alice"));
+    assert_eq!(o.code, 1);
+}
+
+#[test]
+fn read_api_scope_fails_scope() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(&fake, READ_TOKEN, &[], &[]);
+    assert_eq!(o.mark("scope"), "✗", "{}", o.stdout);
+    assert!(o.line("scope").contains("read_api"));
+    assert!(o.fix_after("scope").contains("api scope"));
+    assert_eq!(o.code, 1);
+}
+
+#[test]
+fn unexposed_scopes_are_unknown_not_passed() {
+    let fake = FakeGitLab::start(healthy());
+    fake.inject(FaultRule {
+        method: None,
+        matcher: fake_gitlab::Matcher::Route(RouteKind::TokenSelf),
+        when: fake_gitlab::When::Every,
+        action: FaultAction::ServerError,
+    });
+    let o = doctor(&fake);
+    assert_eq!(o.mark("scope"), "?", "{}", o.stdout);
+    assert_eq!(o.code, 1, "a check that cannot be verified is exit 1");
+}
+
+#[test]
+fn a_reporter_cannot_resolve_threads() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| {
+        s.tokens
+            .push(Token::new("glpat-reporter", BOT_ID, &["api"]).access_level(20))
+    });
+    let o = doctor_with(&fake, "glpat-reporter", &[], &[]);
+    assert_eq!(o.mark("role"), "✗", "{}", o.stdout);
+    assert!(o.line("role").contains("Reporter (20)"));
+    assert!(o.fix_after("role").contains("Developer"));
+    // Reading resource groups needs Developer too: the verdict cannot be verified.
+    assert_best_effort(&o, "403");
+}
+
+#[test]
+fn project_settings_the_gate_relies_on() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| {
+        s.projects[0].only_allow_merge_if_all_discussions_are_resolved = false;
+        s.projects[0].only_allow_merge_if_pipeline_succeeds = false;
+    });
+    let o = doctor(&fake);
+    assert_eq!(o.mark("threads-setting"), "✗", "{}", o.stdout);
+    assert!(
+        o.fix_after("threads-setting")
+            .contains("All threads must be resolved")
+    );
+    assert_eq!(o.mark("pipelines-setting"), "✗");
+    assert_eq!(o.code, 1);
+    assert_eq!(
+        o.guarantee(),
+        "single-writer-serialized",
+        "independent of settings"
+    );
+}
+
+#[test]
+fn a_fork_mr_is_flagged() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| s.projects[0].merge_requests[0].source_project_id = 77);
+    let o = doctor(&fake);
+    assert_eq!(o.mark("merge-request"), "✗", "{}", o.stdout);
+    assert!(o.line("merge-request").contains("fork"));
+    assert!(o.fix_after("merge-request").contains("parent project"));
+    assert_eq!(o.code, 1);
+}
+
+#[test]
+fn an_unknown_mr_fails() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(&fake, BOT_TOKEN, &[], &["--mr", "99"]);
+    assert_eq!(o.mark("merge-request"), "✗", "{}", o.stdout);
+    assert_best_effort(&o, "refs/merge-requests/7/head");
+}
+
+#[test]
+fn policies_that_do_not_load_fail_with_file_and_line() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| {
+        s.projects[0].files.get_mut(TARGET_SHA).unwrap().insert(
+            ".assent/policies/broken.yaml".into(),
+            fake_gitlab::FileContent(
+                b"apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: Bad Id\n".to_vec(),
+            ),
+        );
+    });
+    let o = doctor(&fake);
+    assert_eq!(o.mark("policies"), "✗", "{}", o.stdout);
+    assert!(
+        o.line("policies").contains(".assent/policies/broken.yaml:"),
+        "{}",
+        o.stdout
+    );
+    assert!(o.fix_after("policies").contains("assent lint"));
+    assert_eq!(o.code, 1);
+}
+
+// ---- serialization: positive evidence only -----------------------------------------------
+
+#[test]
+fn a_ci_config_in_a_protected_project_is_read_through_the_lint_api() {
+    let mut state = healthy();
+    state.projects[0]
+        .files
+        .get_mut(HEAD_SHA)
+        .unwrap()
+        .remove(".gitlab-ci.yml");
+    state.projects[0].ci_config_path = "assent.yml@platform/ci-config".into();
+    state.projects.push(
+        Project::new(50, "platform/ci-config")
+            .branch("main", "5555555555555555555555555555555555555555")
+            .file(
+                "5555555555555555555555555555555555555555",
+                "assent.yml",
+                CI_SERIALIZED,
+            ),
+    );
+    let fake = FakeGitLab::start(state);
+    let o = doctor(&fake);
+    assert_eq!(o.guarantee(), "single-writer-serialized", "{}", o.stdout);
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    let lint = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.route == RouteKind::CiLint)
+        .collect::<Vec<_>>();
+    assert_eq!(lint.len(), 1);
+    assert_eq!(lint[0].method, "POST");
+}
+
+#[test]
+fn older_gitlab_symbol_keys_still_parse() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| s.projects[0].lint_symbol_keys = true);
+    let o = doctor(&fake);
+    assert_eq!(o.guarantee(), "single-writer-serialized", "{}", o.stdout);
+}
+
+#[test]
+fn absent_outside_a_ci_job() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(&fake, BOT_TOKEN, &[("CI_JOB_ID", "")], &[]);
+    assert_best_effort(&o, "CI_JOB_ID");
+    assert_eq!(o.mark("serialization"), "?");
+}
+
+#[test]
+fn absent_when_the_job_has_no_resource_group() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| {
+        let p = &mut s.projects[0];
+        p.files.get_mut(HEAD_SHA).unwrap().insert(
+            ".gitlab-ci.yml".into(),
+            fake_gitlab::FileContent(
+                CI_SERIALIZED
+                    .replace("  resource_group: assent-mr-$CI_MERGE_REQUEST_IID\n", "")
+                    .into_bytes(),
+            ),
+        );
+        p.resource_groups.clear();
+    });
+    let o = doctor(&fake);
+    assert_best_effort(&o, "has no resource_group");
+    assert_eq!(o.mark("serialization"), "✗");
+    assert!(
+        o.fix_after("serialization")
+            .contains("assent-mr-$CI_MERGE_REQUEST_IID")
+    );
+}
+
+#[test]
+fn absent_when_the_key_is_shared_by_every_mr() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| {
+        s.projects[0].files.get_mut(HEAD_SHA).unwrap().insert(
+            ".gitlab-ci.yml".into(),
+            fake_gitlab::FileContent(
+                CI_SERIALIZED
+                    .replace("assent-mr-$CI_MERGE_REQUEST_IID", "assent")
+                    .into_bytes(),
+            ),
+        );
+    });
+    let o = doctor(&fake);
+    assert_best_effort(&o, "not keyed by $CI_MERGE_REQUEST_IID");
+}
+
+#[test]
+fn partial_when_gitlab_predates_current_job() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| s.version = "17.11.3".into());
+    let o = doctor(&fake);
+    assert_best_effort(&o, "came in 18.6");
+}
+
+#[test]
+fn partial_when_the_group_exists_but_nobody_holds_it() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| s.projects[0].resource_groups[0].holder = None);
+    let o = doctor(&fake);
+    assert_best_effort(&o, "held by no job");
+}
+
+#[test]
+fn partial_when_the_resource_group_does_not_exist() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| s.projects[0].resource_groups.clear());
+    let o = doctor(&fake);
+    assert_best_effort(&o, "cannot read resource group assent-mr-7");
+}
+
+#[test]
+fn contradictory_when_another_job_holds_the_group() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| {
+        let p = &mut s.projects[0];
+        p.add_job(Job::mr_job(OTHER_JOB, "assent", MR_IID, HEAD_SHA).resource_group("assent-mr-7"));
+    });
+    let o = doctor(&fake);
+    assert_best_effort(&o, "held by job 900, not by this job 901");
+}
+
+#[test]
+fn contradictory_when_the_job_belongs_to_another_mr() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| s.projects[0].jobs[0].git_ref = "refs/merge-requests/8/head".into());
+    let o = doctor(&fake);
+    assert_best_effort(&o, "not in a pipeline of MR !7");
+}
+
+#[test]
+fn contradictory_when_the_job_is_not_running() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| s.projects[0].jobs[0].status = "success".into());
+    let o = doctor(&fake);
+    assert_best_effort(&o, "not running");
+}
+
+#[test]
+fn contradictory_when_the_job_is_unknown() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(&fake, BOT_TOKEN, &[("CI_JOB_ID", "12345")], &[]);
+    assert_best_effort(&o, "cannot read job 12345");
+}
+
+#[test]
+fn contradictory_when_the_configuration_is_invalid_or_lacks_the_job() {
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| s.projects[0].jobs[0].name = "review".into());
+    let o = doctor(&fake);
+    assert_best_effort(&o, "\"review\" is not in the merged ci configuration");
+
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| {
+        s.projects[0].files.get_mut(HEAD_SHA).unwrap().insert(
+            ".gitlab-ci.yml".into(),
+            fake_gitlab::FileContent(b"assent: [unclosed".to_vec()),
+        );
+    });
+    let o = doctor(&fake);
+    assert_best_effort(&o, "invalid");
+}
+
+#[test]
+fn api_errors_on_any_evidence_route_are_best_effort() {
+    for (route, action) in [
+        (RouteKind::Job, FaultAction::ServerError),
+        (RouteKind::CiLint, FaultAction::BadGateway),
+        (RouteKind::ResourceGroup, FaultAction::ServerError),
+        (
+            RouteKind::ResourceGroupCurrentJob,
+            FaultAction::RateLimitJson { retry_after: 0 },
+        ),
+        (RouteKind::ResourceGroupCurrentJob, FaultAction::Unavailable),
+    ] {
+        let fake = FakeGitLab::start(healthy());
+        fake.inject(FaultRule {
+            method: None,
+            matcher: fake_gitlab::Matcher::Route(route),
+            when: fake_gitlab::When::Every,
+            action: action.clone(),
+        });
+        let o = doctor(&fake);
+        assert_best_effort(&o, "HTTP");
+        assert_eq!(
+            o.mark("serialization"),
+            "?",
+            "{route:?} {action:?}: {}",
+            o.stdout
+        );
+    }
+}
+
+#[test]
+fn a_transient_error_is_retried_and_then_verified() {
+    let fake = FakeGitLab::start(healthy());
+    fake.inject(FaultRule {
+        method: None,
+        matcher: fake_gitlab::Matcher::Route(RouteKind::ResourceGroupCurrentJob),
+        when: fake_gitlab::When::Nth(1),
+        action: FaultAction::ServerError,
+    });
+    let o = doctor(&fake);
+    assert_eq!(o.guarantee(), "single-writer-serialized", "{}", o.stdout);
+}
