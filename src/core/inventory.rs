@@ -36,6 +36,10 @@ pub struct SummaryArtifact {
     pub state: SummaryState,
     /// The source SHA it was computed for.
     pub head: String,
+    /// The discussion id when the summary has become an unresolved thread: GitLab turns a
+    /// plain note into a resolvable thread when someone replies to it, and an unresolved
+    /// thread would hold up "all threads must be resolved".
+    pub open_thread: Option<String>,
     /// The note's `updated_at`, when the forge reports it.
     pub updated_at: Option<String>,
 }
@@ -92,6 +96,7 @@ impl Inventory {
                         occurrence,
                         state,
                         head,
+                        open_thread: (note.resolvable && !note.resolved).then(|| discussion.id.clone()),
                         updated_at: note.updated_at.clone(),
                     })
                 }

@@ -20,8 +20,10 @@
 //! and every other unresolved one is resolved and recorded as a repair. Two choices beyond
 //! the table, both for crash safety: a `comment` finding whose current thread is unresolved
 //! (a crash between its create and its resolve, or a human re-opening it) is resolved again,
-//! with action `resolve`, because comments must never gate; and a repaired duplicate gets a
-//! short reply naming the canonical thread so a human reading it knows why it was closed.
+//! with action `resolve`, because comments must never gate; a repaired duplicate gets a
+//! short reply naming the canonical thread so a human reading it knows why it was closed;
+//! and a summary note that became an unresolved thread (GitLab does that when someone
+//! replies to a plain note) is resolved, because the summary must never gate either.
 
 use std::collections::BTreeMap;
 
@@ -146,6 +148,12 @@ pub fn plan_reconciliation(desired: &DesiredState, inventory: &Inventory, head_s
     }
 
     if let Some((canonical, duplicates)) = inventory.summaries.split_first() {
+        if let Some(discussion_id) = &canonical.open_thread {
+            plan.writes.push(Write::Resolve {
+                discussion_id: discussion_id.clone(),
+                forge_id: canonical.note_id,
+            });
+        }
         for duplicate in duplicates {
             plan.writes.push(Write::CollapseSummary {
                 note_id: duplicate.note_id,
@@ -476,6 +484,7 @@ mod tests {
     #[test]
     fn duplicate_summaries_collapse_into_the_lowest() {
         let summary = |id: u64| SummaryArtifact {
+            open_thread: None,
             note_id: id,
             body: String::new(),
             occurrence: occ(0),
@@ -504,6 +513,30 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_summary_that_became_an_open_thread_is_resolved() {
+        let summary = SummaryArtifact {
+            open_thread: Some("d".repeat(40)),
+            note_id: 5,
+            body: String::new(),
+            occurrence: occ(0),
+            state: SummaryState::Verified,
+            head: HEAD.into(),
+            updated_at: None,
+        };
+        let inventory = Inventory {
+            threads: vec![],
+            summaries: vec![summary],
+            warnings: vec![],
+        };
+        let plan = plan_reconciliation(&DesiredState::default(), &inventory, HEAD);
+        assert!(matches!(
+            &plan.writes[..],
+            [Write::Resolve { forge_id: 5, .. }]
+        ));
+        assert!(plan.actions.is_empty());
     }
 
     #[test]

@@ -33,6 +33,16 @@ pub fn verify_rescan(
 ) -> Vec<String> {
     let mut mismatches = Vec::new();
     let summary_ids: Vec<u64> = rescan.summaries.iter().map(|s| s.note_id).collect();
+    if let Some(open) = rescan
+        .summaries
+        .iter()
+        .find(|s| s.open_thread.is_some() && writes.resolved.contains(&s.note_id))
+    {
+        mismatches.push(format!(
+            "summary note {} was resolved by this run but is an open thread",
+            open.note_id
+        ));
+    }
     match (summary_ids.as_slice(), writes.summary_note_id) {
         ([only], Some(expected)) if *only == expected => {}
         (ids, expected) => mismatches.push(format!(
@@ -132,6 +142,7 @@ mod tests {
 
     fn summary(id: u64) -> SummaryArtifact {
         SummaryArtifact {
+            open_thread: None,
             note_id: id,
             body: String::new(),
             occurrence: Occurrence::digest(b"s"),

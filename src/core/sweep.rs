@@ -474,6 +474,7 @@ mod tests {
 
     fn summary(state: SummaryState, head: &str, updated_at: Option<&str>) -> SummaryArtifact {
         SummaryArtifact {
+            open_thread: None,
             note_id: 1000,
             body: String::new(),
             occurrence: Occurrence::digest(b"s"),

@@ -171,7 +171,8 @@ impl InMemoryForge {
         Ok(())
     }
 
-    /// Replies in the thread containing `note_id`.
+    /// Replies in the thread containing `note_id`; a plain note becomes a thread, as on
+    /// GitLab.
     pub fn reply_as(
         &self,
         note_id: u64,
@@ -183,7 +184,11 @@ impl InMemoryForge {
             .find(note_id)
             .ok_or(HumanActionError::NoSuchNote(note_id))?;
         if !state.discussions[d].notes[0].resolvable {
-            return Err(HumanActionError::NotResolvable(note_id));
+            // As on GitLab: a reply turns a plain note into a resolvable (unresolved) thread.
+            let discussion = &mut state.discussions[d];
+            discussion.individual_note = false;
+            discussion.notes[0].resolvable = true;
+            discussion.notes[0].resolved = false;
         }
         Ok(state.add_reply(d, author_id, body))
     }
