@@ -137,8 +137,10 @@ enum Side {
     Source,
 }
 
-/// Every policy file at `target_sha`, sorted by path. Any failure is an error.
-fn read_policy_files(
+/// Every policy file at `target_sha`, sorted by path, read concurrently. Any failure is an
+/// error: a policy that cannot be read is never skipped. `assent doctor` reads policies the
+/// same way, so it checks exactly what a run would load.
+pub fn read_policy_files(
     repo: &dyn Repository,
     target_sha: &str,
 ) -> Result<Vec<PolicyFile>, ForgeError> {

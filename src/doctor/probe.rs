@@ -23,9 +23,9 @@ use crate::gitlab::transport::{
     TransportSettings, parse_api_base, select_proxy,
 };
 use crate::gitlab::{GitLabConfig, GitLabConfigError, GitLabForge};
+use crate::review_input::{POLICY_DIR, read_policy_files};
 
 /// Where policies live on the target branch.
-const POLICY_DIR: &str = ".assent/policies";
 /// Developer: may post notes and resolve threads.
 const DEVELOPER: u64 = 30;
 
@@ -542,15 +542,7 @@ fn policies_check(inputs: &DoctorInputs, branch: &str) -> Check {
     };
     let load = || -> Result<(String, Vec<PolicyFile>), ForgeError> {
         let sha = forge.branch_head(branch)?;
-        let mut files = Vec::new();
-        for path in forge.list_tree(&sha, POLICY_DIR)? {
-            if !(path.ends_with(".yaml") || path.ends_with(".yml")) {
-                continue;
-            }
-            if let Some(bytes) = forge.read_file(&sha, &path)? {
-                files.push(PolicyFile { path, bytes });
-            }
-        }
+        let files = read_policy_files(&forge, &sha)?;
         Ok((sha, files))
     };
     match load() {
