@@ -200,6 +200,11 @@ fn fail_on_review_fails_the_job_on_an_unresolved_challenge() {
     let w = World::new();
     let r = w.run(&["--fail-on", "review"]);
     r.expect_code(1);
+    let line = r.error_line();
+    assert!(
+        line.contains("REVIEW") && line.contains("--fail-on review"),
+        "{line}"
+    );
     // Published all the same, receipt written.
     assert_eq!(r.receipt()["outcome"], "published");
     assert_eq!(r.receipt()["decision"], "REVIEW");
@@ -498,6 +503,8 @@ fn an_mr_that_edits_its_own_policies_is_blocked() {
         .run();
     r.expect_code(1);
     assert!(r.stdout.starts_with("assent: BLOCK for !7"), "{}", r.stdout);
+    let line = r.error_line();
+    assert!(line.contains("BLOCK"), "{line}");
 
     let thread = w.thread("assent/self-edit");
     assert!(!thread.resolved(), "a block thread stays open");
@@ -538,6 +545,7 @@ fn policies_that_do_not_load_on_the_target_block_with_file_and_line() {
     let r = w.run(&[]);
     r.expect_code(1);
     assert!(r.stdout.starts_with("assent: BLOCK for !7"), "{}", r.stdout);
+    r.error_line();
     let thread = w.thread("assent/policy-error");
     let body = &thread.notes[0].body;
     assert!(body.contains(".assent/policies/broken.yaml:6"), "{body}");
