@@ -1,85 +1,1033 @@
 //! `assent run` as the MR pipeline runs it: the compiled binary against the fake GitLab.
+//!
+//! Every test checks the exit code, the key lines of stdout/stderr, the receipt, the fake's
+//! final state (threads, resolution, note bodies) and its request log (writes, violations),
+//! and that the token shows up nowhere but in the `PRIVATE-TOKEN` header.
 
+#[path = "support/run.rs"]
+mod run_support;
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::time::Duration;
 
-use fake_gitlab::{FakeGitLab, fixtures};
+use fake_gitlab::{DiffFile, FaultAction, FaultRule, HoldApply, MrState, RouteKind, fixtures};
+use serde_json::{Value, json};
 
-/// The example repository's policies, committed at the fake's target SHA.
-fn seed_policies(fake: &FakeGitLab) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/repos/topic-registry/.assent/policies");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    fake.with_state(|state| {
-        let project = state
-            .projects
-            .iter_mut()
-            .find(|p| p.id == fixtures::PROJECT_ID)
-            .unwrap();
-        for file in &files {
-            let path = format!(
-                ".assent/policies/{}",
-                file.file_name().unwrap().to_string_lossy()
-            );
-            project
-                .files
-                .entry(fixtures::TARGET_SHA.to_owned())
-                .or_default()
-                .insert(path, fake_gitlab::FileContent(std::fs::read(file).unwrap()));
-        }
-    });
+use run_support::{ORDERS_BASE, World, orders};
+
+const RETENTION: &str = "retention-shrink";
+const RETENTION_SUBJECT: &str = "topics/orders.yaml#/topics/orders.events.v1/retention_days";
+/// A later push to the source branch.
+const NEW_SHA: &str = "4444444444444444444444444444444444444444";
+/// A push after that.
+const NEWER_SHA: &str = "5555555555555555555555555555555555555555";
+
+fn project() -> u64 {
+    fixtures::PROJECT_ID
 }
 
-fn run(fake: &FakeGitLab, dir: &Path, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_assent"))
-        .arg("run")
-        .args(extra)
-        .current_dir(dir)
-        .env_clear()
-        .env("CI_API_V4_URL", fake.base_url())
-        .env("CI_PROJECT_ID", fixtures::PROJECT_PATH)
-        .env("CI_MERGE_REQUEST_IID", fixtures::MR_IID.to_string())
-        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", fixtures::HEAD_SHA)
-        .env("CI_MERGE_REQUEST_TARGET_BRANCH_SHA", fixtures::TARGET_SHA)
-        .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", fixtures::BASE_SHA)
-        .env("ASSENT_TOKEN", fixtures::BOT_TOKEN)
-        .output()
-        .unwrap()
+fn mr() -> u64 {
+    fixtures::MR_IID
+}
+
+/// The receipt's top-level keys, in file order (SPEC §6).
+const RECEIPT_KEYS: [&str; 13] = [
+    "apiVersion",
+    "kind",
+    "project",
+    "mr",
+    "pins",
+    "outcome",
+    "decision",
+    "findings",
+    "actions",
+    "repairs",
+    "warnings",
+    "rescan",
+    "requests",
+];
+
+#[track_caller]
+fn assert_key_order(text: &str) {
+    let positions: Vec<usize> = RECEIPT_KEYS
+        .iter()
+        .map(|k| {
+            text.find(&format!("\"{k}\":"))
+                .unwrap_or_else(|| panic!("no key {k} in {text}"))
+        })
+        .collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "receipt keys out of order: {text}"
+    );
+    assert!(text.starts_with("{\"apiVersion\":\"assent/v1\",\"kind\":\"PublicationReceipt\","));
+}
+
+/// The receipt of a designed no-write refusal.
+#[track_caller]
+fn assert_refusal(receipt: &Value, outcome: &str) {
+    assert_eq!(receipt["outcome"], outcome);
+    assert_eq!(receipt["decision"], Value::Null);
+    for key in ["findings", "actions", "repairs", "warnings"] {
+        assert_eq!(receipt[key], json!([]), "{key}");
+    }
+    assert_eq!(receipt["requests"]["writes"], 0);
+}
+
+// ---- 1, 2: first run and rerun ------------------------------------------------------------
+
+#[test]
+fn first_run_publishes_a_thread_and_a_verified_summary() {
+    let w = World::new();
+    let r = w.run(&[]);
+    r.expect_code(0);
+    assert_eq!(r.stderr, "", "a successful run is quiet on stderr");
+    assert!(
+        r.stdout
+            .starts_with("assent: REVIEW for !7 at 22222222 (1 finding); published\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(&format!(
+            "create  challenge  {RETENTION} @ {RETENTION_SUBJECT}"
+        )),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("requests: ") && r.stdout.contains(" 3 writes; rescan verified"),
+        "{}",
+        r.stdout
+    );
+
+    // The fake: one unresolved challenge thread and one verified summary, both the bot's.
+    let thread = w.thread(RETENTION);
+    assert_eq!(w.discussions().len(), 2, "{:#?}", w.discussions());
+    assert!(!thread.resolved());
+    assert_eq!(thread.notes.len(), 1);
+    let note = &thread.notes[0];
+    assert_eq!(note.author_id, fixtures::BOT_ID);
+    assert!(note.body.starts_with(&format!(
+        "<!-- assent:marker {{\"v\":1,\"kind\":\"finding\",\"rule\":\"{RETENTION}\",\"subject\":\"{RETENTION_SUBJECT}\",\"occurrence\":\"sha256:"
+    )));
+    assert!(
+        note.body
+            .contains("Retention of orders.events.v1 shrinks from 30 to 7 days"),
+        "{}",
+        note.body
+    );
+    let summary = w.summary();
+    let marker = summary.body.lines().next().unwrap();
+    assert!(marker.contains("\"state\":\"verified\""), "{marker}");
+    assert!(marker.contains(&format!("\"head\":\"{}\"", fixtures::HEAD_SHA)));
+    assert!(summary.body.contains("## assent · REVIEW"));
+    assert!(summary.body.contains(&format!("#note_{}", note.id)));
+    insta::assert_snapshot!("first_run_summary", summary.body);
+
+    // The receipt.
+    let text = r.receipt_text.as_deref().unwrap();
+    assert_key_order(text);
+    assert!(text.ends_with("}\n"));
+    let receipt = r.receipt();
+    assert_eq!(receipt["project"], fixtures::PROJECT_PATH);
+    assert_eq!(receipt["mr"], 7);
+    assert_eq!(receipt["pins"]["sourceSha"], fixtures::HEAD_SHA);
+    assert_eq!(receipt["pins"]["targetSha"], fixtures::TARGET_SHA);
+    assert_eq!(receipt["pins"]["baseSha"], fixtures::BASE_SHA);
+    assert!(
+        receipt["pins"]["policyDigest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert_eq!(receipt["outcome"], "published");
+    assert_eq!(receipt["decision"], "REVIEW");
+    let findings = receipt["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1);
+    assert_eq!(findings[0]["rule"], RETENTION);
+    assert_eq!(findings[0]["subject"], RETENTION_SUBJECT);
+    assert_eq!(findings[0]["effect"], "challenge");
+    assert_eq!(findings[0]["forgeId"], note.id);
+    assert_eq!(findings[0]["resolved"], false);
+    assert!(marker_occurrence(&note.body) == findings[0]["occurrence"]);
+    assert_eq!(
+        receipt["actions"],
+        json!([{"rule": RETENTION, "subject": RETENTION_SUBJECT, "action": "create", "forgeId": note.id}])
+    );
+    assert_eq!(receipt["repairs"], json!([]));
+    assert_eq!(receipt["warnings"], json!([]));
+    assert_eq!(receipt["rescan"], json!({"verified": true}));
+
+    // The log: summary created (reconciling), thread posted, summary edited (verified).
+    assert_eq!(
+        write_shape(&w),
+        vec![
+            ("POST".to_owned(), RouteKind::Notes),
+            ("POST".to_owned(), RouteKind::Discussions),
+            ("PUT".to_owned(), RouteKind::Note),
+        ]
+    );
+    assert_eq!(receipt["requests"]["writes"], 3);
+    assert_eq!(
+        receipt["requests"]["reads"],
+        w.fake.reads() as u64,
+        "the receipt counts every read the fake saw"
+    );
+    w.assert_no_violations();
+    r.assert_no_token();
+}
+
+/// The writes the fake saw, as (method, route).
+fn write_shape(w: &World) -> Vec<(String, RouteKind)> {
+    w.writes()
+        .into_iter()
+        .map(|r| (r.method, r.route))
+        .collect()
+}
+
+fn marker_occurrence(body: &str) -> Value {
+    let marker = body.lines().next().unwrap();
+    let json = marker
+        .strip_prefix("<!-- assent:marker ")
+        .and_then(|m| m.strip_suffix(" -->"))
+        .unwrap();
+    serde_json::from_str::<Value>(json).unwrap()["occurrence"].clone()
 }
 
 #[test]
-fn first_run_publishes_and_a_rerun_writes_nothing() {
-    let fake = support::start_basic();
-    seed_policies(&fake);
-    let dir = tempfile::tempdir().unwrap();
-
-    let first = run(&fake, dir.path(), &[]);
-    let stdout = String::from_utf8_lossy(&first.stdout);
-    let stderr = String::from_utf8_lossy(&first.stderr);
-    assert_eq!(
-        first.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    assert!(stdout.contains("REVIEW"), "{stdout}");
-    let receipt1 = std::fs::read_to_string(dir.path().join("assent-receipt.json")).unwrap();
-    assert!(receipt1.contains("\"action\":\"create\""), "{receipt1}");
-    assert!(!stdout.contains(fixtures::BOT_TOKEN) && !stderr.contains(fixtures::BOT_TOKEN));
-
-    let writes = fake.writes();
-    let second = run(&fake, dir.path(), &[]);
-    assert_eq!(second.status.code(), Some(0));
-    assert_eq!(fake.writes(), writes, "rerun wrote");
-    let receipt2 = std::fs::read_to_string(dir.path().join("assent-receipt.json")).unwrap();
+fn fail_on_review_fails_the_job_on_an_unresolved_challenge() {
+    let w = World::new();
+    let r = w.run(&["--fail-on", "review"]);
+    r.expect_code(1);
+    let line = r.error_line();
     assert!(
-        receipt2.contains("\"action\":\"leave-untouched\""),
-        "{receipt2}"
+        line.contains("REVIEW") && line.contains("--fail-on review"),
+        "{line}"
     );
-    assert!(fake.violations().is_empty(), "{:?}", fake.violations());
+    // Published all the same, receipt written.
+    assert_eq!(r.receipt()["outcome"], "published");
+    assert_eq!(r.receipt()["decision"], "REVIEW");
+    assert!(!w.thread(RETENTION).resolved());
+    // `never` ignores the decision.
+    w.run(&["--fail-on", "never"]).expect_code(0);
+    r.assert_no_token();
+}
+
+#[test]
+fn a_rerun_writes_nothing_and_its_receipt_is_byte_identical() {
+    let w = World::new();
+    let first = w.run(&[]);
+    first.expect_code(0);
+    let discussions = w.discussions();
+
+    w.fake.reset_log();
+    let second = w.run(&[]);
+    second.expect_code(0);
+    assert_eq!(w.writes().len(), 0, "{:#?}", w.writes());
+    assert!(w.fake.reads() > 0);
+    assert_eq!(
+        w.discussions(),
+        discussions,
+        "the fake's state did not change"
+    );
+    let receipt = second.receipt();
+    assert_eq!(receipt["requests"]["writes"], 0);
+    assert_eq!(
+        receipt["actions"][0]["action"], "leave-untouched",
+        "{receipt}"
+    );
+    assert!(
+        second.stdout.contains(" 0 writes; rescan verified"),
+        "{}",
+        second.stdout
+    );
+
+    // Apart from the actions' verbs, the rerun's receipt says what the first one did.
+    let mut a = first.receipt_without_requests();
+    let mut b = second.receipt_without_requests();
+    a["actions"][0]["action"] = Value::Null;
+    b["actions"][0]["action"] = Value::Null;
+    assert_eq!(a, b);
+
+    // And a third run's receipt is byte-identical to the second's, request counts aside.
+    let third = w.run(&[]);
+    third.expect_code(0);
+    assert_eq!(
+        third.receipt_without_requests(),
+        second.receipt_without_requests()
+    );
+    let strip = |text: &str| text[..text.find(",\"requests\":").unwrap()].to_owned();
+    assert_eq!(
+        strip(third.receipt_text.as_deref().unwrap()),
+        strip(second.receipt_text.as_deref().unwrap())
+    );
+    assert_eq!(w.writes().len(), 0);
+    w.assert_no_violations();
+    third.assert_no_token();
+}
+
+// ---- 3: a human assents ---------------------------------------------------------------------
+
+#[test]
+fn a_resolved_challenge_is_preserved_and_only_the_summary_is_edited() {
+    let w = World::new();
+    w.run(&[]).expect_code(0);
+    let thread = w.thread(RETENTION);
+    let summary_id = w.summary().id;
+    w.fake
+        .resolve(project(), mr(), &thread.id, fixtures::HUMAN_ID, true);
+
+    w.fake.reset_log();
+    let r = w.run(&["--fail-on", "review"]);
+    r.expect_code(0);
+    assert!(
+        r.stdout.starts_with("assent: APPROVE for !7"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("preserve-resolution"), "{}", r.stdout);
+
+    // Exactly one write: the summary edited in place.
+    let writes = w.writes();
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert_eq!(writes[0].method, "PUT");
+    assert_eq!(writes[0].route, RouteKind::Note);
+    assert!(writes[0].path.ends_with(&format!("/notes/{summary_id}")));
+
+    let after = w.thread(RETENTION);
+    assert!(after.resolved(), "never re-opened");
+    assert_eq!(after.notes.len(), 1, "no reply");
+    assert_eq!(after.notes[0].resolved_by, Some(fixtures::HUMAN_ID));
+    let summary = w.summary();
+    assert_eq!(summary.id, summary_id);
+    assert!(
+        summary.body.contains("## assent · APPROVE"),
+        "{}",
+        summary.body
+    );
+    assert!(
+        summary
+            .body
+            .lines()
+            .next()
+            .unwrap()
+            .contains("\"state\":\"verified\"")
+    );
+
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "APPROVE");
+    assert_eq!(receipt["findings"][0]["resolved"], true);
+    assert_eq!(receipt["actions"][0]["action"], "preserve-resolution");
+    assert_eq!(receipt["actions"][0]["forgeId"], thread.notes[0].id);
+    assert_eq!(receipt["requests"]["writes"], 1);
+
+    // A rerun after that writes nothing at all.
+    w.fake.reset_log();
+    w.run(&[]).expect_code(0);
+    assert_eq!(w.writes().len(), 0);
+    w.assert_no_violations();
+    r.assert_no_token();
+}
+
+// ---- 4: a push that changes the judged value ------------------------------------------------
+
+#[test]
+fn a_push_that_changes_the_judged_value_supersedes_a_resolved_thread() {
+    let w = World::new();
+    w.run(&[]).expect_code(0);
+    let old = w.thread(RETENTION);
+    w.fake
+        .resolve(project(), mr(), &old.id, fixtures::HUMAN_ID, true);
+    w.run(&[]).expect_code(0);
+
+    // 30 → 3 days now: a new occurrence of the same slot.
+    w.push(NEW_SHA, &[("topics/orders.yaml", &orders(3))]);
+    w.fake.reset_log();
+    let r = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
+        .run();
+    r.expect_code(0);
+    assert!(
+        r.stdout.starts_with("assent: REVIEW for !7 at 44444444"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("supersede"), "{}", r.stdout);
+
+    let threads = w.threads_of(RETENTION);
+    assert_eq!(threads.len(), 2, "{threads:#?}");
+    let stale = threads.iter().find(|d| d.id == old.id).unwrap();
+    let fresh = threads.iter().find(|d| d.id != old.id).unwrap();
+    assert!(stale.resolved(), "the old thread stays resolved");
+    assert_eq!(
+        stale.notes.len(),
+        1,
+        "a resolved stale thread gets no reply"
+    );
+    assert_eq!(stale.notes[0].resolved_by, Some(fixtures::HUMAN_ID));
+    assert!(!fresh.resolved(), "the fresh thread asks again");
+    assert!(fresh.notes[0].body.contains("shrinks from 30 to 3 days"));
+    assert_ne!(
+        marker_occurrence(&fresh.notes[0].body),
+        marker_occurrence(&stale.notes[0].body)
+    );
+    assert!(fresh.notes[0].id > stale.notes[0].id);
+
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "REVIEW");
+    assert_eq!(receipt["pins"]["sourceSha"], NEW_SHA);
+    assert_eq!(receipt["actions"][0]["action"], "supersede");
+    assert_eq!(receipt["actions"][0]["forgeId"], fresh.notes[0].id);
+    assert_eq!(receipt["findings"][0]["forgeId"], fresh.notes[0].id);
+    assert_eq!(receipt["findings"][0]["resolved"], false);
+    let summary = w.summary();
+    assert!(summary.body.lines().next().unwrap().contains(NEW_SHA));
+    // Summary to reconciling, fresh thread, summary to verified.
+    assert_eq!(w.writes().len(), 3, "{:#?}", w.writes());
+    w.assert_no_violations();
+    r.assert_no_token();
+}
+
+#[test]
+fn a_push_that_changes_the_judged_value_retires_an_unresolved_thread() {
+    let w = World::new();
+    w.run(&[]).expect_code(0);
+    let old = w.thread(RETENTION);
+
+    w.push(NEW_SHA, &[("topics/orders.yaml", &orders(3))]);
+    let r = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
+        .run();
+    r.expect_code(0);
+    let threads = w.threads_of(RETENTION);
+    assert_eq!(threads.len(), 2);
+    let stale = threads.iter().find(|d| d.id == old.id).unwrap();
+    assert!(stale.resolved());
+    assert_eq!(stale.notes.len(), 2);
+    assert_eq!(stale.notes[1].author_id, fixtures::BOT_ID);
+    assert!(
+        stale.notes[1]
+            .body
+            .starts_with(&format!("Superseded as of {NEW_SHA}")),
+        "{}",
+        stale.notes[1].body
+    );
+    assert!(!threads.iter().find(|d| d.id != old.id).unwrap().resolved());
+    assert_eq!(r.receipt()["decision"], "REVIEW");
+    w.assert_no_violations();
+}
+
+// ---- 5: a revert ----------------------------------------------------------------------------
+
+#[test]
+fn a_revert_resolves_the_thread_as_outdated_and_approves() {
+    let w = World::new();
+    w.run(&[]).expect_code(0);
+    let thread = w.thread(RETENTION);
+
+    // The content goes back to the base: the MR no longer changes the file.
+    w.push(NEWER_SHA, &[("topics/orders.yaml", ORDERS_BASE)]);
+    w.fake.reset_log();
+    let r = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEWER_SHA)
+        .args(&["--fail-on", "review"])
+        .run();
+    r.expect_code(0);
+    assert!(
+        r.stdout
+            .starts_with("assent: APPROVE for !7 at 55555555 (0 findings)"),
+        "{}",
+        r.stdout
+    );
+
+    let after = w.thread(RETENTION);
+    assert!(after.resolved());
+    assert_eq!(after.notes.len(), 2);
+    assert_eq!(after.notes[1].author_id, fixtures::BOT_ID);
+    assert!(
+        after.notes[1]
+            .body
+            .starts_with(&format!("Outdated as of {NEWER_SHA}")),
+        "{}",
+        after.notes[1].body
+    );
+    assert_eq!(after.notes[0].resolved_by, Some(fixtures::BOT_ID));
+    assert_eq!(w.threads_of(RETENTION).len(), 1, "no new thread");
+
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "APPROVE");
+    assert_eq!(receipt["findings"], json!([]));
+    assert_eq!(
+        receipt["actions"],
+        json!([{"rule": RETENTION, "subject": RETENTION_SUBJECT, "action": "resolve", "forgeId": thread.notes[0].id}])
+    );
+    let summary = w.summary();
+    assert!(summary.body.contains("## assent · APPROVE"));
+    assert!(summary.body.contains("No finding"), "{}", summary.body);
+    // Summary to reconciling, reply, resolve, summary to verified.
+    assert_eq!(
+        write_shape(&w),
+        vec![
+            ("PUT".to_owned(), RouteKind::Note),
+            ("POST".to_owned(), RouteKind::DiscussionNotes),
+            ("PUT".to_owned(), RouteKind::Discussion),
+            ("PUT".to_owned(), RouteKind::Note),
+        ]
+    );
+    w.assert_no_violations();
+    r.assert_no_token();
+}
+
+// ---- 6, 7, 8: built-in block findings --------------------------------------------------------
+
+#[test]
+fn an_mr_that_edits_its_own_policies_is_blocked() {
+    let w = World::new();
+    w.push(
+        NEW_SHA,
+        &[
+            ("topics/orders.yaml", &orders(7)),
+            (
+                ".assent/policies/x.yaml",
+                "apiVersion: assent/v1\nkind: Policy\nrules: []\n",
+            ),
+        ],
+    );
+    let r = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
+        .run();
+    r.expect_code(1);
+    assert!(r.stdout.starts_with("assent: BLOCK for !7"), "{}", r.stdout);
+    let line = r.error_line();
+    assert!(line.contains("BLOCK"), "{line}");
+
+    let thread = w.thread("assent/self-edit");
+    assert!(!thread.resolved(), "a block thread stays open");
+    assert!(
+        thread.notes[0]
+            .body
+            .contains("\"subject\":\".assent/policies/x.yaml#\""),
+        "{}",
+        thread.notes[0].body
+    );
+    assert!(thread.notes[0].body.contains("**⛔ block**"));
+    // The MR's other change is still judged under the target's policies.
+    w.thread(RETENTION);
+
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "BLOCK");
+    let rules: Vec<&str> = receipt["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, vec!["assent/self-edit", RETENTION], "sorted by rule");
+    assert_eq!(receipt["findings"][0]["effect"], "block");
+    assert!(w.summary().body.contains("## assent · BLOCK"));
+    w.assert_no_violations();
+    r.assert_no_token();
+}
+
+#[test]
+fn policies_that_do_not_load_on_the_target_block_with_file_and_line() {
+    let w = World::new();
+    w.put_file(
+        fixtures::TARGET_SHA,
+        ".assent/policies/broken.yaml",
+        "apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: x\n    match: {files: [\"**\"]}\n    effect: explode\n",
+    );
+    let r = w.run(&[]);
+    r.expect_code(1);
+    assert!(r.stdout.starts_with("assent: BLOCK for !7"), "{}", r.stdout);
+    r.error_line();
+    let thread = w.thread("assent/policy-error");
+    let body = &thread.notes[0].body;
+    assert!(body.contains(".assent/policies/broken.yaml:6"), "{body}");
+    assert!(body.contains("explode"), "{body}");
+    // No policy is evaluated while they do not load.
+    assert!(w.threads_of(RETENTION).is_empty());
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "BLOCK");
+    assert_eq!(receipt["findings"].as_array().unwrap().len(), 1);
+    assert_eq!(receipt["findings"][0]["rule"], "assent/policy-error");
+    assert_eq!(receipt["findings"][0]["effect"], "block");
+    w.assert_no_violations();
+}
+
+#[test]
+fn an_unparseable_governed_file_blocks_naming_file_and_line() {
+    let w = World::new();
+    w.push(
+        NEW_SHA,
+        &[(
+            "topics/orders.yaml",
+            "topics:\n  - name: orders.events.v1\n    retention_days: [7\n",
+        )],
+    );
+    let r = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
+        .run();
+    r.expect_code(1);
+    let thread = w.thread("assent/parse-error");
+    let body = &thread.notes[0].body;
+    assert!(
+        body.contains("\"subject\":\"topics/orders.yaml#\""),
+        "{body}"
+    );
+    assert!(body.contains("topics/orders.yaml:"), "{body}");
+    assert!(body.contains("(at the source SHA)"), "{body}");
+    let line = body
+        .split("topics/orders.yaml:")
+        .nth(1)
+        .unwrap()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap();
+    assert!(line.parse::<u32>().unwrap() >= 3, "{body}");
+    assert_eq!(r.receipt()["decision"], "BLOCK");
+    assert!(
+        w.threads_of(RETENTION).is_empty(),
+        "a file that does not parse is not diffed"
+    );
+    w.assert_no_violations();
+}
+
+#[test]
+fn an_incomplete_diff_listing_is_undecidable() {
+    let w = World::new();
+    w.set_diffs(vec![DiffFile {
+        too_large: Some(true),
+        diff: String::new(),
+        ..DiffFile::modified("topics/orders.yaml")
+    }]);
+    let r = w.run(&[]);
+    r.expect_code(1);
+    let thread = w.thread("assent/undecidable");
+    assert!(
+        thread.notes[0]
+            .body
+            .contains("\"subject\":\"topics/orders.yaml#\""),
+        "{}",
+        thread.notes[0].body
+    );
+    assert!(
+        w.threads_of(RETENTION).is_empty(),
+        "no guess from a withheld diff"
+    );
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "BLOCK");
+    assert_eq!(receipt["findings"][0]["rule"], "assent/undecidable");
+
+    // Collapsed is the same.
+    let w = World::new();
+    w.set_diffs(vec![DiffFile {
+        collapsed: Some(true),
+        ..DiffFile::modified("topics/orders.yaml")
+    }]);
+    w.run(&[]).expect_code(1);
+    w.thread("assent/undecidable");
+    w.assert_no_violations();
+}
+
+// ---- 9: designed refusals -------------------------------------------------------------------
+
+#[test]
+fn a_stale_pipeline_writes_nothing() {
+    let w = World::new();
+    w.fake.set_head(project(), mr(), NEW_SHA);
+    let r = w.run(&[]);
+    r.expect_code(0);
+    assert_eq!(r.stderr, "");
+    assert!(
+        r.stdout.starts_with(
+            "assent: stale pipeline: the MR head moved past 22222222; nothing written"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(w.writes().len(), 0);
+    assert!(w.discussions().is_empty());
+    let receipt = r.receipt();
+    assert_refusal(&receipt, "stale-pipeline");
+    assert_eq!(receipt["pins"]["sourceSha"], fixtures::HEAD_SHA);
+    assert_key_order(r.receipt_text.as_deref().unwrap());
+    r.assert_no_token();
+}
+
+#[test]
+fn a_closed_or_merged_mr_writes_nothing() {
+    for state in [MrState::Closed, MrState::Merged] {
+        let w = World::new();
+        w.fake.set_mr_state(project(), mr(), state);
+        let r = w.run(&["--fail-on", "review"]);
+        r.expect_code(0);
+        assert!(
+            r.stdout
+                .starts_with("assent: the merge request is not open; nothing written"),
+            "{}",
+            r.stdout
+        );
+        assert_eq!(w.writes().len(), 0);
+        assert!(w.discussions().is_empty());
+        assert_refusal(&r.receipt(), "mr-not-open");
+    }
+}
+
+// ---- 10: dry run and JSON -------------------------------------------------------------------
+
+#[test]
+fn a_dry_run_prints_the_plan_and_writes_nothing() {
+    let w = World::new();
+    let r = w.run(&["--dry-run"]);
+    r.expect_code(0);
+    assert!(
+        r.stdout
+            .starts_with("assent: REVIEW for !7 at 22222222 (1 finding); would publish\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(&format!(
+            "create  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (new)"
+        )),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(" 0 writes; rescan not performed"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(w.writes().len(), 0);
+    assert!(w.discussions().is_empty());
+    let receipt = r.receipt();
+    assert_eq!(receipt["outcome"], "dry-run");
+    assert_eq!(receipt["decision"], "REVIEW");
+    assert_eq!(receipt["actions"][0]["action"], "create");
+    assert_eq!(receipt["actions"][0]["forgeId"], Value::Null);
+    assert_eq!(receipt["findings"][0]["forgeId"], Value::Null);
+    assert_eq!(receipt["rescan"]["verified"], false);
+
+    // After a real run, a dry run of an MR a human changed shows what would happen.
+    w.run(&[]).expect_code(0);
+    let thread = w.thread(RETENTION);
+    w.fake
+        .resolve(project(), mr(), &thread.id, fixtures::HUMAN_ID, true);
+    w.fake.reset_log();
+    let r = w.run(&["--dry-run"]);
+    r.expect_code(0);
+    assert!(r.stdout.starts_with("assent: APPROVE"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(&format!(
+            "preserve-resolution  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (note {})",
+            thread.notes[0].id
+        )),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(w.writes().len(), 0);
+    assert!(
+        w.summary().body.contains("## assent · REVIEW"),
+        "the summary is untouched"
+    );
+    r.assert_no_token();
+}
+
+#[test]
+fn format_json_prints_exactly_the_receipt() {
+    let w = World::new();
+    for args in [
+        &["--format", "json"][..],
+        &["--format", "json", "--dry-run"][..],
+        &["--format", "json", "--fail-on", "review"][..],
+    ] {
+        let r = w.run(args);
+        let receipt = r.receipt_text.as_deref().unwrap();
+        assert_eq!(r.stdout, receipt, "{args:?}");
+        let parsed: Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(parsed["apiVersion"], "assent/v1");
+        assert_eq!(parsed["kind"], "PublicationReceipt");
+        r.assert_no_token();
+    }
+    // The refusals too.
+    w.fake.set_head(project(), mr(), NEW_SHA);
+    let r = w.run(&["--format", "json"]);
+    r.expect_code(0);
+    assert_eq!(r.stdout, r.receipt_text.clone().unwrap());
+    assert_refusal(&r.receipt(), "stale-pipeline");
+}
+
+#[test]
+fn the_receipt_goes_where_receipt_says() {
+    let w = World::new();
+    let path = w.dir.path().join("out/receipt.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let r = w.run(&["--receipt", path.to_str().unwrap()]);
+    r.expect_code(0);
+    assert!(r.receipt_text.is_none(), "no receipt at the default path");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(r.stdout.contains(&path.display().to_string()));
+    assert_key_order(&text);
+    let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file left: {leftovers:?}");
+}
+
+// ---- 11, 12: configuration and credentials --------------------------------------------------
+
+#[test]
+fn a_missing_token_is_a_usage_error_before_any_request() {
+    let w = World::new();
+    let r = w.invocation().without("ASSENT_TOKEN").run();
+    r.expect_code(2);
+    let line = r.error_line();
+    assert!(line.contains("ASSENT_TOKEN"), "{line}");
+    assert_eq!(r.stdout, "");
+    assert!(r.receipt_text.is_none());
+    assert!(w.fake.requests().is_empty(), "{:#?}", w.fake.requests());
+
+    // GITLAB_TOKEN is the fallback.
+    let r = w
+        .invocation()
+        .without("ASSENT_TOKEN")
+        .env("GITLAB_TOKEN", fixtures::BOT_TOKEN)
+        .run();
+    r.expect_code(0);
+    r.assert_no_token();
+}
+
+#[test]
+fn missing_or_malformed_inputs_are_usage_errors_before_any_request() {
+    let w = World::new();
+    let bad_sha = "not-a-sha-but-close-0000000000000000000000";
+    let cases: Vec<(run_support::Invocation<'_>, &str)> = vec![
+        (
+            w.invocation().without("CI_MERGE_REQUEST_IID"),
+            "CI_MERGE_REQUEST_IID",
+        ),
+        (
+            w.invocation().without("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"),
+            "--source-sha",
+        ),
+        (w.invocation().without("CI_API_V4_URL"), "CI_API_V4_URL"),
+        (w.invocation().without("CI_PROJECT_ID"), "CI_PROJECT_ID"),
+        (
+            w.invocation()
+                .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", bad_sha),
+            "40-hex",
+        ),
+        (w.invocation().args(&["--source-sha", "abc123"]), "40-hex"),
+        (w.invocation().args(&["--base-sha", "zz"]), "base SHA"),
+        (
+            w.invocation()
+                .env("CI_MERGE_REQUEST_TARGET_BRANCH_SHA", "1234"),
+            "target SHA",
+        ),
+        (
+            w.invocation().env("CI_MERGE_REQUEST_IID", "seven"),
+            "CI_MERGE_REQUEST_IID",
+        ),
+    ];
+    for (invocation, needle) in cases {
+        let r = invocation.run();
+        r.expect_code(2);
+        let line = r.error_line();
+        assert!(line.contains(needle), "{needle}: {line}");
+        assert!(r.receipt_text.is_none());
+        r.assert_no_token();
+    }
+    // An unknown flag value is a usage error too (clap's own message).
+    let r = w.run(&["--fail-on", "sometimes"]);
+    r.expect_code(2);
+    assert!(w.fake.requests().is_empty(), "{:#?}", w.fake.requests());
+}
+
+#[test]
+fn a_wrong_token_is_a_forge_failure_with_one_line() {
+    let w = World::new();
+    let r = w
+        .invocation()
+        .env("ASSENT_TOKEN", "glpat-wrong-token")
+        .run();
+    r.expect_code(3);
+    let line = r.error_line();
+    assert!(line.contains("401"), "{line}");
+    assert!(!line.contains("glpat-wrong-token"), "{line}");
+    assert!(!r.stdout.contains("glpat-wrong-token"));
+    assert!(r.receipt_text.is_none());
+    assert_eq!(w.writes().len(), 0);
+    assert!(w.fake.requests().len() <= 2, "a 401 is not retried");
+}
+
+// ---- 14: a listing that cannot be completed -------------------------------------------------
+
+#[test]
+fn a_discussion_listing_that_keeps_failing_aborts_before_any_write() {
+    let w = World::new();
+    w.run(&[]).expect_code(0);
+    // A human assents, so the next run has a write to make; then the discussions listing
+    // answers 500 to every attempt.
+    let thread = w.thread(RETENTION);
+    w.fake
+        .resolve(project(), mr(), &thread.id, fixtures::HUMAN_ID, true);
+    let summary = w.summary();
+    w.fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .method("GET")
+            .route(RouteKind::Discussions),
+    );
+    w.fake.reset_log();
+    let r = w.run(&[]);
+    r.expect_code(3);
+    let line = r.error_line();
+    assert!(
+        line.starts_with("error: ") && line.contains("discussions") && line.contains("500"),
+        "{line}"
+    );
+    assert!(r.receipt_text.is_none());
+    assert_eq!(r.stdout, "");
+    assert_eq!(w.writes().len(), 0, "{:#?}", w.writes());
+    let attempts = w
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.route == RouteKind::Discussions && r.fault.is_some())
+        .count();
+    assert!(attempts >= 2, "the read was retried ({attempts} attempts)");
+    assert_eq!(w.summary(), summary, "the summary is untouched");
+    r.assert_no_token();
+
+    // Once GitLab answers again, the next run completes.
+    w.fake.clear_faults();
+    w.run(&[]).expect_code(0);
+    assert!(w.summary().body.contains("## assent · APPROVE"));
+}
+
+// ---- 15: the head moves while the run is under way -------------------------------------------
+
+#[test]
+fn a_head_that_moves_before_the_first_write_stops_the_run_without_writing() {
+    let w = World::new();
+    // Hold the first discussions listing (after the first head check, before any write),
+    // push meanwhile, then let it go.
+    w.fake.inject(
+        FaultRule::new(FaultAction::Hold {
+            apply: HoldApply::Before,
+            timeout_ms: Some(20_000),
+        })
+        .method("GET")
+        .route(RouteKind::Discussions)
+        .nth(1),
+    );
+    let running = w.invocation().spawn();
+    assert!(
+        w.fake.wait_for_held(1, Duration::from_secs(30)),
+        "the run never listed the discussions"
+    );
+    w.fake.set_head(project(), mr(), NEW_SHA);
+    w.fake.release_holds();
+    let r = running.wait();
+    r.expect_code(0);
+    assert!(
+        r.stdout.starts_with("assent: stale pipeline"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(w.writes().len(), 0, "{:#?}", w.writes());
+    assert!(w.discussions().is_empty());
+    assert_refusal(&r.receipt(), "stale-pipeline");
+    let mr_reads = w
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.route == RouteKind::MergeRequest)
+        .count();
+    assert_eq!(
+        mr_reads, 2,
+        "the head is checked at start and before the first write"
+    );
+    r.assert_no_token();
+}
+
+#[test]
+fn an_mr_merged_before_the_first_write_is_not_written_to() {
+    let w = World::new();
+    w.fake.inject(
+        FaultRule::new(FaultAction::Hold {
+            apply: HoldApply::Before,
+            timeout_ms: Some(20_000),
+        })
+        .method("GET")
+        .route(RouteKind::Discussions)
+        .nth(1),
+    );
+    let running = w.invocation().spawn();
+    assert!(w.fake.wait_for_held(1, Duration::from_secs(30)));
+    w.fake.set_mr_state(project(), mr(), MrState::Merged);
+    w.fake.release_holds();
+    let r = running.wait();
+    r.expect_code(0);
+    assert_eq!(w.writes().len(), 0);
+    assert_refusal(&r.receipt(), "mr-not-open");
+}
+
+// ---- known problems outside this file's reach (ignored until fixed) --------------------------
+
+/// SPEC §3: "a request that still fails after its retries is a forge failure (exit 3, zero
+/// writes when it happens before the first write)". Today the pagination driver reports a
+/// page that keeps failing as `IncompleteListing` and `review_input` turns that into an
+/// `assent/undecidable` finding: the run publishes, resolves the pending challenge as
+/// "Outdated", and once GitLab answers again the challenge counts as assented (APPROVE)
+/// although no human resolved it.
+#[test]
+#[ignore = "known bug: a diffs listing that keeps failing publishes instead of exiting 3"]
+fn a_diff_listing_that_keeps_failing_is_a_forge_failure() {
+    let w = World::new();
+    w.run(&[]).expect_code(0);
+    w.fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .method("GET")
+            .route(RouteKind::Diffs),
+    );
+    w.fake.reset_log();
+    let r = w.run(&[]);
+    r.expect_code(3);
+    assert_eq!(w.writes().len(), 0, "{:#?}", w.writes());
+    assert!(!w.thread(RETENTION).resolved());
+    w.fake.clear_faults();
+    let r = w.run(&[]);
+    assert_eq!(r.receipt()["decision"], "REVIEW");
+}
+
+/// A revert resolves the challenge as "Outdated" (bot-resolved); pushing the same change
+/// back brings the same occurrence, and the state table's `preserve-resolution` then counts
+/// the bot's own resolution as a human's assent: APPROVE with nobody having assented. A
+/// planner/SPEC question (§5 table): a current-occurrence thread resolved by assent itself
+/// is not an assent.
+#[test]
+#[ignore = "known protocol gap: revert then re-apply approves a challenge nobody assented to"]
+fn a_revert_then_reapply_asks_again() {
+    let w = World::new();
+    w.run(&[]).expect_code(0);
+    w.push(NEW_SHA, &[("topics/orders.yaml", ORDERS_BASE)]);
+    w.invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
+        .run()
+        .expect_code(0);
+    w.push(NEWER_SHA, &[("topics/orders.yaml", &orders(7))]);
+    let r = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEWER_SHA)
+        .run();
+    assert_eq!(r.receipt()["decision"], "REVIEW", "{}", r.stdout);
+    assert!(w.threads_of(RETENTION).iter().any(|d| !d.resolved()));
 }

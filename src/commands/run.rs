@@ -167,7 +167,28 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
         Format::Json => print!("{}", receipt.to_json()),
         Format::Text => print!("{}", describe(&report, &args.receipt)),
     }
+    if let (Exit::GateFailed, Some(decision)) = (exit, receipt.decision) {
+        // Every non-zero exit names its cause on stderr (SPEC §2), this one included.
+        eprintln!("error: {}", gate_failure(decision, args.fail_on));
+    }
     Ok(exit)
+}
+
+/// The stderr line of a failed gate: the decision, the threshold, what to do.
+pub fn gate_failure(decision: Decision, fail_on: FailOn) -> String {
+    let threshold = match fail_on {
+        FailOn::Block => "block",
+        FailOn::Review => "review",
+        FailOn::Never => "never",
+    };
+    let advice = match decision {
+        Decision::Block => "a blocking finding fires; see the merge request's threads",
+        _ => "resolve the challenge threads to assent, then rerun the job",
+    };
+    format!(
+        "the gate failed: decision {} is at or above --fail-on {threshold} ({advice})",
+        decision.as_str()
+    )
 }
 
 /// 1 when the decision is at or above `--fail-on`; refusals are 0.
