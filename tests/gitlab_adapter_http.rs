@@ -125,7 +125,7 @@ fn listing_order_does_not_matter_and_small_server_pages_are_followed() {
 }
 
 #[test]
-fn a_page_that_keeps_failing_makes_the_listing_incomplete_and_the_run_write_nothing() {
+fn a_page_that_keeps_failing_fails_the_listing_and_the_run_writes_nothing() {
     let fake = start_basic();
     seed_threads(&fake, 150);
     fake.inject(
@@ -136,8 +136,10 @@ fn a_page_that_keeps_failing_makes_the_listing_incomplete_and_the_run_write_noth
     );
     let (forge, sleeper) = forge_for(&fake);
     let err = forge.list_discussions().unwrap_err();
+    // A request that still fails after its retries is a forge failure (exit 3), never a
+    // listing "GitLab says is incomplete" that a run could publish a finding about.
     assert!(
-        matches!(&err, ForgeError::IncompleteListing { reason, .. } if reason.contains("page 2")),
+        matches!(&err, ForgeError::Status { status: 500, message, .. } if message.contains("(page 2)")),
         "{err:?}"
     );
     // Page 1 once, page 2 as often as the read policy allows.

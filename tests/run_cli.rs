@@ -983,13 +983,9 @@ fn an_mr_merged_before_the_first_write_is_not_written_to() {
 // ---- known problems outside this file's reach (ignored until fixed) --------------------------
 
 /// SPEC §3: "a request that still fails after its retries is a forge failure (exit 3, zero
-/// writes when it happens before the first write)". Today the pagination driver reports a
-/// page that keeps failing as `IncompleteListing` and `review_input` turns that into an
-/// `assent/undecidable` finding: the run publishes, resolves the pending challenge as
-/// "Outdated", and once GitLab answers again the challenge counts as assented (APPROVE)
-/// although no human resolved it.
+/// writes when it happens before the first write)". Publishing an `assent/undecidable`
+/// finding instead would resolve the pending challenge as "Outdated" on a guess.
 #[test]
-#[ignore = "known bug: a diffs listing that keeps failing publishes instead of exiting 3"]
 fn a_diff_listing_that_keeps_failing_is_a_forge_failure() {
     let w = World::new();
     w.run(&[]).expect_code(0);

@@ -9,9 +9,10 @@
 //!   can be stale); completeness comes only from the next-page headers.
 //! * A page with neither header is accepted as the last one only when it is not full (fewer
 //!   than 100 items); a full page without headers cannot be proven last and fails the listing.
-//! * Each page goes through the read retry policy; a page that still fails, a page that is
-//!   not a JSON list, a next page already fetched (a loop) or more than `max_pages` pages is
-//!   [`ForgeError::IncompleteListing`]: the caller gets every item or none.
+//! * Each page goes through the read retry policy; a page that still fails returns that
+//!   request's error (a forge failure). A page that is not a JSON list, a full page without
+//!   pagination headers, a next page already fetched (a loop) or more than `max_pages` pages
+//!   is [`ForgeError::IncompleteListing`]. Either way the caller gets every item or none.
 
 use std::collections::HashSet;
 
@@ -65,7 +66,9 @@ pub(crate) fn list_all<T: DeserializeOwned>(
             Err(error) if page == 1 && listing.missing_is_empty && is_absent_content(&error) => {
                 return Ok(Vec::new());
             }
-            Err(error) => return Err(incomplete(format!("page {page} failed: {error}"))),
+            // A request that still fails after its retries is a forge failure, not a listing
+            // that GitLab says is incomplete: the caller must not publish on it (SPEC §3).
+            Err(error) => return Err(on_page(error, page)),
         };
         let list: Vec<T> = serde_json::from_slice(&response.body).map_err(|e| {
             incomplete(requester.transport.redact(format!(
@@ -110,6 +113,33 @@ pub(crate) fn list_all<T: DeserializeOwned>(
             url: next,
             body: None,
         };
+    }
+}
+
+/// Names the page in a failed request's message, keeping the error's kind.
+fn on_page(error: ForgeError, page: u32) -> ForgeError {
+    match error {
+        ForgeError::Status {
+            method,
+            route,
+            status,
+            message,
+        } => ForgeError::Status {
+            method,
+            route,
+            status,
+            message: format!("{message} (page {page})"),
+        },
+        ForgeError::Transport {
+            method,
+            route,
+            message,
+        } => ForgeError::Transport {
+            method,
+            route,
+            message: format!("{message} (page {page})"),
+        },
+        other => other,
     }
 }
 

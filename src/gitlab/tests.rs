@@ -403,11 +403,12 @@ fn a_page_failing_after_retries_fails_the_whole_listing() {
     });
     let (forge, sleeper) = forge(&server);
     let err = forge.list_discussions().unwrap_err();
+    // A forge failure (exit 3), not "GitLab says the listing is incomplete".
     assert!(
-        matches!(err, ForgeError::IncompleteListing { .. }),
+        matches!(err, ForgeError::Status { status: 500, .. }),
         "{err:?}"
     );
-    assert!(err.to_string().contains("page 2"), "{err}");
+    assert!(err.to_string().contains("(page 2)"), "{err}");
     assert!(
         err.to_string().contains("500 Internal Server Error"),
         "{err}"
