@@ -707,6 +707,7 @@ mod tests {
                 system: false,
                 resolvable: false,
                 resolved: false,
+                resolved_by: None,
                 body,
                 updated_at: Some(updated_at.into()),
             }],

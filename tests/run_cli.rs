@@ -1004,13 +1004,10 @@ fn a_diff_listing_that_keeps_failing_is_a_forge_failure() {
     assert_eq!(r.receipt()["decision"], "REVIEW");
 }
 
-/// A revert resolves the challenge as "Outdated" (bot-resolved); pushing the same change
-/// back brings the same occurrence, and the state table's `preserve-resolution` then counts
-/// the bot's own resolution as a human's assent: APPROVE with nobody having assented. A
-/// planner/SPEC question (§5 table): a current-occurrence thread resolved by assent itself
-/// is not an assent.
+/// A revert resolves the challenge as "Outdated" (resolved by the bot); pushing the same
+/// change back brings the same occurrence. The bot's own resolution is not a human's
+/// assent: the old thread is retired and a fresh challenge asks again (REVIEW).
 #[test]
-#[ignore = "known protocol gap: revert then re-apply approves a challenge nobody assented to"]
 fn a_revert_then_reapply_asks_again() {
     let w = World::new();
     w.run(&[]).expect_code(0);

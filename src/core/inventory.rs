@@ -21,6 +21,9 @@ pub struct ThreadArtifact {
     pub occurrence: Occurrence,
     /// The forge's resolved bit: the only durable record of a human's assent.
     pub resolved: bool,
+    /// Resolved by the bot itself (outdated, superseded, a repaired duplicate, a comment):
+    /// such a resolution is never a human's assent.
+    pub resolved_by_bot: bool,
 }
 
 /// A summary note assent posted earlier.
@@ -81,6 +84,7 @@ impl Inventory {
                             slot,
                             occurrence,
                             resolved: note.resolved,
+                            resolved_by_bot: note.resolved && note.resolved_by == Some(bot_user_id),
                         });
                     } else {
                         inventory.warnings.push(format!(
@@ -127,6 +131,7 @@ mod tests {
             system: false,
             resolvable: true,
             resolved: false,
+            resolved_by: None,
             body: body.to_owned(),
             updated_at: None,
         }

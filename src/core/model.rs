@@ -264,6 +264,8 @@ pub struct ListedNote {
     pub resolvable: bool,
     /// Whether it is resolved (false when not resolvable).
     pub resolved: bool,
+    /// Who resolved it, when the forge says (GitLab's `resolved_by`).
+    pub resolved_by: Option<u64>,
     /// The Markdown body.
     pub body: String,
     /// Last update time as the forge reports it (ISO 8601), used only by `sweep`.

@@ -31,6 +31,7 @@ use crate::core::inventory::{Inventory, ThreadArtifact};
 use crate::core::model::{DesiredState, Effect, Finding, Slot};
 use crate::core::receipt::{ActionKind, RepairAction};
 use crate::core::render;
+use crate::core::review_state::is_retired;
 
 /// One write to the forge, in the order the executor issues them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,15 +135,27 @@ pub fn plan_reconciliation(desired: &DesiredState, inventory: &Inventory, head_s
 
     let mut plan = Plan::default();
     for (slot, threads) in by_slot {
-        // `threads` is ascending by forge id because the inventory is.
-        let canonical_ids = repair_duplicates(&threads, head_sha, &mut plan);
-        let canonical: Vec<&ThreadArtifact> = threads
+        let wanted = desired.get(slot);
+        // Threads the bot resolved itself cannot carry assent for a gating finding: they
+        // take no part in duplicate repair or the row, and count as stale (see
+        // `review_state::stands_for`). `threads` is ascending by forge id.
+        let (retired, live): (Vec<&ThreadArtifact>, Vec<&ThreadArtifact>) = threads
+            .iter()
+            .partition(|t| wanted.is_some_and(|f| is_retired(t, f)));
+        let canonical_ids = repair_duplicates(&live, head_sha, &mut plan);
+        let canonical: Vec<&ThreadArtifact> = live
             .iter()
             .copied()
             .filter(|t| canonical_ids.contains(&t.forge_id))
             .collect();
-        match desired.get(slot) {
-            Some(finding) => plan_desired_slot(finding, &canonical, head_sha, &mut plan),
+        match wanted {
+            Some(finding) => plan_desired_slot(
+                finding,
+                &canonical,
+                !retired.is_empty(),
+                head_sha,
+                &mut plan,
+            ),
             None => plan_undesired_slot(slot, &canonical, head_sha, &mut plan),
         }
     }
@@ -201,6 +214,7 @@ fn repair_duplicates(threads: &[&ThreadArtifact], head_sha: &str, plan: &mut Pla
 fn plan_desired_slot(
     finding: &Finding,
     canonical: &[&ThreadArtifact],
+    has_retired: bool,
     head_sha: &str,
     plan: &mut Plan,
 ) {
@@ -217,7 +231,7 @@ fn plan_desired_slot(
                 body: render::finding_thread_body(finding),
                 resolve_after: finding.effect == Effect::Comment,
             });
-            let action = if canonical.is_empty() {
+            let action = if canonical.is_empty() && !has_retired {
                 ActionKind::Create
             } else {
                 ActionKind::Supersede
@@ -303,6 +317,7 @@ mod tests {
 
     fn thread(id: u64, rule: &str, n: u8, resolved: bool) -> ThreadArtifact {
         ThreadArtifact {
+            resolved_by_bot: false,
             forge_id: id,
             discussion_id: format!("{id:040x}"),
             slot: slot(rule),
@@ -513,6 +528,37 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_thread_the_bot_resolved_itself_never_carries_assent() {
+        let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
+        let mut retired = thread(10, "a", 1, true);
+        retired.resolved_by_bot = true;
+        let plan = plan_reconciliation(&desired, &inv(vec![retired.clone()]), HEAD);
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::Supersede, None)]
+        );
+        assert!(matches!(&plan.writes[..], [Write::CreateThread { .. }]));
+        // The fresh thread is then canonical, not a duplicate of the retired one.
+        let plan = plan_reconciliation(
+            &desired,
+            &inv(vec![retired.clone(), thread(11, "a", 1, false)]),
+            HEAD,
+        );
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::LeaveUntouched, Some(11))]
+        );
+        assert!(plan.writes.is_empty() && plan.repairs.is_empty());
+        // A comment's thread is resolved by the bot by design: it is kept.
+        let comment = DesiredState::new(vec![finding("a", 1, Effect::Comment)]);
+        let plan = plan_reconciliation(&comment, &inv(vec![retired]), HEAD);
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::PreserveResolution, Some(10))]
+        );
     }
 
     #[test]

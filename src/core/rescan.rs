@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use crate::core::inventory::Inventory;
 use crate::core::model::{DesiredState, Effect};
+use crate::core::review_state::stands_for;
 
 /// What the run's writes should have left behind.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -52,10 +53,7 @@ pub fn verify_rescan(
         )),
     }
     for finding in &desired.findings {
-        let mut current = rescan
-            .threads
-            .iter()
-            .filter(|t| t.slot == finding.slot && t.occurrence == finding.occurrence);
+        let mut current = rescan.threads.iter().filter(|t| stands_for(t, finding));
         match current.next() {
             None => mismatches.push(format!(
                 "no thread of the current occurrence for {}",
@@ -132,6 +130,7 @@ mod tests {
 
     fn thread(id: u64, resolved: bool) -> ThreadArtifact {
         ThreadArtifact {
+            resolved_by_bot: false,
             forge_id: id,
             discussion_id: String::new(),
             slot: slot(),

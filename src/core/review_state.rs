@@ -5,7 +5,7 @@
 //! `BLOCK` if any block finding fired, else `REVIEW` if any challenge's thread is unresolved
 //! (or not yet posted), else `APPROVE`.
 
-use crate::core::inventory::Inventory;
+use crate::core::inventory::{Inventory, ThreadArtifact};
 use crate::core::model::{Decision, DesiredState, Effect, Finding};
 
 /// One desired finding and what the forge shows of it.
@@ -19,6 +19,23 @@ pub struct FindingStatus<'a> {
     pub resolved: bool,
 }
 
+/// Whether `thread` stands for `finding`: same slot, same occurrence, and not a thread the
+/// bot resolved itself while the finding gates. Assent resolves threads as outdated,
+/// superseded or duplicate; if the same judged content fires again later (a revert, then
+/// the same change pushed back), that resolution must not count as a human's assent, so such
+/// a thread is *retired* and the finding gets a fresh one. Comment threads are resolved by
+/// the bot by design and never gate, so they are never retired.
+pub fn stands_for(thread: &ThreadArtifact, finding: &Finding) -> bool {
+    thread.slot == finding.slot
+        && thread.occurrence == finding.occurrence
+        && !is_retired(thread, finding)
+}
+
+/// A thread of `finding`'s slot that the bot resolved itself, while `finding` gates.
+pub fn is_retired(thread: &ThreadArtifact, finding: &Finding) -> bool {
+    thread.resolved_by_bot && finding.effect != Effect::Comment
+}
+
 /// Pairs each desired finding with its canonical thread in `inventory`.
 pub fn finding_statuses<'a>(
     desired: &'a DesiredState,
@@ -29,10 +46,7 @@ pub fn finding_statuses<'a>(
         .iter()
         .map(|finding| {
             // Inventory threads are ascending by forge id: the first match is canonical.
-            let canonical = inventory
-                .threads
-                .iter()
-                .find(|t| t.slot == finding.slot && t.occurrence == finding.occurrence);
+            let canonical = inventory.threads.iter().find(|t| stands_for(t, finding));
             FindingStatus {
                 finding,
                 forge_id: canonical.map(|t| t.forge_id),
@@ -76,6 +90,7 @@ mod tests {
 
     fn thread(id: u64, rule: &str, resolved: bool) -> ThreadArtifact {
         ThreadArtifact {
+            resolved_by_bot: false,
             forge_id: id,
             discussion_id: String::new(),
             slot: Slot {

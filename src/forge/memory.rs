@@ -13,6 +13,9 @@ use sha2::{Digest, Sha256};
 use crate::core::model::{ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState};
 use crate::forge::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
 
+/// The user id human actions act as unless told otherwise.
+pub const HUMAN_USER_ID: u64 = 2;
+
 /// The order in which listings return discussions.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ListingOrder {
@@ -193,14 +196,25 @@ impl InMemoryForge {
         Ok(state.add_reply(d, author_id, body))
     }
 
-    /// Resolves or re-opens the thread containing `note_id` (what a human's click does).
+    /// Resolves or re-opens the thread containing `note_id` as a person (user
+    /// [`HUMAN_USER_ID`]) clicking the button.
     pub fn set_resolved(&self, note_id: u64, resolved: bool) -> Result<(), HumanActionError> {
+        self.set_resolved_by(note_id, resolved, HUMAN_USER_ID)
+    }
+
+    /// Resolves or re-opens the thread containing `note_id` as user `by`.
+    pub fn set_resolved_by(
+        &self,
+        note_id: u64,
+        resolved: bool,
+        by: u64,
+    ) -> Result<(), HumanActionError> {
         let mut state = self.lock();
         let (d, _) = state
             .find(note_id)
             .ok_or(HumanActionError::NoSuchNote(note_id))?;
         state
-            .resolve(d, resolved)
+            .resolve(d, resolved, by)
             .map_err(|_| HumanActionError::NotResolvable(note_id))
     }
 
@@ -281,6 +295,7 @@ impl State {
                 system: false,
                 resolvable,
                 resolved: false,
+                resolved_by: None,
                 body: body.to_owned(),
                 updated_at: Some(timestamp(self.clock)),
             }],
@@ -292,25 +307,28 @@ impl State {
         let id = self.next_note_id(None);
         self.clock += 1;
         let resolved = self.discussions[d].notes[0].resolved;
+        let resolved_by = self.discussions[d].notes[0].resolved_by;
         self.discussions[d].notes.push(ListedNote {
             id,
             author_id,
             system: false,
             resolvable: true,
             resolved,
+            resolved_by,
             body: body.to_owned(),
             updated_at: Some(timestamp(self.clock)),
         });
         id
     }
 
-    fn resolve(&mut self, d: usize, resolved: bool) -> Result<(), ()> {
+    fn resolve(&mut self, d: usize, resolved: bool, by: u64) -> Result<(), ()> {
         let discussion = &mut self.discussions[d];
         if !discussion.notes[0].resolvable {
             return Err(());
         }
         for note in &mut discussion.notes {
             note.resolved = resolved;
+            note.resolved_by = resolved.then_some(by);
         }
         Ok(())
     }
@@ -416,12 +434,15 @@ impl Forge for InMemoryForge {
         let d = state
             .discussion_index(discussion_id)
             .ok_or_else(|| not_found("PUT", route.clone()))?;
-        state.resolve(d, true).map_err(|()| ForgeError::Status {
-            method: "PUT".into(),
-            route,
-            status: 403,
-            message: "403 Forbidden".into(),
-        })
+        let bot = state.bot_user_id;
+        state
+            .resolve(d, true, bot)
+            .map_err(|()| ForgeError::Status {
+                method: "PUT".into(),
+                route,
+                status: 403,
+                message: "403 Forbidden".into(),
+            })
     }
 
     fn create_note(&self, body: &str) -> Result<u64, ForgeError> {

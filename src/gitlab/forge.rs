@@ -247,6 +247,7 @@ struct ApiNote {
     system: Option<bool>,
     resolvable: Option<bool>,
     resolved: Option<bool>,
+    resolved_by: Option<ApiUser>,
     updated_at: Option<String>,
 }
 
@@ -259,6 +260,7 @@ impl ApiNote {
             system: self.system.unwrap_or(false),
             resolvable,
             resolved: resolvable && self.resolved.unwrap_or(false),
+            resolved_by: self.resolved_by.map(|u| u.id),
             body: self.body.unwrap_or_default(),
             updated_at: self.updated_at,
         }

@@ -245,6 +245,7 @@ impl FixtureWorld for FakeGitLabWorld {
                         system: n.system,
                         resolvable: n.resolvable,
                         resolved: n.resolvable && n.resolved,
+                        resolved_by: n.resolved_by,
                         body: n.body,
                         updated_at: Some(n.updated_at),
                     })
