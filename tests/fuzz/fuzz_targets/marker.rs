@@ -1,0 +1,13 @@
+//! Fuzz target `marker`: see `checks::marker` in `tests/fuzz/checks.rs` for the properties.
+#![no_main]
+
+#[path = "../checks.rs"]
+mod checks;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(body) = std::str::from_utf8(data) {
+        checks::marker(body);
+    }
+});

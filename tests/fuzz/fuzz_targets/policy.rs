@@ -1,0 +1,11 @@
+//! Fuzz target `policy`: see `checks::policy` in `tests/fuzz/checks.rs` for the properties.
+#![no_main]
+
+#[path = "../checks.rs"]
+mod checks;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    checks::policy(data);
+});

@@ -1,0 +1,11 @@
+//! Fuzz target `semantic_diff`: see `checks::semantic_diff` in `tests/fuzz/checks.rs` for the properties.
+#![no_main]
+
+#[path = "../checks.rs"]
+mod checks;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    checks::semantic_diff(data);
+});
