@@ -1,6 +1,7 @@
 //! Fuzz target `marker`: see `checks::marker` in `tests/fuzz/checks.rs` for the properties.
 #![no_main]
 
+#[allow(dead_code)] // each target uses one of the checks
 #[path = "../checks.rs"]
 mod checks;
 

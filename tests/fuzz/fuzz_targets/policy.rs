@@ -1,6 +1,7 @@
 //! Fuzz target `policy`: see `checks::policy` in `tests/fuzz/checks.rs` for the properties.
 #![no_main]
 
+#[allow(dead_code)] // each target uses one of the checks
 #[path = "../checks.rs"]
 mod checks;
 
