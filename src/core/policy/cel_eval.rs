@@ -144,7 +144,7 @@ impl Predicate {
             return Err(PredicateError::UndeclaredName(name));
         }
         let predicate = Predicate { program };
-        if !(predicate.cost_bound(&Sizes::ONE) <= MAX_COST) {
+        if !within_budget(predicate.cost_bound(&Sizes::ONE)) {
             return Err(PredicateError::TooCostly);
         }
         Ok(predicate)
@@ -165,7 +165,7 @@ impl Predicate {
     pub fn evaluate(&self, env: &Arc<Env>, b: &Bindings<'_>) -> Result<bool, String> {
         let sizes = Sizes::of(b);
         let cost = self.cost_bound(&sizes);
-        if !(cost <= MAX_COST) {
+        if !within_budget(cost) {
             return Err(format!(
                 "`when` could cost up to {cost:.1e} steps on this change (old and new hold {} values); the limit is {MAX_COST:e}: narrow `match.pointer` or avoid nested comprehensions over whole documents",
                 sizes.old + sizes.new
@@ -228,6 +228,11 @@ fn type_name(v: &CelValue) -> &'static str {
         CelValue::Map(_) => "map",
         _ => "a non-bool value",
     }
+}
+
+/// Whether a cost bound is at most [`MAX_COST`]; `NaN` (an overflowed bound) is not.
+fn within_budget(cost: f64) -> bool {
+    cost.is_finite() && cost <= MAX_COST
 }
 
 /// Upper bounds on the size of each variable's value (see [`measure_json`]).
