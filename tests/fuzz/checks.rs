@@ -148,8 +148,13 @@ pub fn semantic_diff(data: &[u8]) {
         None => None,
     };
     // Lists at even depths are keyed by `name`, others by index.
-    let identity =
-        |pointer: &str| (pointer.matches('/').count() % 2 == 0).then(|| "name".to_owned());
+    let identity = |pointer: &str| {
+        pointer
+            .matches('/')
+            .count()
+            .is_multiple_of(2)
+            .then(|| "name".to_owned())
+    };
     assert!(diff_documents(path, Some(&new), Some(&new), &identity).is_empty());
     let changes = diff_documents(path, old.as_ref(), Some(&new), &identity);
     assert_eq!(
