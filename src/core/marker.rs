@@ -445,7 +445,9 @@ impl Fields {
 
 /// Makes one body line safe from GitLab quick actions, which run on lines starting with `/`.
 ///
-/// A `/` that starts the line, possibly after spaces and tabs, becomes `\/`: a Markdown
+/// A `/` that starts the line, possibly after whitespace (any Unicode white space, so also
+/// form feeds, vertical tabs and line separators, which some renderers or a `strip` treat as
+/// nothing or as a line break) or NUL characters, becomes `\/`: a Markdown
 /// backslash escape that renders as `/` (except inside code blocks, where it shows as typed;
 /// a harmless cost next to a bot accidentally closing or approving a merge request). A lone
 /// `\r` counts as a line break too, since Markdown treats it as one.
@@ -455,7 +457,7 @@ pub fn escape_body_line(line: &str) -> String {
     for ch in line.chars() {
         match ch {
             '\n' | '\r' => at_line_start = true,
-            ' ' | '\t' => {}
+            c if c.is_whitespace() || c == '\0' => {}
             '/' if at_line_start => {
                 out.push('\\');
                 at_line_start = false;
@@ -979,6 +981,13 @@ mod tests {
         assert_eq!(escape_body_line("/close"), "\\/close");
         assert_eq!(escape_body_line("  /approve"), "  \\/approve");
         assert_eq!(escape_body_line("\t /merge"), "\t \\/merge");
+        for lead in ["\u{c}", "\u{b}", "\0", "\u{a0}", "\u{2028}", " \u{c}\u{c}"] {
+            assert_eq!(
+                escape_body_line(&format!("{lead}/a")),
+                format!("{lead}\\/a"),
+                "{lead:?}"
+            );
+        }
         assert_eq!(escape_body_line("//x"), "\\//x");
         assert_eq!(escape_body_line("a /b"), "a /b");
         assert_eq!(escape_body_line("\\/close"), "\\/close");

@@ -22,7 +22,9 @@
 //!   fields (in one file or across files) is a problem: the diff of those lists would depend
 //!   on file names.
 //! * **`when`** runs under the limits documented in [`cel_eval`]: the `cel` crate has no cost
-//!   limit, so size, depth and comprehension nesting are capped at load time. A run-time error
+//!   limit, so size, depth and comprehension nesting are capped at load time, and a worst-case
+//!   cost computed from the expression is checked at load time and, with the sizes of the
+//!   change's values, before every evaluation (over the limit: not evaluated). A run-time error
 //!   or a non-bool result is never read as `false`: it becomes a `block` finding for the same
 //!   slot saying the rule could not be evaluated, because failing open would let exactly the
 //!   unexpected data through.

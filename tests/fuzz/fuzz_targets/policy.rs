@@ -1,0 +1,12 @@
+//! Fuzz target `policy`: see `checks::policy` in `tests/fuzz/checks.rs` for the properties.
+#![no_main]
+
+#[allow(dead_code)] // each target uses one of the checks
+#[path = "../checks.rs"]
+mod checks;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    checks::policy(data);
+});

@@ -1,0 +1,149 @@
+//! The fuzz targets' properties in the ordinary test suite.
+//!
+//! `tests/fuzz/checks.rs` holds the checks the `cargo fuzz` targets run (see
+//! `docs/reliability.md` for the commands). This file runs the same checks:
+//!
+//! * on every input kept under `tests/fuzz/regressions/<target>/` (crashes, hangs and
+//!   interesting finds of past fuzzing runs, kept so that they never come back), and
+//! * under proptest, with generators biased towards each target's grammar, so the targets'
+//!   code paths are exercised by `cargo test` even where `cargo fuzz` cannot run.
+
+#[path = "fuzz/checks.rs"]
+mod checks;
+
+use std::path::Path;
+
+use proptest::prelude::*;
+
+fn regressions(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz/regressions")
+        .join(target);
+    let mut inputs: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let bytes = std::fs::read(&path).unwrap();
+            (path.display().to_string(), bytes)
+        })
+        .collect();
+    inputs.sort();
+    assert!(
+        !inputs.is_empty(),
+        "no regression inputs in {}",
+        dir.display()
+    );
+    inputs
+}
+
+#[test]
+fn kept_marker_inputs() {
+    for (name, bytes) in regressions("marker") {
+        eprintln!("{name}");
+        if let Ok(body) = std::str::from_utf8(&bytes) {
+            checks::marker(body);
+        }
+    }
+}
+
+#[test]
+fn kept_policy_inputs() {
+    for (name, bytes) in regressions("policy") {
+        eprintln!("{name}");
+        checks::policy(&bytes);
+    }
+}
+
+#[test]
+fn kept_semantic_diff_inputs() {
+    for (name, bytes) in regressions("semantic_diff") {
+        eprintln!("{name}");
+        checks::semantic_diff(&bytes);
+    }
+}
+
+/// Text made of the pieces each grammar cares about, mixed with arbitrary characters.
+fn pieces(vocabulary: &'static [&'static str]) -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        4 => proptest::sample::select(vocabulary).prop_map(str::to_owned),
+        1 => any::<char>().prop_map(String::from),
+        1 => "[a-z0-9 ]{0,6}",
+    ];
+    proptest::collection::vec(piece, 0..40).prop_map(|p| p.concat())
+}
+
+const MARKER_WORDS: &[&str] = &[
+    "<!-- assent:marker ",
+    " -->",
+    "-->",
+    "{",
+    "}",
+    "\"v\":1",
+    "\"kind\":\"finding\"",
+    "\"kind\":\"summary\"",
+    "\"rule\":\"r\"",
+    "\"rule\":\"assent/summary\"",
+    "\"subject\":\"f#/p\"",
+    "\"subject\":\"\"",
+    "\"occurrence\":\"sha256:0000000000000000000000000000000000000000000000000000000000000000\"",
+    "\"state\":\"verified\"",
+    "\"head\":\"1111111111111111111111111111111111111111\"",
+    ",",
+    ":",
+    "\\u003c",
+    "\\u0026",
+    "\\\"",
+    "\n",
+    "\r",
+    "/",
+    " ",
+];
+
+const POLICY_WORDS: &[&str] = &[
+    "apiVersion: assent/v1\nkind: Policy\nrules:\n",
+    "  - id: r\n    match:\n      files: [\"**\"]\n    effect: challenge\n",
+    "    when: \"",
+    "\"\n",
+    "new.all(x, ",
+    "new.map(x, x + x)",
+    ".exists(y, y == x)",
+    ")",
+    "(",
+    "int(new) < int(old)",
+    "kind == 'add'",
+    "    message: \"{{ new }} {{ entry }}\"\n",
+    "identities:\n  \"**\": { \"/topics\": name }\n",
+    "&a ",
+    "*a",
+    "!tag ",
+    "[",
+    "]",
+    "\n",
+    "  ",
+];
+
+const DOC_WORDS: &[&str] = &[
+    "{", "}", "[", "]", ":", ",", "\"name\"", "\"a\"", "1", "1.0", "-0", "1e999", "null", "true",
+    "\n", "  ", "- ", "a: ", "&x ", "*x", "!!str ", "---\n", "=", "[[t]]\n", "\0",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn marker_target(body in pieces(MARKER_WORDS)) {
+        checks::marker(&body);
+    }
+
+    #[test]
+    fn policy_target(text in pieces(POLICY_WORDS)) {
+        checks::policy(text.as_bytes());
+    }
+
+    #[test]
+    fn semantic_diff_target(format in 0u8..3, text in pieces(DOC_WORDS)) {
+        let mut data = vec![format];
+        data.extend_from_slice(text.as_bytes());
+        checks::semantic_diff(&data);
+    }
+}
