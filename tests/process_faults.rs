@@ -401,6 +401,7 @@ fn when_retries_run_out_the_run_exits_3_and_the_next_run_repairs() {
     rerun_converges(&fake, head, case);
 
     let case = "rescan listing fails on every attempt";
+    let dir = tempfile::tempdir().unwrap();
     let fake = reference.scenario.start();
     fake.inject(
         FaultRule::new(FaultAction::RateLimitJson { retry_after: 0 })
@@ -411,12 +412,14 @@ fn when_retries_run_out_the_run_exits_3_and_the_next_run_repairs() {
     let out = assent_run(&fake, dir.path(), head, &[]);
     assert_eq!(out.status.code(), Some(3), "{case}\n{}", describe(&out));
     assert_one_clear_line(&out, "429", case);
+    assert!(!dir.path().join("assent-receipt.json").exists(), "{case}");
     let summary = support::process::inventory(&fake).summaries[0].clone();
     assert_eq!(summary.state.as_str(), "reconciling", "{case}");
     fake.clear_faults();
     rerun_converges(&fake, head, case);
 
     let case = "every write from the third on fails";
+    let dir = tempfile::tempdir().unwrap();
     let fake = reference.scenario.start();
     fake.inject(
         FaultRule::new(FaultAction::ServerError)
@@ -428,6 +431,7 @@ fn when_retries_run_out_the_run_exits_3_and_the_next_run_repairs() {
     assert_one_clear_line(&out, "ambiguous", case);
     assert_no_blind_write_retry(&fake, case);
     assert_eq!(applied_writes(&fake), 2, "{case}");
+    assert!(!dir.path().join("assent-receipt.json").exists(), "{case}");
     fake.clear_faults();
     rerun_converges(&fake, head, case);
 }
