@@ -24,6 +24,9 @@ pub struct ThreadArtifact {
     /// Resolved by the bot itself (outdated, superseded, a repaired duplicate, a comment):
     /// such a resolution is never a human's assent.
     pub resolved_by_bot: bool,
+    /// Bodies of the bot's own replies in the thread (not system notes), in order: a reply
+    /// an earlier, interrupted run already posted is not posted again.
+    pub bot_replies: Vec<String>,
 }
 
 /// A summary note assent posted earlier.
@@ -85,6 +88,11 @@ impl Inventory {
                             occurrence,
                             resolved: note.resolved,
                             resolved_by_bot: note.resolved && note.resolved_by == Some(bot_user_id),
+                            bot_replies: discussion.notes[1..]
+                                .iter()
+                                .filter(|n| n.author_id == bot_user_id && !n.system)
+                                .map(|n| n.body.clone())
+                                .collect(),
                         });
                     } else {
                         inventory.warnings.push(format!(
@@ -196,6 +204,26 @@ mod tests {
             vec![note(5, 7, "human"), note(6, 1, &finding_body("r"))],
         )];
         assert!(Inventory::from_listing(&listing, 1).threads.is_empty());
+    }
+
+    #[test]
+    fn the_bots_own_replies_are_recorded_and_no_one_elses() {
+        let mut system = note(13, 1, "resolved all threads");
+        system.system = true;
+        let listing = vec![disc(
+            10,
+            vec![
+                note(10, 1, &finding_body("r")),
+                note(11, 7, "a human's reply"),
+                note(12, 1, "Outdated as of x."),
+                system,
+            ],
+        )];
+        let inv = Inventory::from_listing(&listing, 1);
+        assert_eq!(
+            inv.threads[0].bot_replies,
+            vec!["Outdated as of x.".to_owned()]
+        );
     }
 
     #[test]

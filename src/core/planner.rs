@@ -22,8 +22,10 @@
 //! (a crash between its create and its resolve, or a human re-opening it) is resolved again,
 //! with action `resolve`, because comments must never gate; a repaired duplicate gets a
 //! short reply naming the canonical thread so a human reading it knows why it was closed;
-//! and a summary note that became an unresolved thread (GitLab does that when someone
-//! replies to a plain note) is resolved, because the summary must never gate either.
+//! a summary note that became an unresolved thread (GitLab does that when someone replies to
+//! a plain note) is resolved, because the summary must never gate either; and a reply the
+//! bot already posted in the thread (a crash or a lost answer between the reply and the
+//! resolve) is not posted again: the thread is only resolved.
 
 use std::collections::BTreeMap;
 
@@ -194,11 +196,7 @@ fn repair_duplicates(threads: &[&ThreadArtifact], head_sha: &str, plan: &mut Pla
             }
             Some(&canonical) => {
                 if !thread.resolved {
-                    plan.writes.push(Write::ReplyAndResolve {
-                        discussion_id: thread.discussion_id.clone(),
-                        forge_id: thread.forge_id,
-                        reply: render::duplicate_reply(canonical, head_sha),
-                    });
+                    reply_and_resolve(thread, render::duplicate_reply(canonical, head_sha), plan);
                     plan.repairs.push(Repair {
                         repaired_forge_id: thread.forge_id,
                         canonical_forge_id: canonical,
@@ -209,6 +207,24 @@ fn repair_duplicates(threads: &[&ThreadArtifact], head_sha: &str, plan: &mut Pla
         }
     }
     canonical_of.into_values().collect()
+}
+
+/// Replies `reply` in `thread`, then resolves it; when the bot's reply is already there
+/// (an earlier run was interrupted between the two writes, or lost the resolve's answer),
+/// only resolves, so a thread never carries the same reply twice.
+fn reply_and_resolve(thread: &ThreadArtifact, reply: String, plan: &mut Plan) {
+    if thread.bot_replies.contains(&reply) {
+        plan.writes.push(Write::Resolve {
+            discussion_id: thread.discussion_id.clone(),
+            forge_id: thread.forge_id,
+        });
+    } else {
+        plan.writes.push(Write::ReplyAndResolve {
+            discussion_id: thread.discussion_id.clone(),
+            forge_id: thread.forge_id,
+            reply,
+        });
+    }
 }
 
 fn plan_desired_slot(
@@ -249,11 +265,7 @@ fn plan_desired_slot(
         Some(thread) => (ActionKind::LeaveUntouched, Some(thread.forge_id)),
     };
     for thread in stale.filter(|t| !t.resolved) {
-        plan.writes.push(Write::ReplyAndResolve {
-            discussion_id: thread.discussion_id.clone(),
-            forge_id: thread.forge_id,
-            reply: render::superseded_reply(head_sha),
-        });
+        reply_and_resolve(thread, render::superseded_reply(head_sha), plan);
     }
     plan.actions.push(SlotAction {
         slot: finding.slot.clone(),
@@ -270,11 +282,7 @@ fn plan_undesired_slot(
 ) {
     let mut first_resolved = None;
     for thread in canonical.iter().filter(|t| !t.resolved) {
-        plan.writes.push(Write::ReplyAndResolve {
-            discussion_id: thread.discussion_id.clone(),
-            forge_id: thread.forge_id,
-            reply: render::outdated_reply(head_sha),
-        });
+        reply_and_resolve(thread, render::outdated_reply(head_sha), plan);
         first_resolved.get_or_insert(thread.forge_id);
     }
     if let Some(forge_id) = first_resolved {
@@ -323,6 +331,7 @@ mod tests {
             slot: slot(rule),
             occurrence: occ(n),
             resolved,
+            bot_replies: vec![],
         }
     }
 
@@ -597,6 +606,39 @@ mod tests {
             &plan.writes[..],
             [Write::Resolve { forge_id: 10, .. }]
         ));
+    }
+
+    #[test]
+    fn a_reply_already_posted_is_not_posted_again() {
+        // An earlier run replied and died (or lost the answer) before resolving.
+        let with_reply = |id, rule, n, reply: String| ThreadArtifact {
+            bot_replies: vec![reply],
+            ..thread(id, rule, n, false)
+        };
+        let desired = DesiredState::new(vec![finding("a", 2, Effect::Challenge)]);
+        let inventory = inv(vec![
+            thread(10, "a", 2, false),
+            with_reply(11, "a", 2, render::duplicate_reply(10, HEAD)),
+            with_reply(12, "a", 1, render::superseded_reply(HEAD)),
+            with_reply(13, "b", 1, render::outdated_reply(HEAD)),
+            // A reply for another head is not this run's reply.
+            with_reply(14, "c", 1, render::outdated_reply("0".repeat(40).as_str())),
+        ]);
+        let plan = plan_reconciliation(&desired, &inventory, HEAD);
+        let resolved_only: Vec<u64> = plan
+            .writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Resolve { forge_id, .. } => Some(*forge_id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(resolved_only, vec![11, 12, 13]);
+        assert!(matches!(
+            &plan.writes[..],
+            [.., Write::ReplyAndResolve { forge_id: 14, .. }]
+        ));
+        assert_eq!(plan.repairs.len(), 1, "the duplicate is still a repair");
     }
 
     #[test]

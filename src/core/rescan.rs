@@ -136,6 +136,7 @@ mod tests {
             slot: slot(),
             occurrence: Occurrence::digest(b"1"),
             resolved,
+            bot_replies: vec![],
         }
     }
 

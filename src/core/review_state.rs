@@ -99,6 +99,7 @@ mod tests {
             },
             occurrence: Occurrence::digest(rule.as_bytes()),
             resolved,
+            bot_replies: vec![],
         }
     }
 

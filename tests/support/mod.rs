@@ -17,6 +17,7 @@
 #![allow(dead_code)] // each test crate uses its own subset
 
 pub mod http_world;
+pub mod process;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -44,6 +44,9 @@ pub enum When {
     Nth(u64),
     /// The first n matching requests.
     FirstN(u64),
+    /// The n-th matching request and every later one (1-based), e.g. every listing after
+    /// the first.
+    From(u64),
     /// Every matching request.
     #[default]
     Every,
@@ -54,6 +57,7 @@ impl When {
         match self {
             When::Nth(n) => occurrence == *n,
             When::FirstN(n) => occurrence <= *n,
+            When::From(n) => occurrence >= *n,
             When::Every => true,
         }
     }
@@ -137,6 +141,10 @@ impl FaultRule {
         self.when = When::FirstN(n);
         self
     }
+    pub fn from_nth(mut self, n: u64) -> Self {
+        self.when = When::From(n);
+        self
+    }
     pub fn every(mut self) -> Self {
         self.when = When::Every;
         self
@@ -161,5 +169,23 @@ impl FaultRule {
             Matcher::QueryContains(s) => query.contains(s.as_str()),
             Matcher::AnyWrite => !matches!(method, "GET" | "HEAD"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn when_accepts_its_occurrences() {
+        let accepted = |w: When| (1..=5).filter(|&o| w.accepts(o)).collect::<Vec<_>>();
+        assert_eq!(accepted(When::Nth(2)), [2]);
+        assert_eq!(accepted(When::FirstN(2)), [1, 2]);
+        assert_eq!(accepted(When::From(3)), [3, 4, 5]);
+        assert_eq!(accepted(When::Every), [1, 2, 3, 4, 5]);
+        let rule = FaultRule::new(FaultAction::ServerError).from_nth(2);
+        assert_eq!(rule.when, When::From(2));
+        let json = serde_json::to_string(&rule.when).unwrap();
+        assert_eq!(json, r#"{"from":2}"#);
     }
 }
