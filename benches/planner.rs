@@ -88,6 +88,17 @@ fn benches(c: &mut Criterion) {
             );
         }
     }
+    for threads in [1_000, 5_000] {
+        let desired = common::desired(1);
+        let inventory = Inventory::from_listing(&common::one_slot_history(threads), BOT);
+        group.bench_with_input(
+            BenchmarkId::new("plan_reconciliation/one_slot_history", threads),
+            &(&desired, &inventory),
+            |b, (desired, inventory)| {
+                b.iter(|| plan_reconciliation(black_box(desired), black_box(inventory), HEAD))
+            },
+        );
+    }
     group.finish();
 }
 

@@ -349,3 +349,21 @@ pub fn forge_from_listing(listing: &[ListedDiscussion]) -> InMemoryForge {
     }
     forge
 }
+
+/// `threads` resolved bot threads of one slot (the first desired finding's), each for a
+/// different stale occurrence: the history of a field changed on every push.
+pub fn one_slot_history(threads: usize) -> Vec<ListedDiscussion> {
+    (0..threads)
+        .map(|v| ListedDiscussion {
+            id: format!("{:040x}", v + 1),
+            individual_note: false,
+            notes: vec![note(
+                v as u64 + 1,
+                BOT,
+                true,
+                true,
+                thread_body(0, 100 + v as u32),
+            )],
+        })
+        .collect()
+}

@@ -23,7 +23,7 @@
 //! with action `resolve`, because comments must never gate; and a repaired duplicate gets a
 //! short reply naming the canonical thread so a human reading it knows why it was closed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::core::inventory::{Inventory, ThreadArtifact};
 use crate::core::model::{DesiredState, Effect, Finding, Slot};
@@ -164,7 +164,11 @@ pub fn plan_reconciliation(desired: &DesiredState, inventory: &Inventory, head_s
 
 /// Resolves every unresolved non-canonical thread among those sharing an occurrence and
 /// returns the forge ids of the canonical (lowest-id) thread of each occurrence.
-fn repair_duplicates(threads: &[&ThreadArtifact], head_sha: &str, plan: &mut Plan) -> Vec<u64> {
+fn repair_duplicates(
+    threads: &[&ThreadArtifact],
+    head_sha: &str,
+    plan: &mut Plan,
+) -> BTreeSet<u64> {
     let mut canonical_of: BTreeMap<&str, u64> = BTreeMap::new();
     for thread in threads {
         match canonical_of.get(thread.occurrence.as_str()) {
