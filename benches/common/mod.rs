@@ -155,7 +155,7 @@ pub fn listing(discussions: usize, findings: usize) -> Vec<ListedDiscussion> {
     let mut extra = 0usize;
     while out.len() < discussions {
         extra += 1;
-        if extra % 4 == 0 {
+        if extra.is_multiple_of(4) {
             let n = note(id(), BOT, true, false, thread_body(1_000_000 + extra, 1));
             push(&mut out, false, vec![n]);
         } else {
@@ -163,10 +163,16 @@ pub fn listing(discussions: usize, findings: usize) -> Vec<ListedDiscussion> {
                 id(),
                 HUMAN,
                 true,
-                extra % 3 == 0,
+                extra.is_multiple_of(3),
                 format!("Why does topic {extra} need 48 partitions?\n\nPlease explain."),
             );
-            let reply = note(id(), BOT + 1, true, extra % 3 == 0, "Traffic.".to_owned());
+            let reply = note(
+                id(),
+                BOT + 1,
+                true,
+                extra.is_multiple_of(3),
+                "Traffic.".to_owned(),
+            );
             push(&mut out, false, vec![first, reply]);
         }
     }
@@ -282,7 +288,7 @@ pub fn policy_set() -> PolicySet {
 /// the rotation is no change).
 pub fn topic_registry(bytes: usize) -> (String, String) {
     let topic = |i: usize, version: u32| -> (String, bool) {
-        let changed = version == 2 && i % 100 == 37;
+        let changed = version == 2 && i % 100 == 7;
         let (retention, partitions, owner) = match (changed, i % 4) {
             (true, 0) => (3, 12, "team-orders"),
             (true, 1) => (30, 24, "team-orders"),
