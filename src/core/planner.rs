@@ -27,7 +27,7 @@
 //! bot already posted in the thread (a crash or a lost answer between the reply and the
 //! resolve) is not posted again: the thread is only resolved.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::core::inventory::{Inventory, ThreadArtifact};
 use crate::core::model::{DesiredState, Effect, Finding, Slot};
@@ -187,7 +187,11 @@ pub fn plan_reconciliation(desired: &DesiredState, inventory: &Inventory, head_s
 
 /// Resolves every unresolved non-canonical thread among those sharing an occurrence and
 /// returns the forge ids of the canonical (lowest-id) thread of each occurrence.
-fn repair_duplicates(threads: &[&ThreadArtifact], head_sha: &str, plan: &mut Plan) -> Vec<u64> {
+fn repair_duplicates(
+    threads: &[&ThreadArtifact],
+    head_sha: &str,
+    plan: &mut Plan,
+) -> BTreeSet<u64> {
     let mut canonical_of: BTreeMap<&str, u64> = BTreeMap::new();
     for thread in threads {
         match canonical_of.get(thread.occurrence.as_str()) {

@@ -8,9 +8,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::core::inventory::Inventory;
+use crate::core::inventory::{Inventory, ThreadArtifact};
 use crate::core::model::{DesiredState, Effect};
-use crate::core::review_state::stands_for;
+use crate::core::review_state::current_threads;
 
 /// What the run's writes should have left behind.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -52,9 +52,21 @@ pub fn verify_rescan(
             ids
         )),
     }
-    for finding in &desired.findings {
-        let mut current = rescan.threads.iter().filter(|t| stands_for(t, finding));
-        match current.next() {
+    // The first current thread of each desired finding is canonical (inventory order is
+    // ascending forge id); every later one is a duplicate. One pass over the threads.
+    let mut canonical: Vec<Option<&ThreadArtifact>> = vec![None; desired.findings.len()];
+    for (i, thread) in current_threads(desired, rescan) {
+        match canonical[i] {
+            None => canonical[i] = Some(thread),
+            Some(first) if !thread.resolved => mismatches.push(format!(
+                "thread {} duplicates thread {} and is unresolved",
+                thread.forge_id, first.forge_id
+            )),
+            Some(_) => {}
+        }
+    }
+    for (finding, canonical) in desired.findings.iter().zip(canonical) {
+        match canonical {
             None => mismatches.push(format!(
                 "no thread of the current occurrence for {}",
                 finding.slot
@@ -64,12 +76,6 @@ pub fn verify_rescan(
                     mismatches.push(format!(
                         "comment thread {} is unresolved",
                         canonical.forge_id
-                    ));
-                }
-                for duplicate in current.filter(|t| !t.resolved) {
-                    mismatches.push(format!(
-                        "thread {} duplicates thread {} and is unresolved",
-                        duplicate.forge_id, canonical.forge_id
                     ));
                 }
             }
@@ -219,6 +225,64 @@ mod tests {
         assert_eq!(
             verify_rescan(&desired(Effect::Challenge), &inv, &rec).len(),
             1
+        );
+    }
+
+    #[test]
+    fn duplicates_and_missing_threads_are_found_per_finding() {
+        let finding = |rule: &str, effect| Finding {
+            slot: Slot {
+                rule: rule.into(),
+                subject: "s".into(),
+            },
+            effect,
+            occurrence: Occurrence::digest(rule.as_bytes()),
+            message: String::new(),
+        };
+        let desired = DesiredState::new(vec![
+            finding("a", Effect::Challenge),
+            finding("b", Effect::Comment),
+            finding("c", Effect::Block),
+        ]);
+        let of = |id: u64, rule: &str, resolved: bool| ThreadArtifact {
+            forge_id: id,
+            discussion_id: String::new(),
+            slot: Slot {
+                rule: rule.into(),
+                subject: "s".into(),
+            },
+            occurrence: Occurrence::digest(rule.as_bytes()),
+            resolved,
+            resolved_by_bot: false,
+            bot_replies: Vec::new(),
+        };
+        let mut stale_c = of(11, "c", false);
+        stale_c.occurrence = Occurrence::digest(b"older");
+        let inv = Inventory {
+            threads: vec![
+                of(10, "b", false),
+                stale_c,
+                of(12, "a", false),
+                of(13, "x", false),
+                of(14, "a", true),
+                of(15, "b", false),
+                of(16, "a", false),
+            ],
+            summaries: vec![summary(1)],
+            warnings: vec![],
+        };
+        let rec = WriteRecord {
+            summary_note_id: Some(1),
+            ..WriteRecord::default()
+        };
+        assert_eq!(
+            verify_rescan(&desired, &inv, &rec),
+            [
+                "comment thread 10 is unresolved",
+                "no thread of the current occurrence for c @ s",
+                "thread 15 duplicates thread 10 and is unresolved",
+                "thread 16 duplicates thread 12 and is unresolved",
+            ]
         );
     }
 }

@@ -41,19 +41,40 @@ pub fn finding_statuses<'a>(
     desired: &'a DesiredState,
     inventory: &Inventory,
 ) -> Vec<FindingStatus<'a>> {
+    let mut canonical: Vec<Option<&ThreadArtifact>> = vec![None; desired.findings.len()];
+    for (i, thread) in current_threads(desired, inventory) {
+        // Inventory threads are ascending by forge id: the first match is canonical.
+        canonical[i].get_or_insert(thread);
+    }
     desired
         .findings
         .iter()
-        .map(|finding| {
-            // Inventory threads are ascending by forge id: the first match is canonical.
-            let canonical = inventory.threads.iter().find(|t| stands_for(t, finding));
-            FindingStatus {
-                finding,
-                forge_id: canonical.map(|t| t.forge_id),
-                resolved: canonical.is_some_and(|t| t.resolved),
-            }
+        .zip(canonical)
+        .map(|(finding, canonical)| FindingStatus {
+            finding,
+            forge_id: canonical.map(|t| t.forge_id),
+            resolved: canonical.is_some_and(|t| t.resolved),
         })
         .collect()
+}
+
+/// Every thread of `inventory` that stands for a desired finding ([`stands_for`]), in
+/// inventory order (ascending forge id), with the index of that finding in
+/// `desired.findings`.
+///
+/// One binary search per thread (the findings are sorted by slot), so pairing findings with
+/// threads costs `O(threads × log findings)` rather than a scan of every thread per finding.
+pub fn current_threads<'a>(
+    desired: &'a DesiredState,
+    inventory: &'a Inventory,
+) -> impl Iterator<Item = (usize, &'a ThreadArtifact)> + 'a {
+    inventory.threads.iter().filter_map(move |thread| {
+        let i = desired
+            .findings
+            .binary_search_by(|f| f.slot.cmp(&thread.slot))
+            .ok()?;
+        stands_for(thread, &desired.findings[i]).then_some((i, thread))
+    })
 }
 
 /// The gate's decision for these statuses.
@@ -148,5 +169,45 @@ mod tests {
         let statuses = finding_statuses(&desired, &inv);
         assert_eq!(statuses[0].forge_id, Some(3));
         assert!(statuses[0].resolved);
+    }
+
+    #[test]
+    fn each_finding_pairs_with_its_own_current_thread_only() {
+        let desired = DesiredState::new(vec![
+            finding("a", Effect::Challenge),
+            finding("b", Effect::Challenge),
+            finding("c", Effect::Block),
+            finding("d", Effect::Comment),
+        ]);
+        let mut stale_b = thread(2, "b", false);
+        stale_b.occurrence = Occurrence::digest(b"older");
+        let inv = Inventory {
+            threads: vec![
+                thread(1, "zz-undesired", false),
+                stale_b,
+                thread(3, "a", true),
+                thread(4, "c", false),
+                thread(5, "a", false),
+                thread(6, "d", true),
+            ],
+            ..Inventory::default()
+        };
+        let got: Vec<(&str, Option<u64>, bool)> = finding_statuses(&desired, &inv)
+            .iter()
+            .map(|s| (s.finding.slot.rule.as_str(), s.forge_id, s.resolved))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", Some(3), true),
+                ("b", None, false),
+                ("c", Some(4), false),
+                ("d", Some(6), true),
+            ]
+        );
+        let current: Vec<(usize, u64)> = current_threads(&desired, &inv)
+            .map(|(i, t)| (i, t.forge_id))
+            .collect();
+        assert_eq!(current, [(0, 3), (2, 4), (0, 5), (3, 6)]);
     }
 }

@@ -1,0 +1,140 @@
+//! Peak resident memory of the largest library-level cases, each run once.
+//!
+//! `cargo bench --bench peak_rss` prints one line per case: the peak RSS (`VmHWM` from
+//! `/proc/self/status`) of a fresh process that ran only that case, its RSS before the case
+//! started, and the case's wall time. Each case runs in its own process (the benchmark
+//! re-executes itself) because the allocator keeps freed memory, so a second case in the
+//! same process would start from the first one's heap.
+
+mod common;
+
+use std::time::Instant;
+
+use assent::core::desired_state::{
+    ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
+};
+use assent::core::inventory::Inventory;
+use assent::core::model::{Change, ChangeKind};
+use assent::core::planner::plan_reconciliation;
+use assent::core::policy::{MrContext, PolicyFile};
+use assent::core::review_state::finding_statuses;
+use assent::reconcile::reconcile;
+
+fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("Linux /proc");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("field present")
+}
+
+fn measure(name: &str, case: impl FnOnce() -> String) {
+    let before = status_kib("VmRSS:");
+    let start = Instant::now();
+    let detail = case();
+    let elapsed = start.elapsed();
+    let peak = status_kib("VmHWM:");
+    println!(
+        "{name:<48} peak RSS {:>7.1} MiB (from {:>6.1} MiB)  {:>8.1} ms  {detail}",
+        peak as f64 / 1024.0,
+        before as f64 / 1024.0,
+        elapsed.as_secs_f64() * 1000.0
+    );
+}
+
+const CASES: [&str; 4] = [
+    "compute_desired_state/10MB",
+    "planner/5000d/1000f",
+    "reconcile/first_run/5000d/1000f",
+    "policy/evaluate",
+];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--case") {
+        run_case(&args[i + 1]);
+        return;
+    }
+    // `cargo bench` passes `--bench`; any other argument is a filter on case names.
+    let filter = args.iter().find(|a| !a.starts_with("--"));
+    let exe = std::env::current_exe().expect("own path");
+    println!(
+        "{:<48} peak RSS {:>7.1} MiB",
+        "process start",
+        status_kib("VmHWM:") as f64 / 1024.0
+    );
+    for case in CASES {
+        if filter.is_some_and(|f| !case.contains(f.as_str())) {
+            continue;
+        }
+        let status = std::process::Command::new(&exe)
+            .args(["--case", case])
+            .status()
+            .expect("re-executing the benchmark");
+        assert!(status.success(), "case {case} failed");
+    }
+}
+
+fn run_case(case: &str) {
+    let wanted = |name: &str| name == case;
+    if wanted("compute_desired_state/10MB") {
+        measure("compute_desired_state/10MB YAML (inputs incl.)", || {
+            let (old, new) = common::topic_registry(10_000_000);
+            let inputs = ReviewInputs {
+                policy_files: vec![PolicyFile {
+                    path: ".assent/policies/topics.yaml".to_owned(),
+                    bytes: common::POLICY.as_bytes().to_vec(),
+                }],
+                changed_files: Ok(vec![ChangedFileInput {
+                    old_path: "topics/registry.yaml".to_owned(),
+                    new_path: "topics/registry.yaml".to_owned(),
+                    base: FileContent::Present(old.into_bytes()),
+                    source: FileContent::Present(new.into_bytes()),
+                    withheld: false,
+                }]),
+                mr: MrContext::default(),
+                limits: Default::default(),
+            };
+            let outcome = compute_desired_state(&inputs);
+            format!("{} findings", outcome.desired.findings.len())
+        });
+    }
+    if wanted("planner/5000d/1000f") {
+        measure("planner/5000d/1000f (listing incl.)", || {
+            let listing = common::listing(5_000, 1_000);
+            let desired = common::desired(1_000);
+            let inventory = Inventory::from_listing(&listing, common::BOT);
+            let plan = plan_reconciliation(&desired, &inventory, common::HEAD);
+            let statuses = finding_statuses(&desired, &inventory);
+            format!("{} writes, {} statuses", plan.writes.len(), statuses.len())
+        });
+    }
+    if wanted("reconcile/first_run/5000d/1000f") {
+        measure("reconcile/first_run/5000d/1000f (forge incl.)", || {
+            let forge = common::forge_with_human_threads(5_000);
+            let desired = common::desired(1_000);
+            let out = reconcile(&forge, &desired, &common::run_context()).expect("first run");
+            format!(
+                "{} reads, {} writes",
+                out.receipt.requests.reads, out.receipt.requests.writes
+            )
+        });
+    }
+    if wanted("policy/evaluate") {
+        measure("policy/evaluate/10000 changes x 10 rules", || {
+            let policies = common::policy_set();
+            let changes: Vec<_> = (0..10_000)
+                .map(|i| Change {
+                    file: "topics/a.yaml".to_owned(),
+                    pointer: format!("/topics/t{i}/retention_days"),
+                    kind: ChangeKind::Modify,
+                    old: Some(serde_json::json!(30)),
+                    new: Some(serde_json::json!(i % 40)),
+                })
+                .collect();
+            let findings = policies.evaluate(&changes, &MrContext::default());
+            format!("{} findings", findings.len())
+        });
+    }
+}
