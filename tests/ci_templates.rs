@@ -131,9 +131,9 @@ fn assert_sweep(job: &Value, form: &str) {
             .all(|r| r["if"].as_str().unwrap().contains("\"schedule\"")),
         "{form}"
     );
-    assert!(
-        job.get("resource_group").is_none(),
-        "{form}: sweep never publishes"
+    assert_eq!(
+        job["resource_group"], "assent-sweep",
+        "{form}: two sweeps never overlap, and never share a group with an MR job"
     );
     assert_eq!(job["variables"]["GIT_STRATEGY"], "none");
 }

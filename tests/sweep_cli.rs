@@ -585,36 +585,60 @@ fn a_run_that_crashed_mid_way_is_healed_by_a_sweep_triggered_rerun() {
 }
 
 #[test]
-fn the_ci_template_runs_one_sweep_at_a_time_on_schedules_with_a_valid_window() {
+fn the_ci_templates_run_one_sweep_at_a_time_on_schedules_with_a_valid_window() {
     use serde::Deserialize;
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ci-templates/sweep.yml"),
-    )
-    .unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text =
+        std::fs::read_to_string(root.join("ci-templates/templates/assent/template.yml")).unwrap();
     let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&text)
         .map(serde_yaml::Value::deserialize)
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(docs.len(), 2, "a spec header and the job");
-    let inputs = &docs[0]["spec"]["inputs"];
-    let default = |name: &str| inputs[name]["default"].as_str().unwrap().to_owned();
-    let lookback: assent::core::sweep::SweepDuration = default("lookback").parse().unwrap();
-    let interval: assent::core::sweep::SweepDuration = default("interval").parse().unwrap();
-    let stuck: assent::core::sweep::SweepDuration = default("stuck_after").parse().unwrap();
+    assert_eq!(docs.len(), 2, "a spec header and the jobs");
+    // The default sweep arguments pass the window check (lookback wider than interval).
+    let args = docs[0]["spec"]["inputs"]["sweep_args"]["default"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let value = |flag: &str| words[words.iter().position(|w| *w == flag).unwrap() + 1];
+    let lookback: assent::core::sweep::SweepDuration = value("--lookback").parse().unwrap();
+    let interval: assent::core::sweep::SweepDuration = value("--interval").parse().unwrap();
     assert!(assent::core::sweep::check_window(lookback, interval).is_ok());
-    assert_eq!(
-        assent::core::sweep::coverage_warning(lookback, interval, stuck),
-        None
-    );
-    let job = &docs[1]["assent-sweep"];
-    assert_eq!(job["resource_group"].as_str(), Some("assent-sweep"));
-    assert_eq!(job["variables"]["GIT_STRATEGY"].as_str(), Some("none"));
-    let rule = job["rules"][0]["if"].as_str().unwrap();
-    assert!(
-        rule.contains(r#"$CI_PIPELINE_SOURCE == "schedule""#),
-        "{rule}"
-    );
-    let script = job["script"][0].as_str().unwrap();
-    assert!(script.contains("assent sweep"), "{script}");
+    for (form, job) in [
+        ("component", docs[1]["assent-sweep"].clone()),
+        ("classic", {
+            let classic =
+                std::fs::read_to_string(root.join("ci-templates/assent.gitlab-ci.yml")).unwrap();
+            let value: serde_yaml::Value = serde_yaml::from_str(&classic).unwrap();
+            value["assent-sweep"].clone()
+        }),
+    ] {
+        assert_eq!(
+            job["resource_group"].as_str(),
+            Some("assent-sweep"),
+            "{form}"
+        );
+        assert_eq!(
+            job["variables"]["GIT_STRATEGY"].as_str(),
+            Some("none"),
+            "{form}"
+        );
+        let rule = job["rules"][0]["if"].as_str().unwrap();
+        assert!(
+            rule.contains(r#"$CI_PIPELINE_SOURCE == "schedule""#),
+            "{form}: {rule}"
+        );
+        let script: Vec<&str> = job["script"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter_map(|l| l.as_str())
+            .collect();
+        assert!(
+            script.iter().any(|l| l.contains("assent sweep")),
+            "{form}: {script:?}"
+        );
+    }
     assert!(!text.contains("--token"), "the token is never a flag");
 }
