@@ -70,35 +70,6 @@ fn runner_available() -> bool {
     );
 }
 
-/// The example repository's policies, committed at the fake's target SHA (as `run_cli.rs`).
-fn seed_policies(fake: &FakeGitLab) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/repos/topic-registry/.assent/policies");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    fake.with_state(|state| {
-        let project = state
-            .projects
-            .iter_mut()
-            .find(|p| p.id == fixtures::PROJECT_ID)
-            .unwrap();
-        for file in &files {
-            let path = format!(
-                ".assent/policies/{}",
-                file.file_name().unwrap().to_string_lossy()
-            );
-            project
-                .files
-                .entry(fixtures::TARGET_SHA.to_owned())
-                .or_default()
-                .insert(path, fake_gitlab::FileContent(std::fs::read(file).unwrap()));
-        }
-    });
-}
-
 #[derive(Clone, Copy, Debug)]
 enum Form {
     /// `include: local: ci-templates/assent.gitlab-ci.yml`.
@@ -306,7 +277,7 @@ fn drive(form: Form) {
         return;
     }
     let fake = support::start_basic();
-    seed_policies(&fake);
+    support::seed_example_policies(&fake);
     let project = Project::new(form);
     let mr = mr_pipeline(&fake, form);
 

@@ -18,7 +18,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use assent::core::model::{ListedDiscussion, ListedNote};
+use assent::core::model::ListedDiscussion;
 use assent::fixture::FixtureWorld;
 use assent::forge::Forge;
 use assent::forge::memory::ListingOrder;
@@ -229,28 +229,6 @@ impl FixtureWorld for FakeGitLabWorld {
     }
 
     fn snapshot(&self) -> Result<Vec<ListedDiscussion>, String> {
-        Ok(self
-            .fake
-            .discussions(PROJECT_ID, MR_IID)
-            .into_iter()
-            .map(|d| ListedDiscussion {
-                id: d.id,
-                individual_note: d.individual_note,
-                notes: d
-                    .notes
-                    .into_iter()
-                    .map(|n| ListedNote {
-                        id: n.id,
-                        author_id: n.author_id,
-                        system: n.system,
-                        resolvable: n.resolvable,
-                        resolved: n.resolvable && n.resolved,
-                        resolved_by: n.resolved_by,
-                        body: n.body,
-                        updated_at: Some(n.updated_at),
-                    })
-                    .collect(),
-            })
-            .collect())
+        Ok(super::listed_discussions(&self.fake, PROJECT_ID, MR_IID))
     }
 }

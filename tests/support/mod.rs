@@ -76,3 +76,66 @@ pub fn start_basic() -> FakeGitLab {
     fake.set_time("2026-01-01T00:00:00.000Z");
     fake
 }
+
+/// Commits the example repository's policies (`fixtures/repos/topic-registry/.assent/policies`)
+/// at the basic world's target SHA, where `assent run` reads them.
+pub fn add_example_policies(state: &mut fake_gitlab::State) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/repos/topic-registry/.assent/policies");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .expect("example policies")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    let tree = state
+        .project_mut(fixtures::PROJECT_ID)
+        .expect("the basic project")
+        .files
+        .entry(fixtures::TARGET_SHA.to_owned())
+        .or_default();
+    for file in &files {
+        let path = format!(
+            ".assent/policies/{}",
+            file.file_name().unwrap().to_string_lossy()
+        );
+        tree.insert(
+            path,
+            fake_gitlab::FileContent(std::fs::read(file).expect("policy file")),
+        );
+    }
+}
+
+/// [`add_example_policies`] on a running fake.
+pub fn seed_example_policies(fake: &FakeGitLab) {
+    fake.with_state(add_example_policies);
+}
+
+/// An MR's discussions as the adapter lists them, read from the fake's state (uncounted).
+pub fn listed_discussions(
+    fake: &FakeGitLab,
+    project: u64,
+    mr: u64,
+) -> Vec<assent::core::model::ListedDiscussion> {
+    use assent::core::model::{ListedDiscussion, ListedNote};
+    fake.discussions(project, mr)
+        .into_iter()
+        .map(|d| ListedDiscussion {
+            id: d.id,
+            individual_note: d.individual_note,
+            notes: d
+                .notes
+                .into_iter()
+                .map(|n| ListedNote {
+                    id: n.id,
+                    author_id: n.author_id,
+                    system: n.system,
+                    resolvable: n.resolvable,
+                    resolved: n.resolvable && n.resolved,
+                    resolved_by: n.resolved_by,
+                    body: n.body,
+                    updated_at: Some(n.updated_at),
+                })
+                .collect(),
+        })
+        .collect()
+}

@@ -10,13 +10,13 @@
 //!   sorted: equal for two histories that left the same review state.
 //! * [`check_invariants`]: SPEC §5's promises about the final forge state.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assent::core::inventory::Inventory;
 use assent::core::marker::SummaryState;
-use assent::core::model::{ListedDiscussion, ListedNote, Slot};
+use assent::core::model::{ListedDiscussion, Slot};
 use fake_gitlab::{FakeGitLab, FileContent, State, fixtures};
 
 /// The MR head of the scenario's first published run.
@@ -119,29 +119,12 @@ pub fn desired_slots_a() -> Vec<Slot> {
 /// the base, head A and head B; the MR's head is A.
 pub fn fresh_state() -> State {
     let mut state = fixtures::basic();
-    let policies = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/repos/topic-registry/.assent/policies");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&policies)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    super::add_example_policies(&mut state);
     let project = state
         .projects
         .iter_mut()
         .find(|p| p.id == fixtures::PROJECT_ID)
         .unwrap();
-    for file in &files {
-        let path = format!(
-            ".assent/policies/{}",
-            file.file_name().unwrap().to_string_lossy()
-        );
-        project
-            .files
-            .entry(fixtures::TARGET_SHA.to_owned())
-            .or_default()
-            .insert(path, FileContent(std::fs::read(file).unwrap()));
-    }
     for (sha, text) in [
         (fixtures::BASE_SHA, BASE_TOPICS),
         (fixtures::TARGET_SHA, BASE_TOPICS),
@@ -284,27 +267,7 @@ pub fn receipt(dir: &Path) -> serde_json::Value {
 
 /// The MR's discussions as the adapter would list them.
 pub fn listing(fake: &FakeGitLab) -> Vec<ListedDiscussion> {
-    fake.discussions(fixtures::PROJECT_ID, fixtures::MR_IID)
-        .into_iter()
-        .map(|d| ListedDiscussion {
-            id: d.id,
-            individual_note: d.individual_note,
-            notes: d
-                .notes
-                .into_iter()
-                .map(|n| ListedNote {
-                    id: n.id,
-                    author_id: n.author_id,
-                    system: n.system,
-                    resolvable: n.resolvable,
-                    resolved: n.resolvable && n.resolved,
-                    resolved_by: n.resolved_by,
-                    body: n.body,
-                    updated_at: Some(n.updated_at),
-                })
-                .collect(),
-        })
-        .collect()
+    super::listed_discussions(fake, fixtures::PROJECT_ID, fixtures::MR_IID)
 }
 
 /// The bot's artifacts on the MR.

@@ -141,7 +141,7 @@ impl World {
     /// `fixtures::basic()` with the topic registry's policies at the target SHA.
     pub fn new() -> World {
         let fake = crate::support::start_basic();
-        seed_policies(&fake);
+        super::support::seed_example_policies(&fake);
         World {
             fake,
             dir: tempfile::tempdir().expect("temporary directory"),
@@ -295,30 +295,6 @@ fn project(state: &mut fake_gitlab::State) -> &mut fake_gitlab::Project {
     state
         .project_mut(fixtures::PROJECT_ID)
         .expect("the basic project")
-}
-
-/// The example repository's policies, committed at the fake's target SHA.
-pub fn seed_policies(fake: &FakeGitLab) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/repos/topic-registry/.assent/policies");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    fake.with_state(|state| {
-        let tree = project(state)
-            .files
-            .entry(fixtures::TARGET_SHA.to_owned())
-            .or_default();
-        for file in &files {
-            let path = format!(
-                ".assent/policies/{}",
-                file.file_name().unwrap().to_string_lossy()
-            );
-            tree.insert(path, FileContent(std::fs::read(file).unwrap()));
-        }
-    });
 }
 
 /// One `assent run` to be started: arguments and environment.
