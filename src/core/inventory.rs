@@ -5,6 +5,8 @@
 //! marker, well-formed or not, is invisible and produces no warning. A bot note whose marker
 //! is malformed is skipped with a warning naming its note id; it is never deleted.
 
+use std::collections::BTreeMap;
+
 use crate::core::marker::{self, Marker, SummaryState};
 use crate::core::model::{ListedDiscussion, Occurrence, Slot};
 
@@ -102,6 +104,20 @@ impl Inventory {
         inventory.warnings.sort();
         inventory.warnings.dedup();
         inventory
+    }
+
+    /// The canonical thread of each `(slot, occurrence)`: the lowest forge id among the
+    /// threads sharing both. One pass, so looking up every desired finding stays linear in
+    /// the listing rather than a scan of all threads per finding.
+    pub fn canonical_threads(&self) -> BTreeMap<(&Slot, &Occurrence), &ThreadArtifact> {
+        let mut canonical = BTreeMap::new();
+        // Threads are ascending by forge id: the first one seen is canonical.
+        for thread in &self.threads {
+            canonical
+                .entry((&thread.slot, &thread.occurrence))
+                .or_insert(thread);
+        }
+        canonical
     }
 
     /// The canonical summary: the one with the lowest note id.

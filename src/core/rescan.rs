@@ -6,10 +6,10 @@
 //! unresolved again. A human resolving a thread in the meantime is not a mismatch; a racing
 //! publisher's unresolved duplicate is, so the next run repairs it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::core::inventory::Inventory;
-use crate::core::model::{DesiredState, Effect};
+use crate::core::inventory::{Inventory, ThreadArtifact};
+use crate::core::model::{DesiredState, Effect, Occurrence, Slot};
 
 /// What the run's writes should have left behind.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -41,11 +41,21 @@ pub fn verify_rescan(
             ids
         )),
     }
+    // Threads grouped by (slot, occurrence), each group ascending by forge id, so checking
+    // every desired finding is one pass over the rescan, not one pass per finding.
+    let mut by_occurrence: BTreeMap<(&Slot, &Occurrence), Vec<&ThreadArtifact>> = BTreeMap::new();
+    for thread in &rescan.threads {
+        by_occurrence
+            .entry((&thread.slot, &thread.occurrence))
+            .or_default()
+            .push(thread);
+    }
     for finding in &desired.findings {
-        let mut current = rescan
-            .threads
-            .iter()
-            .filter(|t| t.slot == finding.slot && t.occurrence == finding.occurrence);
+        let mut current = by_occurrence
+            .get(&(&finding.slot, &finding.occurrence))
+            .into_iter()
+            .flatten()
+            .copied();
         match current.next() {
             None => mismatches.push(format!(
                 "no thread of the current occurrence for {}",

@@ -24,15 +24,14 @@ pub fn finding_statuses<'a>(
     desired: &'a DesiredState,
     inventory: &Inventory,
 ) -> Vec<FindingStatus<'a>> {
+    let canonical_of = inventory.canonical_threads();
     desired
         .findings
         .iter()
         .map(|finding| {
-            // Inventory threads are ascending by forge id: the first match is canonical.
-            let canonical = inventory
-                .threads
-                .iter()
-                .find(|t| t.slot == finding.slot && t.occurrence == finding.occurrence);
+            let canonical = canonical_of
+                .get(&(&finding.slot, &finding.occurrence))
+                .copied();
             FindingStatus {
                 finding,
                 forge_id: canonical.map(|t| t.forge_id),
