@@ -151,13 +151,18 @@ struct Measured {
     max_rss_kib: i64,
 }
 
-/// Runs `assent run` against `fake` and reaps it with `wait4` for its own `rusage`.
+/// Runs `assent run` against `fake` through a measuring helper (this executable started
+/// again with `--measure-child`), which spawns the binary and reaps it with `wait4`.
+///
+/// Why a helper: Linux carries a process's peak-RSS record across `exec`, and a child spawned
+/// straight from this process starts with this process's peak (the fake GitLab and its
+/// seeded merge request live here), so its `ru_maxrss` would be ours. The helper is a fresh,
+/// small process; its child's record starts from the helper's footprint (a few MiB).
 fn run_assent(bin: &str, fake: &FakeGitLab, dir: &Path) -> Measured {
-    let stdout = File::create(dir.join("stdout")).unwrap();
-    let stderr = File::create(dir.join("stderr")).unwrap();
-    let start = Instant::now();
-    let child = Command::new(bin)
-        .arg("run")
+    let status = Command::new(std::env::current_exe().unwrap())
+        .arg("--measure-child")
+        .arg(dir)
+        .arg(bin)
         .current_dir(dir)
         .env_clear()
         .env("CI_API_V4_URL", fake.base_url())
@@ -167,6 +172,32 @@ fn run_assent(bin: &str, fake: &FakeGitLab, dir: &Path) -> Measured {
         .env("CI_MERGE_REQUEST_TARGET_BRANCH_SHA", fixtures::TARGET_SHA)
         .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", fixtures::BASE_SHA)
         .env("ASSENT_TOKEN", fixtures::BOT_TOKEN)
+        .stdin(Stdio::null())
+        .status()
+        .expect("spawn the measuring helper");
+    assert!(status.success(), "measuring helper failed: {status}");
+    let text = std::fs::read_to_string(dir.join("rusage")).unwrap();
+    let v: Vec<i64> = text
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    Measured {
+        exit: v[0] as i32,
+        wall: Duration::from_micros(v[1] as u64),
+        cpu: Duration::from_micros(v[2] as u64),
+        max_rss_kib: v[3],
+    }
+}
+
+/// The helper: `--measure-child DIR BIN` runs `BIN run` (environment inherited, output to
+/// `DIR/stdout` and `DIR/stderr`) and writes `exit wall_us cpu_us max_rss_kib` to
+/// `DIR/rusage`.
+fn measure_child(dir: &Path, bin: &str) {
+    let stdout = File::create(dir.join("stdout")).unwrap();
+    let stderr = File::create(dir.join("stderr")).unwrap();
+    let start = Instant::now();
+    let child = Command::new(bin)
+        .arg("run")
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr)
@@ -180,20 +211,22 @@ fn run_assent(bin: &str, fake: &FakeGitLab, dir: &Path) -> Measured {
     let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let wall = start.elapsed();
     assert_eq!(reaped, pid, "wait4 failed");
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
+    let us = |t: libc::timeval| t.tv_sec as i64 * 1_000_000 + t.tv_usec as i64;
     let exit = if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else {
         -1
     };
-    Measured {
-        exit,
-        wall,
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        max_rss_kib: usage.ru_maxrss,
-    }
+    std::fs::write(
+        dir.join("rusage"),
+        format!(
+            "{exit} {} {} {}",
+            wall.as_micros(),
+            us(usage.ru_utime) + us(usage.ru_stime),
+            usage.ru_maxrss
+        ),
+    )
+    .unwrap();
 }
 
 #[derive(Default, Clone, Copy)]
@@ -314,6 +347,11 @@ fn run_case(bin: &str, case: &Case, latency_ms: u64) -> Vec<Row> {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--measure-child") {
+        measure_child(Path::new(&args[2]), &args[3]);
+        return;
+    }
     let o = options();
     let cases: Vec<Case> = matrix(o.full)
         .into_iter()
