@@ -13,6 +13,10 @@
 //! path (the latency of the requests that cannot overlap), their ratio, CPU time (user +
 //! system) and peak RSS of the child process (from `wait4`'s `rusage`).
 //!
+//! `wall@0` is the same run with no injected latency (the client's and the fake's own time);
+//! `(wall − wall@0) / critical` shows how much of the injected latency the run paid beyond the
+//! critical path (1.00 = every overlappable request overlapped).
+//!
 //! The critical path: every request but a content read costs one latency (each depends on an
 //! earlier answer or is a listing page, which stays sequential); the content reads of one
 //! phase (policy files at the target SHA; governed files at the base and source SHAs) run on
@@ -28,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use assent::review_input::MAX_READERS;
 use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, LoggedRequest, RouteKind, fixtures};
-use perf_world::{Scenario, discussion_count, expected_first_run, expected_rerun};
+use perf_world::{Expected, Scenario, discussion_count, expected_first_run, expected_rerun};
 
 struct Options {
     full: bool,
@@ -271,25 +275,28 @@ struct Row {
     seen: Counted,
     expected: (u64, u64),
     measured: Measured,
+    /// Wall time of the same run with no injected latency: the client's and the fake's own
+    /// time, which the latency comes on top of.
+    floor: Duration,
     latency_ms: u64,
 }
 
 fn print_header() {
     println!(
-        "| case | run | reads | writes | disc. pages | formula r/w | wall ms | critical ms | wall/critical | CPU ms | peak RSS MiB |"
+        "| case | run | reads | writes | disc. pages | formula r/w | wall ms | critical ms | wall/critical | wall@0 ms | (wall−wall@0)/critical | CPU ms | peak RSS MiB |"
     );
-    println!("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
 }
 
 fn print_row(row: &Row) {
     let critical_ms = row.seen.critical * row.latency_ms;
-    let ratio = if critical_ms == 0 {
-        "-".to_owned()
-    } else {
-        format!(
-            "{:.2}",
-            row.measured.wall.as_secs_f64() * 1000.0 / critical_ms as f64
-        )
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let ratio = |wall: f64| {
+        if critical_ms == 0 {
+            "-".to_owned()
+        } else {
+            format!("{:.2}", wall / critical_ms as f64)
+        }
     };
     let formula = if (row.seen.reads, row.seen.writes) == row.expected {
         "= formula".to_owned()
@@ -297,7 +304,7 @@ fn print_row(row: &Row) {
         format!("**{}/{} expected**", row.expected.0, row.expected.1)
     };
     println!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
         row.case,
         row.run,
         row.seen.reads,
@@ -306,13 +313,16 @@ fn print_row(row: &Row) {
         formula,
         row.measured.wall.as_millis(),
         critical_ms,
-        ratio,
+        ratio(ms(row.measured.wall)),
+        row.floor.as_millis(),
+        ratio(ms(row.measured.wall) - ms(row.floor)),
         row.measured.cpu.as_millis(),
         row.measured.max_rss_kib as f64 / 1024.0,
     );
 }
 
-fn run_case(bin: &str, case: &Case, latency_ms: u64) -> Vec<Row> {
+/// Cold run then rerun of `case` on a fresh fake with `latency_ms` per request.
+fn run_pair(bin: &str, case: &Case, latency_ms: u64) -> Vec<(Counted, Expected, Measured)> {
     let scenario = case.scenario();
     let fake = FakeGitLab::start(fixtures::basic());
     fake.set_time("2026-01-01T00:00:00.000Z");
@@ -321,7 +331,7 @@ fn run_case(bin: &str, case: &Case, latency_ms: u64) -> Vec<Row> {
         fake.inject(FaultRule::new(FaultAction::Latency { ms: latency_ms }));
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut rows = vec![];
+    let mut out = vec![];
     for run in ["cold", "rerun"] {
         let expected = if run == "cold" {
             expected_first_run(&scenario)
@@ -334,16 +344,34 @@ fn run_case(bin: &str, case: &Case, latency_ms: u64) -> Vec<Row> {
             let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
             panic!("{} {run}: exit {}: {stderr}", case.name(), measured.exit);
         }
-        rows.push(Row {
+        out.push((count(&fake.requests()), expected, measured));
+    }
+    out
+}
+
+fn run_case(bin: &str, case: &Case, latency_ms: u64) -> Vec<Row> {
+    let floors: Vec<Duration> = if latency_ms > 0 {
+        run_pair(bin, case, 0)
+            .into_iter()
+            .map(|(_, _, m)| m.wall)
+            .collect()
+    } else {
+        vec![Duration::ZERO; 2]
+    };
+    run_pair(bin, case, latency_ms)
+        .into_iter()
+        .zip(["cold", "rerun"])
+        .zip(floors)
+        .map(|(((seen, expected, measured), run), floor)| Row {
             case: case.name(),
             run,
-            seen: count(&fake.requests()),
+            seen,
             expected: (expected.reads, expected.writes),
             measured,
+            floor,
             latency_ms,
-        });
-    }
-    rows
+        })
+        .collect()
 }
 
 fn main() {
