@@ -41,6 +41,9 @@ struct Options {
     repeat: usize,
     /// The binary under test (default: the one Cargo built for this benchmark).
     bin: String,
+    /// Started by `cargo bench` (which passes `--bench`) or with `--run`; `cargo test
+    /// --all-targets` runs bench targets without it, and then this one does nothing.
+    run: bool,
 }
 
 fn options() -> Options {
@@ -50,6 +53,7 @@ fn options() -> Options {
         latency_ms: 20,
         repeat: 1,
         bin: env!("CARGO_BIN_EXE_assent").to_owned(),
+        run: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -71,7 +75,7 @@ fn options() -> Options {
             }
             "--bin" => o.bin = args.next().expect("--bin PATH"),
             // Added by `cargo bench`.
-            "--bench" => {}
+            "--bench" | "--run" => o.run = true,
             other => panic!("unknown argument {other:?}; see the header of benches/e2e.rs"),
         }
     }
@@ -200,6 +204,8 @@ fn measure_child(dir: &Path, bin: &str) {
     let stdout = File::create(dir.join("stdout")).unwrap();
     let stderr = File::create(dir.join("stderr")).unwrap();
     let start = Instant::now();
+    // Reaped below with `wait4`, which `Child::wait` cannot replace: it drops the `rusage`.
+    #[allow(clippy::zombie_processes)]
     let child = Command::new(bin)
         .arg("run")
         .stdin(Stdio::null())
@@ -215,6 +221,8 @@ fn measure_child(dir: &Path, bin: &str) {
     let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let wall = start.elapsed();
     assert_eq!(reaped, pid, "wait4 failed");
+    // `time_t` and `suseconds_t` are not `i64` on every target.
+    #[allow(clippy::unnecessary_cast)]
     let us = |t: libc::timeval| t.tv_sec as i64 * 1_000_000 + t.tv_usec as i64;
     let exit = if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
@@ -381,6 +389,10 @@ fn main() {
         return;
     }
     let o = options();
+    if !o.run {
+        println!("e2e: not started by `cargo bench` (pass --run to run it directly); skipped");
+        return;
+    }
     let cases: Vec<Case> = matrix(o.full)
         .into_iter()
         .filter(|c| {

@@ -112,9 +112,7 @@ pub fn seed(fake: &FakeGitLab, scenario: &Scenario) {
     let pairs: Vec<(String, String)> = (0..scenario.files)
         .map(|i| file_pair(scenario, i))
         .collect();
-    let discussions: Vec<Discussion> = (0..scenario.discussions)
-        .map(|i| human_discussion(i))
-        .collect();
+    let discussions: Vec<Discussion> = (0..scenario.discussions).map(human_discussion).collect();
     fake.with_state(|state| {
         let project = state
             .projects
