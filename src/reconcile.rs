@@ -111,10 +111,11 @@ pub fn reconcile(
                 subject: a.slot.subject.clone(),
                 action: a.action,
                 forge_id: a.forge_id.or_else(|| match a.action {
+                    // Statuses follow the desired findings, sorted by slot.
                     ActionKind::Create | ActionKind::Supersede => statuses
-                        .iter()
-                        .find(|s| s.finding.slot == a.slot)
-                        .and_then(|s| s.forge_id),
+                        .binary_search_by(|s| s.finding.slot.cmp(&a.slot))
+                        .ok()
+                        .and_then(|i| statuses[i].forge_id),
                     _ => None,
                 }),
             })
