@@ -10,7 +10,7 @@ use crate::gitlab::{GitLabConfig, Token};
 /// Where GitLab is and how to reach it.
 #[derive(Debug, Clone, Args)]
 pub struct ConnectionArgs {
-    /// GitLab API v4 base URL, e.g. https://gitlab.example.com/api/v4.
+    /// GitLab API v4 base URL, e.g. `https://gitlab.example.com/api/v4`.
     #[arg(
         long,
         value_name = "URL",

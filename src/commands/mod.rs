@@ -41,7 +41,7 @@ Examples:
   assent test fixtures/repos/topic-registry
   assent replay fixtures/            Replay the protocol fixtures on the in-memory forge
   assent replay fixtures/crash-then-rerun.yaml
-  assent sweep --interval 1h --lookback 3h   Heal open MRs whose review is not verified for their head
+  assent sweep --interval 1h --lookback 3h    Start pipelines for MRs left unverified
   assent doctor --mr 7               Check the deployment for MR !7 (in the MR job: no flags)
 
 Exit codes: 0 success, 1 gate failed or problems found, 2 usage or configuration error,

@@ -22,7 +22,7 @@
 //! itself (a contributor can add a file of a million values), and a chain of `map`s can
 //! double a value per link (`[kind].map(x, x + x).map(x, x + x)…` is accepted by the limits
 //! above and would build a string of terabytes). So every predicate also has a **worst-case
-//! cost**, computed from its syntax tree by a conservative abstract evaluation ([`CostModel`]):
+//! cost**, computed from its syntax tree by a conservative abstract evaluation (`CostModel`):
 //! each sub-expression gets an upper bound on the size of its value (1 per scalar, per list
 //! or map entry and per byte of a string) and on the work to compute it (a function call
 //! costs the sizes of its arguments; a comprehension costs its body once per element of its
