@@ -16,7 +16,9 @@
 //!   the base side (`old_path` at the base SHA) unless the MR creates the file, the source side
 //!   (`new_path` at the source SHA) unless it deletes it. When the policies do not load, no
 //!   content is read (nothing is known to be governed). Every side that is not read is
-//!   [`FileContent::Absent`]. A read error is [`FileContent::Unreadable`] for that side; so is
+//!   [`FileContent::Absent`]. A read that still fails after its retries (transport, 429, 5xx)
+//!   is returned as the forge failure it is; any other read error (403, a body over the
+//!   limit) is [`FileContent::Unreadable`] for that side; so is
 //!   a side that reads as absent although the diff says it exists (the pins and the diff
 //!   disagree, so judging would be a guess).
 //! * **Concurrency**: the reads of one phase run on at most [`MAX_READERS`] scoped threads
@@ -112,6 +114,9 @@ pub fn gather_review_inputs(
                         "`{path}` is not found at {sha}, although the merge request's diff says \
                          it exists there"
                     )),
+                    // A read that still fails after its retries is a forge failure (exit 3,
+                    // nothing written), not a file to publish a finding about (SPEC §3).
+                    Err(e) if is_forge_failure(&e) => return Err(e),
                     Err(e) => FileContent::Unreadable(e.to_string()),
                 };
                 match side {
@@ -135,6 +140,17 @@ pub fn gather_review_inputs(
 enum Side {
     Base,
     Source,
+}
+
+/// Whether a read error is the forge failing (transport, 429, 5xx after the retries) rather
+/// than GitLab refusing this one file (403, a body over the limit, an answer that does not
+/// decode).
+fn is_forge_failure(error: &ForgeError) -> bool {
+    match error {
+        ForgeError::Transport { .. } => true,
+        ForgeError::Status { status, .. } => *status == 429 || *status >= 500,
+        _ => false,
+    }
 }
 
 /// Every policy file at `target_sha`, sorted by path, read concurrently. Any failure is an
@@ -257,6 +273,7 @@ mod tests {
     struct Flaky {
         inner: InMemoryForge,
         fail_reads: BTreeSet<(String, String)>,
+        forbidden_reads: BTreeSet<(String, String)>,
         changed_error: Option<ForgeError>,
         list_error: Option<ForgeError>,
         reads: Mutex<Vec<(String, String)>>,
@@ -269,6 +286,7 @@ mod tests {
             Flaky {
                 inner,
                 fail_reads: BTreeSet::new(),
+                forbidden_reads: BTreeSet::new(),
                 changed_error: None,
                 list_error: None,
                 reads: Mutex::new(Vec::new()),
@@ -314,6 +332,16 @@ mod tests {
                 .push((sha.to_owned(), path.to_owned()));
             let result = if self.fail_reads.contains(&(sha.to_owned(), path.to_owned())) {
                 Err(boom(path))
+            } else if self
+                .forbidden_reads
+                .contains(&(sha.to_owned(), path.to_owned()))
+            {
+                Err(ForgeError::Status {
+                    method: "GET".into(),
+                    route: path.into(),
+                    status: 403,
+                    message: "403 Forbidden".into(),
+                })
             } else {
                 self.inner.read_file(sha, path)
             };
@@ -493,13 +521,21 @@ mod tests {
     }
 
     #[test]
-    fn a_content_read_failure_is_unreadable_for_that_file_only() {
+    fn a_content_read_that_keeps_failing_is_a_forge_failure() {
         let mut repo = Flaky::new(forge_with_changes());
         repo.fail_reads
             .insert((SOURCE.into(), "topics/new.yaml".into()));
+        assert_eq!(gather(&repo).unwrap_err(), boom("topics/new.yaml"));
+    }
+
+    #[test]
+    fn a_content_read_refused_is_unreadable_for_that_file_only() {
+        let mut repo = Flaky::new(forge_with_changes());
+        repo.forbidden_reads
+            .insert((SOURCE.into(), "topics/new.yaml".into()));
         let inputs = gather(&repo).unwrap();
         let files = inputs.changed_files.as_ref().unwrap();
-        assert!(matches!(&files[1].source, FileContent::Unreadable(r) if r.contains("HTTP 500")));
+        assert!(matches!(&files[1].source, FileContent::Unreadable(r) if r.contains("HTTP 403")));
         assert_eq!(files[0].source, FileContent::Present(topic(7)));
         let out = compute_desired_state(&inputs);
         let slots: Vec<(&str, &str)> = out
