@@ -73,11 +73,8 @@ pub fn run_review(
             dry_run: request.dry_run,
         };
         let used = forge.request_counts();
-        let mut receipt = refusal_receipt(&ctx, outcome, used.reads - start.reads);
-        receipt.requests = RequestTally {
-            reads: used.reads - start.reads,
-            writes: used.writes - start.writes,
-        };
+        // Refusals happen before any write, so only reads are counted.
+        let receipt = refusal_receipt(&ctx, outcome, used.reads - start.reads);
         Ok(RunReport {
             publication: Publication {
                 receipt,
