@@ -18,6 +18,7 @@ use assent::core::model::{Change, ChangeKind};
 use assent::core::planner::plan_reconciliation;
 use assent::core::policy::{MrContext, PolicyFile};
 use assent::core::review_state::finding_statuses;
+use assent::core::semantic_diff::{Format, Limits, Node, parse_document};
 use assent::reconcile::reconcile;
 
 fn status_kib(field: &str) -> u64 {
@@ -43,7 +44,8 @@ fn measure(name: &str, case: impl FnOnce() -> String) {
     );
 }
 
-const CASES: [&str; 4] = [
+const CASES: [&str; 5] = [
+    "parse_document/10MB",
     "compute_desired_state/10MB",
     "planner/5000d/1000f",
     "reconcile/first_run/5000d/1000f",
@@ -78,6 +80,20 @@ fn main() {
 
 fn run_case(case: &str) {
     let wanted = |name: &str| name == case;
+    if wanted("parse_document/10MB") {
+        measure("parse_document/10MB YAML, one side (input incl.)", || {
+            let (old, _) = common::topic_registry(10_000_000);
+            let tree = parse_document(
+                "topics/registry.yaml",
+                Format::Yaml,
+                old.as_bytes(),
+                &Limits::default(),
+            )
+            .expect("the generated registry parses");
+            let topics = tree.get("topics").and_then(Node::as_array);
+            format!("{} topics", topics.map_or(0, <[_]>::len))
+        });
+    }
     if wanted("compute_desired_state/10MB") {
         measure("compute_desired_state/10MB YAML (inputs incl.)", || {
             let (old, new) = common::topic_registry(10_000_000);

@@ -12,7 +12,7 @@ use assent::core::desired_state::{
     ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
 };
 use assent::core::policy::{MrContext, PolicyFile};
-use assent::core::semantic_diff::{Format, Limits, diff_documents, parse_document};
+use assent::core::semantic_diff::{Format, Limits, Node, diff_documents, parse_document};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
 const FILE: &str = "topics/registry.yaml";
@@ -39,7 +39,9 @@ fn benches(c: &mut Criterion) {
         eprintln!(
             "{label}: {} bytes, {} topics, {} changes",
             old_text.len(),
-            old["topics"].as_array().map_or(0, Vec::len),
+            old.get("topics")
+                .and_then(Node::as_array)
+                .map_or(0, <[_]>::len),
             changes.len()
         );
 

@@ -1,16 +1,18 @@
 //! The value builder shared by all three formats.
 //!
 //! Each parser drives this `serde` seed through `deserialize_any`, so JSON, YAML and TOML end up
-//! in the same `serde_json::Value` model under the same rules: duplicate keys, non-scalar keys,
+//! in the same [`Node`] model under the same rules: duplicate keys, non-scalar keys,
 //! non-finite numbers and application tags are refused, and depth and node-count limits are
 //! enforced while the tree grows. Errors are raised *inside* the visitor that sees the
 //! offending token, because that is where `serde_json` and `serde_yaml` attach the line number.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, EnumAccess, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Number, Value};
+use serde_json::Number;
+
+use super::tree::{Interner, Key, Node, ObjectBuilder};
 
 /// The key under which `toml` hands a datetime to `deserialize_any` (a one-entry map). It is
 /// private to `toml_datetime`, hence repeated here; a test pins the behaviour.
@@ -36,6 +38,7 @@ pub(super) struct Budget {
     max_depth: usize,
     max_nodes: usize,
     nodes: Cell<usize>,
+    keys: RefCell<Interner>,
     /// Whether a one-entry map keyed [`TOML_DATETIME_FIELD`] is a datetime. Only for TOML: in
     /// JSON or YAML such a key is ordinary data and must stay a map.
     toml_datetimes: bool,
@@ -47,6 +50,7 @@ impl Budget {
             max_depth,
             max_nodes,
             nodes: Cell::new(0),
+            keys: RefCell::new(Interner::default()),
             toml_datetimes,
         }
     }
@@ -86,36 +90,36 @@ impl ValueSeed<'_> {
 }
 
 impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
-    type Value = Value;
+    type Value = Node;
 
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for ValueSeed<'_> {
-    type Value = Value;
+    type Value = Node;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-compatible value")
     }
 
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
         self.budget.count_node()?;
-        Ok(Value::Bool(v))
+        Ok(Node::Bool(v))
     }
 
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
         self.budget.count_node()?;
-        Ok(Value::from(v))
+        Ok(Node::Number(v.into()))
     }
 
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
         self.budget.count_node()?;
-        Ok(Value::from(v))
+        Ok(Node::Number(v.into()))
     }
 
-    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Value, E> {
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Node, E> {
         match (i64::try_from(v), u64::try_from(v)) {
             (Ok(small), _) => self.visit_i64(small),
             (_, Ok(small)) => self.visit_u64(small),
@@ -125,7 +129,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         }
     }
 
-    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Value, E> {
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Node, E> {
         match u64::try_from(v) {
             Ok(small) => self.visit_u64(small),
             Err(_) => Err(E::custom(format_args!(
@@ -134,60 +138,60 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         }
     }
 
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
         self.budget.count_node()?;
-        Number::from_f64(v).map(Value::Number).ok_or_else(|| {
+        Number::from_f64(v).map(Node::Number).ok_or_else(|| {
             E::custom(format_args!(
                 "number {v} (NaN or infinite) cannot be represented in JSON"
             ))
         })
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
         self.visit_string(v.to_owned())
     }
 
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
         self.budget.count_node()?;
-        Ok(Value::String(v))
+        Ok(Node::String(v.into_boxed_str()))
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+    fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
         self.budget.count_node()?;
-        Ok(Value::Null)
+        Ok(Node::Null)
     }
 
-    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+    fn visit_none<E: de::Error>(self) -> Result<Node, E> {
         self.visit_unit()
     }
 
-    fn visit_some<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+    fn visit_some<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
         deserializer.deserialize_any(self)
     }
 
     fn visit_newtype_struct<D: de::Deserializer<'de>>(
         self,
         deserializer: D,
-    ) -> Result<Value, D::Error> {
+    ) -> Result<Node, D::Error> {
         deserializer.deserialize_any(self)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
         self.enter_container()?;
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(self.child())? {
             items.push(item);
         }
-        Ok(Value::Array(items))
+        Ok(Node::Array(items.into_boxed_slice()))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = Map::new();
-        let Some(first) = map.next_key_seed(KeySeed { existing: &object })? else {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut object = ObjectBuilder::default();
+        let Some(first) = map.next_key_seed(KeySeed::new(&object, self.budget))? else {
             self.enter_container()?;
-            return Ok(Value::Object(object));
+            return Ok(object.finish());
         };
-        if self.budget.toml_datetimes && first == TOML_DATETIME_FIELD {
+        if self.budget.toml_datetimes && *first == *TOML_DATETIME_FIELD {
             // A TOML datetime: its value is the RFC 3339 text, which is what we keep.
             let text: String = map.next_value()?;
             return self.visit_string(text);
@@ -195,16 +199,17 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         self.enter_container()?;
         let value = map.next_value_seed(self.child())?;
         object.insert(first, value);
-        while let Some(key) = map.next_key_seed(KeySeed { existing: &object })? {
+        while let Some(key) = map.next_key_seed(KeySeed::new(&object, self.budget))? {
             let value = map.next_value_seed(self.child())?;
             object.insert(key, value);
         }
-        Ok(Value::Object(object))
+        Ok(object.finish())
     }
 
-    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Value, A::Error> {
-        // Only `serde_yaml` calls this from `deserialize_any`, for a node with an application
-        // tag such as `!secret`; the "variant" is the tag name.
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Node, A::Error> {
+        // No front end calls this any more (YAML has its own builder); `serde_yaml`, kept as a
+        // reference in the YAML tests, calls it for a node with an application tag such as
+        // `!secret`, the "variant" being the tag name.
         let (tag, _rest): (String, A::Variant) = data.variant()?;
         Err(de::Error::custom(format_args!(
             "YAML tags are not supported in governed files (found !{tag})"
@@ -217,88 +222,96 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 /// The check lives here rather than after `next_key_seed` returns so that the parser reports
 /// the line of the duplicate key itself.
 struct KeySeed<'m> {
-    existing: &'m Map<String, Value>,
+    existing: &'m ObjectBuilder,
+    keys: &'m RefCell<Interner>,
 }
 
-impl KeySeed<'_> {
-    fn accept<E: de::Error>(self, key: String) -> Result<String, E> {
-        if self.existing.contains_key(&key) {
+impl<'m> KeySeed<'m> {
+    fn new(existing: &'m ObjectBuilder, budget: &'m Budget) -> Self {
+        KeySeed {
+            existing,
+            keys: &budget.keys,
+        }
+    }
+
+    fn accept<E: de::Error>(self, key: &str) -> Result<Key, E> {
+        if self.existing.contains(key) {
             return Err(E::custom(format_args!("duplicate key {key:?}")));
         }
-        Ok(key)
+        Ok(self.keys.borrow_mut().intern(key))
     }
 }
 
 impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
-    type Value = String;
+    type Value = Key;
 
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Key, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for KeySeed<'_> {
-    type Value = String;
+    type Value = Key;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a scalar map key")
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
-        self.accept(v.to_owned())
-    }
-
-    fn visit_string<E: de::Error>(self, v: String) -> Result<String, E> {
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
         self.accept(v)
     }
 
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<String, E> {
-        self.accept(v.to_string())
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Key, E> {
+        self.accept(&v)
     }
 
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
-        self.accept(v.to_string())
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Key, E> {
+        self.accept(&v.to_string())
     }
 
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
-        self.accept(v.to_string())
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Key, E> {
+        self.accept(&v.to_string())
     }
 
-    fn visit_i128<E: de::Error>(self, v: i128) -> Result<String, E> {
-        self.accept(v.to_string())
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Key, E> {
+        self.accept(&v.to_string())
     }
 
-    fn visit_u128<E: de::Error>(self, v: u128) -> Result<String, E> {
-        self.accept(v.to_string())
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Key, E> {
+        self.accept(&v.to_string())
     }
 
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Key, E> {
+        self.accept(&v.to_string())
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Key, E> {
         // Same text the value would print as in JSON, so `1.5: x` is key "1.5".
         match Number::from_f64(v) {
-            Some(n) => self.accept(n.to_string()),
+            Some(n) => self.accept(&n.to_string()),
             None => Err(E::custom(format_args!(
                 "map key {v} (NaN or infinite) is not supported"
             ))),
         }
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<String, E> {
-        self.accept("null".to_owned())
+    fn visit_unit<E: de::Error>(self) -> Result<Key, E> {
+        self.accept("null")
     }
 
-    fn visit_none<E: de::Error>(self) -> Result<String, E> {
+    fn visit_none<E: de::Error>(self) -> Result<Key, E> {
         self.visit_unit()
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, _seq: A) -> Result<String, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, _seq: A) -> Result<Key, A::Error> {
         Err(de::Error::custom(LIST_KEY))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, _map: A) -> Result<String, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, _map: A) -> Result<Key, A::Error> {
         Err(de::Error::custom(MAP_KEY))
     }
 
-    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<String, A::Error> {
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Key, A::Error> {
         let (tag, _rest): (String, A::Variant) = data.variant()?;
         Err(de::Error::custom(format_args!(
             "YAML tags are not supported in governed files (found !{tag})"

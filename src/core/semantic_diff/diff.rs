@@ -1,9 +1,8 @@
 //! Field-level diff of two value trees (SPEC §3).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Ordering;
 
-use serde_json::Value;
-
+use super::tree::Node;
 use crate::core::model::{Change, ChangeKind};
 
 /// Escapes one RFC 6901 reference token: `~` becomes `~0`, then `/` becomes `~1`.
@@ -34,8 +33,8 @@ pub fn escape_pointer_token(token: &str) -> String {
 /// sorted keys.
 pub fn diff_documents(
     file: &str,
-    old: Option<&Value>,
-    new: Option<&Value>,
+    old: Option<&Node>,
+    new: Option<&Node>,
     identity_for: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<Change> {
     let mut walk = Walk {
@@ -59,43 +58,40 @@ struct Walk<'a> {
     changes: Vec<Change>,
 }
 
+/// One child position of two containers being compared: its escaped pointer token and the
+/// value on each side.
+type Entry<'v> = (String, Option<&'v Node>, Option<&'v Node>);
+
 impl Walk<'_> {
-    fn push(&mut self, pointer: &str, kind: ChangeKind, old: Option<&Value>, new: Option<&Value>) {
+    fn push(&mut self, pointer: &str, kind: ChangeKind, old: Option<&Node>, new: Option<&Node>) {
         self.changes.push(Change {
             file: self.file.to_owned(),
             pointer: pointer.to_owned(),
             kind,
-            old: old.cloned(),
-            new: new.cloned(),
+            old: old.map(Node::to_value),
+            new: new.map(Node::to_value),
         });
     }
 
     /// Diffs two present values at `pointer`. The pointer buffer is shared down the walk and
     /// restored on return, so a deep document does not allocate one string per level.
-    fn value(&mut self, pointer: &mut String, old: &Value, new: &Value) {
+    fn value(&mut self, pointer: &mut String, old: &Node, new: &Node) {
         if old == new {
             return;
         }
         match (old, new) {
-            (Value::Object(old), Value::Object(new)) => {
-                // Sorted explicitly: the map type's order depends on a Cargo feature.
-                let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-                let entries = keys
-                    .into_iter()
-                    .map(|k| (escape_pointer_token(k), old.get(k), new.get(k)));
+            (Node::Object(old), Node::Object(new)) => {
+                let entries = merge_sorted(old, new, |(key, _)| key.as_ref(), |(_, v)| v)
+                    .map(|(key, old, new)| (escape_pointer_token(key), old, new));
                 self.entries(pointer, entries);
             }
-            (Value::Array(old), Value::Array(new)) => self.list(pointer, old, new),
+            (Node::Array(old), Node::Array(new)) => self.list(pointer, old, new),
             _ => self.push(pointer, ChangeKind::Modify, Some(old), Some(new)),
         }
     }
 
-    /// Diffs the children of a container, given as `(escaped token, old, new)` in output order.
-    fn entries<'v>(
-        &mut self,
-        pointer: &mut String,
-        entries: impl Iterator<Item = (String, Option<&'v Value>, Option<&'v Value>)>,
-    ) {
+    /// Diffs the children of a container, given in output order.
+    fn entries<'v>(&mut self, pointer: &mut String, entries: impl Iterator<Item = Entry<'v>>) {
         for (token, old, new) in entries {
             let len = pointer.len();
             pointer.push('/');
@@ -110,19 +106,13 @@ impl Walk<'_> {
         }
     }
 
-    fn list(&mut self, pointer: &mut String, old: &[Value], new: &[Value]) {
+    fn list(&mut self, pointer: &mut String, old: &[Node], new: &[Node]) {
         let keyed = (self.identity_for)(pointer)
             .and_then(|field| Some((keyed_by(old, &field)?, keyed_by(new, &field)?)));
         match keyed {
             Some((old, new)) => {
-                let ids: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-                let entries = ids.into_iter().map(|id| {
-                    (
-                        escape_pointer_token(id),
-                        old.get(id).copied(),
-                        new.get(id).copied(),
-                    )
-                });
+                let entries = merge_sorted(&old, &new, |(id, _)| id.as_str(), |(_, v)| *v)
+                    .map(|(id, old, new)| (escape_pointer_token(id), old, new));
                 self.entries(pointer, entries);
             }
             None => {
@@ -134,21 +124,50 @@ impl Walk<'_> {
     }
 }
 
-/// The elements of `list` keyed by the string form of their `field`, or `None` when the list
-/// does not qualify: an element that is not an object, lacks the field, has a value other than
-/// a string or integer there, or repeats another element's value (compared by string form, so
-/// `"1"` and `1` collide and the list falls back to indices rather than guessing).
-fn keyed_by<'v>(list: &'v [Value], field: &str) -> Option<BTreeMap<String, &'v Value>> {
-    let mut keyed = BTreeMap::new();
+/// Merges two slices sorted by a unique key into `(key, old, new)` in key order.
+fn merge_sorted<'v, T>(
+    old: &'v [T],
+    new: &'v [T],
+    key: impl Fn(&'v T) -> &'v str,
+    value: impl Fn(&'v T) -> &'v Node,
+) -> impl Iterator<Item = (&'v str, Option<&'v Node>, Option<&'v Node>)> {
+    let (mut old, mut new) = (old.iter().peekable(), new.iter().peekable());
+    std::iter::from_fn(move || {
+        let order = match (old.peek(), new.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(&a), Some(&b)) => key(a).cmp(key(b)),
+        };
+        Some(match order {
+            Ordering::Less => old.next().map(|a| (key(a), Some(value(a)), None))?,
+            Ordering::Greater => new.next().map(|b| (key(b), None, Some(value(b))))?,
+            Ordering::Equal => {
+                let (a, b) = (old.next()?, new.next()?);
+                (key(a), Some(value(a)), Some(value(b)))
+            }
+        })
+    })
+}
+
+/// The elements of `list` keyed by the string form of their `field`, sorted by it, or `None`
+/// when the list does not qualify: an element that is not an object, lacks the field, has a
+/// value other than a string or integer there, or repeats another element's value (compared by
+/// string form, so `"1"` and `1` collide and the list falls back to indices rather than
+/// guessing).
+fn keyed_by<'v>(list: &'v [Node], field: &str) -> Option<Vec<(String, &'v Node)>> {
+    let mut keyed = Vec::with_capacity(list.len());
     for element in list {
-        let id = match element.as_object()?.get(field)? {
-            Value::String(s) => s.clone(),
-            Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
+        let id = match element.get(field)? {
+            Node::String(s) => s.to_string(),
+            Node::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
             _ => return None,
         };
-        if keyed.insert(id, element).is_some() {
-            return None;
-        }
+        keyed.push((id, element));
+    }
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    if keyed.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+        return None;
     }
     Some(keyed)
 }
@@ -157,7 +176,7 @@ fn keyed_by<'v>(list: &'v [Value], field: &str) -> Option<BTreeMap<String, &'v V
 mod tests {
     use std::cell::RefCell;
 
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
@@ -178,6 +197,7 @@ mod tests {
     }
 
     fn diff(old: Value, new: Value, identity: &dyn Fn(&str) -> Option<String>) -> Vec<Change> {
+        let (old, new) = (Node::from(&old), Node::from(&new));
         diff_documents("f.yaml", Some(&old), Some(&new), identity)
     }
 
@@ -196,7 +216,8 @@ mod tests {
     #[test]
     fn whole_file_add_and_delete_are_one_change_at_the_root() {
         let doc = json!({"a": [1, 2]});
-        let added = diff_documents("f.json", None, Some(&doc), &no_identity);
+        let node = Node::from(&doc);
+        let added = diff_documents("f.json", None, Some(&node), &no_identity);
         assert_eq!(
             added,
             vec![Change {
@@ -207,13 +228,13 @@ mod tests {
                 new: Some(doc.clone()),
             }]
         );
-        let deleted = diff_documents("f.json", Some(&doc), None, &no_identity);
+        let deleted = diff_documents("f.json", Some(&node), None, &no_identity);
         assert_eq!(
             summary(&deleted),
             vec![("", Delete, Some(doc.clone()), None)]
         );
         assert!(diff_documents("f.json", None, None, &no_identity).is_empty());
-        assert!(diff_documents("f.json", Some(&doc), Some(&doc), &no_identity).is_empty());
+        assert!(diff_documents("f.json", Some(&node), Some(&node), &no_identity).is_empty());
     }
 
     #[test]

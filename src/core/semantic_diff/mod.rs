@@ -1,24 +1,30 @@
 //! Semantic diff of governed configuration files (SPEC §3).
 //!
 //! A governed file (JSON, YAML or TOML, chosen by [`format_for_path`]) is parsed into a
-//! `serde_json::Value` tree by [`parse_document`]; two trees are compared by
-//! [`diff_documents`] into field-level [`Change`](crate::core::model::Change)s addressed by
-//! RFC 6901 pointers. Everything here is pure: no I/O, no clock, no environment.
+//! [`Node`] tree by [`parse_document`]; two trees are compared by [`diff_documents`] into
+//! field-level [`Change`](crate::core::model::Change)s addressed by RFC 6901 pointers, whose
+//! values are `serde_json::Value`s. Everything here is pure: no I/O, no clock, no environment.
+//! [`Node`] rather than `Value` because both sides of a large file are held at once: see
+//! `tree.rs` for why it is less than half the size.
 //!
 //! # Parsing: one value model for three formats
 //!
-//! All three formats are read through one value builder, so the same data gives the same tree
-//! (and therefore the same changes) whatever its syntax, and every limit is enforced the same
-//! way. Decisions, each one failing closed (a refused file becomes an `assent/parse-error`
-//! block finding upstream, never a silently wrong diff):
+//! All three formats are read under the same rules into the same tree, so the same data gives
+//! the same changes whatever its syntax, and every limit is enforced the same way. JSON and
+//! TOML go through one `serde` value builder (`build.rs`); YAML is built straight from
+//! libyaml's events (`yaml/`), which is faster and smaller than buffering them through
+//! `serde_yaml`, and lets YAML-only refusals happen at the offending event.
+//!
+//! Decisions, each one failing closed (a refused file becomes an `assent/parse-error` block
+//! finding upstream, never a silently wrong diff):
 //!
 //! * **Input.** Bytes must be UTF-8 (the error names the line of the first bad byte); a leading
 //!   UTF-8 byte-order mark is skipped, since editors add it and it carries no content.
 //! * **Limits** ([`Limits`]): size is checked before any parsing; depth and node count while
 //!   building. Depth counts nested containers (a scalar document has depth 0, `{"a":[1]}` has
 //!   depth 2). The parsers add their own stack guards on top: `serde_json` refuses 128 nested
-//!   containers (so with the default limit JSON stops one level earlier than YAML), `serde_yaml`
-//!   129, `toml` 81 nested brackets or a key chain of 80 segments (an error `toml` reports
+//!   containers (so with the default limit JSON stops one level earlier than YAML), the YAML
+//!   builder 129, `toml` 81 nested brackets or a key chain of 80 segments (an error `toml` reports
 //!   without a position, so it has no line). No document can overflow the stack, whatever
 //!   `max_depth` is set to.
 //! * **Duplicate keys** are an error in every format (JSON parsers usually keep the last one
@@ -31,27 +37,27 @@
 //!   Aliases are refused outright — the simplest sound defence against alias bombs ("billion
 //!   laughs") and against a value silently changing because its anchor moved; anchors alone are
 //!   harmless and allowed. Application tags (`!secret x`, `!reference [..]`) are refused: assent
-//!   cannot judge what they mean, and stripping them would let a change of tag pass unseen. The
-//!   standard `!!str`/`!!int`/… tags are resolved by `serde_yaml` as usual. Scalar keys become
+//!   cannot judge what they mean, and stripping them would let a change of tag pass unseen; so
+//!   are tags a `%TAG` directive expands, and standard tags that are not plain data (`!!binary`,
+//!   `!!timestamp`, `!!set`, a `!!map` tag on a list). `!!str`, `!!int`, `!!float`, `!!bool`,
+//!   `!!null`, `!!seq` and `!!map` on their own kind resolve as usual. Plain scalars resolve as
+//!   `serde_yaml` 0.9 resolved them (`yaml/scalar.rs` lists the rules). Scalar keys become
 //!   their string form (`1: a` is key `"1"`, `true: b` key `"true"`, `~: c` key `"null"`);
 //!   two keys with the same string form are duplicates. Lists or maps as keys are refused.
 //! * **TOML** datetimes become their RFC 3339 strings.
 //!
-//! The YAML checks that need the raw event stream (aliases, document count, early depth and
-//! node-count limits before `serde_yaml` buffers the whole event list) run in a pre-scan over
-//! `unsafe-libyaml`, the very parser `serde_yaml` uses, so both passes agree on what the text
-//! means (see `yaml_scan.rs`).
-//!
 //! Error messages are the parsers' own, without the trailing position (it is in
-//! [`ParseError::line`]); `serde_yaml` prefixes the path of the offending node
-//! (`b: duplicate key "x"`), which is kept because it helps find the spot.
+//! [`ParseError::line`]). YAML content errors are prefixed with the path of the offending node
+//! (`topics[3].acls: duplicate key "principal"`), because that helps find the spot in a large
+//! file; syntax errors keep libyaml's context (`…, while parsing a flow sequence at line 2
+//! column 4`).
 //!
 //! # Diffing
 //!
 //! See [`diff_documents`] for the rules. Decisions:
 //!
 //! * Object keys and identity-keyed list entries are visited in sorted order (by their text, so
-//!   `team44` precedes `team9`), never in map order, which depends on a `serde_json` feature.
+//!   `team44` precedes `team9`): a [`Node`] map is sorted, and the two sides are merged.
 //! * An identity-keyed list is diffed as a map only when **both** sides qualify (every element
 //!   an object whose identity field is a string or integer, unique by its text); otherwise the
 //!   whole list falls back to index diffing. A partial keying would mix two pointer schemes in
@@ -64,13 +70,15 @@
 mod build;
 mod diff;
 mod parse;
-mod yaml_scan;
+mod tree;
+mod yaml;
 
 #[cfg(test)]
 mod tests;
 
 pub use diff::{diff_documents, escape_pointer_token};
 pub use parse::{ParseError, parse_document};
+pub use tree::{Key, Node};
 
 /// The syntax of a governed structured file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

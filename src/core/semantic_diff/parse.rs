@@ -1,10 +1,10 @@
 //! Parsing a governed file into a value tree: the per-format front ends and their errors.
 
 use serde::de::DeserializeSeed;
-use serde_json::Value;
 
 use super::build::{Budget, ValueSeed};
-use super::{Format, Limits, yaml_scan};
+use super::tree::Node;
+use super::{Format, Limits, yaml};
 
 /// Why a governed file could not be read as a value tree.
 ///
@@ -30,7 +30,7 @@ pub fn parse_document(
     format: Format,
     bytes: &[u8],
     limits: &Limits,
-) -> Result<Value, ParseError> {
+) -> Result<Node, ParseError> {
     let fail = |line: Option<usize>, message: String| ParseError {
         file: file.to_owned(),
         line,
@@ -73,18 +73,8 @@ pub fn parse_document(
                 fail(line, strip_position(e.to_string(), e.line(), e.column()))
             })
         }
-        Format::Yaml => {
-            yaml_scan::prescan(text.as_bytes(), limits.max_depth, limits.max_nodes)
-                .map_err(|e| fail(Some(e.line), e.message))?;
-            let de = serde_yaml::Deserializer::from_str(text);
-            seed.deserialize(de).map_err(|e| match e.location() {
-                Some(at) => fail(
-                    Some(at.line()),
-                    strip_position(e.to_string(), at.line(), at.column()),
-                ),
-                None => fail(None, e.to_string()),
-            })
-        }
+        Format::Yaml => yaml::parse_yaml(text, limits.max_depth, limits.max_nodes)
+            .map_err(|e| fail(Some(e.line), e.message)),
         Format::Toml => {
             let parsed = toml::de::Deserializer::parse(text).and_then(|de| seed.deserialize(de));
             parsed.map_err(|e| {
@@ -115,12 +105,12 @@ fn strip_position(message: String, line: usize, column: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
     fn parse(format: Format, text: &str) -> Result<Value, ParseError> {
-        parse_document("f", format, text.as_bytes(), &Limits::default())
+        parse_document("f", format, text.as_bytes(), &Limits::default()).map(|n| n.to_value())
     }
 
     /// `(line, message)` of the error parsing `text`.
