@@ -6,7 +6,14 @@
 //! cargo bench --bench e2e -- --full            # the whole matrix (several minutes)
 //! cargo bench --bench e2e -- --full --only 10MB --latency-ms 20 --repeat 3
 //! cargo bench --bench e2e -- --bin /path/to/another/assent   # compare two builds
+//! cargo bench --bench e2e -- --startup         # spawn to first request, 50 runs
 //! ```
+//!
+//! `--startup` measures something else: the time from spawning `assent run` to the first
+//! bytes of its first HTTP request arriving on a bare loopback listener (no fake, no latency;
+//! the child is killed once they arrive). That is the process start, argument and environment
+//! parsing, and the HTTP client's setup (TLS roots, proxy rules) that every run pays before
+//! its first round trip.
 //!
 //! Per case and run it prints: requests (reads, writes, discussion pages) as the fake logged
 //! them and as the formula of `docs/performance-e2e.md` predicts, wall time, the critical
@@ -41,6 +48,8 @@ struct Options {
     repeat: usize,
     /// The binary under test (default: the one Cargo built for this benchmark).
     bin: String,
+    /// Measure spawn-to-first-request instead of the matrix.
+    startup: bool,
     /// Started by `cargo bench` (which passes `--bench`) or with `--run`; `cargo test
     /// --all-targets` runs bench targets without it, and then this one does nothing.
     run: bool,
@@ -53,6 +62,7 @@ fn options() -> Options {
         latency_ms: 20,
         repeat: 1,
         bin: env!("CARGO_BIN_EXE_assent").to_owned(),
+        startup: false,
         run: false,
     };
     let mut args = std::env::args().skip(1);
@@ -73,7 +83,15 @@ fn options() -> Options {
                     .and_then(|v| v.parse().ok())
                     .expect("--repeat N")
             }
-            "--bin" => o.bin = args.next().expect("--bin PATH"),
+            "--bin" => {
+                // Absolute: the child runs in a temporary directory.
+                let path = args.next().expect("--bin PATH");
+                o.bin = std::fs::canonicalize(&path)
+                    .unwrap_or_else(|e| panic!("--bin {path}: {e}"))
+                    .to_string_lossy()
+                    .into_owned();
+            }
+            "--startup" => o.startup = true,
             // Added by `cargo bench`.
             "--bench" | "--run" => o.run = true,
             other => panic!("unknown argument {other:?}; see the header of benches/e2e.rs"),
@@ -382,6 +400,53 @@ fn run_case(bin: &str, case: &Case, latency_ms: u64) -> Vec<Row> {
         .collect()
 }
 
+/// Spawn to the first request byte, `runs` times; prints the median, the 90th percentile and
+/// the extremes.
+fn measure_startup(bin: &str, runs: usize) {
+    use std::io::Read;
+    use std::net::TcpListener;
+
+    let mut samples: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+            let port = listener.local_addr().expect("local address").port();
+            let start = Instant::now();
+            let mut child = Command::new(bin)
+                .arg("run")
+                .env_clear()
+                .env("CI_API_V4_URL", format!("http://127.0.0.1:{port}/api/v4"))
+                .env("CI_PROJECT_ID", fixtures::PROJECT_PATH)
+                .env("CI_MERGE_REQUEST_IID", fixtures::MR_IID.to_string())
+                .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", fixtures::HEAD_SHA)
+                .env("CI_MERGE_REQUEST_TARGET_BRANCH_SHA", fixtures::TARGET_SHA)
+                .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", fixtures::BASE_SHA)
+                .env("ASSENT_TOKEN", fixtures::BOT_TOKEN)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn assent");
+            let (mut stream, _) = listener.accept().expect("assent connects");
+            let mut first = [0u8; 1];
+            stream.read_exact(&mut first).expect("a request byte");
+            let elapsed = start.elapsed();
+            let _ = child.kill();
+            let _ = child.wait();
+            elapsed
+        })
+        .collect();
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "startup to first request, {runs} runs of {bin}: median {:.2} ms, p90 {:.2} ms, min {:.2} ms, max {:.2} ms",
+        ms(at(0.5)),
+        ms(at(0.9)),
+        ms(samples[0]),
+        ms(samples[samples.len() - 1]),
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--measure-child") {
@@ -391,6 +456,10 @@ fn main() {
     let o = options();
     if !o.run {
         println!("e2e: not started by `cargo bench` (pass --run to run it directly); skipped");
+        return;
+    }
+    if o.startup {
+        measure_startup(&o.bin, 50);
         return;
     }
     let cases: Vec<Case> = matrix(o.full)

@@ -389,13 +389,21 @@ impl Transport {
                 )
             })
             .collect();
-        let body = match response
-            .body_mut()
-            .with_config()
-            .limit(self.body_limit)
-            .read_to_vec()
-        {
-            Ok(body) => body,
+        // Sized from Content-Length (within the limit) so a 10 MB file is one allocation of
+        // its size, not a doubling series ending at 16 MiB with copies on the way.
+        let expected = response.body().content_length().unwrap_or(0);
+        let mut body = Vec::with_capacity(expected.min(self.body_limit) as usize);
+        let read = std::io::Read::read_to_end(
+            &mut response
+                .body_mut()
+                .with_config()
+                .limit(self.body_limit)
+                .reader(),
+            &mut body,
+        )
+        .map_err(ureq::Error::from);
+        match read {
+            Ok(_) => {}
             Err(ureq::Error::BodyExceedsLimit(_)) => {
                 return Err(Failure::BodyTooLarge {
                     status,
@@ -407,7 +415,7 @@ impl Transport {
                     self.redact(format!("reading the response body: {e}")),
                 ));
             }
-        };
+        }
         Ok(RawResponse {
             status,
             headers,
