@@ -112,7 +112,7 @@ fn run_case(case: &str) {
                 mr: MrContext::default(),
                 limits: Default::default(),
             };
-            let outcome = compute_desired_state(&inputs);
+            let outcome = compute_desired_state(inputs);
             format!("{} findings", outcome.desired.findings.len())
         });
     }

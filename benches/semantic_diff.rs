@@ -13,7 +13,7 @@ use assent::core::desired_state::{
 };
 use assent::core::policy::{MrContext, PolicyFile};
 use assent::core::semantic_diff::{Format, Limits, Node, diff_documents, parse_document};
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 
 const FILE: &str = "topics/registry.yaml";
 
@@ -76,7 +76,7 @@ fn benches(c: &mut Criterion) {
             mr: MrContext::default(),
             limits,
         };
-        let outcome = compute_desired_state(&inputs);
+        let outcome = compute_desired_state(inputs.clone());
         assert!(!outcome.desired.findings.is_empty());
         assert!(
             outcome
@@ -90,7 +90,13 @@ fn benches(c: &mut Criterion) {
         group.bench_with_input(
             BenchmarkId::new("compute_desired_state", label),
             &inputs,
-            |b, inputs| b.iter(|| compute_desired_state(black_box(inputs))),
+            |b, inputs| {
+                b.iter_batched(
+                    || inputs.clone(),
+                    |inputs| compute_desired_state(black_box(inputs)),
+                    BatchSize::LargeInput,
+                )
+            },
         );
     }
     group.finish();

@@ -402,7 +402,7 @@ mod tests {
                 .iter()
                 .all(|f| f.base == FileContent::Absent && f.source == FileContent::Absent)
         );
-        let out = compute_desired_state(&inputs);
+        let out = compute_desired_state(inputs);
         assert_eq!(out.desired.findings[0].slot.rule, RULE_POLICY_ERROR);
 
         // With loading policies, exactly the governed, existing sides are read.
@@ -426,7 +426,7 @@ mod tests {
         assert_eq!(files[1].base, FileContent::Absent);
         assert_eq!(files[2].source, FileContent::Absent);
         assert_eq!(files[3].base, FileContent::Absent, "README.md is not read");
-        let out = compute_desired_state(&inputs);
+        let out = compute_desired_state(inputs);
         let rules: Vec<&str> = out
             .desired
             .findings
@@ -505,7 +505,7 @@ mod tests {
         let reason = inputs.changed_files.as_ref().unwrap_err();
         assert!(reason.contains("no X-Next-Page on page 2"), "{reason}");
         assert!(repo.read_set().iter().all(|(sha, _)| sha == TARGET));
-        let out = compute_desired_state(&inputs);
+        let out = compute_desired_state(inputs);
         assert_eq!(out.desired.findings.len(), 1);
         assert_eq!(out.desired.findings[0].slot.rule, RULE_UNDECIDABLE);
         assert_eq!(out.desired.findings[0].slot.subject, "merge-request#");
@@ -537,7 +537,7 @@ mod tests {
         let files = inputs.changed_files.as_ref().unwrap();
         assert!(matches!(&files[1].source, FileContent::Unreadable(r) if r.contains("HTTP 403")));
         assert_eq!(files[0].source, FileContent::Present(topic(7)));
-        let out = compute_desired_state(&inputs);
+        let out = compute_desired_state(inputs);
         let slots: Vec<(&str, &str)> = out
             .desired
             .findings
@@ -569,7 +569,7 @@ mod tests {
             files[0].base
         );
         assert_eq!(
-            compute_desired_state(&inputs).desired.findings[0].slot.rule,
+            compute_desired_state(inputs).desired.findings[0].slot.rule,
             RULE_UNDECIDABLE
         );
     }
@@ -602,7 +602,7 @@ mod tests {
         let file = &inputs.changed_files.as_ref().unwrap()[0];
         assert_eq!(file.base, FileContent::Present(topic(30)));
         assert_eq!(file.source, FileContent::Present(topic(7)));
-        let out = compute_desired_state(&inputs);
+        let out = compute_desired_state(inputs);
         assert_eq!(
             out.desired.findings[0].slot.subject,
             "topics/b.yaml#/topics/orders/retention_days"
@@ -641,6 +641,6 @@ mod tests {
         let inputs = gather(&repo).unwrap();
         assert!(inputs.policy_files.is_empty());
         assert!(repo.read_set().is_empty());
-        assert!(compute_desired_state(&inputs).desired.findings.is_empty());
+        assert!(compute_desired_state(inputs).desired.findings.is_empty());
     }
 }

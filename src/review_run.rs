@@ -123,7 +123,7 @@ pub fn run_review(
         labels: mr.labels.clone(),
     };
     let inputs = gather_review_inputs(repo, &pins, context, request.limits)?;
-    let outcome = compute_desired_state(&inputs);
+    let outcome = compute_desired_state(inputs);
 
     let ctx = RunContext {
         project: request.project.clone(),

@@ -53,7 +53,7 @@ fn added(path: &str, bytes: Vec<u8>) -> ChangedFileInput {
 }
 
 fn judge(policies: Vec<PolicyFile>, files: Vec<ChangedFileInput>) -> DesiredOutcome {
-    compute_desired_state(&ReviewInputs {
+    compute_desired_state(ReviewInputs {
         policy_files: policies,
         changed_files: Ok(files),
         mr: MrContext::default(),

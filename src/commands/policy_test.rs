@@ -220,7 +220,7 @@ pub fn run_case(policy_files: &[PolicyFile], case: &TestCase) -> Actual {
         author: case.mr.author.clone(),
         labels: case.mr.labels.clone(),
     };
-    let outcome = compute_desired_state(&ReviewInputs {
+    let outcome = compute_desired_state(ReviewInputs {
         policy_files: policy_files.to_vec(),
         changed_files: Ok(files),
         mr,

@@ -136,14 +136,23 @@ pub fn is_governed(policies: &PolicySet, path: &str) -> bool {
 }
 
 /// Computes the desired review state. See the module docs for every rule.
-pub fn compute_desired_state(inputs: &ReviewInputs) -> DesiredOutcome {
-    let policy_digest = PolicySet::digest(&inputs.policy_files);
+///
+/// Takes the inputs by value so each file's bytes are freed as soon as they are parsed: for a
+/// large file the two value trees and the two texts would otherwise be held at once.
+pub fn compute_desired_state(inputs: ReviewInputs) -> DesiredOutcome {
+    let ReviewInputs {
+        policy_files,
+        changed_files,
+        mr,
+        limits,
+    } = inputs;
+    let policy_digest = PolicySet::digest(&policy_files);
     let mut builtins = Vec::new();
     // Undecidable reasons per subject, merged into one finding each.
     let mut undecidable: BTreeMap<String, Vec<String>> = BTreeMap::new();
 
-    let mut files: Vec<&ChangedFileInput> = match &inputs.changed_files {
-        Ok(files) => files.iter().collect(),
+    let mut files: Vec<ChangedFileInput> = match changed_files {
+        Ok(files) => files,
         Err(reason) => {
             undecidable
                 .entry(MERGE_REQUEST_SUBJECT.to_owned())
@@ -180,7 +189,7 @@ pub fn compute_desired_state(inputs: &ReviewInputs) -> DesiredOutcome {
         }
     }
 
-    let policies = match PolicySet::load(&inputs.policy_files) {
+    let policies = match PolicySet::load(&policy_files) {
         Ok(set) => Some(set),
         Err(problems) => {
             builtins.push(policy_error_finding(
@@ -192,14 +201,14 @@ pub fn compute_desired_state(inputs: &ReviewInputs) -> DesiredOutcome {
 
     let mut changes = Vec::new();
     if let Some(policies) = &policies {
-        for file in &files {
+        for file in files {
             if file.withheld {
                 continue;
             }
             judge_file(
                 policies,
                 file,
-                &inputs.limits,
+                &limits,
                 &mut changes,
                 &mut undecidable,
                 &mut builtins,
@@ -210,7 +219,7 @@ pub fn compute_desired_state(inputs: &ReviewInputs) -> DesiredOutcome {
     changes.dedup();
 
     let mut findings = match &policies {
-        Some(policies) => policies.evaluate(&changes, &inputs.mr),
+        Some(policies) => policies.evaluate(&changes, &mr),
         None => Vec::new(),
     };
     findings.extend(builtins);
@@ -239,26 +248,34 @@ fn side_bytes(content: &FileContent) -> usize {
 /// Parses and diffs one file (not withheld) whose sides may be governed.
 fn judge_file(
     policies: &PolicySet,
-    file: &ChangedFileInput,
+    file: ChangedFileInput,
     limits: &Limits,
     changes: &mut Vec<Change>,
     undecidable: &mut BTreeMap<String, Vec<String>>,
     builtins: &mut Vec<Finding>,
 ) {
-    let old_governed = is_governed(policies, &file.old_path);
-    let new_governed = is_governed(policies, &file.new_path);
+    let ChangedFileInput {
+        old_path,
+        new_path,
+        base,
+        source,
+        ..
+    } = file;
+    let (old_path, new_path) = (old_path.as_str(), new_path.as_str());
+    let old_governed = is_governed(policies, old_path);
+    let new_governed = is_governed(policies, new_path);
     // The path the changes are reported under, and which sides take part.
     let (path, use_base, use_source) = match (old_governed, new_governed) {
         (false, false) => return,
-        (_, true) => (file.new_path.as_str(), old_governed, true),
-        (true, false) => (file.old_path.as_str(), true, false),
+        (_, true) => (new_path, old_governed, true),
+        (true, false) => (old_path, true, false),
     };
     let subject = subject_of(path);
 
     let mut unreadable = Vec::new();
     for (used, side, content, side_path) in [
-        (use_base, "base", &file.base, &file.old_path),
-        (use_source, "source", &file.source, &file.new_path),
+        (use_base, "base", &base, old_path),
+        (use_source, "source", &source, new_path),
     ] {
         if let (true, FileContent::Unreadable(reason)) = (used, content) {
             unreadable.push(format!(
@@ -271,7 +288,8 @@ fn judge_file(
         return;
     }
 
-    let parse_side = |used: bool, content: &FileContent, side_path: &str| {
+    // Consumes the side's content: its bytes are freed once its tree is built.
+    let parse_side = |used: bool, content: FileContent, side_path: &str| {
         let FileContent::Present(bytes) = content else {
             return None;
         };
@@ -279,11 +297,12 @@ fn judge_file(
             return None;
         }
         let format = format_for_path(side_path)?;
-        Some(parse_document(side_path, format, bytes, limits))
+        Some(parse_document(side_path, format, &bytes, limits))
     };
-    let parse_base = || parse_side(use_base, &file.base, &file.old_path);
-    let parse_source = || parse_side(use_source, &file.source, &file.new_path);
-    let (old, new) = if side_bytes(&file.base) + side_bytes(&file.source) >= PARALLEL_PARSE_BYTES {
+    let parallel = side_bytes(&base) + side_bytes(&source) >= PARALLEL_PARSE_BYTES;
+    let parse_base = move || parse_side(use_base, base, old_path);
+    let parse_source = move || parse_side(use_source, source, new_path);
+    let (old, new) = if parallel {
         // Parsing is most of a large file's cost and the sides are independent: one side on a
         // scoped thread halves the wait. The result is the same either way.
         std::thread::scope(|scope| {
@@ -486,7 +505,7 @@ rules:
 
     #[test]
     fn policy_rules_judge_identity_keyed_changes() {
-        let out = compute_desired_state(&inputs(vec![file(
+        let out = compute_desired_state(inputs(vec![file(
             "topics/orders.yaml",
             present(ORDERS_30),
             present(ORDERS_7),
@@ -509,7 +528,7 @@ rules:
 
     #[test]
     fn ungoverned_files_are_ignored_even_when_unparseable_or_unreadable() {
-        let out = compute_desired_state(&inputs(vec![
+        let out = compute_desired_state(inputs(vec![
             file("README.md", present("# hi"), present("# ho")),
             file("services/a.yaml", present("a: ["), present("a: 1")),
             file(
@@ -542,7 +561,7 @@ rules:
                 bytes: b"apiVersion: assent/v2\nkind: Policy\nrules:\n  - id: x\n    match: {files: [a]}\n    effect: nope\n".to_vec(),
             },
         ];
-        let out = compute_desired_state(&inp);
+        let out = compute_desired_state(inp.clone());
         assert_eq!(
             slots(&out),
             vec![
@@ -573,10 +592,10 @@ rules:
         );
 
         // The occurrence follows the problems: same problems, same occurrence; others, new one.
-        let again = compute_desired_state(&inp);
+        let again = compute_desired_state(inp.clone());
         assert_eq!(finding(&again, RULE_POLICY_ERROR).occurrence, f.occurrence);
         inp.policy_files.pop();
-        let fewer = compute_desired_state(&inp);
+        let fewer = compute_desired_state(inp.clone());
         assert_ne!(finding(&fewer, RULE_POLICY_ERROR).occurrence, f.occurrence);
         let problems = vec![".assent/policies/a.yaml:3: rules must not be empty".to_owned()];
         assert_eq!(
@@ -593,7 +612,7 @@ rules:
 
     #[test]
     fn touching_assent_is_a_self_edit_block_per_path() {
-        let out = compute_desired_state(&inputs(vec![
+        let out = compute_desired_state(inputs(vec![
             file(
                 ".assent/policies/topics.yaml",
                 present(POLICY),
@@ -640,7 +659,7 @@ rules:
             path: ".assent/policies/all.yaml".into(),
             bytes: b"apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: any\n    match: {files: [\"**\"]}\n    effect: comment\n".to_vec(),
         }];
-        let out = compute_desired_state(&inp);
+        let out = compute_desired_state(inp.clone());
         assert_eq!(
             slots(&out),
             vec![slot(
@@ -655,7 +674,7 @@ rules:
     fn an_incomplete_change_set_is_undecidable_for_the_whole_mr() {
         let mut inp = inputs(Vec::new());
         inp.changed_files = Err("page 3 of the diffs is missing".into());
-        let out = compute_desired_state(&inp);
+        let out = compute_desired_state(inp.clone());
         assert_eq!(
             slots(&out),
             vec![slot(RULE_UNDECIDABLE, MERGE_REQUEST_SUBJECT, Effect::Block)]
@@ -664,7 +683,7 @@ rules:
         assert!(f.message.contains("page 3 of the diffs is missing"));
         inp.changed_files = Err("another reason".into());
         assert_ne!(
-            finding(&compute_desired_state(&inp), RULE_UNDECIDABLE).occurrence,
+            finding(&compute_desired_state(inp.clone()), RULE_UNDECIDABLE).occurrence,
             f.occurrence
         );
     }
@@ -675,7 +694,7 @@ rules:
             withheld: true,
             ..file(path, present(ORDERS_30), present(ORDERS_7))
         };
-        let out = compute_desired_state(&inputs(vec![
+        let out = compute_desired_state(inputs(vec![
             withheld("topics/orders.yaml"),
             withheld("vendor/blob.bin"),
         ]));
@@ -692,7 +711,7 @@ rules:
 
     #[test]
     fn unreadable_governed_content_is_undecidable_and_not_diffed() {
-        let out = compute_desired_state(&inputs(vec![
+        let out = compute_desired_state(inputs(vec![
             file(
                 "topics/orders.yaml",
                 present(ORDERS_30),
@@ -732,7 +751,7 @@ rules:
 
     #[test]
     fn withheld_and_unreadable_reasons_share_one_slot() {
-        let out = compute_desired_state(&inputs(vec![
+        let out = compute_desired_state(inputs(vec![
             ChangedFileInput {
                 withheld: true,
                 ..file("topics/orders.yaml", present(ORDERS_30), present(ORDERS_7))
@@ -755,7 +774,7 @@ rules:
 
     #[test]
     fn parse_errors_name_file_line_and_side() {
-        let out = compute_desired_state(&inputs(vec![
+        let out = compute_desired_state(inputs(vec![
             file(
                 "topics/orders.yaml",
                 present(ORDERS_30),
@@ -797,12 +816,12 @@ rules:
             .collect();
         assert!(2 * pad.len() >= PARALLEL_PARSE_BYTES);
         let big = |text: &str| present(&format!("{text}{pad}"));
-        let small = compute_desired_state(&inputs(vec![file(
+        let small = compute_desired_state(inputs(vec![file(
             "topics/orders.yaml",
             present(ORDERS_30),
             present(ORDERS_7),
         )]));
-        let large = compute_desired_state(&inputs(vec![file(
+        let large = compute_desired_state(inputs(vec![file(
             "topics/orders.yaml",
             big(ORDERS_30),
             big(ORDERS_7),
@@ -810,7 +829,7 @@ rules:
         assert_eq!(slots(&large), slots(&small));
         assert_eq!(large.changes, small.changes);
 
-        let broken = compute_desired_state(&inputs(vec![file(
+        let broken = compute_desired_state(inputs(vec![file(
             "topics/orders.yaml",
             big("topics:\n  - name: a\n    name: b\n"),
             big("topics:\n  - {name: a, name: b}\n"),
@@ -826,7 +845,7 @@ rules:
     #[test]
     fn parse_error_occurrence_follows_the_error() {
         let run = |text: &str| {
-            let out = compute_desired_state(&inputs(vec![file(
+            let out = compute_desired_state(inputs(vec![file(
                 "topics/orders.yaml",
                 present(ORDERS_30),
                 present(text),
@@ -845,7 +864,7 @@ rules:
             present(ORDERS_7),
         )]);
         inp.limits.max_bytes = 10;
-        let out = compute_desired_state(&inp);
+        let out = compute_desired_state(inp.clone());
         assert_eq!(
             slots(&out),
             vec![slot(RULE_PARSE_ERROR, "topics/orders.yaml#", Effect::Block)]
@@ -855,7 +874,7 @@ rules:
 
     #[test]
     fn whole_file_add_and_delete() {
-        let out = compute_desired_state(&inputs(vec![
+        let out = compute_desired_state(inputs(vec![
             file("topics/new.yaml", FileContent::Absent, present(ORDERS_30)),
             file("topics/gone.yaml", present(ORDERS_30), FileContent::Absent),
         ]));
@@ -870,7 +889,7 @@ rules:
 
     #[test]
     fn a_rename_between_governed_paths_diffs_old_against_new_under_the_new_path() {
-        let out = compute_desired_state(&inputs(vec![ChangedFileInput {
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
             old_path: "topics/orders.yaml".into(),
             new_path: "topics/orders-v2.yaml".into(),
             base: present(ORDERS_30),
@@ -886,7 +905,7 @@ rules:
             )]
         );
         // A pure rename is no change.
-        let out = compute_desired_state(&inputs(vec![ChangedFileInput {
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
             old_path: "topics/orders.yaml".into(),
             new_path: "topics/orders-v2.yaml".into(),
             base: present(ORDERS_30),
@@ -899,7 +918,7 @@ rules:
 
     #[test]
     fn a_rename_out_of_or_into_governance_is_a_whole_file_delete_or_add() {
-        let out = compute_desired_state(&inputs(vec![ChangedFileInput {
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
             old_path: "topics/orders.yaml".into(),
             new_path: "attic/orders.yaml".into(),
             base: present(ORDERS_30),
@@ -910,7 +929,7 @@ rules:
             slots(&out),
             vec![slot("file-deleted", "topics/orders.yaml#", Effect::Block)]
         );
-        let out = compute_desired_state(&inputs(vec![ChangedFileInput {
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
             old_path: "topics/orders.yaml".into(),
             new_path: "archive/orders.yaml".into(),
             base: present(ORDERS_30),
@@ -919,7 +938,7 @@ rules:
         }]));
         // Both governed: diffed under the new path, nothing changed, nothing fires.
         assert!(out.desired.findings.is_empty(), "{:?}", slots(&out));
-        let out = compute_desired_state(&inputs(vec![ChangedFileInput {
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
             old_path: "attic/orders.yaml".into(),
             new_path: "archive/orders.yaml".into(),
             base: FileContent::Unreadable("not read".into()),
@@ -944,9 +963,19 @@ rules:
             path: ".assent/policies/p.yaml".into(),
             bytes: b"apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: labelled\n    match: {files: [\"topics/*.yaml\"]}\n    when: \"'retention-ok' in mr.labels\"\n    effect: comment\n".to_vec(),
         }];
-        assert!(compute_desired_state(&inp).desired.findings.is_empty());
+        assert!(
+            compute_desired_state(inp.clone())
+                .desired
+                .findings
+                .is_empty()
+        );
         inp.mr.labels = vec!["retention-ok".into()];
-        assert!(!compute_desired_state(&inp).desired.findings.is_empty());
+        assert!(
+            !compute_desired_state(inp.clone())
+                .desired
+                .findings
+                .is_empty()
+        );
     }
 
     #[test]
@@ -967,13 +996,13 @@ rules:
             ),
             file("README.md", present("a"), present("b")),
         ];
-        let forward = compute_desired_state(&inputs(files.clone()));
+        let forward = compute_desired_state(inputs(files.clone()));
         let mut reversed = files.clone();
         reversed.reverse();
-        let backward = compute_desired_state(&inputs(reversed));
+        let backward = compute_desired_state(inputs(reversed));
         let mut rotated = files;
         rotated.rotate_left(3);
-        let rotated = compute_desired_state(&inputs(rotated));
+        let rotated = compute_desired_state(inputs(rotated));
         assert_eq!(forward, backward);
         assert_eq!(forward, rotated);
         assert_eq!(forward.desired.findings.len(), 6, "{:?}", slots(&forward));
@@ -983,14 +1012,14 @@ rules:
             path: ".assent/policies/a.yaml".into(),
             bytes: b"x".to_vec(),
         });
-        let one = compute_desired_state(&inp);
+        let one = compute_desired_state(inp.clone());
         inp.policy_files.reverse();
-        assert_eq!(one, compute_desired_state(&inp));
+        assert_eq!(one, compute_desired_state(inp.clone()));
     }
 
     #[test]
     fn no_policies_and_no_changes_is_an_empty_state() {
-        let out = compute_desired_state(&ReviewInputs {
+        let out = compute_desired_state(ReviewInputs {
             policy_files: Vec::new(),
             changed_files: Ok(vec![file(
                 "topics/a.yaml",

@@ -153,7 +153,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
         self.budget.count_node()?;
-        Ok(Node::String(v.into_boxed_str()))
+        Ok(Node::String(self.budget.keys.borrow_mut().text(&v)))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Node, E> {

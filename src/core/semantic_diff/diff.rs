@@ -1,5 +1,6 @@
 //! Field-level diff of two value trees (SPEC §3).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use super::tree::Node;
@@ -111,7 +112,7 @@ impl Walk<'_> {
             .and_then(|field| Some((keyed_by(old, &field)?, keyed_by(new, &field)?)));
         match keyed {
             Some((old, new)) => {
-                let entries = merge_sorted(&old, &new, |(id, _)| id.as_str(), |(_, v)| *v)
+                let entries = merge_sorted(&old, &new, |(id, _)| id.as_ref(), |(_, v)| *v)
                     .map(|(id, old, new)| (escape_pointer_token(id), old, new));
                 self.entries(pointer, entries);
             }
@@ -155,12 +156,12 @@ fn merge_sorted<'v, T>(
 /// value other than a string or integer there, or repeats another element's value (compared by
 /// string form, so `"1"` and `1` collide and the list falls back to indices rather than
 /// guessing).
-fn keyed_by<'v>(list: &'v [Node], field: &str) -> Option<Vec<(String, &'v Node)>> {
+fn keyed_by<'v>(list: &'v [Node], field: &str) -> Option<Vec<(Cow<'v, str>, &'v Node)>> {
     let mut keyed = Vec::with_capacity(list.len());
     for element in list {
         let id = match element.get(field)? {
-            Node::String(s) => s.to_string(),
-            Node::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
+            Node::String(s) => Cow::Borrowed(s.as_ref()),
+            Node::Number(n) if n.is_i64() || n.is_u64() => Cow::Owned(n.to_string()),
             _ => return None,
         };
         keyed.push((id, element));

@@ -4,8 +4,9 @@
 //! `Value` spends a `String` allocation on every map key and a full B-tree node (over 600
 //! bytes) on every map, however small. Both sides of a file are held at once for the diff, so
 //! that overhead decided assent's peak memory. A [`Node`] map is one exact-sized slice of
-//! entries sorted by key, and keys are interned per document (`Arc<str>`, one allocation per
-//! distinct key), which makes a tree of such a file less than half the size. Sorted entries
+//! entries sorted by key, and keys and short strings are interned per document (`Arc<str>`,
+//! one allocation per distinct text: a registry repeats its field names, owners and enum-like
+//! values thousands of times), which makes a tree of such a file a third of the size. Sorted entries
 //! also make the diff a merge of two sorted slices and lookups a binary search.
 //!
 //! The tree is immutable once built. Changes carry `serde_json::Value`s ([`Node::to_value`]),
@@ -28,8 +29,8 @@ pub enum Node {
     Bool(bool),
     /// A finite number (integers keep their exact 64-bit value).
     Number(Number),
-    /// A string.
-    String(Box<str>),
+    /// A string (shared with equal short strings of the same document).
+    String(Arc<str>),
     /// A list, in order.
     Array(Box<[Node]>),
     /// A map: entries sorted by key (byte order), keys unique.
@@ -86,7 +87,7 @@ fn from_value(value: &Value, keys: &mut Interner) -> Node {
         Value::Null => Node::Null,
         Value::Bool(b) => Node::Bool(*b),
         Value::Number(n) => Node::Number(n.clone()),
-        Value::String(s) => Node::String(s.as_str().into()),
+        Value::String(s) => Node::String(keys.text(s)),
         Value::Array(items) => Node::Array(items.iter().map(|v| from_value(v, keys)).collect()),
         Value::Object(map) => {
             let mut object = ObjectBuilder::default();
@@ -99,13 +100,27 @@ fn from_value(value: &Value, keys: &mut Interner) -> Node {
     }
 }
 
-/// Hands out one shared allocation per distinct key text.
+/// Strings up to this many bytes are interned; longer ones (descriptions, unique names) rarely
+/// repeat, and hashing them would cost time for nothing.
+const SHORT_TEXT: usize = 32;
+
+/// Hands out one shared allocation per distinct key, and per distinct short string.
 #[derive(Debug, Default)]
 pub(super) struct Interner {
     keys: HashSet<Key>,
 }
 
 impl Interner {
+    /// A string value: shared when short, its own allocation otherwise.
+    pub(super) fn text(&mut self, text: &str) -> Arc<str> {
+        if text.len() <= SHORT_TEXT {
+            self.intern(text)
+        } else {
+            text.into()
+        }
+    }
+
+    /// A map key (always shared: keys repeat in every record).
     pub(super) fn intern(&mut self, text: &str) -> Key {
         if let Some(key) = self.keys.get(text) {
             return Key::clone(key);
@@ -207,11 +222,18 @@ mod tests {
     }
 
     #[test]
-    fn interned_keys_share_one_allocation() {
+    fn interned_keys_and_short_strings_share_one_allocation() {
         let mut keys = Interner::default();
         let a = keys.intern("name");
         let b = keys.intern("name");
         assert!(Arc::ptr_eq(&a, &b));
         assert!(!Arc::ptr_eq(&a, &keys.intern("other")));
+        assert!(
+            Arc::ptr_eq(&keys.text("name"), &a),
+            "a short string shares with a key"
+        );
+        let long = "x".repeat(SHORT_TEXT + 1);
+        assert!(!Arc::ptr_eq(&keys.text(&long), &keys.text(&long)));
+        assert_eq!(*keys.text(&long), *long);
     }
 }

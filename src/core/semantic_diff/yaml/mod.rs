@@ -112,7 +112,7 @@ pub(super) fn parse_yaml(
                 if nodes > max_nodes {
                     return fail(build::too_many_nodes(max_nodes));
                 }
-                match scalar::resolve(text, plain, &tag).and_then(node_value) {
+                match scalar::resolve(text, plain, &tag).and_then(|s| node_value(s, &mut keys)) {
                     Ok(value) => attach(&mut stack, &mut root, value),
                     Err(message) => return fail(at_path(&stack, message)),
                 }
@@ -176,7 +176,7 @@ fn attach(stack: &mut [Frame], root: &mut Option<Node>, value: Node) {
 }
 
 /// A resolved scalar as a tree value, refusing what JSON cannot hold.
-fn node_value(scalar: Scalar) -> Result<Node, String> {
+fn node_value(scalar: Scalar, texts: &mut Interner) -> Result<Node, String> {
     let too_wide = |v: &dyn std::fmt::Display| format!("integer {v} does not fit in 64 bits");
     Ok(match scalar {
         Scalar::Null => Node::Null,
@@ -190,7 +190,7 @@ fn node_value(scalar: Scalar) -> Result<Node, String> {
         Scalar::Float(f) => Node::Number(Number::from_f64(f).ok_or_else(|| {
             format!("number {f} (NaN or infinite) cannot be represented in JSON")
         })?),
-        Scalar::Str(s) => Node::String(s.into_boxed_str()),
+        Scalar::Str(s) => Node::String(texts.text(&s)),
     })
 }
 
