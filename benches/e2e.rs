@@ -185,22 +185,17 @@ struct Measured {
 /// seeded merge request live here), so its `ru_maxrss` would be ours. The helper is a fresh,
 /// small process; its child's record starts from the helper's footprint (a few MiB).
 fn run_assent(bin: &str, fake: &FakeGitLab, dir: &Path) -> Measured {
-    let status = Command::new(std::env::current_exe().unwrap())
-        .arg("--measure-child")
-        .arg(dir)
-        .arg(bin)
-        .current_dir(dir)
-        .env_clear()
-        .env("CI_API_V4_URL", fake.base_url())
-        .env("CI_PROJECT_ID", fixtures::PROJECT_PATH)
-        .env("CI_MERGE_REQUEST_IID", fixtures::MR_IID.to_string())
-        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", fixtures::HEAD_SHA)
-        .env("CI_MERGE_REQUEST_TARGET_BRANCH_SHA", fixtures::TARGET_SHA)
-        .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", fixtures::BASE_SHA)
-        .env("ASSENT_TOKEN", fixtures::BOT_TOKEN)
-        .stdin(Stdio::null())
-        .status()
-        .expect("spawn the measuring helper");
+    let status = perf_world::pipeline_env(
+        Command::new(std::env::current_exe().unwrap())
+            .arg("--measure-child")
+            .arg(dir)
+            .arg(bin)
+            .current_dir(dir),
+        &fake.base_url(),
+    )
+    .stdin(Stdio::null())
+    .status()
+    .expect("spawn the measuring helper");
     assert!(status.success(), "measuring helper failed: {status}");
     let text = std::fs::read_to_string(dir.join("rusage")).unwrap();
     let v: Vec<i64> = text
@@ -411,16 +406,8 @@ fn measure_startup(bin: &str, runs: usize) {
             let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
             let port = listener.local_addr().expect("local address").port();
             let start = Instant::now();
-            let mut child = Command::new(bin)
-                .arg("run")
-                .env_clear()
-                .env("CI_API_V4_URL", format!("http://127.0.0.1:{port}/api/v4"))
-                .env("CI_PROJECT_ID", fixtures::PROJECT_PATH)
-                .env("CI_MERGE_REQUEST_IID", fixtures::MR_IID.to_string())
-                .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", fixtures::HEAD_SHA)
-                .env("CI_MERGE_REQUEST_TARGET_BRANCH_SHA", fixtures::TARGET_SHA)
-                .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", fixtures::BASE_SHA)
-                .env("ASSENT_TOKEN", fixtures::BOT_TOKEN)
+            let api_url = format!("http://127.0.0.1:{port}/api/v4");
+            let mut child = perf_world::pipeline_env(Command::new(bin).arg("run"), &api_url)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

@@ -14,19 +14,14 @@ use fake_gitlab::{FakeGitLab, LoggedRequest, RouteKind, fixtures};
 use perf_world::{Expected, Scenario, discussion_count, expected_first_run, expected_rerun};
 
 fn run(fake: &FakeGitLab, dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_assent"))
-        .arg("run")
-        .current_dir(dir)
-        .env_clear()
-        .env("CI_API_V4_URL", fake.base_url())
-        .env("CI_PROJECT_ID", fixtures::PROJECT_PATH)
-        .env("CI_MERGE_REQUEST_IID", fixtures::MR_IID.to_string())
-        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", fixtures::HEAD_SHA)
-        .env("CI_MERGE_REQUEST_TARGET_BRANCH_SHA", fixtures::TARGET_SHA)
-        .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", fixtures::BASE_SHA)
-        .env("ASSENT_TOKEN", fixtures::BOT_TOKEN)
-        .output()
-        .unwrap()
+    perf_world::pipeline_env(
+        Command::new(env!("CARGO_BIN_EXE_assent"))
+            .arg("run")
+            .current_dir(dir),
+        &fake.base_url(),
+    )
+    .output()
+    .unwrap()
 }
 
 /// What one run sent, from the fake's log.

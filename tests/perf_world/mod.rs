@@ -21,8 +21,23 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use fake_gitlab::{DiffFile, Discussion, FakeGitLab, FileContent, Note, fixtures};
+
+/// Gives `command` (an `assent run`) exactly the environment of an MR pipeline for the basic
+/// world's MR, with the API at `api_url`.
+pub fn pipeline_env<'c>(command: &'c mut Command, api_url: &str) -> &'c mut Command {
+    command
+        .env_clear()
+        .env("CI_API_V4_URL", api_url)
+        .env("CI_PROJECT_ID", fixtures::PROJECT_PATH)
+        .env("CI_MERGE_REQUEST_IID", fixtures::MR_IID.to_string())
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", fixtures::HEAD_SHA)
+        .env("CI_MERGE_REQUEST_TARGET_BRANCH_SHA", fixtures::TARGET_SHA)
+        .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", fixtures::BASE_SHA)
+        .env("ASSENT_TOKEN", fixtures::BOT_TOKEN)
+}
 
 /// The size of a generated merge request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
