@@ -252,7 +252,97 @@ fn document() -> impl Strategy<Value = String> {
     })
 }
 
+/// A generated YAML node, rendered in block or flow style.
+#[derive(Debug, Clone)]
+enum Gen {
+    Scalar(&'static str),
+    Seq(Vec<Gen>),
+    Map(Vec<(&'static str, Gen)>),
+}
+
+/// Keys that collide in every way a resolved key can: as text, as numbers, as null.
+const KEYS: &[&str] = &[
+    "a", "b", "1", "'1'", "true", "~", "null", "0x1", "1.0", "<<",
+];
+
+fn gen_node() -> impl Strategy<Value = Gen> {
+    let leaf = prop::sample::select(SCALARS).prop_map(Gen::Scalar);
+    leaf.prop_recursive(4, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Gen::Seq),
+            prop::collection::vec((prop::sample::select(KEYS), inner), 0..4).prop_map(Gen::Map),
+        ]
+    })
+}
+
+fn flow(node: &Gen) -> String {
+    match node {
+        Gen::Scalar(s) => (*s).to_owned(),
+        Gen::Seq(items) => format!(
+            "[{}]",
+            items.iter().map(flow).collect::<Vec<_>>().join(", ")
+        ),
+        Gen::Map(entries) => {
+            let entries: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", flow(v)))
+                .collect();
+            format!("{{{}}}", entries.join(", "))
+        }
+    }
+}
+
+/// Block style, nesting by indentation (empty containers stay in flow style, as YAML needs).
+fn block(node: &Gen, indent: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    let nested = |v: &Gen| {
+        matches!(v, Gen::Seq(i) if !i.is_empty()) || matches!(v, Gen::Map(e) if !e.is_empty())
+    };
+    match node {
+        Gen::Scalar(_) => out.push_str(&format!("{pad}{}\n", flow(node))),
+        Gen::Seq(items) if items.is_empty() => out.push_str(&format!("{pad}[]\n")),
+        Gen::Map(entries) if entries.is_empty() => out.push_str(&format!("{pad}{{}}\n")),
+        Gen::Seq(items) => {
+            for item in items {
+                if nested(item) {
+                    out.push_str(&format!("{pad}-\n"));
+                    block(item, indent + 2, out);
+                } else {
+                    out.push_str(&format!("{pad}- {}\n", flow(item)));
+                }
+            }
+        }
+        Gen::Map(entries) => {
+            for (key, value) in entries {
+                if nested(value) {
+                    out.push_str(&format!("{pad}{key}:\n"));
+                    block(value, indent + 2, out);
+                } else {
+                    out.push_str(&format!("{pad}{key}: {}\n", flow(value)));
+                }
+            }
+        }
+    }
+}
+
 proptest! {
+    /// Block and flow renderings of nested documents: the same tree as `serde_yaml` built, or
+    /// both refused at the same line.
+    #[test]
+    fn nested_documents_agree_with_serde_yaml(node in gen_node()) {
+        let mut text = String::new();
+        block(&node, 0, &mut text);
+        for text in [text, flow(&node)] {
+            let ours = parse(&text);
+            let theirs = serde_yaml_tree(&text);
+            match (&ours, &theirs) {
+                (Ok(a), Ok(b)) => prop_assert_eq!(a, b, "{}", text),
+                (Err(a), Err(line)) => prop_assert_eq!(Some(a.line), *line, "{}: {}", text, a.message),
+                _ => prop_assert!(false, "{text}\nours: {ours:?}\nserde_yaml: {theirs:?}"),
+            }
+        }
+    }
+
     /// Same text, same tree (or both refused) as `serde_yaml`, the parser this replaced. Aliases,
     /// second documents and non-core tags are left out: assent refused those before `serde_yaml`
     /// saw them, and still does.
