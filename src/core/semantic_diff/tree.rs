@@ -105,6 +105,9 @@ fn from_value(value: &Value, keys: &mut Interner) -> Node {
 const SHORT_TEXT: usize = 32;
 
 /// Hands out one shared allocation per distinct key, and per distinct short string.
+///
+/// The set keeps the standard SipHash on purpose: the texts come from the MR's author, and a
+/// hash that can be flooded with collisions would make interning quadratic.
 #[derive(Debug, Default)]
 pub(super) struct Interner {
     keys: HashSet<Key>,
