@@ -66,7 +66,7 @@ pub(super) fn parse_yaml(
     };
     let mut stack: Vec<Frame> = Vec::new();
     let mut root: Option<Node> = None;
-    let mut keys = Interner::default();
+    let mut texts = Interner::default();
     let mut documents = 0usize;
     let mut nodes = 0usize;
     loop {
@@ -102,7 +102,7 @@ pub(super) fn parse_yaml(
                     other => other,
                 };
                 match key {
-                    Ok(key) => *slot = Some(keys.intern(&key)),
+                    Ok(key) => *slot = Some(texts.intern(&key)),
                     // A key error is about the map holding it.
                     Err(message) => return fail(at_path(&stack[..stack.len() - 1], message)),
                 }
@@ -112,7 +112,7 @@ pub(super) fn parse_yaml(
                 if nodes > max_nodes {
                     return fail(build::too_many_nodes(max_nodes));
                 }
-                match scalar::resolve(text, plain, &tag).and_then(|s| node_value(s, &mut keys)) {
+                match scalar::resolve(text, plain, &tag).and_then(|s| node_value(s, &mut texts)) {
                     Ok(value) => attach(&mut stack, &mut root, value),
                     Err(message) => return fail(at_path(&stack, message)),
                 }
@@ -129,7 +129,12 @@ pub(super) fn parse_yaml(
                     );
                 }
                 let own_tag = if is_seq { "seq" } else { "map" };
-                if !matches!(&tag, Tag::None) && tag != Tag::Core(own_tag.to_owned()) {
+                let tag_fits = match &tag {
+                    Tag::None => true,
+                    Tag::Core(name) => name == own_tag,
+                    Tag::Other(_) => false,
+                };
+                if !tag_fits {
                     return fail(at_path(&stack, scalar::unsupported_tag(&tag)));
                 }
                 nodes += 1;
