@@ -16,3 +16,5 @@ pub mod rescan;
 pub mod review_state;
 pub mod semantic_diff;
 pub mod sweep;
+#[cfg(test)]
+mod test_support;

@@ -117,6 +117,7 @@ mod tests {
     use crate::core::inventory::{SummaryArtifact, ThreadArtifact};
     use crate::core::marker::SummaryState;
     use crate::core::model::{Finding, Occurrence, Slot};
+    use crate::core::test_support;
 
     fn slot() -> Slot {
         Slot {
@@ -230,43 +231,23 @@ mod tests {
 
     #[test]
     fn duplicates_and_missing_threads_are_found_per_finding() {
-        let finding = |rule: &str, effect| Finding {
-            slot: Slot {
-                rule: rule.into(),
-                subject: "s".into(),
-            },
-            effect,
-            occurrence: Occurrence::digest(rule.as_bytes()),
-            message: String::new(),
-        };
+        use test_support::{finding, thread};
         let desired = DesiredState::new(vec![
             finding("a", Effect::Challenge),
             finding("b", Effect::Comment),
             finding("c", Effect::Block),
         ]);
-        let of = |id: u64, rule: &str, resolved: bool| ThreadArtifact {
-            forge_id: id,
-            discussion_id: String::new(),
-            slot: Slot {
-                rule: rule.into(),
-                subject: "s".into(),
-            },
-            occurrence: Occurrence::digest(rule.as_bytes()),
-            resolved,
-            resolved_by_bot: false,
-            bot_replies: Vec::new(),
-        };
-        let mut stale_c = of(11, "c", false);
+        let mut stale_c = thread(11, "c", false);
         stale_c.occurrence = Occurrence::digest(b"older");
         let inv = Inventory {
             threads: vec![
-                of(10, "b", false),
+                thread(10, "b", false),
                 stale_c,
-                of(12, "a", false),
-                of(13, "x", false),
-                of(14, "a", true),
-                of(15, "b", false),
-                of(16, "a", false),
+                thread(12, "a", false),
+                thread(13, "x", false),
+                thread(14, "a", true),
+                thread(15, "b", false),
+                thread(16, "a", false),
             ],
             summaries: vec![summary(1)],
             warnings: vec![],

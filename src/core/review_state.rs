@@ -94,35 +94,8 @@ pub fn decide(statuses: &[FindingStatus<'_>]) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::inventory::ThreadArtifact;
-    use crate::core::model::{Occurrence, Slot};
-
-    fn finding(rule: &str, effect: Effect) -> Finding {
-        Finding {
-            slot: Slot {
-                rule: rule.into(),
-                subject: "s".into(),
-            },
-            effect,
-            occurrence: Occurrence::digest(rule.as_bytes()),
-            message: String::new(),
-        }
-    }
-
-    fn thread(id: u64, rule: &str, resolved: bool) -> ThreadArtifact {
-        ThreadArtifact {
-            resolved_by_bot: false,
-            forge_id: id,
-            discussion_id: String::new(),
-            slot: Slot {
-                rule: rule.into(),
-                subject: "s".into(),
-            },
-            occurrence: Occurrence::digest(rule.as_bytes()),
-            resolved,
-            bot_replies: vec![],
-        }
-    }
+    use crate::core::model::Occurrence;
+    use crate::core::test_support::{finding, thread};
 
     #[test]
     fn decision_follows_effects_and_resolution() {

@@ -1,0 +1,35 @@
+//! Builders shared by the core's unit tests: a finding and its thread, keyed by rule alone.
+
+use crate::core::inventory::ThreadArtifact;
+use crate::core::model::{Effect, Finding, Occurrence, Slot};
+
+/// Rule `rule` on subject `"s"`.
+fn slot(rule: &str) -> Slot {
+    Slot {
+        rule: rule.into(),
+        subject: "s".into(),
+    }
+}
+
+/// A finding of `rule` whose occurrence is the rule's own name (one occurrence per rule).
+pub(crate) fn finding(rule: &str, effect: Effect) -> Finding {
+    Finding {
+        slot: slot(rule),
+        effect,
+        occurrence: Occurrence::digest(rule.as_bytes()),
+        message: String::new(),
+    }
+}
+
+/// A thread assent posted for [`finding`]`(rule, _)`, with forge id `id`.
+pub(crate) fn thread(id: u64, rule: &str, resolved: bool) -> ThreadArtifact {
+    ThreadArtifact {
+        forge_id: id,
+        discussion_id: String::new(),
+        slot: slot(rule),
+        occurrence: Occurrence::digest(rule.as_bytes()),
+        resolved,
+        resolved_by_bot: false,
+        bot_replies: Vec::new(),
+    }
+}
