@@ -13,7 +13,7 @@ use std::time::Duration;
 use fake_gitlab::{DiffFile, FaultAction, FaultRule, HoldApply, MrState, RouteKind, fixtures};
 use serde_json::{Value, json};
 
-use run_support::{ORDERS_BASE, World, orders};
+use run_support::{ORDERS_BASE, RunResult, World, orders};
 
 const RETENTION: &str = "retention-shrink";
 const RETENTION_SUBJECT: &str = "topics/orders.yaml#/topics/orders.events.v1/retention_days";
@@ -914,11 +914,9 @@ fn a_discussion_listing_that_keeps_failing_aborts_before_any_write() {
 
 // ---- 15: the head moves while the run is under way -------------------------------------------
 
-#[test]
-fn a_head_that_moves_before_the_first_write_stops_the_run_without_writing() {
-    let w = World::new();
-    // Hold the first discussions listing (after the first head check, before any write),
-    // push meanwhile, then let it go.
+/// Runs assent with its first discussions listing held (after the first head check, before
+/// any write), lets `meanwhile` change the MR, then lets the run go on.
+fn run_changed_before_first_write(w: &World, meanwhile: impl FnOnce(&World)) -> RunResult {
     w.fake.inject(
         FaultRule::new(FaultAction::Hold {
             apply: HoldApply::Before,
@@ -933,9 +931,15 @@ fn a_head_that_moves_before_the_first_write_stops_the_run_without_writing() {
         w.fake.wait_for_held(1, Duration::from_secs(30)),
         "the run never listed the discussions"
     );
-    w.fake.set_head(project(), mr(), NEW_SHA);
+    meanwhile(w);
     w.fake.release_holds();
-    let r = running.wait();
+    running.wait()
+}
+
+#[test]
+fn a_head_that_moves_before_the_first_write_stops_the_run_without_writing() {
+    let w = World::new();
+    let r = run_changed_before_first_write(&w, |w| w.fake.set_head(project(), mr(), NEW_SHA));
     r.expect_code(0);
     assert!(
         r.stdout.starts_with("assent: stale pipeline"),
@@ -961,20 +965,9 @@ fn a_head_that_moves_before_the_first_write_stops_the_run_without_writing() {
 #[test]
 fn an_mr_merged_before_the_first_write_is_not_written_to() {
     let w = World::new();
-    w.fake.inject(
-        FaultRule::new(FaultAction::Hold {
-            apply: HoldApply::Before,
-            timeout_ms: Some(20_000),
-        })
-        .method("GET")
-        .route(RouteKind::Discussions)
-        .nth(1),
-    );
-    let running = w.invocation().spawn();
-    assert!(w.fake.wait_for_held(1, Duration::from_secs(30)));
-    w.fake.set_mr_state(project(), mr(), MrState::Merged);
-    w.fake.release_holds();
-    let r = running.wait();
+    let r = run_changed_before_first_write(&w, |w| {
+        w.fake.set_mr_state(project(), mr(), MrState::Merged)
+    });
     r.expect_code(0);
     assert_eq!(w.writes().len(), 0);
     assert_refusal(&r.receipt(), "mr-not-open");
