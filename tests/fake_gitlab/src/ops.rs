@@ -80,21 +80,10 @@ impl State {
         author: u64,
         body: &str,
     ) -> OpResult<(String, u64)> {
-        self.mr_ref(pid, iid)?;
-        let now = self.now();
-        let nid = self.next_note_id();
-        let did = self.next_discussion_id();
-        let mut note = self.new_note(nid, author, body, &now);
-        note.note_type = Some("DiscussionNote".into());
-        note.resolvable = true;
-        let mr = self.mr_mut_ref(pid, iid)?;
-        mr.discussions.push(Discussion {
-            id: did.clone(),
-            individual_note: false,
-            notes: vec![note],
-        });
-        mr.updated_at = now;
-        Ok((did, nid))
+        self.push_discussion(pid, iid, author, body, false, |note| {
+            note.note_type = Some("DiscussionNote".into());
+            note.resolvable = true;
+        })
     }
 
     /// Creates a plain (individual, not resolvable) note; returns `(discussion id, note id)`.
@@ -106,16 +95,30 @@ impl State {
         body: &str,
         system: bool,
     ) -> OpResult<(String, u64)> {
+        self.push_discussion(pid, iid, author, body, true, |note| note.system = system)
+    }
+
+    /// Appends a discussion of one new note, shaped by `shape`, and bumps the MR's
+    /// `updated_at`; returns `(discussion id, note id)`.
+    fn push_discussion(
+        &mut self,
+        pid: u64,
+        iid: u64,
+        author: u64,
+        body: &str,
+        individual_note: bool,
+        shape: impl FnOnce(&mut Note),
+    ) -> OpResult<(String, u64)> {
         self.mr_ref(pid, iid)?;
         let now = self.now();
         let nid = self.next_note_id();
         let did = self.next_discussion_id();
         let mut note = self.new_note(nid, author, body, &now);
-        note.system = system;
+        shape(&mut note);
         let mr = self.mr_mut_ref(pid, iid)?;
         mr.discussions.push(Discussion {
             id: did.clone(),
-            individual_note: true,
+            individual_note,
             notes: vec![note],
         });
         mr.updated_at = now;
