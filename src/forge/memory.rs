@@ -224,11 +224,7 @@ impl InMemoryForge {
         let (d, n) = state
             .find(note_id)
             .ok_or(HumanActionError::NoSuchNote(note_id))?;
-        state.clock += 1;
-        let clock = state.clock;
-        let note = &mut state.discussions[d].notes[n];
-        note.body = body.to_owned();
-        note.updated_at = Some(timestamp(clock));
+        state.replace_body(d, n, body);
         Ok(())
     }
 
@@ -259,6 +255,14 @@ impl InMemoryForge {
 }
 
 impl State {
+    /// Edits note `n` of discussion `d`, as GitLab does: a new body and a new `updated_at`.
+    fn replace_body(&mut self, d: usize, n: usize, body: &str) {
+        self.clock += 1;
+        let note = &mut self.discussions[d].notes[n];
+        note.body = body.to_owned();
+        note.updated_at = Some(timestamp(self.clock));
+    }
+
     fn find(&self, note_id: u64) -> Option<(usize, usize)> {
         self.discussions.iter().enumerate().find_map(|(d, disc)| {
             disc.notes
@@ -467,11 +471,7 @@ impl Forge for InMemoryForge {
                 message: "403 Forbidden".into(),
             });
         }
-        state.clock += 1;
-        let clock = state.clock;
-        let note = &mut state.discussions[d].notes[n];
-        note.body = body.to_owned();
-        note.updated_at = Some(timestamp(clock));
+        state.replace_body(d, n, body);
         Ok(())
     }
 
