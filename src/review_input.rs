@@ -359,26 +359,10 @@ mod tests {
 
     #[test]
     fn reads_policies_at_target_and_governed_sides_at_base_and_source() {
-        let forge = forge();
+        let forge = forge_with_changes();
         forge.put_file(TARGET, ".assent/policies/more/extra.YML", b"x".to_vec());
-        forge.put_file(BASE, "topics/orders.yaml", topic(30));
-        forge.put_file(SOURCE, "topics/orders.yaml", topic(7));
-        forge.put_file(SOURCE, "topics/new.yaml", topic(7));
-        forge.put_file(BASE, "topics/gone.yaml", topic(7));
         forge.put_file(BASE, "README.md", b"a".to_vec());
         forge.put_file(SOURCE, "README.md", b"b".to_vec());
-        forge.set_changed_files(vec![
-            changed("topics/orders.yaml"),
-            ChangedFile {
-                new_file: true,
-                ..changed("topics/new.yaml")
-            },
-            ChangedFile {
-                deleted_file: true,
-                ..changed("topics/gone.yaml")
-            },
-            changed("README.md"),
-        ]);
         // The extra policy file (any case of `.yml`, in a subfolder) is read and fails to load.
         let repo = Flaky::new(forge);
         let inputs = gather(&repo).unwrap();
