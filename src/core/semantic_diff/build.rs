@@ -187,7 +187,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
         let mut object = ObjectBuilder::default();
-        let Some(first) = map.next_key_seed(KeySeed::new(&object, self.budget))? else {
+        let Some(first) = map.next_key_seed(KeySeed::new(&mut object, self.budget))? else {
             self.enter_container()?;
             return Ok(object.finish());
         };
@@ -198,10 +198,10 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         }
         self.enter_container()?;
         let value = map.next_value_seed(self.child())?;
-        object.insert(first, value);
-        while let Some(key) = map.next_key_seed(KeySeed::new(&object, self.budget))? {
+        object.push(first, value);
+        while let Some(key) = map.next_key_seed(KeySeed::new(&mut object, self.budget))? {
             let value = map.next_value_seed(self.child())?;
-            object.insert(key, value);
+            object.push(key, value);
         }
         Ok(object.finish())
     }
@@ -222,23 +222,24 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 /// The check lives here rather than after `next_key_seed` returns so that the parser reports
 /// the line of the duplicate key itself.
 struct KeySeed<'m> {
-    existing: &'m ObjectBuilder,
+    existing: &'m mut ObjectBuilder,
     keys: &'m RefCell<Interner>,
 }
 
 impl<'m> KeySeed<'m> {
-    fn new(existing: &'m ObjectBuilder, budget: &'m Budget) -> Self {
+    fn new(existing: &'m mut ObjectBuilder, budget: &'m Budget) -> Self {
         KeySeed {
             existing,
             keys: &budget.keys,
         }
     }
 
-    fn accept<E: de::Error>(self, key: &str) -> Result<Key, E> {
-        if self.existing.contains(key) {
-            return Err(E::custom(format_args!("duplicate key {key:?}")));
+    fn accept<E: de::Error>(self, text: &str) -> Result<Key, E> {
+        let key = self.keys.borrow_mut().intern(text);
+        if !self.existing.claim(&key) {
+            return Err(E::custom(format_args!("duplicate key {text:?}")));
         }
-        Ok(self.keys.borrow_mut().intern(key))
+        Ok(key)
     }
 }
 

@@ -92,8 +92,11 @@ fn from_value(value: &Value, keys: &mut Interner) -> Node {
         Value::Object(map) => {
             let mut object = ObjectBuilder::default();
             for (k, v) in map {
-                // A `Map` cannot hold a key twice, so `insert` never refuses here.
-                object.insert(keys.intern(k), from_value(v, keys));
+                let key = keys.intern(k);
+                // Always new: a `Map` cannot hold a key twice.
+                if object.claim(&key) {
+                    object.push(key, from_value(v, keys));
+                }
             }
             object.finish()
         }
@@ -134,7 +137,8 @@ impl Interner {
     }
 }
 
-/// A map being filled, in document order, with a duplicate check.
+/// A map being filled, in document order, with a duplicate check: [`claim`](Self::claim)
+/// each key, then [`push`](Self::push) its entry.
 #[derive(Debug, Default)]
 pub(super) struct ObjectBuilder {
     entries: Vec<(Key, Node)>,
@@ -146,28 +150,22 @@ pub(super) struct ObjectBuilder {
 const SCAN_LIMIT: usize = 16;
 
 impl ObjectBuilder {
-    /// Whether `key` is already in the map.
-    pub(super) fn contains(&self, key: &str) -> bool {
-        match &self.index {
-            Some(index) => index.contains(key),
-            None => self.entries.iter().any(|(k, _)| k.as_ref() == key),
+    /// Reserves `key` for the entry about to be [`push`](Self::push)ed: `false` when the map
+    /// already has it. Separate from `push` because a duplicate is refused at the key, before
+    /// its value is read; one check per key, not two.
+    pub(super) fn claim(&mut self, key: &Key) -> bool {
+        match &mut self.index {
+            Some(index) => index.insert(Key::clone(key)),
+            None => !self.entries.iter().any(|(k, _)| k == key),
         }
     }
 
-    /// Adds an entry. The caller has checked [`contains`](Self::contains) (an error with the
-    /// key's line is the caller's to raise); a duplicate that slips through keeps the first.
-    pub(super) fn insert(&mut self, key: Key, value: Node) {
-        if self.contains(&key) {
-            return;
-        }
-        if let Some(index) = &mut self.index {
-            index.insert(Key::clone(&key));
-        } else if self.entries.len() >= SCAN_LIMIT {
-            let mut index: HashSet<Key> = self.entries.iter().map(|(k, _)| Key::clone(k)).collect();
-            index.insert(Key::clone(&key));
-            self.index = Some(index);
-        }
+    /// Appends the entry of the key just claimed.
+    pub(super) fn push(&mut self, key: Key, value: Node) {
         self.entries.push((key, value));
+        if self.index.is_none() && self.entries.len() > SCAN_LIMIT {
+            self.index = Some(self.entries.iter().map(|(k, _)| Key::clone(k)).collect());
+        }
     }
 
     /// The finished map, sorted by key.
@@ -204,19 +202,17 @@ mod tests {
     }
 
     #[test]
-    fn builder_finds_duplicates_before_and_after_indexing() {
+    fn builder_refuses_duplicates_before_and_after_indexing() {
         let mut keys = Interner::default();
         let mut object = ObjectBuilder::default();
         for i in 0..40 {
-            let key = format!("k{i}");
-            assert!(!object.contains(&key), "{key}");
-            object.insert(keys.intern(&key), Node::Null);
-            assert!(object.contains(&key), "{key}");
-            assert!(object.contains("k0"));
+            let key = keys.intern(&format!("k{i}"));
+            assert!(object.claim(&key), "{key}");
+            object.push(Key::clone(&key), Node::Null);
+            assert!(!object.claim(&key), "{key} again");
+            assert!(!object.claim(&keys.intern("k0")));
         }
-        object.insert(keys.intern("k3"), Node::Bool(true));
         let node = object.finish();
-        assert_eq!(node.get("k3"), Some(&Node::Null), "the first value is kept");
         let Node::Object(entries) = node else {
             panic!("a map");
         };

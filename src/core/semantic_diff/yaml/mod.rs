@@ -97,12 +97,15 @@ pub(super) fn parse_yaml(
                 let Some(Frame::Map { object, key: slot }) = stack.last_mut() else {
                     unreachable!("reading_key means the top frame is a map");
                 };
-                let key = match key {
-                    Ok(key) if object.contains(&key) => Err(format!("duplicate key {key:?}")),
-                    other => other,
-                };
+                let key = key.and_then(|text| {
+                    let key = texts.intern(&text);
+                    match object.claim(&key) {
+                        true => Ok(key),
+                        false => Err(format!("duplicate key {text:?}")),
+                    }
+                });
                 match key {
-                    Ok(key) => *slot = Some(texts.intern(&key)),
+                    Ok(key) => *slot = Some(key),
                     // A key error is about the map holding it.
                     Err(message) => return fail(at_path(&stack[..stack.len() - 1], message)),
                 }
@@ -174,7 +177,7 @@ fn attach(stack: &mut [Frame], root: &mut Option<Node>, value: Node) {
         Some(Frame::Seq(items)) => items.push(value),
         Some(Frame::Map { object, key }) => {
             if let Some(key) = key.take() {
-                object.insert(key, value);
+                object.push(key, value);
             }
         }
     }
