@@ -321,11 +321,8 @@ fn judge_file(
     let mut tree = |parsed: Option<Result<Node, ParseError>>, side: &str| match parsed? {
         Ok(tree) => Some(tree),
         Err(e) => {
-            let place = match e.line {
-                Some(line) => format!("{}:{line}", e.file),
-                None => e.file.clone(),
-            };
-            errors.push(format!("{place}: {} (at the {side} SHA)", e.message));
+            // `file:line: message`, as `ParseError` displays itself.
+            errors.push(format!("{e} (at the {side} SHA)"));
             None
         }
     };
