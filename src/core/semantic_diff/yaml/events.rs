@@ -162,7 +162,7 @@ impl<'a> EventReader<'a> {
                 unsafe_libyaml::YAML_MAPPING_END_EVENT => EventKind::MappingEnd,
                 _ => EventKind::Other,
             };
-            let line = usize::try_from((*event).start_mark.line).unwrap_or(usize::MAX - 1) + 1;
+            let line = line_of((*event).start_mark);
             unsafe_libyaml::yaml_event_delete(event);
             if kind == EventKind::StreamEnd {
                 self.finished = true;
@@ -202,6 +202,11 @@ unsafe fn tag_of(tag: *const u8) -> Tag {
     }
 }
 
+/// The 1-based line of a libyaml position (which counts from 0).
+fn line_of(mark: unsafe_libyaml::yaml_mark_t) -> usize {
+    usize::try_from(mark.line).unwrap_or(usize::MAX - 1) + 1
+}
+
 /// The parser's error, as text and line.
 fn syntax_error(parser: &unsafe_libyaml::yaml_parser_t) -> SyntaxError {
     let text = |ptr: *const c_char| {
@@ -228,7 +233,7 @@ fn syntax_error(parser: &unsafe_libyaml::yaml_parser_t) -> SyntaxError {
         }
     }
     SyntaxError {
-        line: usize::try_from(parser.problem_mark.line).unwrap_or(usize::MAX - 1) + 1,
+        line: line_of(parser.problem_mark),
         message,
     }
 }
