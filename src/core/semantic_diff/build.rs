@@ -38,7 +38,8 @@ pub(super) struct Budget {
     max_depth: usize,
     max_nodes: usize,
     nodes: Cell<usize>,
-    keys: RefCell<Interner>,
+    /// Shared allocations for the keys and short strings of this document.
+    texts: RefCell<Interner>,
     /// Whether a one-entry map keyed [`TOML_DATETIME_FIELD`] is a datetime. Only for TOML: in
     /// JSON or YAML such a key is ordinary data and must stay a map.
     toml_datetimes: bool,
@@ -50,7 +51,7 @@ impl Budget {
             max_depth,
             max_nodes,
             nodes: Cell::new(0),
-            keys: RefCell::new(Interner::default()),
+            texts: RefCell::new(Interner::default()),
             toml_datetimes,
         }
     }
@@ -153,7 +154,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
         self.budget.count_node()?;
-        Ok(Node::String(self.budget.keys.borrow_mut().text(&v)))
+        Ok(Node::String(self.budget.texts.borrow_mut().text(&v)))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
@@ -230,7 +231,7 @@ impl<'m> KeySeed<'m> {
     fn new(existing: &'m mut ObjectBuilder, budget: &'m Budget) -> Self {
         KeySeed {
             existing,
-            keys: &budget.keys,
+            keys: &budget.texts,
         }
     }
 
