@@ -338,30 +338,22 @@ fn merge_request_and_listing_shapes() {
     assert_eq!(mr["diff_refs"]["base_sha"], BASE_SHA);
     assert_eq!(mr["head_pipeline"], Value::Null);
     assert!(mr["author"].get("bot").is_none());
-    let list = get(
-        &fake,
-        "/projects/42/merge_requests?state=opened&updated_after=2024-04-15T00:00:00Z",
-    )
-    .json();
-    let iids: Vec<u64> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["iid"].as_u64().unwrap())
-        .collect();
-    assert_eq!(iids, vec![7]);
-    let list = get(
-        &fake,
-        "/projects/42/merge_requests?order_by=updated_at&sort=asc",
-    )
-    .json();
-    let iids: Vec<u64> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["iid"].as_u64().unwrap())
-        .collect();
-    assert_eq!(iids, vec![9, 7, 8]);
+    let iids = |path: &str| -> Vec<u64> {
+        let list = get(&fake, path).json();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["iid"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        iids("/projects/42/merge_requests?state=opened&updated_after=2024-04-15T00:00:00Z"),
+        vec![7]
+    );
+    assert_eq!(
+        iids("/projects/42/merge_requests?order_by=updated_at&sort=asc"),
+        vec![9, 7, 8]
+    );
     // Pipelines: created through the API become the head pipeline.
     let r = form(&fake, "POST", &mr_path("/pipelines"), &[]);
     assert_eq!(r.status, 201);
