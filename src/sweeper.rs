@@ -657,6 +657,7 @@ mod tests {
                 title: String::new(),
                 source_branch: String::new(),
                 author: String::new(),
+                author_id: None,
                 labels: Vec::new(),
             })
         }

@@ -85,7 +85,7 @@ fn note(id: u64, author_id: u64, resolvable: bool, resolved: bool, body: String)
         system: false,
         resolvable,
         resolved,
-        resolved_by: resolved.then_some(HUMAN),
+        resolved_by: resolved.then(|| assent::forge::memory::user_ref(HUMAN)),
         body,
         updated_at: Some("2026-01-01T00:00:00.000000Z".to_owned()),
     }

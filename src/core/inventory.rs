@@ -6,7 +6,7 @@
 //! is malformed is skipped with a warning naming its note id; it is never deleted.
 
 use crate::core::marker::{self, Marker, SummaryState};
-use crate::core::model::{ListedDiscussion, Occurrence, Slot};
+use crate::core::model::{ListedDiscussion, Occurrence, Slot, UserRef};
 
 /// A finding thread assent posted earlier.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +24,8 @@ pub struct ThreadArtifact {
     /// Resolved by the bot itself (outdated, superseded, a repaired duplicate, a comment):
     /// such a resolution is never a human's assent.
     pub resolved_by_bot: bool,
+    /// Who resolved the thread (its first note's `resolved_by`), when resolved and known.
+    pub resolved_by: Option<UserRef>,
     /// Bodies of the bot's own replies in the thread (not system notes), in order: a reply
     /// an earlier, interrupted run already posted is not posted again.
     pub bot_replies: Vec<String>,
@@ -87,7 +89,9 @@ impl Inventory {
                             slot,
                             occurrence,
                             resolved: note.resolved,
-                            resolved_by_bot: note.resolved && note.resolved_by == Some(bot_user_id),
+                            resolved_by_bot: note.resolved
+                                && note.resolved_by.as_ref().is_some_and(|u| u.id == bot_user_id),
+                            resolved_by: note.resolved.then(|| note.resolved_by.clone()).flatten(),
                             bot_replies: discussion.notes[1..]
                                 .iter()
                                 .filter(|n| n.author_id == bot_user_id && !n.system)

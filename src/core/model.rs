@@ -251,6 +251,15 @@ pub struct Pins {
     pub policy_digest: String,
 }
 
+/// A forge user as listings name them: the id decides, the username is for people.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct UserRef {
+    /// The forge's integer user id.
+    pub id: u64,
+    /// The username (without `@`), shown to people; never used to decide anything.
+    pub username: String,
+}
+
 /// One note as a forge listing returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedNote {
@@ -265,7 +274,7 @@ pub struct ListedNote {
     /// Whether it is resolved (false when not resolvable).
     pub resolved: bool,
     /// Who resolved it, when the forge says (GitLab's `resolved_by`).
-    pub resolved_by: Option<u64>,
+    pub resolved_by: Option<UserRef>,
     /// The Markdown body.
     pub body: String,
     /// Last update time as the forge reports it (ISO 8601), used only by `sweep`.
@@ -327,6 +336,9 @@ pub struct MergeRequestInfo {
     pub source_branch: String,
     /// The author's username.
     pub author: String,
+    /// The author's user id; `None` when the forge did not say (then no resolution can be
+    /// shown not to be the author's, so none counts as assent).
+    pub author_id: Option<u64>,
     /// The MR's labels.
     pub labels: Vec<String>,
 }

@@ -330,6 +330,7 @@ mod tests {
     fn thread(id: u64, rule: &str, n: u8, resolved: bool) -> ThreadArtifact {
         ThreadArtifact {
             resolved_by_bot: false,
+            resolved_by: None,
             forge_id: id,
             discussion_id: format!("{id:040x}"),
             slot: slot(rule),

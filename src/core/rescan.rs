@@ -138,6 +138,7 @@ mod tests {
     fn thread(id: u64, resolved: bool) -> ThreadArtifact {
         ThreadArtifact {
             resolved_by_bot: false,
+            resolved_by: None,
             forge_id: id,
             discussion_id: String::new(),
             slot: slot(),

@@ -30,6 +30,7 @@ pub(crate) fn thread(id: u64, rule: &str, resolved: bool) -> ThreadArtifact {
         occurrence: Occurrence::digest(rule.as_bytes()),
         resolved,
         resolved_by_bot: false,
+        resolved_by: None,
         bot_replies: Vec::new(),
     }
 }

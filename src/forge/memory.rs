@@ -10,11 +10,24 @@ use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
-use crate::core::model::{ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState};
+use crate::core::model::{
+    ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState, UserRef,
+};
 use crate::forge::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
 
 /// The user id human actions act as unless told otherwise.
 pub const HUMAN_USER_ID: u64 = 2;
+
+/// The user who opened the in-memory merge request: their resolutions never count as assent.
+pub const MR_AUTHOR_USER_ID: u64 = 3;
+
+/// How the in-memory forge names user `id`: GitLab-like usernames derived from the id.
+pub fn user_ref(id: u64) -> UserRef {
+    UserRef {
+        id,
+        username: format!("user{id}"),
+    }
+}
 
 /// The order in which listings return discussions.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -85,7 +98,8 @@ impl InMemoryForge {
                     web_url: None,
                     title: String::new(),
                     source_branch: String::new(),
-                    author: String::new(),
+                    author: user_ref(MR_AUTHOR_USER_ID).username,
+                    author_id: Some(MR_AUTHOR_USER_ID),
                     labels: Vec::new(),
                 },
                 discussions: Vec::new(),
@@ -311,7 +325,7 @@ impl State {
         let id = self.next_note_id(None);
         self.clock += 1;
         let resolved = self.discussions[d].notes[0].resolved;
-        let resolved_by = self.discussions[d].notes[0].resolved_by;
+        let resolved_by = self.discussions[d].notes[0].resolved_by.clone();
         self.discussions[d].notes.push(ListedNote {
             id,
             author_id,
@@ -332,7 +346,7 @@ impl State {
         }
         for note in &mut discussion.notes {
             note.resolved = resolved;
-            note.resolved_by = resolved.then_some(by);
+            note.resolved_by = resolved.then(|| user_ref(by));
         }
         Ok(())
     }

@@ -34,7 +34,9 @@ use super::transport::{
     DEFAULT_BODY_LIMIT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, PreparedRequest,
     ProxyConfig, RawResponse, Token, Transport, TransportSettings,
 };
-use crate::core::model::{ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState};
+use crate::core::model::{
+    ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState, UserRef,
+};
 use crate::forge::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
 
 /// Everything a [`GitLabForge`] needs. `Debug` never shows the token.
@@ -237,6 +239,8 @@ pub(crate) fn is_absent_content(error: &ForgeError) -> bool {
 #[derive(Deserialize)]
 struct ApiUser {
     id: u64,
+    #[serde(default)]
+    username: String,
 }
 
 #[derive(Deserialize)]
@@ -260,7 +264,10 @@ impl ApiNote {
             system: self.system.unwrap_or(false),
             resolvable,
             resolved: resolvable && self.resolved.unwrap_or(false),
-            resolved_by: self.resolved_by.map(|u| u.id),
+            resolved_by: self.resolved_by.map(|u| UserRef {
+                id: u.id,
+                username: u.username,
+            }),
             body: self.body.unwrap_or_default(),
             updated_at: self.updated_at,
         }
@@ -314,6 +321,7 @@ struct ApiMergeRequest {
 
 #[derive(Deserialize)]
 struct ApiAuthorName {
+    id: Option<u64>,
     username: String,
 }
 
@@ -403,6 +411,7 @@ impl Forge for GitLabForge {
             web_url: mr.web_url,
             title: mr.title,
             source_branch: mr.source_branch,
+            author_id: mr.author.as_ref().and_then(|a| a.id),
             author: mr.author.map(|a| a.username).unwrap_or_default(),
             labels: mr.labels,
         })

@@ -116,7 +116,16 @@ pub fn listed_discussions(
     project: u64,
     mr: u64,
 ) -> Vec<assent::core::model::ListedDiscussion> {
-    use assent::core::model::{ListedDiscussion, ListedNote};
+    use assent::core::model::{ListedDiscussion, ListedNote, UserRef};
+    let username = |id: u64| {
+        fake.with_state(|s| {
+            s.users
+                .iter()
+                .find(|u| u.id == id)
+                .map(|u| u.username.clone())
+        })
+        .unwrap_or_default()
+    };
     fake.discussions(project, mr)
         .into_iter()
         .map(|d| ListedDiscussion {
@@ -131,7 +140,10 @@ pub fn listed_discussions(
                     system: n.system,
                     resolvable: n.resolvable,
                     resolved: n.resolvable && n.resolved,
-                    resolved_by: n.resolved_by,
+                    resolved_by: n.resolved_by.map(|id| UserRef {
+                        id,
+                        username: username(id),
+                    }),
                     body: n.body,
                     updated_at: Some(n.updated_at),
                 })
