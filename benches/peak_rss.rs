@@ -10,6 +10,7 @@ mod common;
 
 use std::time::Instant;
 
+use assent::core::assent::AssentFacts;
 use assent::core::desired_state::{
     ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
 };
@@ -122,7 +123,7 @@ fn run_case(case: &str) {
             let desired = common::desired(1_000);
             let inventory = Inventory::from_listing(&listing, common::BOT);
             let plan = plan_reconciliation(&desired, &inventory, common::HEAD);
-            let statuses = finding_statuses(&desired, &inventory);
+            let statuses = finding_statuses(&desired, &inventory, &AssentFacts::default());
             format!("{} writes, {} statuses", plan.writes.len(), statuses.len())
         });
     }

@@ -7,6 +7,7 @@ mod common;
 use std::hint::black_box;
 use std::time::Duration;
 
+use assent::core::assent::AssentFacts;
 use assent::core::inventory::Inventory;
 use assent::core::planner::{Write, plan_reconciliation};
 use assent::core::rescan::{WriteRecord, verify_rescan};
@@ -75,7 +76,14 @@ fn benches(c: &mut Criterion) {
                 BenchmarkId::new("finding_statuses", &size),
                 &(&desired, &inventory),
                 |b, (desired, inventory)| {
-                    b.iter(|| finding_statuses(black_box(desired), black_box(inventory)).len())
+                    b.iter(|| {
+                        finding_statuses(
+                            black_box(desired),
+                            black_box(inventory),
+                            &AssentFacts::default(),
+                        )
+                        .len()
+                    })
                 },
             );
             let (rescan, record) = rescan_case(discussions, findings);

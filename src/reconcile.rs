@@ -9,6 +9,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::core::assent::{AssentFacts, roles_to_read};
 use crate::core::inventory::Inventory;
 use crate::core::marker::SummaryState;
 use crate::core::model::{DesiredState, MergeRequestState, Pins};
@@ -38,6 +39,9 @@ pub struct RunContext {
     pub web_url: Option<String>,
     /// Compute and report the plan, write nothing.
     pub dry_run: bool,
+    /// The MR author's user id, as read at the start of the run: their resolutions never
+    /// count as assent. `None` (unknown) means no resolution counts.
+    pub mr_author_id: Option<u64>,
 }
 
 /// Why a reconciliation did not complete. Every variant maps to exit code 3.
@@ -79,18 +83,25 @@ pub fn reconcile(
     };
     let bot = forge.bot_user_id()?;
     let mut warnings = BTreeSet::new();
+    let mut facts = AssentFacts {
+        bot_id: bot,
+        author_id: ctx.mr_author_id,
+        ..AssentFacts::default()
+    };
 
     let mut inventory = Inventory::from_listing(&forge.list_discussions()?, bot);
     warnings.extend(inventory.warnings.iter().cloned());
+    read_roles(forge, desired, &inventory, &mut facts)?;
     let first_plan = plan_reconciliation(desired, &inventory, head);
 
     let finish = |outcome,
+                  facts: &AssentFacts,
                   inventory: &Inventory,
                   plan: &Plan,
                   repairs: Vec<ReceiptRepair>,
                   warnings: &BTreeSet<String>,
                   verified| {
-        let statuses = finding_statuses(desired, inventory);
+        let statuses = finding_statuses(desired, inventory, facts);
         let decision = decide(&statuses);
         let findings = statuses
             .iter()
@@ -101,6 +112,7 @@ pub fn reconcile(
                 occurrence: s.finding.occurrence.clone(),
                 forge_id: s.forge_id,
                 resolved: s.resolved,
+                assented: s.assent.is_given(),
             })
             .collect();
         let actions = plan
@@ -149,21 +161,23 @@ pub fn reconcile(
             .collect()
     };
 
-    let verified_body = |inventory: &Inventory| {
+    let summary_body = |facts: &AssentFacts, inventory: &Inventory, state| {
         render::summary_body(
             summary_ctx,
             desired,
-            &finding_statuses(desired, inventory),
-            SummaryState::Verified,
+            &finding_statuses(desired, inventory, facts),
+            state,
         )
     };
-    let summary_current = |inventory: &Inventory| {
-        inventory.summaries.len() == 1 && inventory.summaries[0].body == verified_body(inventory)
+    let summary_current = |facts: &AssentFacts, inventory: &Inventory| {
+        inventory.summaries.len() == 1
+            && inventory.summaries[0].body == summary_body(facts, inventory, SummaryState::Verified)
     };
 
     if ctx.dry_run {
         let receipt = finish(
             Outcome::DryRun,
+            &facts,
             &inventory,
             &first_plan,
             repairs_of(&first_plan),
@@ -175,9 +189,10 @@ pub fn reconcile(
             plan: first_plan,
         });
     }
-    if first_plan.writes.is_empty() && summary_current(&inventory) {
+    if first_plan.writes.is_empty() && summary_current(&facts, &inventory) {
         let receipt = finish(
             Outcome::Published,
+            &facts,
             &inventory,
             &first_plan,
             vec![],
@@ -211,11 +226,13 @@ pub fn reconcile(
     let mut plan = first_plan.clone();
     for _round in 0..MAX_PLANNING_ROUNDS {
         all_repairs.extend(repairs_of(&plan));
-        match execute_round(forge, desired, &inventory, &plan, summary_ctx, &mut record) {
+        let summary = summary_body(&facts, &inventory, round_summary_state(&plan));
+        match execute_round(forge, &summary, &inventory, &plan, &mut record) {
             Ok(()) => {}
             Err(err) if err.is_ambiguous_write() => {
                 inventory = Inventory::from_listing(&forge.list_discussions()?, bot);
                 warnings.extend(inventory.warnings.iter().cloned());
+                read_roles(forge, desired, &inventory, &mut facts)?;
                 plan = plan_reconciliation(desired, &inventory, head);
                 continue;
             }
@@ -224,13 +241,36 @@ pub fn reconcile(
 
         let rescan = Inventory::from_listing(&forge.list_discussions()?, bot);
         warnings.extend(rescan.warnings.iter().cloned());
+        read_roles(forge, desired, &rescan, &mut facts)?;
         let mismatches = verify_rescan(desired, &rescan, &record);
         if !mismatches.is_empty() {
-            return Err(ReconcileError::RescanMismatch(mismatches));
+            return Err(unverify(
+                forge,
+                &rescan,
+                &summary_body(&facts, &rescan, SummaryState::Reconciling),
+                mismatches,
+            ));
         }
-        mark_verified(forge, bot, &rescan, &verified_body(&rescan))?;
+        // SPEC §10.6: a "verified" edit is always followed by a listing that still matches.
+        // When this round already wrote the verified body and the rescan kept it, that
+        // rescan is the listing; otherwise the edit below needs one of its own.
+        let verified = summary_body(&facts, &rescan, SummaryState::Verified);
+        if mark_verified(forge, bot, &rescan, &verified)? {
+            let confirm = Inventory::from_listing(&forge.list_discussions()?, bot);
+            warnings.extend(confirm.warnings.iter().cloned());
+            let mut mismatches = verify_rescan(desired, &confirm, &record);
+            if !confirm.summaries.iter().any(|s| s.body == verified) {
+                mismatches.push("the verified summary is not what the listing shows".to_owned());
+            }
+            if !mismatches.is_empty() {
+                read_roles(forge, desired, &confirm, &mut facts)?;
+                let reconciling = summary_body(&facts, &confirm, SummaryState::Reconciling);
+                return Err(unverify(forge, &confirm, &reconciling, mismatches));
+            }
+        }
         let receipt = finish(
             Outcome::Published,
+            &facts,
             &rescan,
             &first_plan,
             all_repairs,
@@ -245,21 +285,67 @@ pub fn reconcile(
     Err(ReconcileError::TooManyRounds(MAX_PLANNING_ROUNDS))
 }
 
-/// Edits the summary to its "verified" body. An ambiguous failure is settled by listing
-/// again: the edit is repeated only when the listing shows it did not take effect.
+/// Reads the project roles the assent rules need for resolvers in `inventory` (none unless
+/// a rule names `min_role`), into `facts`.
+fn read_roles(
+    forge: &dyn Forge,
+    desired: &DesiredState,
+    inventory: &Inventory,
+    facts: &mut AssentFacts,
+) -> Result<(), ForgeError> {
+    for user in roles_to_read(desired, inventory, facts) {
+        let role = forge.project_role(user)?;
+        facts.roles.insert(user, role);
+    }
+    Ok(())
+}
+
+/// The state the summary is written in before a round's thread writes: "reconciling" when
+/// there are any. With none, the summary is the only write and goes straight to "verified";
+/// the rescan that follows is the listing SPEC §10.6 asks for after a verified edit.
+fn round_summary_state(plan: &Plan) -> SummaryState {
+    if plan.writes.is_empty() {
+        SummaryState::Verified
+    } else {
+        SummaryState::Reconciling
+    }
+}
+
+/// A listing after a write does not match: the summary must not keep saying "verified"
+/// (SPEC §10.6), so it goes back to "reconciling" (when that edit fails too, the mismatch is
+/// still what is reported: the next run repairs both), and the run fails.
+fn unverify(
+    forge: &dyn Forge,
+    listed: &Inventory,
+    reconciling: &str,
+    mismatches: Vec<String>,
+) -> ReconcileError {
+    for summary in &listed.summaries {
+        if summary.state == SummaryState::Verified && summary.body != reconciling {
+            let _ = forge.edit_note(summary.note_id, reconciling);
+        }
+    }
+    ReconcileError::RescanMismatch(mismatches)
+}
+
+/// Edits the summary to its "verified" body; true when it wrote. An ambiguous failure is
+/// settled by listing again: the edit is repeated only when the listing shows it did not
+/// take effect.
 fn mark_verified(
     forge: &dyn Forge,
     bot: u64,
     rescan: &Inventory,
     body: &str,
-) -> Result<(), ReconcileError> {
+) -> Result<bool, ReconcileError> {
     let mut summary = rescan.summaries[0].clone();
+    let mut wrote = false;
     for _ in 0..MAX_PLANNING_ROUNDS {
         if summary.body == body {
-            return Ok(());
+            return Ok(wrote);
         }
+        wrote = true;
         match forge.edit_note(summary.note_id, body) {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(true),
             Err(err) if err.is_ambiguous_write() => {
                 let listed = Inventory::from_listing(&forge.list_discussions()?, bot);
                 match listed
@@ -282,36 +368,23 @@ fn mark_verified(
     Err(ReconcileError::TooManyRounds(MAX_PLANNING_ROUNDS))
 }
 
-/// Summary to "reconciling" (when there are thread writes), then every planned write, in
+/// The summary (already rendered in the round's state), then every planned write, in
 /// order. Stops at the first failure.
 fn execute_round(
     forge: &dyn Forge,
-    desired: &DesiredState,
+    body: &str,
     inventory: &Inventory,
     plan: &Plan,
-    summary_ctx: SummaryContext<'_>,
     record: &mut WriteRecord,
 ) -> Result<(), ForgeError> {
-    let state = if plan.writes.is_empty() {
-        // Only the summary differs: the listing just taken is the rescan.
-        SummaryState::Verified
-    } else {
-        SummaryState::Reconciling
-    };
-    let body = render::summary_body(
-        summary_ctx,
-        desired,
-        &finding_statuses(desired, inventory),
-        state,
-    );
     match inventory.canonical_summary() {
         Some(summary) => {
             if summary.body != body {
-                forge.edit_note(summary.note_id, &body)?;
+                forge.edit_note(summary.note_id, body)?;
             }
             record.summary_note_id = Some(summary.note_id);
         }
-        None => record.summary_note_id = Some(forge.create_note(&body)?),
+        None => record.summary_note_id = Some(forge.create_note(body)?),
     }
     for write in &plan.writes {
         match write {

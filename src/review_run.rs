@@ -71,6 +71,7 @@ pub fn run_review(
             pins,
             web_url: None,
             dry_run: request.dry_run,
+            mr_author_id: mr.author_id,
         };
         let used = forge.request_counts();
         // Refusals happen before any write, so only reads are counted.
@@ -136,6 +137,7 @@ pub fn run_review(
         },
         web_url: mr.web_url.clone(),
         dry_run: request.dry_run,
+        mr_author_id: mr.author_id,
     };
     let mut publication = reconcile(forge, &outcome.desired, &ctx)?;
     let used = forge.request_counts();

@@ -400,6 +400,7 @@ fn ctx() -> RunContext {
         pins: fixture_pins(HEAD),
         web_url: None,
         dry_run: false,
+        mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
     }
 }
 

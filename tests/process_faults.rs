@@ -12,10 +12,11 @@ use std::collections::BTreeSet;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, HoldApply, RouteKind};
+use assent::core::marker::SummaryState;
+use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, HoldApply, RouteKind, fixtures};
 use support::process::{
-    Scenario, assent_run, check_invariants, describe, desired_slots_b, normalized_state, receipt,
-    spawn_assent, wait_bounded,
+    HEAD_A, Scenario, assent_run, check_invariants, describe, desired_slots_b, inventory,
+    normalized_state, receipt, spawn_assent, wait_bounded,
 };
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -631,4 +632,98 @@ fn client_timeouts_on_reads_and_writes() {
     let out = assent_run(&fake, dir.path(), head, &[]);
     assert_eq!(out.status.code(), Some(0), "{case}\n{}", describe(&out));
     assert_eq!(fake.writes(), writes, "{case}: a further run wrote");
+}
+
+/// The canonical bot summary's state as the fake holds it.
+fn summary_state(fake: &FakeGitLab) -> SummaryState {
+    let inventory = inventory(fake);
+    assert_eq!(inventory.summaries.len(), 1, "one summary");
+    inventory.summaries[0].state
+}
+
+/// Holds the run's first summary edit (`PUT …/notes/:id`) after applying it; while it is
+/// held, a racing publisher's unresolved copy of a finding thread appears; then the run's
+/// listing after the "verified" edit must see it, set the summary back to "reconciling" and
+/// exit 3 (SPEC §10.6). One more run repairs and verifies.
+fn race_after_the_verified_edit(fake: &FakeGitLab, head: &str, case: &str) {
+    fake.inject(
+        FaultRule::new(FaultAction::Hold {
+            apply: HoldApply::After,
+            timeout_ms: None,
+        })
+        .method("PUT")
+        .path_contains("/notes/")
+        .nth(1),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_assent(fake, dir.path(), head);
+    assert!(
+        fake.wait_for_held(1, WAIT),
+        "{case}: summary edit never held"
+    );
+    assert_eq!(
+        summary_state(fake),
+        SummaryState::Verified,
+        "{case}: the held edit is the verified one"
+    );
+    let thread = fake
+        .discussions(fixtures::PROJECT_ID, fixtures::MR_IID)
+        .into_iter()
+        .find(|d| d.notes[0].body.contains("\"rule\":\"retention-shrink\""))
+        .expect("a retention thread");
+    fake.clone_discussion(fixtures::PROJECT_ID, fixtures::MR_IID, &thread.id);
+    fake.release_holds();
+    fake.clear_faults();
+    let status = wait_bounded(&mut child, WAIT);
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "{case}: the rescan mismatch fails the run"
+    );
+    assert_eq!(
+        summary_state(fake),
+        SummaryState::Reconciling,
+        "{case}: a failed run never leaves `verified` behind"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = assent_run(fake, dir.path(), head, &[]);
+    assert_eq!(out.status.code(), Some(0), "{case}: {}", describe(&out));
+    assert_eq!(summary_state(fake), SummaryState::Verified, "{case}");
+    assert_eq!(
+        receipt(dir.path())["repairs"].as_array().unwrap().len(),
+        1,
+        "{case}"
+    );
+}
+
+#[test]
+fn a_race_after_the_verified_edit_sets_the_summary_back_to_reconciling() {
+    // A first run: its last write is the "verified" edit after the thread writes.
+    let fake = Scenario::fresh().start();
+    race_after_the_verified_edit(&fake, HEAD_A, "first run");
+
+    // A summary-only rerun (a reviewer resolved a challenge): the summary goes straight to
+    // "verified", and the rescan after it is what must catch the race.
+    let fake = Scenario::fresh().start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = assent_run(&fake, dir.path(), HEAD_A, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let challenge = fake
+        .discussions(fixtures::PROJECT_ID, fixtures::MR_IID)
+        .into_iter()
+        .find(|d| {
+            d.notes[0]
+                .body
+                .contains("\"rule\":\"cleanup-policy-change\"")
+        })
+        .expect("a cleanup thread");
+    fake.resolve(
+        fixtures::PROJECT_ID,
+        fixtures::MR_IID,
+        &challenge.id,
+        fixtures::HUMAN_ID,
+        true,
+    );
+    fake.reset_log();
+    race_after_the_verified_edit(&fake, HEAD_A, "summary-only rerun");
 }

@@ -330,6 +330,152 @@ fn a_resolved_challenge_is_preserved_and_only_the_summary_is_edited() {
     r.assert_no_token();
 }
 
+// ---- 3b: who may assent (SPEC §10.1) --------------------------------------------------------
+
+#[test]
+fn the_authors_own_resolution_is_not_assent_and_the_summary_says_why() {
+    let w = World::new();
+    w.run(&[]).expect_code(0);
+    let thread = w.thread(RETENTION);
+    // GitLab lets the MR's author resolve the challenge on their own change.
+    w.fake
+        .resolve(project(), mr(), &thread.id, fixtures::AUTHOR_ID, true);
+
+    w.fake.reset_log();
+    let r = w.run(&["--fail-on", "review"]);
+    r.expect_code(1);
+    assert!(
+        r.stdout.starts_with("assent: REVIEW for !7"),
+        "{}",
+        r.stdout
+    );
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "REVIEW");
+    assert_eq!(receipt["findings"][0]["resolved"], true);
+    assert_eq!(receipt["findings"][0]["assented"], false);
+    assert_eq!(receipt["actions"][0]["action"], "preserve-resolution");
+    // Only the summary changes: the thread is never re-opened or replied to.
+    let writes = w.writes();
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert_eq!(writes[0].route, RouteKind::Note);
+    let after = w.thread(RETENTION);
+    assert!(after.resolved(), "never re-opened");
+    assert_eq!(after.notes.len(), 1, "no reply");
+    let summary = w.summary().body;
+    assert!(summary.contains("## assent · REVIEW"), "{summary}");
+    assert!(
+        summary.contains("**Resolved without assent.**"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("resolved by `bob`, which does not count as assent: the merge request's author cannot assent to their own change."),
+        "{summary}"
+    );
+
+    // A rerun with nothing new writes nothing and still fails the gate.
+    w.fake.reset_log();
+    w.run(&["--fail-on", "review"]).expect_code(1);
+    assert_eq!(w.writes().len(), 0, "{:#?}", w.writes());
+
+    // A reviewer re-opens and resolves it: that is assent.
+    w.fake
+        .resolve(project(), mr(), &thread.id, fixtures::AUTHOR_ID, false);
+    w.fake
+        .resolve(project(), mr(), &thread.id, fixtures::HUMAN_ID, true);
+    let r = w.run(&["--fail-on", "review"]);
+    r.expect_code(0);
+    assert_eq!(r.receipt()["findings"][0]["assented"], true);
+    assert!(!w.summary().body.contains("Resolved without assent"));
+}
+
+const GATE_POLICY: &str = r#"apiVersion: assent/v1
+kind: Policy
+assenters:
+  min_role: maintainer
+rules:
+  - id: retention-review
+    match:
+      files: ["topics/*.yaml"]
+      pointer: "/topics/*/retention_days"
+      kinds: [modify]
+    effect: challenge
+    message: "Retention changes need a maintainer's assent."
+"#;
+
+#[test]
+fn a_policy_can_require_a_minimum_role_to_assent() {
+    const CAROL: u64 = 400;
+    let w = World::new();
+    w.put_file(
+        fixtures::TARGET_SHA,
+        ".assent/policies/gate.yaml",
+        GATE_POLICY,
+    );
+    w.fake.with_state(|s| {
+        s.users.push(fake_gitlab::User::new(CAROL, "carol"));
+        s.tokens
+            .push(fake_gitlab::Token::new("glpat-carol", CAROL, &["api"]).access_level(40));
+    });
+    w.run(&[]).expect_code(0);
+    let shrink = w.thread(RETENTION);
+    let review = w.thread("retention-review");
+    // alice (a developer) resolves both: enough for the default rule, not for this one.
+    for t in [&shrink, &review] {
+        w.fake
+            .resolve(project(), mr(), &t.id, fixtures::HUMAN_ID, true);
+    }
+    w.fake.reset_log();
+    let r = w.run(&["--fail-on", "review"]);
+    r.expect_code(1);
+    let receipt = r.receipt();
+    let assented: Vec<(String, bool)> = receipt["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap().to_owned(),
+                f["assented"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        assented,
+        [
+            ("retention-review".to_owned(), false),
+            (RETENTION.to_owned(), true)
+        ]
+    );
+    let role_reads: Vec<String> = w
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.path.contains("/members/all/"))
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(
+        role_reads,
+        [format!(
+            "/api/v4/projects/group%2Fsub%2Fproj/members/all/{}",
+            fixtures::HUMAN_ID
+        )],
+        "one role read, for the resolver of the rule that needs it"
+    );
+    let summary = w.summary().body;
+    assert!(
+        summary.contains("resolved by `alice`, which does not count as assent: this rule's assent needs a maintainer or above; the resolver is a developer."),
+        "{summary}"
+    );
+
+    // carol, a maintainer, re-resolves it: the gate opens.
+    w.fake
+        .resolve(project(), mr(), &review.id, fixtures::HUMAN_ID, false);
+    w.fake.resolve(project(), mr(), &review.id, CAROL, true);
+    let r = w.run(&["--fail-on", "review"]);
+    r.expect_code(0);
+    assert_eq!(r.receipt()["decision"], "APPROVE");
+}
+
 // ---- 4: a push that changes the judged value ------------------------------------------------
 
 #[test]

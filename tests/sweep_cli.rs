@@ -504,6 +504,7 @@ fn run_context() -> RunContext {
         pins: fixture_pins(HEAD_SHA),
         web_url: None,
         dry_run: false,
+        mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
     }
 }
 

@@ -8,6 +8,7 @@
 
 use std::fmt::Write as _;
 
+use assent::core::assent::AssentFacts;
 use assent::core::inventory::Inventory;
 use assent::core::marker::SummaryState;
 use assent::core::model::{
@@ -123,7 +124,7 @@ pub fn listing(discussions: usize, findings: usize) -> Vec<ListedDiscussion> {
                 web_url: None,
             },
             &desired,
-            &finding_statuses(&desired, &Inventory::default()),
+            &finding_statuses(&desired, &Inventory::default(), &AssentFacts::default()),
             SummaryState::Verified,
         );
         let n = note(id(), BOT, false, false, body);
@@ -198,6 +199,7 @@ pub fn run_context() -> RunContext {
         pins: pins(),
         web_url: Some("https://gitlab.example.com/g/p/-/merge_requests/7".to_owned()),
         dry_run: false,
+        mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
     }
 }
 

@@ -226,8 +226,12 @@ pub fn compute_desired_state(inputs: ReviewInputs) -> DesiredOutcome {
     for (subject, reasons) in undecidable {
         findings.push(undecidable_finding(&subject, &reasons));
     }
+    let assenters = policies
+        .as_ref()
+        .map(PolicySet::assenters_by_rule)
+        .unwrap_or_default();
     DesiredOutcome {
-        desired: DesiredState::new(findings),
+        desired: DesiredState::new(findings).with_assenters(assenters),
         policy_digest,
         changes,
     }

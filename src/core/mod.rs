@@ -3,6 +3,7 @@
 //! Everything here is a function of its arguments, so the same inputs give byte-identical
 //! plans and receipts.
 
+pub mod assent;
 pub mod canonical_json;
 pub mod desired_state;
 pub mod inventory;

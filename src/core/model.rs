@@ -5,6 +5,7 @@
 //! content gives the same occurrence on every run and a change of content gives a new one.
 //! An *artifact* is what a forge listing shows of something assent posted earlier.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -171,6 +172,80 @@ impl fmt::Display for Occurrence {
     }
 }
 
+/// A GitLab project access level, ordered from least to most privileged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Access level 10.
+    Guest,
+    /// Access level 20.
+    Reporter,
+    /// Access level 30.
+    Developer,
+    /// Access level 40.
+    Maintainer,
+    /// Access level 50.
+    Owner,
+}
+
+impl Role {
+    /// Every role, least privileged first (for error messages and "did you mean").
+    pub const ALL: [Role; 5] = [
+        Role::Guest,
+        Role::Reporter,
+        Role::Developer,
+        Role::Maintainer,
+        Role::Owner,
+    ];
+
+    /// The lowercase name used in policies.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Guest => "guest",
+            Role::Reporter => "reporter",
+            Role::Developer => "developer",
+            Role::Maintainer => "maintainer",
+            Role::Owner => "owner",
+        }
+    }
+
+    /// Parses a policy's role name.
+    pub fn parse(name: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
+    /// The role of a GitLab `access_level`: the highest role whose level it reaches, `None`
+    /// below Guest (e.g. 0 "no access", 5 "minimal access").
+    pub fn from_access_level(level: u64) -> Option<Role> {
+        match level {
+            50.. => Some(Role::Owner),
+            40.. => Some(Role::Maintainer),
+            30.. => Some(Role::Developer),
+            20.. => Some(Role::Reporter),
+            10.. => Some(Role::Guest),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A policy's narrowing of who may assent (`assenters:` on a rule or a policy file). Someone
+/// other than the MR's author and the bot counts when they are listed in `users` **or** hold
+/// at least `min_role`; with neither given the narrowing would be empty, which loading
+/// refuses.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Assenters {
+    /// Usernames (without `@`), compared exactly.
+    pub users: Vec<String>,
+    /// The least project role that may assent.
+    pub min_role: Option<Role>,
+}
+
 /// One finding the current run wants to be visible on the merge request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
@@ -189,6 +264,9 @@ pub struct Finding {
 pub struct DesiredState {
     /// Findings, at most one per slot, sorted by slot.
     pub findings: Vec<Finding>,
+    /// Rule id → who may assent to its challenges, for rules (or policy files) that narrow
+    /// it; a rule absent here takes the default (anyone but the MR author and the bot).
+    pub assenters: BTreeMap<String, Assenters>,
 }
 
 impl DesiredState {
@@ -202,7 +280,21 @@ impl DesiredState {
                 .then(a.occurrence.cmp(&b.occurrence))
         });
         findings.dedup_by(|later, earlier| later.slot == earlier.slot);
-        DesiredState { findings }
+        DesiredState {
+            findings,
+            assenters: BTreeMap::new(),
+        }
+    }
+
+    /// The same state with the policies' narrowing of who may assent, by rule id.
+    pub fn with_assenters(mut self, assenters: BTreeMap<String, Assenters>) -> Self {
+        self.assenters = assenters;
+        self
+    }
+
+    /// Who may assent to challenges of `rule`, when its policy narrows it.
+    pub fn assenters_of(&self, rule: &str) -> Option<&Assenters> {
+        self.assenters.get(rule)
     }
 
     /// The finding desired for `slot`, if any.

@@ -109,6 +109,9 @@ pub struct ReceiptFinding {
     pub forge_id: Option<u64>,
     /// The thread's resolved bit after the run.
     pub resolved: bool,
+    /// True only when the resolution counts as assent (SPEC §10.1): a challenge resolved by
+    /// someone other than the MR's author and the bot, within the policy's narrowing.
+    pub assented: bool,
 }
 
 /// What the plan did to one finding slot.
@@ -316,6 +319,7 @@ mod tests {
             occurrence: occ(forge_id.unwrap_or(0) as u8),
             forge_id,
             resolved,
+            assented: resolved && effect == Effect::Challenge,
         }
     }
 
@@ -458,7 +462,7 @@ mod tests {
                 r#"{{"apiVersion":"assent/v1","kind":"PublicationReceipt","project":"group/configs","mr":7,"#,
                 r#""pins":{{"sourceSha":"s","targetSha":"t","baseSha":"b","policyDigest":"sha256:p"}},"#,
                 r#""outcome":"published","decision":"REVIEW","#,
-                r#""findings":[{{"rule":"r","subject":"f#/x","effect":"challenge","occurrence":"{occ}","forgeId":123,"resolved":false}}],"#,
+                r#""findings":[{{"rule":"r","subject":"f#/x","effect":"challenge","occurrence":"{occ}","forgeId":123,"resolved":false,"assented":false}}],"#,
                 r#""actions":[{{"rule":"r","subject":"f#/x","action":"create","forgeId":123}}],"#,
                 r#""repairs":[{{"repairedForgeId":130,"canonicalForgeId":123,"action":"resolve"}}],"#,
                 r#""warnings":["w"],"rescan":{{"verified":true}},"requests":{{"reads":6,"writes":3}}}}"#,
@@ -509,7 +513,7 @@ mod tests {
         assert!(json.contains(r#""outcome":"dry-run""#), "{json}");
         assert!(json.contains(r#""effect":"block","occurrence":"#), "{json}");
         assert!(
-            json.contains(r#""forgeId":null,"resolved":false}"#),
+            json.contains(r#""forgeId":null,"resolved":false,"assented":false}"#),
             "{json}"
         );
         assert!(

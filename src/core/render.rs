@@ -6,6 +6,7 @@
 //! with `/` (a GitLab quick action), and no body ends in whitespace, so a forge that trims
 //! stored bodies cannot make the byte comparison that decides an edit see a change.
 
+use crate::core::assent::Assent;
 use crate::core::canonical_json;
 use crate::core::marker::{self, Marker, SummaryState};
 use crate::core::model::{Decision, DesiredState, Effect, Finding, Occurrence, Pins};
@@ -19,7 +20,7 @@ pub fn finding_thread_body(finding: &Finding) -> String {
     };
     let advice = match finding.effect {
         Effect::Challenge => {
-            "_Resolve this thread to assent to this change. A later change to the judged value opens a fresh thread._"
+            "_A reviewer other than the merge request's author assents by resolving this thread; the author's own resolution does not count. A later change to the judged value opens a fresh thread._"
         }
         Effect::Block => {
             "_This blocks the merge request until the change is reverted or the policy on the target branch allows it._"
@@ -116,7 +117,7 @@ pub fn summary_body(
             let f = status.finding;
             text.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} |\n",
-                effect_icon(f.effect, status.resolved),
+                effect_icon(f.effect, status.assent.is_given()),
                 f.effect.as_str(),
                 table_cell(&code_span(&f.slot.rule)),
                 table_cell(&code_span(&f.slot.subject)),
@@ -125,6 +126,7 @@ pub fn summary_body(
             ));
         }
     }
+    push_unassented_resolutions(&mut text, ctx.web_url, statuses);
     let state_line = match state {
         SummaryState::Reconciling => format!(
             "Reconciling {}: assent is updating this merge request's threads; a later pipeline finishes the job if this one stops.",
@@ -154,7 +156,7 @@ fn headline(decision: Decision, statuses: &[FindingStatus<'_>]) -> String {
             )
         }
         Decision::Review => {
-            let n = count(&|s| s.finding.effect == Effect::Challenge && !s.resolved);
+            let n = count(&|s| s.finding.effect == Effect::Challenge && !s.assent.is_given());
             format!(
                 "⏳ **{n} challenge{} await{} assent.** Resolve a challenge's thread to assent to it.",
                 plural(n),
@@ -171,8 +173,41 @@ fn headline(decision: Decision, statuses: &[FindingStatus<'_>]) -> String {
     }
 }
 
-fn effect_icon(effect: Effect, resolved: bool) -> &'static str {
-    match (effect, resolved) {
+/// Lists every challenge resolved by someone whose resolution does not count (SPEC §10.1):
+/// who resolved it and why it does not count, so the author learns what to ask for instead
+/// of wondering why the gate still says `REVIEW`.
+fn push_unassented_resolutions(
+    text: &mut String,
+    web_url: Option<&str>,
+    statuses: &[FindingStatus<'_>],
+) {
+    let mut lines = statuses.iter().filter_map(|status| match &status.assent {
+        Assent::NotCounted { by, reason } => Some(format!(
+            "- {} {} on {}: resolved by {}, which does not count as assent: {}.",
+            thread_link(web_url, status.forge_id),
+            code_span(&status.finding.slot.rule),
+            code_span(&status.finding.slot.subject),
+            by.as_ref()
+                .map_or_else(|| "an unknown user".to_owned(), |u| code_span(&u.username)),
+            reason.explain(),
+        )),
+        _ => None,
+    });
+    let Some(first) = lines.next() else {
+        return;
+    };
+    text.push_str("\n**Resolved without assent.** These threads stay gating; someone who may assent re-opens and resolves them:\n\n");
+    text.push_str(&first);
+    text.push('\n');
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+}
+
+/// `assented` is the resolution that counts (for a challenge), not GitLab's resolved bit.
+fn effect_icon(effect: Effect, assented: bool) -> &'static str {
+    match (effect, assented) {
         (Effect::Block, _) => "⛔",
         (Effect::Challenge, false) => "⏳",
         (Effect::Challenge, true) => "✅",
@@ -282,6 +317,7 @@ mod tests {
             finding: &desired.findings[0],
             forge_id: Some(12),
             resolved: false,
+            assent: Assent::Open,
         }];
         let a = summary_body(ctx, &desired, &open, SummaryState::Verified);
         let b = summary_body(ctx, &desired, &open, SummaryState::Verified);
@@ -293,6 +329,12 @@ mod tests {
             finding: &desired.findings[0],
             forge_id: Some(12),
             resolved: true,
+            assent: Assent::Given {
+                by: crate::core::model::UserRef {
+                    id: 7,
+                    username: "reviewer".into(),
+                },
+            },
         }];
         let c = summary_body(ctx, &desired, &done, SummaryState::Verified);
         assert!(c.contains("## assent · APPROVE"));
@@ -323,5 +365,39 @@ mod tests {
         assert_eq!(code_span("a`b"), "``a`b``");
         assert_eq!(code_span("`x"), "`` `x ``");
         assert_eq!(code_span("plain"), "`plain`");
+    }
+
+    #[test]
+    fn summary_names_who_resolved_without_assent_and_why() {
+        use crate::core::assent::NotCounted;
+        use crate::core::model::UserRef;
+        let desired = DesiredState::new(vec![finding(Effect::Challenge, "Shrinks")]);
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+        };
+        let self_assented = [FindingStatus {
+            finding: &desired.findings[0],
+            forge_id: Some(12),
+            resolved: true,
+            assent: Assent::NotCounted {
+                by: Some(UserRef {
+                    id: 3,
+                    username: "mr-author".into(),
+                }),
+                reason: NotCounted::ByAuthor,
+            },
+        }];
+        let body = summary_body(ctx, &desired, &self_assented, SummaryState::Verified);
+        assert!(body.contains("## assent · REVIEW"), "{body}");
+        assert!(body.contains("1 challenge awaits assent"), "{body}");
+        assert!(body.contains("**Resolved without assent.**"), "{body}");
+        assert!(
+            body.contains("note 12 `retention-shrink` on `topics/a.yaml#/topics/x/retention_days`: resolved by `mr-author`, which does not count as assent: the merge request's author cannot assent to their own change."),
+            "{body}"
+        );
+        // The resolver is named in a code span, never as an @-mention.
+        assert!(!body.contains("@mr-author"), "{body}");
+        assert!(body.contains("| ⏳ | challenge |"), "{body}");
     }
 }

@@ -1,10 +1,12 @@
 //! The review state of the desired findings as a listing shows it, and the decision.
 //!
 //! For each desired finding: its canonical thread (lowest forge id of the current
-//! occurrence), whether that thread is resolved, and from those the gate's decision:
-//! `BLOCK` if any block finding fired, else `REVIEW` if any challenge's thread is unresolved
-//! (or not yet posted), else `APPROVE`.
+//! occurrence), whether that thread is resolved and whether the resolution counts as assent
+//! ([`crate::core::assent`]), and from those the gate's decision: `BLOCK` if any block
+//! finding fired, else `REVIEW` if any challenge lacks assent (thread open, not yet posted,
+//! or resolved by someone whose resolution does not count), else `APPROVE`.
 
+use crate::core::assent::{self, Assent, AssentFacts};
 use crate::core::inventory::{Inventory, ThreadArtifact};
 use crate::core::model::{Decision, DesiredState, Effect, Finding};
 
@@ -17,6 +19,9 @@ pub struct FindingStatus<'a> {
     pub forge_id: Option<u64>,
     /// Whether that thread is resolved (false when not posted).
     pub resolved: bool,
+    /// For a challenge: whether the resolution counts as assent. Comment and block findings
+    /// are [`Assent::Open`]: nobody assents to them.
+    pub assent: Assent,
 }
 
 /// Whether `thread` stands for `finding`: same slot, same occurrence, and not a thread the
@@ -36,10 +41,12 @@ pub fn is_retired(thread: &ThreadArtifact, finding: &Finding) -> bool {
     thread.resolved_by_bot && finding.effect != Effect::Comment
 }
 
-/// Pairs each desired finding with its canonical thread in `inventory`.
+/// Pairs each desired finding with its canonical thread in `inventory`, and judges each
+/// resolved challenge thread's resolution under `facts`.
 pub fn finding_statuses<'a>(
     desired: &'a DesiredState,
     inventory: &Inventory,
+    facts: &AssentFacts,
 ) -> Vec<FindingStatus<'a>> {
     let mut canonical: Vec<Option<&ThreadArtifact>> = vec![None; desired.findings.len()];
     for (i, thread) in current_threads(desired, inventory) {
@@ -54,6 +61,12 @@ pub fn finding_statuses<'a>(
             finding,
             forge_id: canonical.map(|t| t.forge_id),
             resolved: canonical.is_some_and(|t| t.resolved),
+            assent: match canonical {
+                Some(thread) if finding.effect == Effect::Challenge => {
+                    assent::judge(thread, desired.assenters_of(&finding.slot.rule), facts)
+                }
+                _ => Assent::Open,
+            },
         })
         .collect()
 }
@@ -83,7 +96,7 @@ pub fn decide(statuses: &[FindingStatus<'_>]) -> Decision {
         Decision::Block
     } else if statuses
         .iter()
-        .any(|s| s.finding.effect == Effect::Challenge && !s.resolved)
+        .any(|s| s.finding.effect == Effect::Challenge && !s.assent.is_given())
     {
         Decision::Review
     } else {
@@ -95,7 +108,8 @@ pub fn decide(statuses: &[FindingStatus<'_>]) -> Decision {
 mod tests {
     use super::*;
     use crate::core::model::Occurrence;
-    use crate::core::test_support::{finding, thread};
+    use crate::core::model::UserRef;
+    use crate::core::test_support::{AUTHOR, facts, finding, thread};
 
     #[test]
     fn decision_follows_effects_and_resolution() {
@@ -107,17 +121,20 @@ mod tests {
             threads: vec![thread(1, "c", false)],
             ..Inventory::default()
         };
-        assert_eq!(decide(&finding_statuses(&desired, &open)), Decision::Review);
+        assert_eq!(
+            decide(&finding_statuses(&desired, &open, &facts())),
+            Decision::Review
+        );
         let done = Inventory {
             threads: vec![thread(1, "c", true)],
             ..Inventory::default()
         };
         assert_eq!(
-            decide(&finding_statuses(&desired, &done)),
+            decide(&finding_statuses(&desired, &done, &facts())),
             Decision::Approve
         );
         assert_eq!(
-            decide(&finding_statuses(&desired, &Inventory::default())),
+            decide(&finding_statuses(&desired, &Inventory::default(), &facts())),
             Decision::Review
         );
         let blocked = DesiredState::new(vec![finding("b", Effect::Block)]);
@@ -126,7 +143,7 @@ mod tests {
             ..Inventory::default()
         };
         assert_eq!(
-            decide(&finding_statuses(&blocked, &resolved)),
+            decide(&finding_statuses(&blocked, &resolved, &facts())),
             Decision::Block
         );
         assert_eq!(decide(&[]), Decision::Approve);
@@ -139,7 +156,7 @@ mod tests {
             threads: vec![thread(3, "c", true), thread(7, "c", false)],
             ..Inventory::default()
         };
-        let statuses = finding_statuses(&desired, &inv);
+        let statuses = finding_statuses(&desired, &inv, &facts());
         assert_eq!(statuses[0].forge_id, Some(3));
         assert!(statuses[0].resolved);
     }
@@ -165,7 +182,7 @@ mod tests {
             ],
             ..Inventory::default()
         };
-        let got: Vec<(&str, Option<u64>, bool)> = finding_statuses(&desired, &inv)
+        let got: Vec<(&str, Option<u64>, bool)> = finding_statuses(&desired, &inv, &facts())
             .iter()
             .map(|s| (s.finding.slot.rule.as_str(), s.forge_id, s.resolved))
             .collect();
@@ -182,5 +199,37 @@ mod tests {
             .map(|(i, t)| (i, t.forge_id))
             .collect();
         assert_eq!(current, [(0, 3), (2, 4), (0, 5), (3, 6)]);
+    }
+
+    #[test]
+    fn a_challenge_resolved_by_its_author_keeps_gating() {
+        let desired = DesiredState::new(vec![finding("c", Effect::Challenge)]);
+        let mut self_assented = thread(1, "c", true);
+        self_assented.resolved_by = Some(UserRef {
+            id: AUTHOR,
+            username: "author".into(),
+        });
+        let inv = Inventory {
+            threads: vec![self_assented],
+            ..Inventory::default()
+        };
+        let statuses = finding_statuses(&desired, &inv, &facts());
+        assert!(statuses[0].resolved);
+        assert!(!statuses[0].assent.is_given());
+        assert_eq!(decide(&statuses), Decision::Review);
+    }
+
+    #[test]
+    fn comment_and_block_findings_carry_no_assent() {
+        let desired = DesiredState::new(vec![
+            finding("b", Effect::Block),
+            finding("m", Effect::Comment),
+        ]);
+        let inv = Inventory {
+            threads: vec![thread(1, "b", true), thread(2, "m", true)],
+            ..Inventory::default()
+        };
+        let statuses = finding_statuses(&desired, &inv, &facts());
+        assert!(statuses.iter().all(|s| s.assent == Assent::Open));
     }
 }

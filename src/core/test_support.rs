@@ -1,7 +1,17 @@
 //! Builders shared by the core's unit tests: a finding and its thread, keyed by rule alone.
 
+use std::collections::BTreeMap;
+
+use crate::core::assent::AssentFacts;
 use crate::core::inventory::ThreadArtifact;
-use crate::core::model::{Effect, Finding, Occurrence, Slot};
+use crate::core::model::{Effect, Finding, Occurrence, Slot, UserRef};
+
+/// The bot's user id in core tests.
+pub(crate) const BOT: u64 = 1;
+/// The MR author's user id in core tests.
+pub(crate) const AUTHOR: u64 = 3;
+/// A reviewer (neither bot nor author): the default resolver of [`thread`].
+pub(crate) const REVIEWER: u64 = 7;
 
 /// Rule `rule` on subject `"s"`.
 fn slot(rule: &str) -> Slot {
@@ -30,7 +40,19 @@ pub(crate) fn thread(id: u64, rule: &str, resolved: bool) -> ThreadArtifact {
         occurrence: Occurrence::digest(rule.as_bytes()),
         resolved,
         resolved_by_bot: false,
-        resolved_by: None,
+        resolved_by: resolved.then(|| UserRef {
+            id: REVIEWER,
+            username: "reviewer".into(),
+        }),
         bot_replies: Vec::new(),
+    }
+}
+
+/// The people of core tests: bot [`BOT`], author [`AUTHOR`], no roles read.
+pub(crate) fn facts() -> AssentFacts {
+    AssentFacts {
+        bot_id: BOT,
+        author_id: Some(AUTHOR),
+        roles: BTreeMap::new(),
     }
 }

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::core::model::{ListedDiscussion, MergeRequestInfo};
+use crate::core::model::{ListedDiscussion, MergeRequestInfo, Role};
 use crate::forge::{CreatedThread, Forge, ForgeError, RequestCounts};
 
 /// Faults to inject into one run.
@@ -112,6 +112,11 @@ impl Forge for FaultyForge<'_> {
 
     fn edit_note(&self, note_id: u64, body: &str) -> Result<(), ForgeError> {
         self.write("edit note", || self.inner.edit_note(note_id, body))
+    }
+
+    fn project_role(&self, user_id: u64) -> Result<Option<Role>, ForgeError> {
+        self.check_alive()?;
+        self.inner.project_role(user_id)
     }
 
     fn request_counts(&self) -> RequestCounts {

@@ -6,12 +6,13 @@
 //! read) and can be served in any order. Human actions (post, reply, resolve, clone a bot
 //! thread, corrupt a marker) let tests and fixtures play the other people on the MR.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
 use crate::core::model::{
-    ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState, UserRef,
+    ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState, Role, UserRef,
 };
 use crate::forge::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
 
@@ -61,6 +62,7 @@ struct State {
     files: Vec<((String, String), Vec<u8>)>,
     changed: Vec<ChangedFile>,
     clock: u64,
+    roles: BTreeMap<u64, Role>,
 }
 
 /// A stateful in-memory merge request. All methods take `&self`; state sits behind a mutex.
@@ -111,6 +113,7 @@ impl InMemoryForge {
                 files: Vec::new(),
                 changed: Vec::new(),
                 clock: 0,
+                roles: BTreeMap::new(),
             }),
         }
     }
@@ -214,6 +217,11 @@ impl InMemoryForge {
     /// [`HUMAN_USER_ID`]) clicking the button.
     pub fn set_resolved(&self, note_id: u64, resolved: bool) -> Result<(), HumanActionError> {
         self.set_resolved_by(note_id, resolved, HUMAN_USER_ID)
+    }
+
+    /// Gives user `user_id` the project role `role` (everyone else is not a member).
+    pub fn set_role(&self, user_id: u64, role: Role) {
+        self.lock().roles.insert(user_id, role);
     }
 
     /// Resolves or re-opens the thread containing `note_id` as user `by`.
@@ -487,6 +495,12 @@ impl Forge for InMemoryForge {
         }
         state.replace_body(d, n, body);
         Ok(())
+    }
+
+    fn project_role(&self, user_id: u64) -> Result<Option<Role>, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        Ok(state.roles.get(&user_id).copied())
     }
 
     fn request_counts(&self) -> RequestCounts {

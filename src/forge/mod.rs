@@ -7,7 +7,7 @@
 pub mod faults;
 pub mod memory;
 
-use crate::core::model::{ListedDiscussion, MergeRequestInfo};
+use crate::core::model::{ListedDiscussion, MergeRequestInfo, Role};
 
 /// Why a forge request failed. Texts never contain the token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -113,6 +113,10 @@ pub trait Forge: Send + Sync {
     fn create_note(&self, body: &str) -> Result<u64, ForgeError>;
     /// Replaces a note's body.
     fn edit_note(&self, note_id: u64, body: &str) -> Result<(), ForgeError>;
+    /// The project role of `user_id` (`GET /projects/:id/members/all/:user_id`, inherited
+    /// membership included); `None` when the user is not a member. Read only for rules
+    /// that narrow who may assent by role.
+    fn project_role(&self, user_id: u64) -> Result<Option<Role>, ForgeError>;
     /// Requests made so far.
     fn request_counts(&self) -> RequestCounts;
 }

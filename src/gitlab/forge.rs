@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use gitlab::api::Endpoint;
 use gitlab::api::common::NameOrId;
+use gitlab::api::projects::members::AllProjectMember;
 use gitlab::api::projects::merge_requests::discussions::{
     CreateMergeRequestDiscussion, MergeRequestDiscussions,
 };
@@ -35,7 +36,7 @@ use super::transport::{
     ProxyConfig, RawResponse, Token, Transport, TransportSettings,
 };
 use crate::core::model::{
-    ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState, UserRef,
+    ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState, Role, UserRef,
 };
 use crate::forge::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
 
@@ -244,6 +245,11 @@ struct ApiUser {
 }
 
 #[derive(Deserialize)]
+struct ApiMember {
+    access_level: u64,
+}
+
+#[derive(Deserialize)]
 struct ApiNote {
     id: u64,
     body: Option<String>,
@@ -371,6 +377,24 @@ impl Forge for GitLabForge {
             .map_err(|e| build_error("user", e))?;
         let user: ApiUser = self.get(&endpoint)?;
         Ok(*self.bot_user.get_or_init(|| user.id))
+    }
+
+    fn project_role(&self, user_id: u64) -> Result<Option<Role>, ForgeError> {
+        let endpoint = AllProjectMember::builder()
+            .project(self.project())
+            .user(user_id)
+            .build()
+            .map_err(|e| build_error("project member", e))?;
+        let request = self.prepare(&endpoint)?;
+        match self.requester.read(&request) {
+            Ok(response) => {
+                let member: ApiMember = self.decode_read(&request, &response)?;
+                Ok(Role::from_access_level(member.access_level))
+            }
+            // The project was just read, so a 404 here is "not a member".
+            Err(ForgeError::Status { status: 404, .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 
     fn merge_request(&self) -> Result<MergeRequestInfo, ForgeError> {

@@ -227,11 +227,12 @@ pub fn expected_first_run(scenario: &Scenario) -> Expected {
     let d = scenario.discussions;
     let after = d + scenario.findings + 1;
     Expected {
-        // + the head re-check before the first write + the rescan listing.
-        reads: fixed_reads(scenario, d) + 1 + pages(after),
+        // + the head re-check before the first write + the rescan listing + the listing
+        // that confirms the "verified" edit (SPEC §10.6).
+        reads: fixed_reads(scenario, d) + 1 + 2 * pages(after),
         // summary "reconciling" + one thread per finding + summary "verified".
         writes: scenario.findings as u64 + 2,
-        discussion_pages: pages(d) + pages(after),
+        discussion_pages: pages(d) + 2 * pages(after),
     }
 }
 

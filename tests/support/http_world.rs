@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use assent::core::model::ListedDiscussion;
 use assent::fixture::FixtureWorld;
 use assent::forge::Forge;
-use assent::forge::memory::ListingOrder;
+use assent::forge::memory::{ListingOrder, MR_AUTHOR_USER_ID};
 use assent::gitlab::GitLabForge;
 use fake_gitlab::{
     DiscussionOrder, FakeGitLab, MergeRequest, Project, State, Token as FakeToken, User,
@@ -53,14 +53,17 @@ impl FakeGitLabWorld {
         let state = State {
             note_id_start: 1,
             fixed_time: Some("2026-01-01T00:00:00.000Z".into()),
-            users: vec![User::new(bot_user_id, "assent-bot").bot(true)],
+            users: vec![
+                User::new(bot_user_id, "assent-bot").bot(true),
+                User::new(MR_AUTHOR_USER_ID, &format!("user{MR_AUTHOR_USER_ID}")),
+            ],
             tokens: vec![FakeToken::new(BOT_TOKEN, bot_user_id, &["api"])],
             projects: vec![
                 Project::new(PROJECT_ID, PROJECT_PATH)
                     .branch("main", "2222222222222222222222222222222222222222")
                     .branch("feature", head)
                     .merge_request(
-                        MergeRequest::new(MR_IID, bot_user_id, head, BASE_SHA)
+                        MergeRequest::new(MR_IID, MR_AUTHOR_USER_ID, head, BASE_SHA)
                             .branches("feature", "main"),
                     ),
             ],
@@ -196,12 +199,11 @@ impl FixtureWorld for FakeGitLabWorld {
             .map_err(|e| format!("reply to note {note_id}: {e}"))
     }
 
-    fn set_resolved(&self, note_id: u64, resolved: bool) -> Result<(), String> {
+    fn set_resolved(&self, note_id: u64, resolved: bool, by: u64) -> Result<(), String> {
         let discussion = self.discussion_of(note_id)?;
-        // The click of a person on the MR (user 2), not of the bot.
-        self.ensure_user(2);
+        self.ensure_user(by);
         self.fake
-            .with_state(|s| s.set_resolved(PROJECT_ID, MR_IID, &discussion.id, 2, resolved))
+            .with_state(|s| s.set_resolved(PROJECT_ID, MR_IID, &discussion.id, by, resolved))
             .map_err(|e| format!("resolve note {note_id}: {e}"))
     }
 

@@ -37,8 +37,23 @@ pub struct RawDocument {
     /// File glob → (list pointer pattern → identity field), in document order.
     #[serde(default)]
     pub identities: OrderedMap<OrderedMap<String>>,
+    /// Who may assent to the challenges of this file's rules (rules may override).
+    #[serde(default)]
+    pub assenters: Option<RawAssenters>,
     /// Must be non-empty.
     pub rules: Vec<RawRule>,
+}
+
+/// `assenters:` as written, on a policy file or a rule.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAssenters {
+    /// Usernames who may assent whatever their role.
+    #[serde(default)]
+    pub users: Vec<String>,
+    /// The least project role that may assent (`developer`, `maintainer`, `owner`, …).
+    #[serde(default)]
+    pub min_role: Option<String>,
 }
 
 /// One rule as written.
@@ -58,6 +73,9 @@ pub struct RawRule {
     /// Optional message template.
     #[serde(default)]
     pub message: Option<String>,
+    /// Who may assent to this rule's challenges; replaces the file's `assenters`.
+    #[serde(default)]
+    pub assenters: Option<RawAssenters>,
 }
 
 /// A rule's `match` as written.

@@ -37,16 +37,16 @@ pub mod document;
 pub mod pattern;
 pub mod template;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use crate::core::model::{Change, ChangeKind, Effect, Finding, Occurrence, Slot};
+use crate::core::model::{Assenters, Change, ChangeKind, Effect, Finding, Occurrence, Role, Slot};
 
 use cel_eval::{Bindings, Predicate};
-use document::{LineMap, RawDocument};
+use document::{LineMap, RawAssenters, RawDocument};
 use pattern::{FileGlob, PointerPattern};
 use template::{Template, TemplateValues};
 
@@ -110,6 +110,8 @@ struct Rule {
     when: Option<Predicate>,
     effect: Effect,
     message: Template,
+    /// The rule's own `assenters`, else its file's; `None`: the default.
+    assenters: Option<Assenters>,
 }
 
 impl Rule {
@@ -310,6 +312,15 @@ impl PolicySet {
             .any(|r| r.files.iter().any(|g| g.is_match(path)))
     }
 
+    /// Rule id → who may assent to its challenges, for every rule that narrows it (its
+    /// own `assenters:` or its policy file's).
+    pub fn assenters_by_rule(&self) -> BTreeMap<String, Assenters> {
+        self.rules
+            .iter()
+            .filter_map(|r| Some((r.id.clone(), r.assenters.clone()?)))
+            .collect()
+    }
+
     /// Rule ids in load order.
     pub fn rule_ids(&self) -> Vec<&str> {
         self.rules.iter().map(|r| r.id.as_str()).collect()
@@ -456,6 +467,10 @@ impl Loader {
                 }
             }
         }
+        let file_assenters = doc
+            .assenters
+            .as_ref()
+            .and_then(|raw| self.check_assenters(path, lines.top("assenters"), "", raw));
         if doc.rules.is_empty() {
             self.problem(
                 path,
@@ -583,6 +598,13 @@ impl Loader {
                     None
                 }
             };
+            let assenters = match &raw.assenters {
+                None => file_assenters.clone(),
+                Some(own) => {
+                    let context = format!("rule `{}`: ", raw.id);
+                    self.check_assenters(path, at("assenters"), &context, own)
+                }
+            };
             if self.problems.len() != before {
                 continue;
             }
@@ -595,9 +617,69 @@ impl Loader {
                     when,
                     effect,
                     message,
+                    assenters,
                 });
             }
         }
+    }
+
+    /// Validates an `assenters:` block; `None` (with problems recorded) when it is unusable.
+    fn check_assenters(
+        &mut self,
+        path: &str,
+        line: Option<usize>,
+        context: &str,
+        raw: &RawAssenters,
+    ) -> Option<Assenters> {
+        let before = self.problems.len();
+        if raw.users.is_empty() && raw.min_role.is_none() {
+            self.problem(
+                path,
+                line,
+                format!("{context}assenters must name `users` or a `min_role` (omit it to let anyone but the MR author assent)"),
+            );
+        }
+        for user in &raw.users {
+            let valid = !user.is_empty()
+                && user
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+            if let Some(bare) = user.strip_prefix('@') {
+                self.problem(
+                    path,
+                    line,
+                    format!("{context}assenters.users: write `{bare}` without the `@`"),
+                );
+            } else if !valid {
+                self.problem(
+                    path,
+                    line,
+                    format!("{context}assenters.users: `{user}` is not a GitLab username"),
+                );
+            }
+        }
+        let min_role = match raw.min_role.as_deref() {
+            None => None,
+            Some(name) => match Role::parse(name) {
+                Some(role) => Some(role),
+                None => {
+                    let names: Vec<&str> = Role::ALL.iter().map(|r| r.as_str()).collect();
+                    self.problem(
+                        path,
+                        line,
+                        format!(
+                            "{context}assenters.min_role: unknown role `{name}` (expected one of {})",
+                            names.join(", ")
+                        ),
+                    );
+                    None
+                }
+            },
+        };
+        (self.problems.len() == before).then(|| Assenters {
+            users: raw.users.clone(),
+            min_role,
+        })
     }
 }
 

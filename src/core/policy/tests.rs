@@ -826,3 +826,73 @@ fn a_rule_with_several_globs_matches_any_of_them() {
         vec!["a/1.yaml#/x", "b/1.json#/x", "b/c/d/1.json#/x"]
     );
 }
+
+#[test]
+fn assenters_on_a_file_apply_to_its_rules_and_a_rule_overrides_them() {
+    let set = load(
+        r#"apiVersion: assent/v1
+kind: Policy
+assenters:
+  min_role: maintainer
+rules:
+  - id: inherits
+    match: { files: ["*.yaml"] }
+    effect: challenge
+  - id: own
+    match: { files: ["*.yaml"] }
+    effect: challenge
+    assenters:
+      users: [dba-oncall, alice.b]
+"#,
+    );
+    let by_rule = set.assenters_by_rule();
+    assert_eq!(
+        by_rule.get("inherits"),
+        Some(&Assenters {
+            users: vec![],
+            min_role: Some(Role::Maintainer)
+        })
+    );
+    assert_eq!(
+        by_rule.get("own"),
+        Some(&Assenters {
+            users: vec!["dba-oncall".into(), "alice.b".into()],
+            min_role: None
+        })
+    );
+    // Without `assenters` anywhere, no rule narrows who may assent.
+    assert!(load(SPEC_EXAMPLE).assenters_by_rule().is_empty());
+}
+
+#[test]
+fn assenter_problems_name_their_lines() {
+    let got = problems(
+        r#"apiVersion: assent/v1
+kind: Policy
+assenters: {}
+rules:
+  - id: r
+    match: { files: ["*.yaml"] }
+    effect: challenge
+    assenters:
+      users: ["@alice", "bob smith"]
+      min_role: Maintainer
+"#,
+    );
+    assert_eq!(
+        got,
+        [
+            "p.yaml:3: assenters must name `users` or a `min_role` (omit it to let anyone but the MR author assent)",
+            "p.yaml:8: rule `r`: assenters.min_role: unknown role `Maintainer` (expected one of guest, reporter, developer, maintainer, owner)",
+            "p.yaml:8: rule `r`: assenters.users: `bob smith` is not a GitLab username",
+            "p.yaml:8: rule `r`: assenters.users: write `alice` without the `@`",
+        ]
+    );
+    let unknown = problems(&one_rule(
+        "id: r\n    match: { files: [\"*.yaml\"] }\n    effect: challenge\n    assenters: { groups: [x] }",
+    ));
+    assert!(
+        unknown.iter().any(|p| p.contains("unknown field `groups`")),
+        "{unknown:?}"
+    );
+}

@@ -9,13 +9,17 @@ pub const BOT_ID: u64 = 100;
 pub const BOT_TOKEN: &str = "glpat-bot-token";
 /// Same bot user, `read_api` scope only.
 pub const READ_TOKEN: &str = "glpat-read-token";
+/// A reviewer: resolutions by this user count as assent.
 pub const HUMAN_ID: u64 = 200;
 pub const HUMAN_TOKEN: &str = "glpat-alice-token";
+/// The MR's author: GitLab lets them resolve threads; assent does not count it.
+pub const AUTHOR_ID: u64 = 300;
 pub const BASE_SHA: &str = "1111111111111111111111111111111111111111";
 pub const HEAD_SHA: &str = "2222222222222222222222222222222222222222";
 pub const TARGET_SHA: &str = "3333333333333333333333333333333333333333";
 
-/// Users `assent-bot` (id 100, bot) and `alice` (id 200, MR author); project 42
+/// Users `assent-bot` (id 100, bot), `alice` (id 200, a reviewer) and `bob` (id 300, the
+/// MR's author); project 42
 /// `group/sub/proj` with `main` at [`TARGET_SHA`] and `feature` at [`HEAD_SHA`]; open MR !7
 /// from `feature` into `main` with diff base [`BASE_SHA`] and one modified file
 /// `topics/orders.yaml`. Note ids start at 1000.
@@ -28,6 +32,7 @@ pub fn basic() -> State {
         users: vec![
             User::new(BOT_ID, "assent-bot").bot(true),
             User::new(HUMAN_ID, "alice"),
+            User::new(AUTHOR_ID, "bob"),
         ],
         tokens: vec![
             Token::new(BOT_TOKEN, BOT_ID, &["api"]),
@@ -42,7 +47,7 @@ pub fn basic() -> State {
                 .file(TARGET_SHA, "topics/orders.yaml", topics_old)
                 .file(HEAD_SHA, "topics/orders.yaml", topics_new)
                 .merge_request(
-                    MergeRequest::new(MR_IID, HUMAN_ID, HEAD_SHA, BASE_SHA)
+                    MergeRequest::new(MR_IID, AUTHOR_ID, HEAD_SHA, BASE_SHA)
                         .branches("feature", "main")
                         .diff(DiffFile::modified("topics/orders.yaml")),
                 ),
