@@ -5,6 +5,7 @@
 
 pub mod canonical_json;
 pub mod desired_state;
+pub mod inert;
 pub mod inventory;
 pub mod marker;
 pub mod model;
