@@ -394,12 +394,12 @@ pub struct HostileChange {
 }
 
 /// A policy message using every placeholder, in plain text, emphasis, link text, the
-/// template's own code spans, after an unmatched backtick run, next to each other and after a
-/// backslash. (Its link is past the
+/// template's own code spans, after an unmatched backtick run, next to each other, after a
+/// backslash and between dollars (GitLab's inline math). (Its link is past the
 /// first line: the summary's cut may cut trusted markup, and a cut link reads as a bare URL.)
 const HOSTILE_TEMPLATE: &str = "Retention of {{ entry }} in **{{ file }}** moves from {{ old }} `` to `{{ new }} days`; \
     \\{{ kind }} \\{{ entry }} {{file}}{{pointer}} `{{ old }}`\n\n\
-    See [{{ pointer }}](https://docs.example/retention). {{ rule }}: {{ new }}\n/close {{ entry }}";
+    See [{{ pointer }}](https://docs.example/retention). {{ rule }}: {{ new }}, ${{ old }}$\n/close {{ entry }}";
 
 /// The same template inside a GFM table, so pipes in values must not split its rows.
 const HOSTILE_TABLE_TEMPLATE: &str =

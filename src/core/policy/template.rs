@@ -20,8 +20,9 @@
 //!   so it can never pair with a placeholder's fence;
 //! * a code span of the template that contains placeholders (`` `{{ old }} days` ``) renders as
 //!   one inert span of its text with the values in it, fenced for the values' backticks;
-//! * a placeholder never touches a backtick (a space goes between) and never follows a lone
-//!   backslash (which would escape its fence; a second backslash shows the same);
+//! * a placeholder never touches a backtick (a space goes between), never follows a `$`
+//!   (`` $`…`$ `` is GitLab's inline math) and never follows a lone backslash (which would
+//!   escape its fence; a second backslash shows the same);
 //! * when the template holds a GFM table (a delimiter row such as `| --- |`), every `|` in a
 //!   placeholder's span is written `\|`, because GFM splits a row at a `|` even inside a
 //!   code span;
@@ -223,7 +224,8 @@ impl Template {
 
     /// Appends `shown` as a code span that nothing around it can open or extend.
     fn push_span(&self, out: &mut String, shown: &str) {
-        if out.ends_with('`') {
+        // A backtick would merge with the fence; `$` before a span is GitLab's inline math.
+        if out.ends_with(['`', '$']) {
             out.push(' ');
         }
         let backslashes = out.chars().rev().take_while(|&c| c == '\\').count();
@@ -690,6 +692,7 @@ mod tests {
         let t = |src: &str| Template::parse(src).unwrap().render(&v);
         assert_eq!(t("{{file}}{{pointer}}"), "`f` `/p`");
         assert_eq!(t("`a`{{file}}`b`"), "`a` `f` `b`");
+        assert_eq!(t("${{file}}$"), "$ `f`$", "no GitLab inline math");
         assert_eq!(t("\\{{file}}"), "\\\\`f`");
         assert_eq!(t("\\\\{{file}}"), "\\\\`f`");
     }
