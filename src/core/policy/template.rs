@@ -280,13 +280,17 @@ fn markdown_parts(tokens: &[Token]) -> Result<Vec<Part>, TemplateError> {
     let mut i = 0;
     while i < tokens.len() {
         match tokens[i] {
-            Token::Char('\\') if matches!(tokens.get(i + 1), Some(Token::Char(c)) if c.is_ascii_punctuation()) =>
-            {
-                if let Some(Token::Char(c)) = tokens.get(i + 1) {
-                    text.push('\\');
+            Token::Char('\\') => {
+                text.push('\\');
+                i += 1;
+                // The ASCII punctuation after a backslash is escaped: a backtick there opens
+                // no code span.
+                if let Some(Token::Char(c)) = tokens.get(i)
+                    && c.is_ascii_punctuation()
+                {
                     text.push(*c);
+                    i += 1;
                 }
-                i += 2;
             }
             Token::Char('`') => {
                 let open_end = run_end(tokens, i);
@@ -693,6 +697,11 @@ mod tests {
         assert_eq!(t("{{file}}{{pointer}}"), "`f` `/p`");
         assert_eq!(t("`a`{{file}}`b`"), "`a` `f` `b`");
         assert_eq!(t("${{file}}$"), "$ `f`$", "no GitLab inline math");
+        assert_eq!(
+            t("\\`{{file}}"),
+            "\\` `f`",
+            "an escaped backtick opens nothing"
+        );
         assert_eq!(t("\\{{file}}"), "\\\\`f`");
         assert_eq!(t("\\\\{{file}}"), "\\\\`f`");
     }
