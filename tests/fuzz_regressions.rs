@@ -6,7 +6,9 @@
 //! * on every input kept under `tests/fuzz/regressions/<target>/` (crashes, hangs and
 //!   interesting finds of past fuzzing runs, kept so that they never come back), and
 //! * under proptest, with generators biased towards each target's grammar, so the targets'
-//!   code paths are exercised by `cargo test` even where `cargo fuzz` cannot run.
+//!   code paths are exercised by `cargo test` even where `cargo fuzz` cannot run. The `inert`
+//!   target's checks also run on their own: the helper on hostile strings, and whole finding
+//!   and summary bodies built from hostile values, read by a CommonMark/GFM parser.
 
 #[path = "fuzz/checks.rs"]
 mod checks;
@@ -59,6 +61,16 @@ fn kept_semantic_diff_inputs() {
     for (name, bytes) in regressions("semantic_diff") {
         eprintln!("{name}");
         checks::semantic_diff(&bytes);
+    }
+}
+
+#[test]
+fn kept_inert_inputs() {
+    for (name, bytes) in regressions("inert") {
+        eprintln!("{name}");
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            checks::inert_input(text);
+        }
     }
 }
 
@@ -127,8 +139,121 @@ const DOC_WORDS: &[&str] = &[
     "\n", "  ", "- ", "a: ", "&x ", "*x", "!!str ", "---\n", "=", "[[t]]\n", "\0",
 ];
 
+/// What Markdown, GitLab references and quick actions are made of, and the characters that
+/// break lines or hide.
+const INERT_WORDS: &[&str] = &[
+    "`",
+    "``",
+    "```",
+    "|",
+    "\\|",
+    "\\",
+    "<",
+    ">",
+    "<img src=x>",
+    "<details>",
+    "<!--",
+    "-->",
+    "@",
+    "@all",
+    "@here",
+    "[",
+    "]",
+    "(",
+    ")",
+    "[x](http://e.example)",
+    "!",
+    "![i](http://e.example/i.png)",
+    "/",
+    "/close",
+    "/merge",
+    "\n",
+    "\r",
+    "\r\n",
+    "\0",
+    "\t",
+    "\u{85}",
+    "\u{2028}",
+    "\u{2029}",
+    "\u{202e}",
+    "\u{200b}",
+    "\u{feff}",
+    " ",
+    "  ",
+    "*",
+    "_",
+    "~~",
+    "$",
+    "$`",
+    "#1",
+    "!2",
+    "~label",
+    "%m",
+    "&",
+    "&amp;",
+    ":smile:",
+    "http://e.example",
+    "www.e.example",
+    "- ",
+    "# ",
+    "> ",
+    "1. ",
+    "---",
+    "===",
+    "    ",
+    "{{ new }}",
+    "\u{1f}",
+    "\"",
+    "'",
+];
+
+fn hostile_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => pieces(INERT_WORDS),
+        1 => any::<String>(),
+    ]
+}
+
+fn hostile_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::{Value, json};
+    prop_oneof![
+        4 => hostile_text().prop_map(Value::String),
+        1 => (hostile_text(), any::<i64>()).prop_map(|(s, n)| json!([s, n])),
+        1 => (hostile_text(), hostile_text()).prop_map(|(k, v)| json!({ k: v })),
+        1 => any::<i64>().prop_map(Value::from),
+        1 => any::<bool>().prop_map(Value::Bool),
+        1 => Just(Value::Null),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn inert_helper(text in hostile_text()) {
+        checks::inert_text(&text);
+    }
+
+    #[test]
+    fn inert_finding_and_summary_bodies(
+        file in hostile_text(),
+        pointer in hostile_text(),
+        old in hostile_value(),
+        new in hostile_value(),
+        entry in proptest::option::of(hostile_text()),
+    ) {
+        checks::finding_bodies(&checks::HostileChange { file, pointer, old, new, entry });
+    }
+
+    #[test]
+    fn inert_builtin_bodies(name in hostile_text(), reason in hostile_text()) {
+        checks::builtin_bodies(&name, &reason);
+    }
+
+    #[test]
+    fn inert_target(text in pieces(INERT_WORDS)) {
+        checks::inert_input(&text);
+    }
 
     #[test]
     fn marker_target(body in pieces(MARKER_WORDS)) {

@@ -113,7 +113,7 @@ fn first_run_publishes_a_thread_and_a_verified_summary() {
     )));
     assert!(
         note.body
-            .contains("Retention of orders.events.v1 shrinks from 30 to 7 days"),
+            .contains("Retention of `orders.events.v1` shrinks from `30` to `7` days"),
         "{}",
         note.body
     );
@@ -514,7 +514,11 @@ fn a_push_that_changes_the_judged_value_supersedes_a_resolved_thread() {
     );
     assert_eq!(stale.notes[0].resolved_by, Some(fixtures::HUMAN_ID));
     assert!(!fresh.resolved(), "the fresh thread asks again");
-    assert!(fresh.notes[0].body.contains("shrinks from 30 to 3 days"));
+    assert!(
+        fresh.notes[0]
+            .body
+            .contains("shrinks from `30` to `3` days")
+    );
     assert_ne!(
         marker_occurrence(&fresh.notes[0].body),
         marker_occurrence(&stale.notes[0].body)

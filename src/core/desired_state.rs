@@ -53,6 +53,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use crate::core::inert;
 use crate::core::model::{Change, ChangeKind, DesiredState, Effect, Finding, Occurrence, Slot};
 use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::{
@@ -149,7 +150,7 @@ pub fn compute_desired_state(inputs: ReviewInputs) -> DesiredOutcome {
     let policy_digest = PolicySet::digest(&policy_files);
     let mut builtins = Vec::new();
     // Undecidable reasons per subject, merged into one finding each.
-    let mut undecidable: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut undecidable: BTreeMap<String, Vec<Reason>> = BTreeMap::new();
 
     let mut files: Vec<ChangedFileInput> = match changed_files {
         Ok(files) => files,
@@ -157,7 +158,10 @@ pub fn compute_desired_state(inputs: ReviewInputs) -> DesiredOutcome {
             undecidable
                 .entry(MERGE_REQUEST_SUBJECT.to_owned())
                 .or_default()
-                .push(format!("the change set is incomplete: {reason}"));
+                .push(Reason {
+                    detail: format!("the change set is incomplete: {reason}"),
+                    markdown: format!("the change set is incomplete: {}", inert::code(&reason)),
+                });
             Vec::new()
         }
     };
@@ -182,10 +186,16 @@ pub fn compute_desired_state(inputs: ReviewInputs) -> DesiredOutcome {
             undecidable
                 .entry(subject_of(&file.new_path))
                 .or_default()
-                .push(format!(
-                    "the forge withheld the diff of `{}` (too large or collapsed)",
-                    file.new_path
-                ));
+                .push(Reason {
+                    detail: format!(
+                        "the forge withheld the diff of `{}` (too large or collapsed)",
+                        file.new_path
+                    ),
+                    markdown: format!(
+                        "the forge withheld the diff of {} (too large or collapsed)",
+                        inert::code(&file.new_path)
+                    ),
+                });
         }
     }
 
@@ -255,7 +265,7 @@ fn judge_file(
     file: ChangedFileInput,
     limits: &Limits,
     changes: &mut Vec<Change>,
-    undecidable: &mut BTreeMap<String, Vec<String>>,
+    undecidable: &mut BTreeMap<String, Vec<Reason>>,
     builtins: &mut Vec<Finding>,
 ) {
     let ChangedFileInput {
@@ -282,9 +292,14 @@ fn judge_file(
         (use_source, "source", &source, new_path),
     ] {
         if let (true, FileContent::Unreadable(reason)) = (used, content) {
-            unreadable.push(format!(
-                "`{side_path}` could not be read at the {side} SHA: {reason}"
-            ));
+            unreadable.push(Reason {
+                detail: format!("`{side_path}` could not be read at the {side} SHA: {reason}"),
+                markdown: format!(
+                    "{} could not be read at the {side} SHA: {}",
+                    inert::code(side_path),
+                    inert::code(reason)
+                ),
+            });
         }
     }
     if !unreadable.is_empty() {
@@ -340,6 +355,14 @@ fn judge_file(
     changes.extend(diff_documents(path, old.as_ref(), new.as_ref(), &identity));
 }
 
+/// Why a subject is undecidable: `detail` is hashed into the occurrence (its wording is kept
+/// so occurrences stay stable), `markdown` is the message line, contributor text inert.
+#[derive(Debug)]
+struct Reason {
+    detail: String,
+    markdown: String,
+}
+
 fn subject_of(path: &str) -> String {
     format!("{path}#")
 }
@@ -362,18 +385,22 @@ fn self_edit_finding(path: &str) -> Finding {
         &subject_of(path),
         None,
         format!(
-            "This merge request changes `{path}`. A merge request is never judged under policies \
+            "This merge request changes {}. A merge request is never judged under policies \
              it edits itself, so assent blocks it: the gate can only pass once the merge request \
              no longer touches `.assent/`. Move policy changes into a merge request of their own; \
              a maintainer must review it (with `assent lint` and `assent test`) and take the merge \
              decision outside this gate. Later merge requests are then judged under the new \
-             policies."
+             policies.",
+            inert::code(path)
         ),
     )
 }
 
 fn policy_error_finding(problems: &[String]) -> Finding {
-    let list: String = problems.iter().map(|p| format!("\n- `{p}`")).collect();
+    let list: String = problems
+        .iter()
+        .map(|p| format!("\n- {}", inert::code(p)))
+        .collect();
     builtin(
         RULE_POLICY_ERROR,
         POLICY_ERROR_SUBJECT,
@@ -386,12 +413,16 @@ fn policy_error_finding(problems: &[String]) -> Finding {
     )
 }
 
-fn undecidable_finding(subject: &str, reasons: &[String]) -> Finding {
-    let list: String = reasons.iter().map(|r| format!("\n- {r}")).collect();
+fn undecidable_finding(subject: &str, reasons: &[Reason]) -> Finding {
+    let list: String = reasons
+        .iter()
+        .map(|r| format!("\n- {}", r.markdown))
+        .collect();
+    let details: Vec<&str> = reasons.iter().map(|r| r.detail.as_str()).collect();
     builtin(
         RULE_UNDECIDABLE,
         subject,
-        Some(json!(reasons)),
+        Some(json!(details)),
         format!(
             "assent cannot see everything this merge request changes, so it blocks rather than \
              guess. Rerun the pipeline once the cause is gone, or split the merge request:{list}"
@@ -400,7 +431,10 @@ fn undecidable_finding(subject: &str, reasons: &[String]) -> Finding {
 }
 
 fn parse_error_finding(subject: &str, errors: &[String]) -> Finding {
-    let list: String = errors.iter().map(|e| format!("\n- `{e}`")).collect();
+    let list: String = errors
+        .iter()
+        .map(|e| format!("\n- {}", inert::code(e)))
+        .collect();
     builtin(
         RULE_PARSE_ERROR,
         subject,
@@ -521,7 +555,7 @@ rules:
         );
         assert_eq!(
             out.desired.findings[0].message,
-            "Retention of orders.events.v1 shrinks from 30 to 7 days."
+            "Retention of `orders.events.v1` shrinks from `30` to `7` days."
         );
         assert_eq!(out.changes.len(), 1);
         assert_eq!(out.policy_digest, PolicySet::digest(&policies()));
@@ -734,12 +768,12 @@ rules:
         assert!(out.changes.is_empty());
         let billing = &out.desired.findings[0];
         assert!(
-            billing.message.contains("base SHA: timeout"),
+            billing.message.contains("base SHA: `timeout`"),
             "{}",
             billing.message
         );
         assert!(
-            billing.message.contains("source SHA: reset"),
+            billing.message.contains("source SHA: `reset`"),
             "{}",
             billing.message
         );
@@ -747,6 +781,84 @@ rules:
             out.desired.findings[1]
                 .message
                 .contains("HTTP 500 after 3 attempts")
+        );
+    }
+
+    #[test]
+    fn built_in_messages_render_paths_and_reasons_inert() {
+        let hostile = "@all `x` <img src=x>\n/close";
+        let out = compute_desired_state(inputs(vec![
+            file(
+                &format!(".assent/{hostile}"),
+                FileContent::Absent,
+                present("a"),
+            ),
+            ChangedFileInput {
+                withheld: true,
+                ..file(&format!("w/{hostile}"), FileContent::Absent, present("a"))
+            },
+            file(
+                "topics/orders.yaml",
+                present(ORDERS_30),
+                FileContent::Unreadable(hostile.into()),
+            ),
+            file(
+                "topics/bad.yaml",
+                present(ORDERS_30),
+                present("topics:\n  - name: a\n    \"@all `x`\": 1\n    \"@all `x`\": 2\n"),
+            ),
+        ]));
+        let rendered = "``@all `x` <img src=x>\\n/close``";
+        let message = |rule: &str, subject: &str| {
+            out.desired
+                .findings
+                .iter()
+                .find(|f| f.slot.rule == rule && f.slot.subject == subject)
+                .map(|f| f.message.clone())
+                .unwrap_or_else(|| panic!("no {rule} {subject}: {:?}", slots(&out)))
+        };
+        let self_edit = message(RULE_SELF_EDIT, &format!(".assent/{hostile}#"));
+        assert!(
+            self_edit.contains("changes ``.assent/@all `x` <img src=x>\\n/close``."),
+            "{self_edit}"
+        );
+        let withheld = message(RULE_UNDECIDABLE, &format!("w/{hostile}#"));
+        assert!(
+            withheld.contains("diff of ``w/@all `x` <img src=x>\\n/close`` (too large"),
+            "{withheld}"
+        );
+        let unreadable = message(RULE_UNDECIDABLE, "topics/orders.yaml#");
+        assert!(
+            unreadable.ends_with(&format!("at the source SHA: {rendered}")),
+            "{unreadable}"
+        );
+        let parse = message(RULE_PARSE_ERROR, "topics/bad.yaml#");
+        assert!(parse.contains("\n- ``topics/bad.yaml:4: "), "{parse}");
+        assert!(parse.contains("duplicate key \"@all `x`\""), "{parse}");
+        for m in [&self_edit, &withheld, &unreadable, &parse] {
+            assert!(!m.lines().any(|l| l.trim_start().starts_with('/')), "{m}");
+        }
+    }
+
+    #[test]
+    fn built_in_occurrences_keep_their_reason_wording() {
+        // Occurrences hash the reasons' wording, not the rendered message: rendering changes
+        // must never supersede a live thread.
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
+            withheld: true,
+            ..file("topics/orders.yaml", present(ORDERS_30), present(ORDERS_7))
+        }]));
+        assert_eq!(
+            out.desired.findings[0].occurrence,
+            Occurrence::of(
+                RULE_UNDECIDABLE,
+                "topics/orders.yaml#",
+                ChangeKind::Modify,
+                None,
+                Some(&json!([
+                    "the forge withheld the diff of `topics/orders.yaml` (too large or collapsed)"
+                ])),
+            )
         );
     }
 

@@ -6,6 +6,7 @@
 pub mod assent;
 pub mod canonical_json;
 pub mod desired_state;
+pub mod inert;
 pub mod inventory;
 pub mod marker;
 pub mod model;

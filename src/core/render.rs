@@ -4,10 +4,13 @@
 //! unchanged merge request renders byte-identical bodies and makes zero writes. Every body
 //! line goes through [`marker::compose_body`] or [`marker::escape_body_line`], so none starts
 //! with `/` (a GitLab quick action), and no body ends in whitespace, so a forge that trims
-//! stored bodies cannot make the byte comparison that decides an edit see a change.
+//! stored bodies cannot make the byte comparison that decides an edit see a change. Rule ids,
+//! subjects and every other string that can come from the merge request are rendered with
+//! [`inert::code`] (SPEC §10.7); messages arrive already composed that way.
 
 use crate::core::assent::Assent;
 use crate::core::canonical_json;
+use crate::core::inert;
 use crate::core::marker::{self, Marker, SummaryState};
 use crate::core::model::{Decision, DesiredState, Effect, Finding, Occurrence, Pins};
 use crate::core::review_state::{FindingStatus, decide};
@@ -31,8 +34,8 @@ pub fn finding_thread_body(finding: &Finding) -> String {
         "**{} {}** · {} · {}\n\n{}\n\n{}",
         effect_icon(finding.effect, false),
         finding.effect.as_str(),
-        code_span(&finding.slot.rule),
-        code_span(&finding.slot.subject),
+        inert::code(&finding.slot.rule),
+        inert::code(&finding.slot.subject),
         finding.message,
         advice
     );
@@ -119,9 +122,9 @@ pub fn summary_body(
                 "| {} | {} | {} | {} | {} | {} |\n",
                 effect_icon(f.effect, status.assent.is_given()),
                 f.effect.as_str(),
-                table_cell(&code_span(&f.slot.rule)),
-                table_cell(&code_span(&f.slot.subject)),
-                table_cell(&first_line(&f.message, 200)),
+                inert::table_cell(&inert::code(&f.slot.rule)),
+                inert::table_cell(&inert::code(&f.slot.subject)),
+                inert::table_cell(&first_line(&f.message, 200)),
                 thread_link(ctx.web_url, status.forge_id),
             ));
         }
@@ -130,16 +133,16 @@ pub fn summary_body(
     let state_line = match state {
         SummaryState::Reconciling => format!(
             "Reconciling {}: assent is updating this merge request's threads; a later pipeline finishes the job if this one stops.",
-            code_span(short_sha(head))
+            inert::code(short_sha(head))
         ),
-        SummaryState::Verified => format!("Verified for {}.", code_span(short_sha(head))),
+        SummaryState::Verified => format!("Verified for {}.", inert::code(short_sha(head))),
     };
     text.push_str(&format!(
         "\n{} Target {} · base {} · policies {}\n",
         state_line,
-        code_span(short_sha(&ctx.pins.target_sha)),
-        code_span(short_sha(&ctx.pins.base_sha)),
-        code_span(short_digest(&ctx.pins.policy_digest)),
+        inert::code(short_sha(&ctx.pins.target_sha)),
+        inert::code(short_sha(&ctx.pins.base_sha)),
+        inert::code(short_digest(&ctx.pins.policy_digest)),
     ));
     marker::compose_body(&marker, text.trim_end())
 }
@@ -185,10 +188,12 @@ fn push_unassented_resolutions(
         Assent::NotCounted { by, reason } => Some(format!(
             "- {} {} on {}: resolved by {}, which does not count as assent: {}.",
             thread_link(web_url, status.forge_id),
-            code_span(&status.finding.slot.rule),
-            code_span(&status.finding.slot.subject),
-            by.as_ref()
-                .map_or_else(|| "an unknown user".to_owned(), |u| code_span(&u.username)),
+            inert::code(&status.finding.slot.rule),
+            inert::code(&status.finding.slot.subject),
+            by.as_ref().map_or_else(
+                || "an unknown user".to_owned(),
+                |u| inert::code(&u.username)
+            ),
             reason.explain(),
         )),
         _ => None,
@@ -235,31 +240,11 @@ fn short_digest(digest: &str) -> &str {
     digest.get(..19).unwrap_or(digest)
 }
 
-/// The first line of `text`, cut at `max` characters.
+/// The first line of `text`, cut at about `max` characters. The cut never leaves a code span
+/// open ([`inert::cut_line`]): an open span would let the rest of the row, a value past the
+/// cut included, render as Markdown.
 fn first_line(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or("");
-    if line.chars().count() > max {
-        format!("{}…", line.chars().take(max).collect::<String>())
-    } else {
-        line.to_owned()
-    }
-}
-
-/// Markdown table cells cannot hold `|` or newlines.
-fn table_cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
-}
-
-/// A code span that survives backticks inside `text` (CommonMark: a longer fence).
-fn code_span(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest + 1);
-    let pad = if text.starts_with('`') || text.ends_with('`') {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{text}{pad}{fence}")
+    inert::cut_line(text.lines().next().unwrap_or(""), max)
 }
 
 #[cfg(test)]
@@ -361,10 +346,60 @@ mod tests {
     }
 
     #[test]
-    fn code_spans_survive_backticks() {
-        assert_eq!(code_span("a`b"), "``a`b``");
-        assert_eq!(code_span("`x"), "`` `x ``");
-        assert_eq!(code_span("plain"), "`plain`");
+    fn subjects_render_inert_in_the_headline_and_the_summary() {
+        let mut f = finding(Effect::Challenge, "m");
+        f.slot.subject = "t/`x`.yaml#/@all|<img src=x>\n/close".into();
+        let body = finding_thread_body(&f);
+        let headline = body.lines().nth(1).unwrap();
+        assert_eq!(
+            headline,
+            "**⏳ challenge** · `retention-shrink` · ``t/`x`.yaml#/@all|<img src=x>\\n/close``"
+        );
+        let desired = DesiredState::new(vec![f]);
+        let status = [FindingStatus {
+            finding: &desired.findings[0],
+            forge_id: None,
+            resolved: false,
+            assent: Assent::Open,
+        }];
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+        };
+        let summary = summary_body(ctx, &desired, &status, SummaryState::Verified);
+        assert!(
+            summary.contains("| ``t/`x`.yaml#/@all\\|<img src=x>\\n/close`` |"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn a_hostile_value_past_the_summary_cut_stays_inside_its_span() {
+        let value = format!(
+            "{}`` @all ![i](http://e.example/i.png) <details>",
+            "v".repeat(190)
+        );
+        let message = format!("New value {} set.", inert::code(&value));
+        let desired = DesiredState::new(vec![finding(Effect::Challenge, &message)]);
+        let status = [FindingStatus {
+            finding: &desired.findings[0],
+            forge_id: None,
+            resolved: false,
+            assent: Assent::Open,
+        }];
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+        };
+        let summary = summary_body(ctx, &desired, &status, SummaryState::Verified);
+        let row = summary
+            .lines()
+            .find(|l| l.starts_with("| ⏳"))
+            .expect(&summary);
+        let cell = row.split(" | ").nth(4).unwrap();
+        // Cut inside the span: the span is shortened to what fits and closed again.
+        assert_eq!(cell, format!("New value `{}`…", "v".repeat(184)));
+        assert!(!summary.contains("@all"), "{summary}");
     }
 
     #[test]

@@ -43,6 +43,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use crate::core::inert;
 use crate::core::model::{Assenters, Change, ChangeKind, Effect, Finding, Occurrence, Role, Slot};
 
 use cel_eval::{Bindings, Predicate};
@@ -278,9 +279,12 @@ impl PolicySet {
                     ),
                     Err(error) => (
                         Effect::Block,
+                        // The subject and the error (which may quote values) are MR content.
                         format!(
-                            "rule `{}` could not be evaluated on `{}`: {} — fix the rule or the data",
-                            rule.id, subject, error
+                            "rule {} could not be evaluated on {}: {} — fix the rule or the data",
+                            inert::code(&rule.id),
+                            inert::code(&subject),
+                            inert::code(&error)
                         ),
                     ),
                 };

@@ -105,7 +105,7 @@ fn spec_example_loads_and_fires_on_retention_shrink() {
     assert_eq!(f.effect, Effect::Challenge);
     assert_eq!(
         f.message,
-        "Retention of orders.events.v1 shrinks from 30 to 7 days. Sure?"
+        "Retention of `orders.events.v1` shrinks from `30` to `7` days. Sure?"
     );
     assert_eq!(
         f.occurrence,
@@ -474,11 +474,11 @@ fn evaluation_over_strings_bools_lists_maps_and_null() {
     );
     assert_eq!(
         f[1].message,
-        "owner team-a -> bob (modify topics/orders.yaml/topics/o/owner by strings)"
+        "owner `team-a` -> `bob` (modify `topics/orders.yaml` `/topics/o/owner` by strings)"
     );
     assert_eq!(
         f[0].message,
-        "any-change: modify of /topics/o/owner in topics/orders.yaml"
+        "any-change: modify of `/topics/o/owner` in `topics/orders.yaml`"
     );
 
     let compacted = change(
@@ -496,7 +496,7 @@ fn evaluation_over_strings_bools_lists_maps_and_null() {
             ("bools", Effect::Challenge)
         ]
     );
-    assert_eq!(f[1].message, "o: compaction off");
+    assert_eq!(f[1].message, "`o`: compaction off");
 
     let consumers = change(
         t,
@@ -506,7 +506,7 @@ fn evaluation_over_strings_bools_lists_maps_and_null() {
         Some(json!(["a"])),
     );
     let f = set.evaluate(&[consumers], &mr);
-    assert_eq!(f[1].message, r#"consumers ["a","b"] -> ["a"]"#);
+    assert_eq!(f[1].message, r#"consumers `["a","b"]` -> `["a"]`"#);
     let more = change(
         t,
         "/topics/o/consumers",
@@ -531,7 +531,7 @@ fn evaluation_over_strings_bools_lists_maps_and_null() {
         rules_fired(&f),
         vec![("any-change", Effect::Comment), ("maps", Effect::Block)]
     );
-    assert_eq!(f[1].message, r#"delete o {"name":"o","partitions":3}"#);
+    assert_eq!(f[1].message, r#"delete `o` `{"name":"o","partitions":3}`"#);
 
     // An add of an explicit null: `new == null` holds; the message renders `null`.
     let null_add = change(t, "/topics/n", ChangeKind::Add, None, Some(Value::Null));
@@ -540,7 +540,7 @@ fn evaluation_over_strings_bools_lists_maps_and_null() {
         rules_fired(&f),
         vec![("any-change", Effect::Comment), ("maps", Effect::Block)]
     );
-    assert_eq!(f[1].message, "add n null");
+    assert_eq!(f[1].message, "add `n` `null`");
 }
 
 #[test]
@@ -587,7 +587,7 @@ fn whole_file_changes_match_the_default_pointer() {
     );
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].slot.subject, "topics/a.yaml#");
-    assert_eq!(f[0].message, "new-file: add of  in topics/a.yaml");
+    assert_eq!(f[0].message, "new-file: add of ` ` in `topics/a.yaml`");
 }
 
 #[test]

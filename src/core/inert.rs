@@ -1,0 +1,331 @@
+//! Contributor text, rendered inert (SPEC §10.7).
+//!
+//! Everything a merge request supplies (values, keys, file names, pointers, entry names,
+//! parser messages quoting them) reaches a note body only through [`code`]: one CommonMark
+//! code span that GitLab renders literally, so no mention, link, image, HTML, reference or
+//! quick action can come from it.
+//!
+//! # How a string becomes inert
+//!
+//! 1. [`escape`] makes invisible and line-breaking characters visible: `\n`, `\r`, `\t`, `\0`,
+//!    and `\u{..}` for every other control character, the Unicode line and paragraph
+//!    separators, bidirectional controls, zero-width and tag characters. The result is one
+//!    line whose every character shows. A backslash stays itself (so a value's own `\n` and an
+//!    escaped newline read alike; the receipt and the file hold the exact value).
+//! 2. [`fence`] wraps the escaped text in a backtick fence one longer than its longest
+//!    backtick run, so nothing inside can close it, and pads it with one space on each side
+//!    when the text starts or ends with a backtick or a space (CommonMark strips one space from
+//!    each side of a padded span, so the text shows exactly). Text made only of spaces needs no
+//!    padding (CommonMark does not strip it), and the empty string renders as a span holding
+//!    one space: an empty code span does not exist in CommonMark.
+//!
+//! A span is inert only as a whole: the text around it must not glue a backtick or a
+//! backslash to its fence (the policy template renderer keeps that true for messages), and in
+//! a GFM table every `|` of the row, inside spans too, is written `\|` ([`table_cell`]).
+//! Cutting a rendered line must not split a span: [`cut_line`] cuts only between spans, or
+//! shortens the span it falls in and closes it again.
+
+use std::ops::Range;
+
+/// `text` as one inert code span: [`escape`], then [`fence`].
+pub fn code(text: &str) -> String {
+    fence(&escape(text))
+}
+
+/// Whether `c` is shown as an escape: it breaks a line, controls the terminal or the text
+/// direction, or does not show at all.
+pub fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{00ad}'                      // soft hyphen
+            | '\u{061c}'                    // Arabic letter mark
+            | '\u{180e}'                    // Mongolian vowel separator
+            | '\u{200b}'                    // zero-width space
+            | '\u{200e}' | '\u{200f}'       // left-to-right and right-to-left marks
+            | '\u{2028}' | '\u{2029}'       // line and paragraph separators
+            | '\u{202a}'..='\u{202e}'       // bidirectional embeddings and overrides
+            | '\u{2060}'..='\u{2064}'       // word joiner and invisible operators
+            | '\u{2066}'..='\u{2069}'       // bidirectional isolates
+            | '\u{feff}'                    // zero-width no-break space (BOM)
+            | '\u{fff9}'..='\u{fffb}'       // interlinear annotation controls
+            | '\u{e0000}'..='\u{e007f}'     // tag characters
+        )
+}
+
+/// `text` with every character for which [`needs_escape`] holds written as a visible escape
+/// (`\n`, `\r`, `\t`, `\0`, else `\u{hex}`), so the result is one line of visible characters.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\0' => out.push_str("\\0"),
+            c if needs_escape(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `content` (already one line, see [`escape`]) as a code span that shows it exactly: a fence
+/// longer than any backtick run inside, padded when the content starts or ends with a
+/// backtick or a space.
+pub fn fence(content: &str) -> String {
+    debug_assert!(
+        !content.contains(['\n', '\r']),
+        "a code span's content must be one line: {content:?}"
+    );
+    if content.is_empty() {
+        return "` `".to_owned();
+    }
+    let longest = longest_backtick_run(content);
+    let ticks = "`".repeat(longest + 1);
+    let all_spaces = content.bytes().all(|b| b == b' ');
+    let pad = if !all_spaces && (content.starts_with(['`', ' ']) || content.ends_with(['`', ' '])) {
+        " "
+    } else {
+        ""
+    };
+    format!("{ticks}{pad}{content}{pad}{ticks}")
+}
+
+fn longest_backtick_run(text: &str) -> usize {
+    text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
+}
+
+/// `markdown` made safe for one GFM table cell: line endings become spaces and every `|` is
+/// written `\|`. GFM splits a row at a bare `|` even inside a code span, and removes the
+/// backslash of `\|` before reading the cell, so spans keep showing their text exactly.
+pub fn table_cell(markdown: &str) -> String {
+    markdown.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// One code span found in a line of Markdown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanAt {
+    /// Byte range of the whole span, fences included.
+    pub whole: Range<usize>,
+    /// Byte range of the text the span shows (inside the fences, without CommonMark's padding).
+    pub shown: Range<usize>,
+}
+
+/// The code spans of one line of Markdown, as CommonMark reads them: a backtick run not
+/// escaped by a backslash opens a span that the next run of the same length closes; a run
+/// with no such partner is literal text. (Raw HTML and autolinks, which could claim a
+/// backtick first, are not looked for: assent's own text and the policy text it composes
+/// around spans put no backtick inside them.)
+pub fn code_spans(line: &str) -> Vec<SpanAt> {
+    let bytes = line.as_bytes();
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' if i + 1 < bytes.len() && bytes[i + 1].is_ascii_punctuation() => i += 2,
+            b'`' => {
+                let open = run_end(bytes, i);
+                let len = open - i;
+                match find_run(bytes, open, len) {
+                    Some(close) => {
+                        spans.push(SpanAt {
+                            whole: i..close + len,
+                            shown: shown_range(line, open, close),
+                        });
+                        i = close + len;
+                    }
+                    None => i = open,
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    spans
+}
+
+fn run_end(bytes: &[u8], start: usize) -> usize {
+    let mut end = start;
+    while end < bytes.len() && bytes[end] == b'`' {
+        end += 1;
+    }
+    end
+}
+
+/// The start of the next backtick run of exactly `len` at or after `from`.
+fn find_run(bytes: &[u8], from: usize, len: usize) -> Option<usize> {
+    let mut i = from;
+    while i < bytes.len() {
+        if bytes[i] == b'`' {
+            let end = run_end(bytes, i);
+            if end - i == len {
+                return Some(i);
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+/// CommonMark: content that starts and ends with a space, and is not only spaces, loses one
+/// space on each side.
+fn shown_range(line: &str, start: usize, end: usize) -> Range<usize> {
+    let content = &line[start..end];
+    if content.len() >= 2
+        && content.starts_with(' ')
+        && content.ends_with(' ')
+        && !content.bytes().all(|b| b == b' ')
+    {
+        start + 1..end - 1
+    } else {
+        start..end
+    }
+}
+
+/// `line` (one line of Markdown) cut to at most about `max` characters, followed by `…` when
+/// cut, without ever leaving a code span open: a cut that falls inside a span keeps the span,
+/// shortened to what fits and fenced again, so text after it can never turn into Markdown.
+pub fn cut_line(line: &str, max: usize) -> String {
+    if line.chars().count() <= max {
+        return line.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    let mut at = 0;
+    for span in code_spans(line) {
+        let before = &line[at..span.whole.start];
+        if let Some(cut) = take_chars(before, max - used) {
+            out.push_str(cut);
+            return finish(out);
+        }
+        out.push_str(before);
+        used += before.chars().count();
+        let whole = &line[span.whole.clone()];
+        let whole_len = whole.chars().count();
+        if used + whole_len > max {
+            let fence_len = span.shown.start - span.whole.start;
+            let room = (max - used).saturating_sub(2 * fence_len);
+            let shown = &line[span.shown.clone()];
+            let kept: String = shown.chars().take(room).collect();
+            if !kept.is_empty() {
+                out.push_str(&fence(&kept));
+            }
+            return finish(out);
+        }
+        out.push_str(whole);
+        used += whole_len;
+        at = span.whole.end;
+    }
+    let rest = &line[at..];
+    match take_chars(rest, max - used) {
+        Some(cut) => out.push_str(cut),
+        None => out.push_str(rest),
+    }
+    finish(out)
+}
+
+/// The first `n` characters of `text` when it has more, else `None`.
+fn take_chars(text: &str, n: usize) -> Option<&str> {
+    text.char_indices().nth(n).map(|(at, _)| &text[..at])
+}
+
+fn finish(mut out: String) -> String {
+    // Whitespace before the ellipsis would only show as a gap.
+    let trimmed = out.trim_end().len();
+    out.truncate(trimmed);
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_one_simple_span() {
+        assert_eq!(code("orders.events.v1"), "`orders.events.v1`");
+        assert_eq!(code("@all"), "`@all`");
+        assert_eq!(
+            code("![x](http://e.example/a.png)"),
+            "`![x](http://e.example/a.png)`"
+        );
+    }
+
+    #[test]
+    fn fences_outgrow_every_backtick_run_and_pad_edge_backticks() {
+        assert_eq!(code("a`b"), "``a`b``");
+        assert_eq!(code("a``b`c"), "```a``b`c```");
+        assert_eq!(code("`x"), "`` `x ``");
+        assert_eq!(code("x`"), "`` x` ``");
+        assert_eq!(code("`"), "`` ` ``");
+        assert_eq!(code("```"), "```` ``` ````");
+    }
+
+    #[test]
+    fn spaces_at_the_edges_survive_commonmark_stripping() {
+        assert_eq!(code(" a "), "`  a  `");
+        assert_eq!(code(" a"), "`  a `");
+        assert_eq!(code("a "), "` a  `");
+        assert_eq!(code("   "), "`   `", "only spaces: CommonMark keeps them");
+        assert_eq!(code(""), "` `");
+    }
+
+    #[test]
+    fn line_breaks_and_invisible_characters_are_escaped_visibly() {
+        assert_eq!(escape("a\nb\r\nc\td\0"), "a\\nb\\r\\nc\\td\\0");
+        assert_eq!(escape("\u{1b}[31m"), "\\u{1b}[31m");
+        assert_eq!(escape("x\u{2028}/close"), "x\\u{2028}/close");
+        assert_eq!(escape("admin\u{202e}txt.exe"), "admin\\u{202e}txt.exe");
+        assert_eq!(
+            escape("a\u{200b}b\u{feff}\u{e0041}"),
+            "a\\u{200b}b\\u{feff}\\u{e0041}"
+        );
+        assert_eq!(escape("\u{85}\u{7f}"), "\\u{85}\\u{7f}");
+        assert_eq!(escape("naïve 東京 ✓ \\d"), "naïve 東京 ✓ \\d");
+        assert!(!code("a\n/close").contains('\n'));
+    }
+
+    #[test]
+    fn table_cells_escape_every_pipe() {
+        assert_eq!(table_cell(&code("a|b")), "`a\\|b`");
+        assert_eq!(table_cell("x | `y`\nz"), "x \\| `y` z");
+    }
+
+    #[test]
+    fn code_spans_follow_commonmark_matching() {
+        let shown = |line: &str| -> Vec<String> {
+            code_spans(line)
+                .into_iter()
+                .map(|s| line[s.shown].to_owned())
+                .collect()
+        };
+        assert_eq!(shown("a `b` c ``d`e`` f"), ["b", "d`e"]);
+        assert_eq!(shown("`` `x ``"), ["`x"]);
+        assert_eq!(
+            shown("\\`a` b`"),
+            [" b"],
+            "an escaped backtick opens nothing"
+        );
+        assert_eq!(shown("``a` b"), Vec::<String>::new(), "no partner: literal");
+        assert_eq!(shown("`   `"), ["   "]);
+    }
+
+    #[test]
+    fn cut_line_never_splits_a_span() {
+        assert_eq!(cut_line("short `x`", 200), "short `x`");
+        assert_eq!(cut_line("abcdef", 3), "abc…");
+        // The cut falls inside the span: the span is shortened and fenced again.
+        let hostile = format!("value {} tail", code(&format!("{}`@all`", "x".repeat(20))));
+        let cut = cut_line(&hostile, 16);
+        assert_eq!(cut, "value `xxxx`…");
+        let hostile = format!("v {}", code("ab ``@all <img src=x>"));
+        let cut = cut_line(&hostile, 12);
+        assert_eq!(cut, "v `` ab ` ``…", "{cut}");
+        // No room for any of the span's text: the span goes entirely.
+        assert_eq!(
+            cut_line(&format!("0123456789 {}", code("@all")), 12),
+            "0123456789…"
+        );
+    }
+}
