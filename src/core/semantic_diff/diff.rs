@@ -81,12 +81,12 @@ impl Walk<'_> {
             return;
         }
         match (old, new) {
-            (Node::Object(old), Node::Object(new)) => {
+            (Node::Object(old, _), Node::Object(new, _)) => {
                 let entries = merge_sorted(old, new, |(key, _)| key.as_ref(), |(_, v)| v)
                     .map(|(key, old, new)| (escape_pointer_token(key), old, new));
                 self.entries(pointer, entries);
             }
-            (Node::Array(old), Node::Array(new)) => self.list(pointer, old, new),
+            (Node::Array(old, _), Node::Array(new, _)) => self.list(pointer, old, new),
             _ => self.push(pointer, ChangeKind::Modify, Some(old), Some(new)),
         }
     }
@@ -160,8 +160,8 @@ fn keyed_by<'v>(list: &'v [Node], field: &str) -> Option<Vec<(Cow<'v, str>, &'v 
     let mut keyed = Vec::with_capacity(list.len());
     for element in list {
         let id = match element.get(field)? {
-            Node::String(s) => Cow::Borrowed(s.as_ref()),
-            Node::Number(n) if n.is_i64() || n.is_u64() => Cow::Owned(n.to_string()),
+            Node::String(s, _) => Cow::Borrowed(s.as_ref()),
+            Node::Number(n, _) if n.is_i64() || n.is_u64() => Cow::Owned(n.to_string()),
             _ => return None,
         };
         keyed.push((id, element));

@@ -69,6 +69,7 @@
 
 mod build;
 mod diff;
+mod lines;
 mod parse;
 mod tree;
 mod yaml;
@@ -78,7 +79,7 @@ mod tests;
 
 pub use diff::{diff_documents, escape_pointer_token};
 pub use parse::{ParseError, parse_document};
-pub use tree::{Key, Node};
+pub use tree::{Key, Line, Node};
 
 /// The syntax of a governed structured file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -152,6 +152,58 @@ fn the_same_data_in_yaml_json_and_toml_gives_the_same_changes() {
     assert_eq!(yaml, from("t.toml", NEW_TOML));
 }
 
+/// The line of each entry of `topics` and of each entry's `name`.
+fn topic_lines(node: &Node) -> Vec<(Option<usize>, Option<usize>)> {
+    let topics = node.get("topics").and_then(Node::as_array).expect("topics");
+    topics
+        .iter()
+        .map(|t| (t.line(), t.get("name").and_then(Node::line)))
+        .collect()
+}
+
+#[test]
+fn every_format_gives_list_entries_and_values_their_lines() {
+    let some = |pairs: &[(usize, usize)]| -> Vec<(Option<usize>, Option<usize>)> {
+        pairs.iter().map(|&(a, b)| (Some(a), Some(b))).collect()
+    };
+    assert_eq!(
+        topic_lines(&parse("t.yaml", NEW_YAML)),
+        some(&[(3, 3), (6, 6), (9, 9)])
+    );
+    assert_eq!(
+        topic_lines(&parse("t.json", NEW_JSON)),
+        some(&[(4, 4), (5, 5), (6, 6)])
+    );
+    // A TOML table of an array of tables starts at its `[[topics]]` header.
+    assert_eq!(
+        topic_lines(&parse("t.toml", NEW_TOML)),
+        some(&[(4, 5), (9, 10), (14, 15)])
+    );
+    let inline = "topics = [\n  { name = \"a\" },\n  { name = \"b\" },\n]\n";
+    assert_eq!(
+        topic_lines(&parse("t.toml", inline)),
+        some(&[(2, 2), (3, 3)])
+    );
+    let flow = "topics: [{name: a},\n  {name: b}]\n";
+    assert_eq!(topic_lines(&parse("t.yaml", flow)), some(&[(1, 1), (2, 2)]));
+    // A byte-order mark does not shift lines.
+    let bom = format!("\u{feff}{NEW_JSON}");
+    assert_eq!(
+        topic_lines(&parse("t.json", &bom)),
+        some(&[(4, 4), (5, 5), (6, 6)])
+    );
+}
+
+/// Every value of `node` in document order for a document whose keys were written sorted.
+fn preorder<'n>(node: &'n Node, out: &mut Vec<&'n Node>) {
+    out.push(node);
+    match node {
+        Node::Array(items, _) => items.iter().for_each(|n| preorder(n, out)),
+        Node::Object(entries, _) => entries.iter().for_each(|(_, n)| preorder(n, out)),
+        _ => {}
+    }
+}
+
 #[test]
 fn a_whole_file_add_snapshot() {
     let new = parse("t.toml", "a = 1\n[b]\nc = [true]\n");
@@ -327,6 +379,21 @@ proptest! {
         prop_assert_eq!(parse_document("f", Format::Json, json.as_bytes(), &Limits::default()).map(|n| n.to_value()), Ok(v.clone()));
         let yaml = serde_yaml::to_string(&v).unwrap();
         prop_assert_eq!(parse_document("f", Format::Yaml, yaml.as_bytes(), &Limits::default()).map(|n| n.to_value()), Ok(v));
+    }
+
+    #[test]
+    fn every_value_of_pretty_json_gets_its_own_line_in_document_order(v in small_json()) {
+        // Pretty JSON puts every value after the root on a new line; keys come out sorted, as
+        // the tree keeps them, so the tree's pre-order is the document's.
+        let text = serde_json::to_string_pretty(&v).unwrap();
+        let node = parse_document("f", Format::Json, text.as_bytes(), &Limits::default()).unwrap();
+        let mut values = Vec::new();
+        preorder(&node, &mut values);
+        let lines: Vec<Option<usize>> = values.iter().map(|n| n.line()).collect();
+        prop_assert_eq!(lines[0], Some(1));
+        prop_assert!(lines.iter().all(Option::is_some), "{:?}", lines);
+        prop_assert!(lines.windows(2).all(|w| w[0] < w[1]), "{:?} in {}", lines, text);
+        prop_assert!(lines.last().unwrap().unwrap() <= text.lines().count());
     }
 
     #[test]
