@@ -181,13 +181,13 @@ impl<'de> Visitor<'de> for Spanned<'_> {
             unreachable!("only a span-giving format asks for spans");
         };
         let mut line = Line::UNKNOWN;
-        while let Some(field) = map.next_key::<String>()? {
-            match field.as_str() {
-                SPANNED_START => line = newlines.line_of(map.next_value::<usize>()?),
-                SPANNED_END => {
+        while let Some(field) = map.next_key::<SpanField>()? {
+            match field {
+                SpanField::Start => line = newlines.line_of(map.next_value::<usize>()?),
+                SpanField::End => {
                     map.next_value::<de::IgnoredAny>()?;
                 }
-                SPANNED_VALUE => {
+                SpanField::Value => {
                     let value = map.next_value_seed(Unspanned(self.0))?;
                     // Nothing the wrapper could add after its value matters.
                     while map.next_key::<de::IgnoredAny>()?.is_some() {
@@ -195,14 +195,39 @@ impl<'de> Visitor<'de> for Spanned<'_> {
                     }
                     return Ok(value.at_line(line));
                 }
-                other => {
-                    return Err(de::Error::custom(format_args!(
-                        "unexpected field {other:?} in a TOML value span"
-                    )));
-                }
             }
         }
         Err(de::Error::custom("a TOML value span without its value"))
+    }
+}
+
+/// A field of `toml`'s span wrapper, read without allocating (three per TOML value).
+enum SpanField {
+    Start,
+    End,
+    Value,
+}
+
+impl<'de> de::Deserialize<'de> for SpanField {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FieldName;
+        impl Visitor<'_> for FieldName {
+            type Value = SpanField;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field of a TOML value span")
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<SpanField, E> {
+                match v {
+                    SPANNED_START => Ok(SpanField::Start),
+                    SPANNED_END => Ok(SpanField::End),
+                    SPANNED_VALUE => Ok(SpanField::Value),
+                    other => Err(E::unknown_field(other, SPANNED_FIELDS)),
+                }
+            }
+        }
+        deserializer.deserialize_identifier(FieldName)
     }
 }
 
