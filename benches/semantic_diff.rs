@@ -29,7 +29,12 @@ fn benches(c: &mut Criterion) {
             .expect("generated registry parses");
         let new = parse_document(FILE, Format::Yaml, new_text.as_bytes(), &limits)
             .expect("generated registry parses");
-        let changes = diff_documents(FILE, Some(&old), Some(&new), &identity);
+        let found = diff_documents(FILE, Some(&old), Some(&new), &identity);
+        assert!(
+            found.ambiguities.is_empty(),
+            "the generated registry is unambiguous"
+        );
+        let changes = found.changes;
         assert!(!changes.is_empty());
         assert!(
             changes

@@ -1167,3 +1167,128 @@ fn a_revert_then_reapply_asks_again() {
     assert_eq!(r.receipt()["decision"], "REVIEW", "{}", r.stdout);
     assert!(w.threads_of(RETENTION).iter().any(|d| !d.resolved()));
 }
+
+// ---- identity keys fail closed (SPEC §10.4) ---------------------------------------------
+
+const AMBIGUOUS: &str = "assent/ambiguous-identity";
+const TOPICS_LIST_SUBJECT: &str = "topics/orders.yaml#/topics";
+
+/// A base registry in the example repository's style; `orders.audit.v1` keeps the cluster's
+/// default retention (no `retention_days`).
+const REGISTRY_BASE: &str = "topics:\n  - name: orders.events.v1\n    retention_days: 30\n    partitions: 12\n  - name: orders.audit.v1\n    partitions: 12\n";
+
+/// The walk-around: a verbatim copy of `orders.audit.v1` is added, and `orders.events.v1`
+/// shrinks from 30 to 1 day. Compared by position, the shrunk entry sits where the base has
+/// `orders.audit.v1` (an added field, no rule) and the copy is an added entry without
+/// retention: nothing fires and the MR was approved.
+const REGISTRY_COPIED_AND_SHRUNK: &str = "topics:\n  - name: orders.audit.v1\n    partitions: 12\n  - name: orders.events.v1\n    retention_days: 1\n    partitions: 12\n  - name: orders.audit.v1\n    partitions: 12\n";
+
+/// The same shrink without the copy.
+const REGISTRY_SHRUNK: &str = "topics:\n  - name: orders.audit.v1\n    partitions: 12\n  - name: orders.events.v1\n    retention_days: 1\n    partitions: 12\n";
+
+/// A world whose base holds [`REGISTRY_BASE`], with the source pushed at `NEW_SHA`.
+fn registry_world(source: &str) -> World {
+    let w = World::new();
+    w.put_file(fixtures::BASE_SHA, "topics/orders.yaml", REGISTRY_BASE);
+    w.push(NEW_SHA, &[("topics/orders.yaml", source)]);
+    w
+}
+
+fn run_at(w: &World, sha: &str) -> RunResult {
+    w.invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", sha)
+        .run()
+}
+
+#[test]
+fn a_copied_topic_entry_blocks_instead_of_hiding_a_retention_shrink() {
+    let w = registry_world(REGISTRY_COPIED_AND_SHRUNK);
+    let r = run_at(&w, NEW_SHA);
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "BLOCK", "{}", r.stdout);
+    r.expect_code(1);
+    let findings = receipt["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0]["rule"], AMBIGUOUS);
+    assert_eq!(findings[0]["subject"], TOPICS_LIST_SUBJECT);
+    assert_eq!(findings[0]["effect"], "block");
+
+    let thread = w.thread(AMBIGUOUS);
+    let body = &thread.notes[0].body;
+    assert!(
+        body.contains(&format!("\"subject\":\"{TOPICS_LIST_SUBJECT}\"")),
+        "{body}"
+    );
+    assert!(
+        body.contains(
+            "at the source SHA: `orders.audit.v1` is the `name` of 2 entries: \
+             `topics/orders.yaml:2`, `topics/orders.yaml:7`"
+        ),
+        "{body}"
+    );
+    assert!(
+        w.threads_of(RETENTION).is_empty(),
+        "nothing inside the ambiguous list is judged"
+    );
+    w.assert_no_violations();
+
+    // Once the copy is gone, the shrink is judged by name.
+    w.push(NEWER_SHA, &[("topics/orders.yaml", REGISTRY_SHRUNK)]);
+    let r = run_at(&w, NEWER_SHA);
+    r.expect_code(0);
+    assert_eq!(r.receipt()["decision"], "REVIEW", "{}", r.stdout);
+    let shrink = w.thread(RETENTION);
+    assert!(!shrink.resolved());
+    assert!(
+        shrink.notes[0]
+            .body
+            .contains("Retention of `orders.events.v1` shrinks from `30` to `1` days"),
+        "{}",
+        shrink.notes[0].body
+    );
+    assert!(
+        w.thread(AMBIGUOUS).resolved(),
+        "the ambiguity thread is resolved as outdated"
+    );
+    w.assert_no_violations();
+}
+
+#[test]
+fn a_duplicate_already_on_the_target_branch_blocks_naming_the_base_side() {
+    let w = World::new();
+    let base = "topics:\n  - name: orders.events.v1\n    retention_days: 30\n  - name: orders.events.v1\n    retention_days: 1\n";
+    w.put_file(fixtures::BASE_SHA, "topics/orders.yaml", base);
+    // The MR "fixes" the duplicate by keeping the 1-day entry: a shrink from 30, or no change?
+    w.push(NEW_SHA, &[("topics/orders.yaml", &orders(1))]);
+    let r = run_at(&w, NEW_SHA);
+    r.expect_code(1);
+    assert_eq!(r.receipt()["decision"], "BLOCK");
+    let body = &w.thread(AMBIGUOUS).notes[0].body;
+    assert!(
+        body.contains(
+            "at the base SHA: `orders.events.v1` is the `name` of 2 entries: \
+             `topics/orders.yaml:2`, `topics/orders.yaml:4`"
+        ),
+        "{body}"
+    );
+    assert!(!body.contains("at the source SHA"), "{body}");
+    w.assert_no_violations();
+}
+
+#[test]
+fn an_ambiguity_keeps_its_thread_when_a_push_only_moves_lines() {
+    let w = registry_world(REGISTRY_COPIED_AND_SHRUNK);
+    run_at(&w, NEW_SHA).expect_code(1);
+    let first = w.thread(AMBIGUOUS);
+    let moved = format!("# Topics of the orders domain.\n\n{REGISTRY_COPIED_AND_SHRUNK}");
+    w.push(NEWER_SHA, &[("topics/orders.yaml", &moved)]);
+    let r = run_at(&w, NEWER_SHA);
+    r.expect_code(1);
+    let actions = r.receipt()["actions"].clone();
+    assert_eq!(
+        actions,
+        json!([{"rule": AMBIGUOUS, "subject": TOPICS_LIST_SUBJECT, "action": "leave-untouched", "forgeId": first.notes[0].id}])
+    );
+    assert_eq!(w.threads_of(AMBIGUOUS).len(), 1, "no second thread");
+    w.assert_no_violations();
+}

@@ -13,6 +13,7 @@
 //! | `assent/undecidable` | `merge-request#` | the change set could not be listed completely |
 //! | `assent/undecidable` | `<path>#` | a changed file is withheld, or a governed file is unreadable |
 //! | `assent/parse-error` | `<path>#` | a governed file does not parse at the base or the source |
+//! | `assent/ambiguous-identity` | `<path>#<list pointer>` | an identity-keyed list's entries cannot be told apart |
 //!
 //! # Decisions
 //!
@@ -45,6 +46,18 @@
 //!   rename is judged as what it is for the governed side: a whole-file delete of `old_path`
 //!   (file moved out of governance) or a whole-file add of `new_path` (moved in). That way a
 //!   rename can never carry a governed file out of sight silently.
+//! * **Ambiguous identities** (SPEC §10.4): a list declared with an identity field whose
+//!   entries cannot be told apart (an entry that is not a map, lacks the field or holds neither
+//!   a string nor an integer there, or two entries with the same value) is not compared at all
+//!   (see [`diff_documents`]), so none of its changes are judged, and one
+//!   `assent/ambiguous-identity` finding per list names, per side, each duplicated value or
+//!   missing key with the `file:line` of every entry involved (the base side under the old
+//!   path, the source side under the new one). Its occurrence is `new` = `{field, base,
+//!   source}`, each side `null` or `{duplicated: [sorted values], unkeyed: count}`: the same
+//!   ambiguity keeps its thread on every run, also when lines move, and a different one (another
+//!   value, another side, more or fewer unkeyed entries) gets a new thread. Lines and
+//!   positions stay out of it, as out of every occurrence. Changes elsewhere in the file are
+//!   judged as usual.
 //! * **Contents that were not read** are [`FileContent::Absent`] in [`ChangedFileInput`]: the
 //!   reader only reads the governed sides (see [`is_governed`]), and this module only looks at
 //!   governed sides, so the two agree by construction.
@@ -57,7 +70,8 @@ use crate::core::inert;
 use crate::core::model::{Change, ChangeKind, DesiredState, Effect, Finding, Occurrence, Slot};
 use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::{
-    Limits, Node, ParseError, diff_documents, format_for_path, parse_document,
+    AmbiguousList, EntryAt, Limits, Node, ParseError, SideAmbiguity, Unkeyed, diff_documents,
+    format_for_path, parse_document,
 };
 
 /// Rule id of the finding for policies that do not load.
@@ -68,6 +82,8 @@ pub const RULE_SELF_EDIT: &str = "assent/self-edit";
 pub const RULE_UNDECIDABLE: &str = "assent/undecidable";
 /// Rule id of the finding for a governed file that does not parse.
 pub const RULE_PARSE_ERROR: &str = "assent/parse-error";
+/// Rule id of the finding for an identity-keyed list whose entries cannot be told apart.
+pub const RULE_AMBIGUOUS_IDENTITY: &str = "assent/ambiguous-identity";
 /// Subject of the `assent/policy-error` finding.
 pub const POLICY_ERROR_SUBJECT: &str = ".assent/policies#";
 /// Subject of the `assent/undecidable` finding for an incomplete change set.
@@ -352,7 +368,23 @@ fn judge_file(
         return;
     }
     let identity = |pointer: &str| policies.identity_for(path, pointer);
-    changes.extend(diff_documents(path, old.as_ref(), new.as_ref(), &identity));
+    let diff = diff_documents(path, old.as_ref(), new.as_ref(), &identity);
+    changes.extend(diff.changes);
+    let paths = SidePaths {
+        reported: path,
+        base: old_path,
+        source: new_path,
+    };
+    for list in &diff.ambiguities {
+        builtins.push(ambiguous_identity_finding(&paths, list));
+    }
+}
+
+/// The paths a file has on each side of the change, and the one its findings are under.
+struct SidePaths<'a> {
+    reported: &'a str,
+    base: &'a str,
+    source: &'a str,
 }
 
 /// Why a subject is undecidable: `detail` is hashed into the occurrence (its wording is kept
@@ -444,6 +476,134 @@ fn parse_error_finding(subject: &str, errors: &[String]) -> Finding {
              the merge request. Fix the file:{list}"
         ),
     )
+}
+
+/// At most this many duplicated values, and entries per value or unkeyed entries, are
+/// listed per side; the rest is counted. Keeps a hostile file from producing a note beyond
+/// GitLab's size limit.
+const MAX_LISTED: usize = 10;
+
+fn ambiguous_identity_finding(paths: &SidePaths<'_>, list: &AmbiguousList) -> Finding {
+    let field = code_span(&list.field);
+    let mut problems = String::new();
+    for (side, path, ambiguity) in [
+        ("base", paths.base, &list.base),
+        ("source", paths.source, &list.source),
+    ] {
+        let Some(ambiguity) = ambiguity else {
+            continue;
+        };
+        for duplicate in ambiguity.duplicates.iter().take(MAX_LISTED) {
+            problems.push_str(&format!(
+                "\n- at the {side} SHA: {} is the {field} of {} entries: {}",
+                code_span(&duplicate.value),
+                duplicate.entries.len(),
+                entry_locations(path, &duplicate.entries),
+            ));
+        }
+        if ambiguity.duplicates.len() > MAX_LISTED {
+            problems.push_str(&format!(
+                "\n- at the {side} SHA: {} more duplicated values",
+                ambiguity.duplicates.len() - MAX_LISTED
+            ));
+        }
+        for (reason, what) in [
+            (Unkeyed::MissingField, format!("missing key {field}")),
+            (
+                Unkeyed::NotAMap,
+                format!("not a map, so missing key {field}"),
+            ),
+            (
+                Unkeyed::NotStringOrInteger,
+                format!("{field} is neither a string nor an integer"),
+            ),
+        ] {
+            let entries: Vec<EntryAt> = ambiguity
+                .unkeyed
+                .iter()
+                .filter(|u| u.reason == reason)
+                .map(|u| u.entry)
+                .collect();
+            if !entries.is_empty() {
+                problems.push_str(&format!(
+                    "\n- at the {side} SHA: {what}: {}",
+                    entry_locations(path, &entries)
+                ));
+            }
+        }
+    }
+    let base_note = if list.base.is_some() {
+        " The ambiguity at the base SHA is already on the target branch: a merge request that \
+         removes it is blocked as well (its base stays ambiguous), so a maintainer reviews that \
+         fix and merges it outside the gate."
+    } else {
+        ""
+    };
+    let subject = format!("{}#{}", paths.reported, list.pointer);
+    let pointer = if list.pointer.is_empty() {
+        "at the root".to_owned()
+    } else {
+        code_span(&list.pointer)
+    };
+    builtin(
+        RULE_AMBIGUOUS_IDENTITY,
+        &subject,
+        Some(json!({
+            "field": list.field,
+            "base": list.base.as_ref().map(ambiguity_fingerprint),
+            "source": list.source.as_ref().map(ambiguity_fingerprint),
+        })),
+        format!(
+            "The entries of the list {pointer} in {} cannot be told apart by {field}, so assent \
+             blocks rather than compare them by position. No change inside this list is judged \
+             until every entry has a {field} no other entry has:{problems}\n\nGive each entry its own {field} (remove a copied entry, or rename \
+             it).{base_note}",
+            code_span(paths.reported),
+        ),
+    )
+}
+
+/// What of one side's ambiguity enters the occurrence: the duplicated values (sorted, as
+/// the diff gives them) and how many entries have no usable identity. Not lines or positions,
+/// so a push that only moves entries keeps the thread.
+fn ambiguity_fingerprint(ambiguity: &SideAmbiguity) -> Value {
+    let duplicated: Vec<&str> = ambiguity
+        .duplicates
+        .iter()
+        .map(|d| d.value.as_str())
+        .collect();
+    json!({"duplicated": duplicated, "unkeyed": ambiguity.unkeyed.len()})
+}
+
+/// `` `path:line` `` for each entry (at most [`MAX_LISTED`]), or the entry's position when its
+/// line is unknown.
+fn entry_locations(path: &str, entries: &[EntryAt]) -> String {
+    let mut listed: Vec<String> = entries
+        .iter()
+        .take(MAX_LISTED)
+        .map(|entry| match entry.line {
+            Some(line) => code_span(&format!("{path}:{line}")),
+            None => format!(
+                "{} entry {} (line unknown)",
+                code_span(path),
+                entry.index + 1
+            ),
+        })
+        .collect();
+    if entries.len() > MAX_LISTED {
+        listed.push(format!("and {} more", entries.len() - MAX_LISTED));
+    }
+    listed.join(", ")
+}
+
+/// Contributor text (a value, a path) in an ambiguity message: shortened to 120 characters,
+/// then rendered inert by the one shared helper (SPEC §10.7).
+fn code_span(text: &str) -> String {
+    const MAX_CHARS: usize = 120;
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((cut, _)) => crate::core::inert::code(&format!("{}…", &text[..cut])),
+        None => crate::core::inert::code(text),
+    }
 }
 
 #[cfg(test)]
@@ -1128,6 +1288,391 @@ rules:
         let one = compute_desired_state(inp.clone());
         inp.policy_files.reverse();
         assert_eq!(one, compute_desired_state(inp.clone()));
+    }
+
+    // ---- assent/ambiguous-identity (SPEC §10.4) ------------------------------------------
+
+    /// The reproduction: the source adds a verbatim copy of `orders.audit.v1` and shrinks
+    /// `orders.events.v1` from 30 to 1 day. Compared by position (as assent once fell back to),
+    /// the shrunk entry lands on position 2, an `add` no rule judges, and the MR passed.
+    const ORDERS_COPIED_AND_SHRUNK: &str = "topics:\n  - name: orders.audit.v1\n    retention_days: 90\n  - name: orders.audit.v1\n    retention_days: 90\n  - name: orders.events.v1\n    retention_days: 1\n";
+
+    fn ambiguity(outcome: &DesiredOutcome) -> &Finding {
+        finding(outcome, RULE_AMBIGUOUS_IDENTITY)
+    }
+
+    #[test]
+    fn a_copied_entry_blocks_and_keeps_the_shrink_next_to_it_from_passing_unjudged() {
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_COPIED_AND_SHRUNK),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                RULE_AMBIGUOUS_IDENTITY,
+                "topics/orders.yaml#/topics",
+                Effect::Block
+            )]
+        );
+        assert!(out.changes.is_empty(), "{:?}", out.changes);
+        let message = &ambiguity(&out).message;
+        assert!(
+            message.contains(
+                "- at the source SHA: `orders.audit.v1` is the `name` of 2 entries: \
+                 `topics/orders.yaml:2`, `topics/orders.yaml:4`"
+            ),
+            "{message}"
+        );
+        assert!(
+            message.contains("rather than compare them by position"),
+            "{message}"
+        );
+        assert!(!message.contains("base SHA"), "{message}");
+
+        // Without the copy, the same shrink is judged by name.
+        let fixed = "topics:\n  - name: orders.audit.v1\n    retention_days: 90\n  - name: orders.events.v1\n    retention_days: 1\n";
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(fixed),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                "retention-shrink",
+                "topics/orders.yaml#/topics/orders.events.v1/retention_days",
+                Effect::Challenge
+            )]
+        );
+    }
+
+    #[test]
+    fn a_duplicate_at_the_base_blocks_under_the_base_path_and_says_how_to_fix_it() {
+        let base = "topics:\n  - name: orders.events.v1\n    retention_days: 30\n  - name: orders.events.v1\n    retention_days: 1\n";
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
+            old_path: "topics/orders-old.yaml".into(),
+            new_path: "topics/orders.yaml".into(),
+            base: present(base),
+            source: present(ORDERS_7),
+            withheld: false,
+        }]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                RULE_AMBIGUOUS_IDENTITY,
+                "topics/orders.yaml#/topics",
+                Effect::Block
+            )]
+        );
+        let message = &ambiguity(&out).message;
+        assert!(
+            message.contains(
+                "- at the base SHA: `orders.events.v1` is the `name` of 2 entries: \
+                 `topics/orders-old.yaml:2`, `topics/orders-old.yaml:4`"
+            ),
+            "{message}"
+        );
+        assert!(!message.contains("source SHA"), "{message}");
+        assert!(message.contains("outside the gate"), "{message}");
+    }
+
+    #[test]
+    fn ambiguities_on_both_sides_are_one_finding_naming_each_side() {
+        let base = "topics:\n  - name: a\n  - name: a\n  - retention_days: 3\n";
+        let source = "topics:\n  - name: b\n    retention_days: 1\n  - name: b\n";
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(base),
+            present(source),
+        )]));
+        assert_eq!(out.desired.findings.len(), 1, "{:?}", slots(&out));
+        let message = &ambiguity(&out).message;
+        let base_dup = message
+            .find("- at the base SHA: `a` is the `name` of 2 entries: `topics/orders.yaml:2`, `topics/orders.yaml:3`")
+            .expect(message);
+        let base_missing = message
+            .find("- at the base SHA: missing key `name`: `topics/orders.yaml:4`")
+            .expect(message);
+        let source_dup = message
+            .find("- at the source SHA: `b` is the `name` of 2 entries: `topics/orders.yaml:2`, `topics/orders.yaml:4`")
+            .expect(message);
+        assert!(
+            base_dup < base_missing && base_missing < source_dup,
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn entries_without_a_usable_key_block_with_the_reason_and_line() {
+        let source = "topics:\n  - name: orders.events.v1\n    retention_days: 1\n  - retention_days: 5\n  - just-a-string\n  - name: [x]\n";
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(source),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                RULE_AMBIGUOUS_IDENTITY,
+                "topics/orders.yaml#/topics",
+                Effect::Block
+            )],
+            "the shrink of orders.events.v1 is not judged while the list is ambiguous"
+        );
+        let message = &ambiguity(&out).message;
+        for expected in [
+            "- at the source SHA: missing key `name`: `topics/orders.yaml:4`",
+            "- at the source SHA: not a map, so missing key `name`: `topics/orders.yaml:5`",
+            "- at the source SHA: `name` is neither a string nor an integer: `topics/orders.yaml:6`",
+        ] {
+            assert!(message.contains(expected), "{expected}\n{message}");
+        }
+    }
+
+    /// Topics keyed by `name`, each topic's ACLs by `principal`, and rules inside and
+    /// outside the lists.
+    const NESTED_POLICY: &str = r#"apiVersion: assent/v1
+kind: Policy
+identities:
+  "topics/*.yaml": { "/topics": name, "/topics/*/acls": principal }
+rules:
+  - id: retention-shrink
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/retention_days", kinds: [modify] }
+    when: "int(new) < int(old)"
+    effect: challenge
+  - id: acl-change
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/acls/**" }
+    effect: challenge
+  - id: owner-change
+    match: { files: ["topics/*.yaml"], pointer: "/owner" }
+    effect: comment
+"#;
+
+    fn nested_inputs(files: Vec<ChangedFileInput>) -> ReviewInputs {
+        ReviewInputs {
+            policy_files: vec![PolicyFile {
+                path: ".assent/policies/nested.yaml".into(),
+                bytes: NESTED_POLICY.as_bytes().to_vec(),
+            }],
+            ..inputs(files)
+        }
+    }
+
+    const NESTED_BASE: &str = "owner: team-a\ntopics:\n  - name: orders\n    retention_days: 30\n    acls:\n      - principal: svc-a\n        op: read\n  - name: audit\n    retention_days: 90\n    acls:\n      - principal: svc-b\n        op: read\n";
+
+    #[test]
+    fn a_nested_ambiguous_list_blocks_alone_and_everything_else_in_the_file_is_judged() {
+        // orders' ACLs gain a second `svc-a` (granting `all`); audit's ACL changes; orders'
+        // retention shrinks; the owner changes.
+        let source = "owner: team-b\ntopics:\n  - name: orders\n    retention_days: 7\n    acls:\n      - principal: svc-a\n        op: read\n      - principal: svc-a\n        op: all\n  - name: audit\n    retention_days: 90\n    acls:\n      - principal: svc-b\n        op: write\n";
+        let out = compute_desired_state(nested_inputs(vec![file(
+            "topics/orders.yaml",
+            present(NESTED_BASE),
+            present(source),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(
+                    "acl-change",
+                    "topics/orders.yaml#/topics/audit/acls/svc-b/op",
+                    Effect::Challenge
+                ),
+                slot(
+                    RULE_AMBIGUOUS_IDENTITY,
+                    "topics/orders.yaml#/topics/orders/acls",
+                    Effect::Block
+                ),
+                slot("owner-change", "topics/orders.yaml#/owner", Effect::Comment),
+                slot(
+                    "retention-shrink",
+                    "topics/orders.yaml#/topics/orders/retention_days",
+                    Effect::Challenge
+                ),
+            ]
+        );
+        let message = &ambiguity(&out).message;
+        assert!(
+            message.contains(
+                "`svc-a` is the `principal` of 2 entries: `topics/orders.yaml:6`, `topics/orders.yaml:8`"
+            ),
+            "{message}"
+        );
+        assert!(
+            message.contains("The entries of the list `/topics/orders/acls` in"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_ambiguous_outer_list_keeps_a_change_elsewhere_in_the_file_judged() {
+        let source = "owner: team-b\ntopics:\n  - name: orders\n    retention_days: 1\n  - name: orders\n    retention_days: 30\n";
+        let out = compute_desired_state(nested_inputs(vec![file(
+            "topics/orders.yaml",
+            present(NESTED_BASE),
+            present(source),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(
+                    RULE_AMBIGUOUS_IDENTITY,
+                    "topics/orders.yaml#/topics",
+                    Effect::Block
+                ),
+                slot("owner-change", "topics/orders.yaml#/owner", Effect::Comment),
+            ]
+        );
+        assert_eq!(out.changes.len(), 1, "only /owner is compared");
+    }
+
+    #[test]
+    fn a_new_file_with_a_copied_entry_blocks_before_the_ambiguity_reaches_the_target() {
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/new.yaml",
+            FileContent::Absent,
+            present(ORDERS_COPIED_AND_SHRUNK),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                RULE_AMBIGUOUS_IDENTITY,
+                "topics/new.yaml#/topics",
+                Effect::Block
+            )]
+        );
+        assert_eq!(out.changes.len(), 1, "the whole-file add is still reported");
+    }
+
+    #[test]
+    fn json_and_toml_entries_are_located_by_line_too() {
+        let policy = r#"apiVersion: assent/v1
+kind: Policy
+identities:
+  "topics/*": { "/topics": name }
+rules:
+  - id: any
+    match: { files: ["topics/*"] }
+    effect: comment
+"#;
+        let run = |path: &str, base: &str, source: &str| {
+            let mut inp = inputs(vec![file(path, present(base), present(source))]);
+            inp.policy_files = vec![PolicyFile {
+                path: ".assent/policies/p.yaml".into(),
+                bytes: policy.as_bytes().to_vec(),
+            }];
+            ambiguity(&compute_desired_state(inp)).message.clone()
+        };
+        let json = run(
+            "topics/a.json",
+            r#"{"topics": [{"name": "x"}]}"#,
+            "{\"topics\": [\n  {\"name\": \"x\"},\n  {\"name\": \"x\"}\n]}",
+        );
+        assert!(
+            json.contains("`topics/a.json:2`, `topics/a.json:3`"),
+            "{json}"
+        );
+        let toml = run(
+            "topics/a.toml",
+            "[[topics]]\nname = \"x\"\n",
+            "[[topics]]\nname = \"x\"\n\n[[topics]]\nname = \"x\"\n",
+        );
+        assert!(
+            toml.contains("`topics/a.toml:1`, `topics/a.toml:4`"),
+            "{toml}"
+        );
+    }
+
+    #[test]
+    fn the_occurrence_follows_the_ambiguity_not_its_lines() {
+        let occurrence = |source: &str| {
+            ambiguity(&compute_desired_state(inputs(vec![file(
+                "topics/orders.yaml",
+                present(ORDERS_30),
+                present(source),
+            )])))
+            .occurrence
+            .clone()
+        };
+        let first = occurrence(ORDERS_COPIED_AND_SHRUNK);
+        assert_eq!(first, occurrence(ORDERS_COPIED_AND_SHRUNK), "rerun");
+        let moved = format!("# a comment shifts every line\n\n{ORDERS_COPIED_AND_SHRUNK}");
+        assert_eq!(first, occurrence(&moved), "moved lines keep the thread");
+        let reordered = "topics:\n  - name: orders.events.v1\n    retention_days: 1\n  - name: orders.audit.v1\n    retention_days: 90\n  - name: orders.audit.v1\n    retention_days: 90\n";
+        assert_eq!(
+            first,
+            occurrence(reordered),
+            "moved entries keep the thread"
+        );
+        let other_value = ORDERS_COPIED_AND_SHRUNK.replace("orders.audit.v1", "orders.x.v1");
+        assert_ne!(first, occurrence(&other_value), "another duplicated value");
+        let missing_too = format!("{ORDERS_COPIED_AND_SHRUNK}  - retention_days: 3\n");
+        assert_ne!(first, occurrence(&missing_too), "one more problem");
+        assert_eq!(
+            first,
+            Occurrence::of(
+                RULE_AMBIGUOUS_IDENTITY,
+                "topics/orders.yaml#/topics",
+                ChangeKind::Modify,
+                None,
+                Some(&json!({
+                    "field": "name",
+                    "base": null,
+                    "source": {"duplicated": ["orders.audit.v1"], "unkeyed": 0}
+                }))
+            )
+        );
+        // The same ambiguity moved to the base side is a different one.
+        let both_base = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_COPIED_AND_SHRUNK),
+            present(ORDERS_30),
+        )]));
+        assert_ne!(first, ambiguity(&both_base).occurrence);
+    }
+
+    #[test]
+    fn contributor_values_in_the_message_stay_inert() {
+        // A value that tries to close its code span, start a quick action on a new line and
+        // mention everyone.
+        let source = "topics:\n  - name: \"x` @all\\n/close\"\n  - name: \"x` @all\\n/close\"\n";
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(source),
+        )]));
+        let message = &ambiguity(&out).message;
+        assert!(
+            message.contains("``x` @all\\n/close``"),
+            "a longer fence holds the backtick, the newline stays escaped: {message}"
+        );
+        assert!(
+            !message.lines().any(|l| l.trim_start().starts_with('/')),
+            "{message}"
+        );
+        assert_eq!(code_span("`a`"), "`` `a` ``");
+        assert_eq!(code_span("a\r\nb"), "`a\\r\\nb`");
+        let long = "y".repeat(500);
+        assert_eq!(code_span(&long), format!("`{}…`", "y".repeat(120)));
+    }
+
+    #[test]
+    fn a_hostile_number_of_duplicates_keeps_the_message_short() {
+        let mut source = String::from("topics:\n");
+        for i in 0..5_000 {
+            source.push_str(&format!("  - name: t{}\n", i % 50));
+        }
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(&source),
+        )]));
+        let message = &ambiguity(&out).message;
+        assert!(message.len() < 5_000, "{} bytes", message.len());
+        assert!(message.contains("and 90 more"), "{message}");
+        assert!(message.contains("40 more duplicated values"), "{message}");
     }
 
     #[test]

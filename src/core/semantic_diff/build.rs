@@ -5,6 +5,12 @@
 //! non-finite numbers and application tags are refused, and depth and node-count limits are
 //! enforced while the tree grows. Errors are raised *inside* the visitor that sees the
 //! offending token, because that is where `serde_json` and `serde_yaml` attach the line number.
+//!
+//! Lines of values ([`Line`]): neither parser tells a visitor where it is, so each format gets
+//! them its own way ([`Lines`]). JSON is scanned once beforehand for where each value starts,
+//! in document order, and the builder hands those out in the same order as it counts nodes.
+//! `toml` keeps a byte span for every value and gives it to a seed that asks for a
+//! `serde_spanned` struct; offsets become lines through an index of the newlines.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -12,11 +18,21 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, EnumAccess, MapAccess, SeqAccess, Visitor};
 use serde_json::Number;
 
-use super::tree::{Interner, Key, Node, ObjectBuilder};
+use super::lines::{NewlineIndex, json_value_lines};
+use super::tree::{Interner, Key, Line, Node, ObjectBuilder};
 
 /// The key under which `toml` hands a datetime to `deserialize_any` (a one-entry map). It is
 /// private to `toml_datetime`, hence repeated here; a test pins the behaviour.
 const TOML_DATETIME_FIELD: &str = "$__toml_private_datetime";
+
+/// The struct name and fields by which a seed asks `toml` for a value's span (`toml` answers
+/// with a map of these three fields). Private to `serde_spanned`, hence repeated here; a test
+/// pins that every TOML value gets its line.
+const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
+const SPANNED_START: &str = "$__serde_spanned_private_start";
+const SPANNED_END: &str = "$__serde_spanned_private_end";
+const SPANNED_VALUE: &str = "$__serde_spanned_private_value";
+const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
 
 /// Error text for a list used as a map key (shared with the YAML pre-scan).
 pub(super) const LIST_KEY: &str = "lists as map keys are not supported";
@@ -33,40 +49,75 @@ pub(super) fn too_many_nodes(max_nodes: usize) -> String {
     format!("document has more than {max_nodes} values (limit)")
 }
 
-/// The limits and running node count of one parse.
+/// Where the values of one document start.
+enum Lines {
+    /// JSON: the line of each value, in the order [`Budget::count_node`] counts them.
+    InOrder(Vec<Line>),
+    /// TOML: values come with byte spans; this turns their offsets into lines.
+    Spans(NewlineIndex),
+}
+
+/// The limits, running node count and value lines of one parse.
 pub(super) struct Budget {
     max_depth: usize,
     max_nodes: usize,
     nodes: Cell<usize>,
     /// Shared allocations for the keys and short strings of this document.
     texts: RefCell<Interner>,
+    lines: Lines,
     /// Whether a one-entry map keyed [`TOML_DATETIME_FIELD`] is a datetime. Only for TOML: in
     /// JSON or YAML such a key is ordinary data and must stay a map.
     toml_datetimes: bool,
 }
 
 impl Budget {
-    pub(super) fn new(max_depth: usize, max_nodes: usize, toml_datetimes: bool) -> Self {
+    /// The budget for parsing JSON `text`.
+    pub(super) fn json(max_depth: usize, max_nodes: usize, text: &str) -> Self {
+        let lines = json_value_lines(text, max_depth, max_nodes);
+        Self::new(max_depth, max_nodes, Lines::InOrder(lines), false)
+    }
+
+    /// The budget for parsing TOML `text`.
+    pub(super) fn toml(max_depth: usize, max_nodes: usize, text: &str) -> Self {
+        let lines = Lines::Spans(NewlineIndex::new(text));
+        Self::new(max_depth, max_nodes, lines, true)
+    }
+
+    /// A budget giving no lines, for feeding the builder from another deserializer
+    /// (`serde_yaml`, kept as the YAML tests' reference).
+    #[cfg(test)]
+    pub(super) fn without_lines(max_depth: usize, max_nodes: usize) -> Self {
+        Self::new(max_depth, max_nodes, Lines::InOrder(Vec::new()), false)
+    }
+
+    fn new(max_depth: usize, max_nodes: usize, lines: Lines, toml_datetimes: bool) -> Self {
         Budget {
             max_depth,
             max_nodes,
             nodes: Cell::new(0),
             texts: RefCell::new(Interner::default()),
+            lines,
             toml_datetimes,
         }
     }
 
-    fn count_node<E: de::Error>(&self) -> Result<(), E> {
+    /// Counts one more value, and gives the line it starts on when the format's lines come
+    /// in counting order (otherwise unknown here; a span sets it later).
+    fn count_node<E: de::Error>(&self) -> Result<Line, E> {
         let n = self.nodes.get() + 1;
         if n > self.max_nodes {
             return Err(E::custom(too_many_nodes(self.max_nodes)));
         }
         self.nodes.set(n);
-        Ok(())
+        Ok(match &self.lines {
+            Lines::InOrder(lines) => lines.get(n - 1).copied().unwrap_or_default(),
+            Lines::Spans(_) => Line::UNKNOWN,
+        })
     }
 }
 
 /// Builds one value at nesting `depth` (the number of containers enclosing it).
+#[derive(Clone, Copy)]
 pub(super) struct ValueSeed<'b> {
     pub(super) budget: &'b Budget,
     pub(super) depth: usize,
@@ -81,12 +132,12 @@ impl ValueSeed<'_> {
         }
     }
 
-    fn enter_container<E: de::Error>(&self) -> Result<(), E> {
-        self.budget.count_node()?;
+    fn enter_container<E: de::Error>(&self) -> Result<Line, E> {
+        let line = self.budget.count_node()?;
         if self.depth + 1 > self.budget.max_depth {
             return Err(E::custom(too_deep(self.budget.max_depth)));
         }
-        Ok(())
+        Ok(line)
     }
 }
 
@@ -94,7 +145,89 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
     type Value = Node;
 
     fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
-        deserializer.deserialize_any(self)
+        match self.budget.lines {
+            Lines::Spans(_) => {
+                deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, Spanned(self))
+            }
+            Lines::InOrder(_) => deserializer.deserialize_any(self),
+        }
+    }
+}
+
+/// Reads `toml`'s span wrapper around one value: its start offset (which becomes the value's
+/// line), its end, then the value itself, built by the wrapped seed.
+struct Spanned<'b>(ValueSeed<'b>);
+
+/// The wrapped value, read as any value (not asking for a span again).
+struct Unspanned<'b>(ValueSeed<'b>);
+
+impl<'de> DeserializeSeed<'de> for Unspanned<'_> {
+    type Value = Node;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
+        deserializer.deserialize_any(self.0)
+    }
+}
+
+impl<'de> Visitor<'de> for Spanned<'_> {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a value with its span")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let Lines::Spans(newlines) = &self.0.budget.lines else {
+            unreachable!("only a span-giving format asks for spans");
+        };
+        let mut line = Line::UNKNOWN;
+        while let Some(field) = map.next_key::<SpanField>()? {
+            match field {
+                SpanField::Start => line = newlines.line_of(map.next_value::<usize>()?),
+                SpanField::End => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+                SpanField::Value => {
+                    let value = map.next_value_seed(Unspanned(self.0))?;
+                    // Nothing the wrapper could add after its value matters.
+                    while map.next_key::<de::IgnoredAny>()?.is_some() {
+                        map.next_value::<de::IgnoredAny>()?;
+                    }
+                    return Ok(value.at_line(line));
+                }
+            }
+        }
+        Err(de::Error::custom("a TOML value span without its value"))
+    }
+}
+
+/// A field of `toml`'s span wrapper, read without allocating (three per TOML value).
+enum SpanField {
+    Start,
+    End,
+    Value,
+}
+
+impl<'de> de::Deserialize<'de> for SpanField {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FieldName;
+        impl Visitor<'_> for FieldName {
+            type Value = SpanField;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field of a TOML value span")
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<SpanField, E> {
+                match v {
+                    SPANNED_START => Ok(SpanField::Start),
+                    SPANNED_END => Ok(SpanField::End),
+                    SPANNED_VALUE => Ok(SpanField::Value),
+                    other => Err(E::unknown_field(other, SPANNED_FIELDS)),
+                }
+            }
+        }
+        deserializer.deserialize_identifier(FieldName)
     }
 }
 
@@ -106,18 +239,15 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
-        self.budget.count_node()?;
-        Ok(Node::Bool(v))
+        Ok(Node::Bool(v, self.budget.count_node()?))
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
-        self.budget.count_node()?;
-        Ok(Node::Number(v.into()))
+        Ok(Node::Number(v.into(), self.budget.count_node()?))
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
-        self.budget.count_node()?;
-        Ok(Node::Number(v.into()))
+        Ok(Node::Number(v.into(), self.budget.count_node()?))
     }
 
     fn visit_i128<E: de::Error>(self, v: i128) -> Result<Node, E> {
@@ -140,12 +270,14 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
-        self.budget.count_node()?;
-        Number::from_f64(v).map(Node::Number).ok_or_else(|| {
-            E::custom(format_args!(
-                "number {v} (NaN or infinite) cannot be represented in JSON"
-            ))
-        })
+        let line = self.budget.count_node()?;
+        Number::from_f64(v)
+            .map(|n| Node::Number(n, line))
+            .ok_or_else(|| {
+                E::custom(format_args!(
+                    "number {v} (NaN or infinite) cannot be represented in JSON"
+                ))
+            })
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
@@ -153,13 +285,12 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
-        self.budget.count_node()?;
-        Ok(Node::String(self.budget.texts.borrow_mut().text(&v)))
+        let line = self.budget.count_node()?;
+        Ok(Node::String(self.budget.texts.borrow_mut().text(&v), line))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
-        self.budget.count_node()?;
-        Ok(Node::Null)
+        Ok(Node::Null(self.budget.count_node()?))
     }
 
     fn visit_none<E: de::Error>(self) -> Result<Node, E> {
@@ -178,33 +309,35 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
-        self.enter_container()?;
+        let line = self.enter_container()?;
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(self.child())? {
             items.push(item);
         }
-        Ok(Node::Array(items.into_boxed_slice()))
+        Ok(Node::Array(items.into_boxed_slice(), line))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
         let mut object = ObjectBuilder::default();
         let Some(first) = map.next_key_seed(KeySeed::new(&mut object, self.budget))? else {
-            self.enter_container()?;
-            return Ok(object.finish());
+            let line = self.enter_container()?;
+            return Ok(object.finish(line));
         };
         if self.budget.toml_datetimes && *first == *TOML_DATETIME_FIELD {
             // A TOML datetime: its value is the RFC 3339 text, which is what we keep.
             let text: String = map.next_value()?;
             return self.visit_string(text);
         }
-        self.enter_container()?;
+        // Counted after its first key but before any value: still the map's place in the
+        // document order of values, which is what JSON's line table is in.
+        let line = self.enter_container()?;
         let value = map.next_value_seed(self.child())?;
         object.push(first, value);
         while let Some(key) = map.next_key_seed(KeySeed::new(&mut object, self.budget))? {
             let value = map.next_value_seed(self.child())?;
             object.push(key, value);
         }
-        Ok(object.finish())
+        Ok(object.finish(line))
     }
 
     fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Node, A::Error> {

@@ -59,9 +59,16 @@
 //! * Object keys and identity-keyed list entries are visited in sorted order (by their text, so
 //!   `team44` precedes `team9`): a [`Node`] map is sorted, and the two sides are merged.
 //! * An identity-keyed list is diffed as a map only when **both** sides qualify (every element
-//!   an object whose identity field is a string or integer, unique by its text); otherwise the
-//!   whole list falls back to index diffing. A partial keying would mix two pointer schemes in
-//!   one list, and failing would hide every change in the file.
+//!   an object whose identity field is a string or integer, unique by its text). Otherwise it is
+//!   an [`AmbiguousList`] (SPEC §10.4) and is not compared at all: never by position, since a
+//!   copied entry would shift a change onto a position no rule judges, and not partly by
+//!   identity, since which entry is which is exactly what is unknown. Everything else in the
+//!   file is still diffed, so one ambiguous list fails closed without hiding the rest; the
+//!   caller turns each one into a `block` finding naming the offending entries by line.
+//! * A value that appears whole (added, or replacing a value of another type) is checked for
+//!   ambiguous lists inside it on the source side, so an ambiguity cannot enter a file without
+//!   blocking; a value that disappears whole, and a list equal on both sides, are not, since
+//!   nothing in them is compared.
 //! * `identity_for` is asked with the list's pointer as it appears in the output, so a list
 //!   inside an identity-keyed entry is asked about as `/topics/orders.events.v1/acls`.
 //! * Equal subtrees are skipped without asking anything, so the cost is proportional to what
@@ -69,6 +76,7 @@
 
 mod build;
 mod diff;
+mod lines;
 mod parse;
 mod tree;
 mod yaml;
@@ -76,9 +84,12 @@ mod yaml;
 #[cfg(test)]
 mod tests;
 
-pub use diff::{diff_documents, escape_pointer_token};
+pub use diff::{
+    AmbiguousList, DocumentDiff, DuplicateIdentity, EntryAt, SideAmbiguity, Unkeyed, UnkeyedEntry,
+    diff_documents, escape_pointer_token,
+};
 pub use parse::{ParseError, parse_document};
-pub use tree::{Key, Node};
+pub use tree::{Key, Line, Node};
 
 /// The syntax of a governed structured file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

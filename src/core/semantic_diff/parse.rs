@@ -57,13 +57,11 @@ pub fn parse_document(
     // and has no newline, so line numbers in the rest are unchanged.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
 
-    let budget = Budget::new(limits.max_depth, limits.max_nodes, format == Format::Toml);
-    let seed = ValueSeed {
-        budget: &budget,
-        depth: 0,
-    };
+    let seed = |budget| ValueSeed { budget, depth: 0 };
     match format {
         Format::Json => {
+            let budget = Budget::json(limits.max_depth, limits.max_nodes, text);
+            let seed = seed(&budget);
             let mut de = serde_json::Deserializer::from_str(text);
             let parsed = seed
                 .deserialize(&mut de)
@@ -76,6 +74,8 @@ pub fn parse_document(
         Format::Yaml => yaml::parse_yaml(text, limits.max_depth, limits.max_nodes)
             .map_err(|e| fail(Some(e.line), e.message)),
         Format::Toml => {
+            let budget = Budget::toml(limits.max_depth, limits.max_nodes, text);
+            let seed = seed(&budget);
             let parsed = toml::de::Deserializer::parse(text).and_then(|de| seed.deserialize(de));
             parsed.map_err(|e| {
                 let line = e

@@ -26,7 +26,7 @@ fn diff_values(
     identity: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<Change> {
     let (old, new) = (old.map(Node::from), new.map(Node::from));
-    diff_documents("f", old.as_ref(), new.as_ref(), identity)
+    diff_documents("f", old.as_ref(), new.as_ref(), identity).changes
 }
 
 /// One change per line, `kind pointer: old -> new`, for snapshots.
@@ -136,7 +136,7 @@ retention_days = 14
 fn a_topic_registry_change_reads_as_named_fields() {
     let old = parse("topics.yaml", OLD_YAML);
     let new = parse("topics.yaml", NEW_YAML);
-    let changes = diff_documents("topics.yaml", Some(&old), Some(&new), &topics_by_name);
+    let changes = diff_documents("topics.yaml", Some(&old), Some(&new), &topics_by_name).changes;
     insta::assert_snapshot!(render(&changes));
 }
 
@@ -144,7 +144,7 @@ fn a_topic_registry_change_reads_as_named_fields() {
 fn the_same_data_in_yaml_json_and_toml_gives_the_same_changes() {
     let old = parse("t.yaml", OLD_YAML);
     let from = |file: &str, text: &str| {
-        diff_documents("t", Some(&old), Some(&parse(file, text)), &topics_by_name)
+        diff_documents("t", Some(&old), Some(&parse(file, text)), &topics_by_name).changes
     };
     let yaml = from("t.yaml", NEW_YAML);
     assert_eq!(yaml.len(), 5);
@@ -152,10 +152,62 @@ fn the_same_data_in_yaml_json_and_toml_gives_the_same_changes() {
     assert_eq!(yaml, from("t.toml", NEW_TOML));
 }
 
+/// The line of each entry of `topics` and of each entry's `name`.
+fn topic_lines(node: &Node) -> Vec<(Option<usize>, Option<usize>)> {
+    let topics = node.get("topics").and_then(Node::as_array).expect("topics");
+    topics
+        .iter()
+        .map(|t| (t.line(), t.get("name").and_then(Node::line)))
+        .collect()
+}
+
+#[test]
+fn every_format_gives_list_entries_and_values_their_lines() {
+    let some = |pairs: &[(usize, usize)]| -> Vec<(Option<usize>, Option<usize>)> {
+        pairs.iter().map(|&(a, b)| (Some(a), Some(b))).collect()
+    };
+    assert_eq!(
+        topic_lines(&parse("t.yaml", NEW_YAML)),
+        some(&[(3, 3), (6, 6), (9, 9)])
+    );
+    assert_eq!(
+        topic_lines(&parse("t.json", NEW_JSON)),
+        some(&[(4, 4), (5, 5), (6, 6)])
+    );
+    // A TOML table of an array of tables starts at its `[[topics]]` header.
+    assert_eq!(
+        topic_lines(&parse("t.toml", NEW_TOML)),
+        some(&[(4, 5), (9, 10), (14, 15)])
+    );
+    let inline = "topics = [\n  { name = \"a\" },\n  { name = \"b\" },\n]\n";
+    assert_eq!(
+        topic_lines(&parse("t.toml", inline)),
+        some(&[(2, 2), (3, 3)])
+    );
+    let flow = "topics: [{name: a},\n  {name: b}]\n";
+    assert_eq!(topic_lines(&parse("t.yaml", flow)), some(&[(1, 1), (2, 2)]));
+    // A byte-order mark does not shift lines.
+    let bom = format!("\u{feff}{NEW_JSON}");
+    assert_eq!(
+        topic_lines(&parse("t.json", &bom)),
+        some(&[(4, 4), (5, 5), (6, 6)])
+    );
+}
+
+/// Every value of `node` in document order for a document whose keys were written sorted.
+fn preorder<'n>(node: &'n Node, out: &mut Vec<&'n Node>) {
+    out.push(node);
+    match node {
+        Node::Array(items, _) => items.iter().for_each(|n| preorder(n, out)),
+        Node::Object(entries, _) => entries.iter().for_each(|(_, n)| preorder(n, out)),
+        _ => {}
+    }
+}
+
 #[test]
 fn a_whole_file_add_snapshot() {
     let new = parse("t.toml", "a = 1\n[b]\nc = [true]\n");
-    insta::assert_snapshot!(render(&diff_documents("t.toml", None, Some(&new), &no_identity)), @r#"add t.toml#: - -> {"a":1,"b":{"c":[true]}}"#);
+    insta::assert_snapshot!(render(&diff_documents("t.toml", None, Some(&new), &no_identity).changes), @r#"add t.toml#: - -> {"a":1,"b":{"c":[true]}}"#);
 }
 
 /// A topic registry of `n` entries of about 200 bytes, `retention(i)` days each.
@@ -200,7 +252,7 @@ fn a_ten_megabyte_registry_of_50k_entries_parses_and_diffs() {
         Some(n)
     );
 
-    let changes = diff_documents("big.yaml", Some(&old), Some(&new), &topics_by_name);
+    let changes = diff_documents("big.yaml", Some(&old), Some(&new), &topics_by_name).changes;
     // Identity-keyed entries come out sorted by identity text, so team44 precedes team9.
     let summary: Vec<(&str, ChangeKind, Option<&Value>, Option<&Value>)> = changes
         .iter()
@@ -327,6 +379,48 @@ proptest! {
         prop_assert_eq!(parse_document("f", Format::Json, json.as_bytes(), &Limits::default()).map(|n| n.to_value()), Ok(v.clone()));
         let yaml = serde_yaml::to_string(&v).unwrap();
         prop_assert_eq!(parse_document("f", Format::Yaml, yaml.as_bytes(), &Limits::default()).map(|n| n.to_value()), Ok(v));
+    }
+
+    #[test]
+    fn every_value_of_pretty_json_gets_its_own_line_in_document_order(v in small_json()) {
+        // Pretty JSON puts every value after the root on a new line; keys come out sorted, as
+        // the tree keeps them, so the tree's pre-order is the document's.
+        let text = serde_json::to_string_pretty(&v).unwrap();
+        let node = parse_document("f", Format::Json, text.as_bytes(), &Limits::default()).unwrap();
+        let mut values = Vec::new();
+        preorder(&node, &mut values);
+        let lines: Vec<Option<usize>> = values.iter().map(|n| n.line()).collect();
+        prop_assert_eq!(lines[0], Some(1));
+        prop_assert!(lines.iter().all(Option::is_some), "{:?}", lines);
+        prop_assert!(lines.windows(2).all(|w| w[0] < w[1]), "{:?} in {}", lines, text);
+        prop_assert!(lines.last().unwrap().unwrap() <= text.lines().count());
+    }
+
+    #[test]
+    fn an_identity_list_with_a_repeated_name_is_never_compared(
+        old_names in prop::collection::vec("[a-c]", 0..5),
+        new_names in prop::collection::vec("[a-c]", 0..5),
+    ) {
+        let entries = |names: &[String]| -> Value {
+            json!({"topics": names.iter().enumerate().map(|(i, n)| json!({"name": n, "v": i})).collect::<Vec<_>>(), "owner": names.len()})
+        };
+        let (old, new) = (entries(&old_names), entries(&new_names));
+        let repeats = |names: &[String]| names.iter().collect::<std::collections::BTreeSet<_>>().len() < names.len();
+        let (old_node, new_node) = (Node::from(&old), Node::from(&new));
+        let found = diff_documents("f", Some(&old_node), Some(&new_node), &topics_by_name);
+        let lists_differ = old["topics"] != new["topics"];
+        let ambiguous = lists_differ && (repeats(&old_names) || repeats(&new_names));
+        prop_assert_eq!(found.ambiguities.len(), usize::from(ambiguous));
+        if let Some(list) = found.ambiguities.first() {
+            prop_assert_eq!(list.base.is_some(), repeats(&old_names));
+            prop_assert_eq!(list.source.is_some(), repeats(&new_names));
+        }
+        for change in &found.changes {
+            // Only the owner, or an entry addressed by its name: never a position.
+            let by_name = change.pointer.strip_prefix("/topics/").is_some_and(|rest| rest.starts_with(['a', 'b', 'c']));
+            prop_assert!(change.pointer == "/owner" || (!ambiguous && by_name), "{:?}", change);
+        }
+        prop_assert_eq!(found.changes.iter().any(|c| c.pointer == "/owner"), old_names.len() != new_names.len());
     }
 
     #[test]

@@ -9,6 +9,12 @@
 //! values thousands of times), which makes a tree of such a file a third of the size. Sorted entries
 //! also make the diff a merge of two sorted slices and lookups a binary search.
 //!
+//! Every node also remembers the [`Line`] it starts on, so a finding about a list entry can
+//! name `file:line`. The line lives in padding the enum has anyway (a test pins the size at
+//! 24 bytes), so it costs no memory, and equality ignores it: the same value written on
+//! another line is the same value, and the diff's skip of equal subtrees keeps working when
+//! an edit above shifts every line below.
+//!
 //! The tree is immutable once built. Changes carry `serde_json::Value`s ([`Node::to_value`]),
 //! because that is what policies and receipts speak.
 
@@ -20,27 +26,66 @@ use serde_json::{Map, Number, Value};
 /// An interned map key.
 pub type Key = Arc<str>;
 
-/// A JSON-compatible value: what every governed format is read into.
-#[derive(Debug, Clone, PartialEq)]
+/// The 1-based line a value starts on in its file, or unknown.
+///
+/// Unknown for a tree built from a `serde_json::Value` ([`Node::from`]), which has no text.
+/// The parsers give every value its line (see [`parse_document`](super::parse_document)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Line(u32);
+
+impl Line {
+    /// No known line.
+    pub const UNKNOWN: Line = Line(0);
+
+    /// Line `line` (1-based); `0` is unknown. Lines beyond `u32` (impossible within the size
+    /// limit) saturate.
+    pub fn new(line: usize) -> Line {
+        Line(u32::try_from(line).unwrap_or(u32::MAX))
+    }
+
+    /// The 1-based line, or `None` when unknown.
+    pub fn get(self) -> Option<usize> {
+        (self.0 != 0).then_some(self.0 as usize)
+    }
+}
+
+/// A JSON-compatible value: what every governed format is read into, each with the [`Line`]
+/// it starts on (ignored by `==`).
+#[derive(Debug, Clone)]
 pub enum Node {
     /// `null`.
-    Null,
+    Null(Line),
     /// `true` or `false`.
-    Bool(bool),
+    Bool(bool, Line),
     /// A finite number (integers keep their exact 64-bit value).
-    Number(Number),
+    Number(Number, Line),
     /// A string (shared with equal short strings of the same document).
-    String(Arc<str>),
+    String(Arc<str>, Line),
     /// A list, in order.
-    Array(Box<[Node]>),
+    Array(Box<[Node]>, Line),
     /// A map: entries sorted by key (byte order), keys unique.
-    Object(Box<[(Key, Node)]>),
+    Object(Box<[(Key, Node)]>, Line),
+}
+
+/// Value equality: lines are where a value was written, not part of it.
+impl PartialEq for Node {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Node::Null(_), Node::Null(_)) => true,
+            (Node::Bool(a, _), Node::Bool(b, _)) => a == b,
+            (Node::Number(a, _), Node::Number(b, _)) => a == b,
+            (Node::String(a, _), Node::String(b, _)) => a == b,
+            (Node::Array(a, _), Node::Array(b, _)) => a == b,
+            (Node::Object(a, _), Node::Object(b, _)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 impl Node {
     /// The value of `key` in a map, or `None` (also for anything that is not a map).
     pub fn get(&self, key: &str) -> Option<&Node> {
-        let Node::Object(entries) = self else {
+        let Node::Object(entries, _) = self else {
             return None;
         };
         entries
@@ -52,20 +97,51 @@ impl Node {
     /// The items of a list, or `None` for anything else.
     pub fn as_array(&self) -> Option<&[Node]> {
         match self {
-            Node::Array(items) => Some(items),
+            Node::Array(items, _) => Some(items),
             _ => None,
         }
+    }
+
+    /// The line this value starts on (for a map or list in block style, the line of its
+    /// first entry), or `None` when unknown.
+    pub fn line(&self) -> Option<usize> {
+        self.source_line().get()
+    }
+
+    fn source_line(&self) -> Line {
+        match self {
+            Node::Null(line)
+            | Node::Bool(_, line)
+            | Node::Number(_, line)
+            | Node::String(_, line)
+            | Node::Array(_, line)
+            | Node::Object(_, line) => *line,
+        }
+    }
+
+    /// The same value starting on `line` instead (for parsers that learn the position of a
+    /// value only after building it).
+    pub(super) fn at_line(mut self, at: Line) -> Node {
+        match &mut self {
+            Node::Null(line)
+            | Node::Bool(_, line)
+            | Node::Number(_, line)
+            | Node::String(_, line)
+            | Node::Array(_, line)
+            | Node::Object(_, line) => *line = at,
+        }
+        self
     }
 
     /// The same value as a `serde_json::Value`.
     pub fn to_value(&self) -> Value {
         match self {
-            Node::Null => Value::Null,
-            Node::Bool(b) => Value::Bool(*b),
-            Node::Number(n) => Value::Number(n.clone()),
-            Node::String(s) => Value::String(s.to_string()),
-            Node::Array(items) => Value::Array(items.iter().map(Node::to_value).collect()),
-            Node::Object(entries) => Value::Object(
+            Node::Null(_) => Value::Null,
+            Node::Bool(b, _) => Value::Bool(*b),
+            Node::Number(n, _) => Value::Number(n.clone()),
+            Node::String(s, _) => Value::String(s.to_string()),
+            Node::Array(items, _) => Value::Array(items.iter().map(Node::to_value).collect()),
+            Node::Object(entries, _) => Value::Object(
                 entries
                     .iter()
                     .map(|(k, v)| (k.to_string(), v.to_value()))
@@ -84,11 +160,14 @@ impl From<&Value> for Node {
 
 fn from_value(value: &Value, keys: &mut Interner) -> Node {
     match value {
-        Value::Null => Node::Null,
-        Value::Bool(b) => Node::Bool(*b),
-        Value::Number(n) => Node::Number(n.clone()),
-        Value::String(s) => Node::String(keys.text(s)),
-        Value::Array(items) => Node::Array(items.iter().map(|v| from_value(v, keys)).collect()),
+        Value::Null => Node::Null(Line::UNKNOWN),
+        Value::Bool(b) => Node::Bool(*b, Line::UNKNOWN),
+        Value::Number(n) => Node::Number(n.clone(), Line::UNKNOWN),
+        Value::String(s) => Node::String(keys.text(s), Line::UNKNOWN),
+        Value::Array(items) => Node::Array(
+            items.iter().map(|v| from_value(v, keys)).collect(),
+            Line::UNKNOWN,
+        ),
         Value::Object(map) => {
             let mut object = ObjectBuilder::default();
             for (k, v) in map {
@@ -98,7 +177,7 @@ fn from_value(value: &Value, keys: &mut Interner) -> Node {
                     object.push(key, from_value(v, keys));
                 }
             }
-            object.finish()
+            object.finish(Line::UNKNOWN)
         }
     }
 }
@@ -168,10 +247,10 @@ impl ObjectBuilder {
         }
     }
 
-    /// The finished map, sorted by key.
-    pub(super) fn finish(mut self) -> Node {
+    /// The finished map, sorted by key, starting on `line`.
+    pub(super) fn finish(mut self, line: Line) -> Node {
         self.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Node::Object(self.entries.into_boxed_slice())
+        Node::Object(self.entries.into_boxed_slice(), line)
     }
 }
 
@@ -186,14 +265,14 @@ mod tests {
         let value = json!({"z": [1, -2, 2.5, "s", null, true], "a": {"k": {}}, "": []});
         let node = Node::from(&value);
         assert_eq!(node.to_value(), value);
-        let Node::Object(entries) = &node else {
+        let Node::Object(entries, _) = &node else {
             panic!("a map");
         };
         let keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_ref()).collect();
         assert_eq!(keys, ["", "a", "z"]);
         assert_eq!(node.get("a"), Some(&Node::from(&json!({"k": {}}))));
         assert_eq!(node.get("b"), None);
-        assert_eq!(Node::Null.get("a"), None);
+        assert_eq!(Node::Null(Line::UNKNOWN).get("a"), None);
         assert_eq!(
             node.get("z").and_then(Node::as_array).map(<[_]>::len),
             Some(6)
@@ -208,16 +287,31 @@ mod tests {
         for i in 0..40 {
             let key = keys.intern(&format!("k{i}"));
             assert!(object.claim(&key), "{key}");
-            object.push(Key::clone(&key), Node::Null);
+            object.push(Key::clone(&key), Node::Null(Line::UNKNOWN));
             assert!(!object.claim(&key), "{key} again");
             assert!(!object.claim(&keys.intern("k0")));
         }
-        let node = object.finish();
-        let Node::Object(entries) = node else {
+        let node = object.finish(Line::UNKNOWN);
+        let Node::Object(entries, _) = node else {
             panic!("a map");
         };
         assert_eq!(entries.len(), 40);
         assert!(entries.windows(2).all(|w| w[0].0 < w[1].0), "sorted");
+    }
+
+    #[test]
+    fn lines_cost_no_memory_and_never_change_equality() {
+        assert_eq!(std::mem::size_of::<Node>(), 24);
+        let at = |line: usize| Node::Number(1.into(), Line::new(line));
+        assert_eq!(at(3), at(9));
+        assert_eq!(at(3).line(), Some(3));
+        assert_eq!(at(0).line(), None);
+        let list = |line: usize| Node::Array(vec![at(line)].into_boxed_slice(), Line::new(line));
+        assert_eq!(list(1), list(2));
+        assert_ne!(list(1), Node::Array(Box::new([]), Line::new(1)));
+        assert_eq!(Node::from(&json!({"a": [1]})).line(), None);
+        assert_eq!(at(3).at_line(Line::new(7)).line(), Some(7));
+        assert_ne!(Node::Null(Line::UNKNOWN), Node::Bool(false, Line::UNKNOWN));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use serde_json::Number;
 use self::events::{EventKind, EventReader, Tag};
 use self::scalar::Scalar;
 use super::build;
-use super::tree::{Interner, Key, Node, ObjectBuilder};
+use super::tree::{Interner, Key, Line, Node, ObjectBuilder};
 
 /// The deepest nesting built whatever the configured limit. The tree is dropped, compared and
 /// hashed recursively, so an unbounded depth could overflow the stack after parsing;
@@ -41,13 +41,14 @@ pub(super) struct YamlError {
     pub(super) message: String,
 }
 
-/// A container being filled.
+/// A container being filled, with the line it starts on.
 enum Frame {
-    Seq(Vec<Node>),
+    Seq(Vec<Node>, Line),
     Map {
         object: ObjectBuilder,
         /// The key whose value is being read; `None` while the next event is a key.
         key: Option<Key>,
+        line: Line,
     },
 }
 
@@ -76,10 +77,11 @@ pub(super) fn parse_yaml(
         })?;
         let line = event.line;
         let fail = |message: String| Err(YamlError { line, message });
+        let at = Line::new(line);
         let reading_key = matches!(stack.last(), Some(Frame::Map { key: None, .. }));
         let is_seq = matches!(event.kind, EventKind::SequenceStart(_));
         match event.kind {
-            EventKind::StreamEnd => return Ok(root.unwrap_or(Node::Null)),
+            EventKind::StreamEnd => return Ok(root.unwrap_or(Node::Null(Line::UNKNOWN))),
             EventKind::DocumentStart => {
                 documents += 1;
                 if documents > 1 {
@@ -94,7 +96,10 @@ pub(super) fn parse_yaml(
             }
             EventKind::Scalar { text, plain, tag } if reading_key => {
                 let key = scalar::resolve(text, plain, &tag).and_then(key_text);
-                let Some(Frame::Map { object, key: slot }) = stack.last_mut() else {
+                let Some(Frame::Map {
+                    object, key: slot, ..
+                }) = stack.last_mut()
+                else {
                     unreachable!("reading_key means the top frame is a map");
                 };
                 let key = key.and_then(|text| {
@@ -115,7 +120,8 @@ pub(super) fn parse_yaml(
                 if nodes > max_nodes {
                     return fail(build::too_many_nodes(max_nodes));
                 }
-                match scalar::resolve(text, plain, &tag).and_then(|s| node_value(s, &mut texts)) {
+                match scalar::resolve(text, plain, &tag).and_then(|s| node_value(s, at, &mut texts))
+                {
                     Ok(value) => attach(&mut stack, &mut root, value),
                     Err(message) => return fail(at_path(&stack, message)),
                 }
@@ -148,18 +154,19 @@ pub(super) fn parse_yaml(
                     return fail(build::too_deep(max_depth));
                 }
                 stack.push(if is_seq {
-                    Frame::Seq(Vec::new())
+                    Frame::Seq(Vec::new(), at)
                 } else {
                     Frame::Map {
                         object: ObjectBuilder::default(),
                         key: None,
+                        line: at,
                     }
                 });
             }
             EventKind::SequenceEnd | EventKind::MappingEnd => {
                 let value = match stack.pop() {
-                    Some(Frame::Seq(items)) => Node::Array(items.into_boxed_slice()),
-                    Some(Frame::Map { object, .. }) => object.finish(),
+                    Some(Frame::Seq(items, line)) => Node::Array(items.into_boxed_slice(), line),
+                    Some(Frame::Map { object, line, .. }) => object.finish(line),
                     // libyaml never ends a container it did not start.
                     None => return fail("unbalanced YAML event stream".to_owned()),
                 };
@@ -174,8 +181,8 @@ pub(super) fn parse_yaml(
 fn attach(stack: &mut [Frame], root: &mut Option<Node>, value: Node) {
     match stack.last_mut() {
         None => *root = Some(value),
-        Some(Frame::Seq(items)) => items.push(value),
-        Some(Frame::Map { object, key }) => {
+        Some(Frame::Seq(items, _)) => items.push(value),
+        Some(Frame::Map { object, key, .. }) => {
             if let Some(key) = key.take() {
                 object.push(key, value);
             }
@@ -183,22 +190,25 @@ fn attach(stack: &mut [Frame], root: &mut Option<Node>, value: Node) {
     }
 }
 
-/// A resolved scalar as a tree value, refusing what JSON cannot hold.
-fn node_value(scalar: Scalar, texts: &mut Interner) -> Result<Node, String> {
+/// A resolved scalar as a tree value starting on `line`, refusing what JSON cannot hold.
+fn node_value(scalar: Scalar, line: Line, texts: &mut Interner) -> Result<Node, String> {
     let too_wide = |v: &dyn std::fmt::Display| format!("integer {v} does not fit in 64 bits");
     Ok(match scalar {
-        Scalar::Null => Node::Null,
-        Scalar::Bool(b) => Node::Bool(b),
+        Scalar::Null => Node::Null(line),
+        Scalar::Bool(b) => Node::Bool(b, line),
         Scalar::Int(n) => match (i64::try_from(n), u64::try_from(n)) {
-            (Ok(small), _) => Node::Number(small.into()),
-            (_, Ok(small)) => Node::Number(small.into()),
+            (Ok(small), _) => Node::Number(small.into(), line),
+            (_, Ok(small)) => Node::Number(small.into(), line),
             _ => return Err(too_wide(&n)),
         },
         Scalar::BigUnsigned(n) => return Err(too_wide(&n)),
-        Scalar::Float(f) => Node::Number(Number::from_f64(f).ok_or_else(|| {
-            format!("number {f} (NaN or infinite) cannot be represented in JSON")
-        })?),
-        Scalar::Str(s) => Node::String(texts.text(&s)),
+        Scalar::Float(f) => Node::Number(
+            Number::from_f64(f).ok_or_else(|| {
+                format!("number {f} (NaN or infinite) cannot be represented in JSON")
+            })?,
+            line,
+        ),
+        Scalar::Str(s) => Node::String(texts.text(&s), line),
     })
 }
 
@@ -224,7 +234,7 @@ fn at_path(frames: &[Frame], message: String) -> String {
     let mut path = String::new();
     for frame in frames {
         match frame {
-            Frame::Seq(items) => path.push_str(&format!("[{}]", items.len())),
+            Frame::Seq(items, _) => path.push_str(&format!("[{}]", items.len())),
             Frame::Map { key, .. } => {
                 if !path.is_empty() {
                     path.push('.');

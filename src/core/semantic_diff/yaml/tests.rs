@@ -163,7 +163,7 @@ fn syntax_errors_carry_libyaml_text_and_line() {
 
 /// The tree `serde_yaml` built through the shared value seed, as assent did before.
 fn serde_yaml_tree(text: &str) -> Result<Value, Option<usize>> {
-    let budget = Budget::new(128, 1_000_000, false);
+    let budget = Budget::without_lines(128, 1_000_000);
     let seed = ValueSeed {
         budget: &budget,
         depth: 0,
