@@ -114,6 +114,19 @@ impl Forge for FaultyForge<'_> {
         self.write("edit note", || self.inner.edit_note(note_id, body))
     }
 
+    fn bot_approves(&self) -> Result<bool, ForgeError> {
+        self.check_alive()?;
+        self.inner.bot_approves()
+    }
+
+    fn approve(&self, sha: &str) -> Result<(), ForgeError> {
+        self.write("approve", || self.inner.approve(sha))
+    }
+
+    fn unapprove(&self) -> Result<(), ForgeError> {
+        self.write("unapprove", || self.inner.unapprove())
+    }
+
     fn request_counts(&self) -> RequestCounts {
         self.inner.request_counts()
     }

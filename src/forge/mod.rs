@@ -72,6 +72,14 @@ impl ForgeError {
     pub fn is_ambiguous_write(&self) -> bool {
         matches!(self, ForgeError::AmbiguousWrite { .. })
     }
+
+    /// The HTTP status of a definite refusal, `None` for every other failure.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ForgeError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
 }
 
 /// A thread just created: its discussion id and first note id (its forge id).
@@ -113,6 +121,14 @@ pub trait Forge: Send + Sync {
     fn create_note(&self, body: &str) -> Result<u64, ForgeError>;
     /// Replaces a note's body.
     fn edit_note(&self, note_id: u64, body: &str) -> Result<(), ForgeError>;
+    /// Whether the bot (the token's user) approves the merge request right now
+    /// (`GET …/approvals`, the bot's id among `approved_by[].user.id`).
+    fn bot_approves(&self) -> Result<bool, ForgeError>;
+    /// Approves the merge request as the bot, pinned to `sha`: the forge refuses with 409 when
+    /// the head is no longer `sha`, and with 401 when the bot approves already.
+    fn approve(&self, sha: &str) -> Result<(), ForgeError>;
+    /// Withdraws the bot's approval; the forge answers 404 when the bot does not approve.
+    fn unapprove(&self) -> Result<(), ForgeError>;
     /// Requests made so far.
     fn request_counts(&self) -> RequestCounts;
 }
