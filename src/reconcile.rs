@@ -510,6 +510,9 @@ fn settle_approval(forge: &dyn Forge, want: bool, sha: &str) -> Result<Settled, 
     ))
 }
 
+#[cfg(test)]
+mod approval_tests;
+
 /// Sets the summary back to "reconciling" for the pinned head.
 fn reopen_summary(
     forge: &dyn Forge,
