@@ -141,8 +141,7 @@ pub fn run_review(
         web_url: mr.web_url.clone(),
         dry_run: request.dry_run,
     };
-    let mut publication =
-        reconcile_with_approval(forge, &outcome.desired, &ctx, request.approve)?;
+    let mut publication = reconcile_with_approval(forge, &outcome.desired, &ctx, request.approve)?;
     let used = forge.request_counts();
     publication.receipt.requests = RequestTally {
         reads: used.reads - start.reads,

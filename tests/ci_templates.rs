@@ -41,10 +41,7 @@ fn interpolate(spec: &Value, body: &str) -> String {
 fn interpolate_with(spec: &Value, body: &str, given: &[(&str, &str)]) -> String {
     let mut out = body.to_owned();
     for (name, value) in given {
-        assert!(
-            inputs(spec).contains_key(*name),
-            "no input {name} to give"
-        );
+        assert!(inputs(spec).contains_key(*name), "no input {name} to give");
         out = out.replace(&format!("$[[ inputs.{name} ]]"), value);
     }
     for (name, def) in inputs(spec) {
@@ -190,7 +187,8 @@ fn component_declares_the_inputs_the_issue_names() {
         .collect();
     assert_eq!(fail_on, ["block", "review", "never"]);
     assert_eq!(
-        inputs(&spec)["fail_on"]["default"], "review",
+        inputs(&spec)["fail_on"]["default"],
+        "review",
         "the job fails on REVIEW unless told otherwise (SPEC §10.2)"
     );
     assert_eq!(inputs(&spec)["approve"]["default"], false);
@@ -329,7 +327,11 @@ fn both_forms_fail_on_review_by_default_and_are_never_allowed_to_fail() {
         assert_eq!(assent.name, "assent");
         assert_eq!(assent.fail_on, Ok("review".to_owned()), "{form}");
         assert_eq!(assent.failure_escape, None, "{form}");
-        assert_eq!(assent.approve, Ok(false), "{form}: approve is off by default");
+        assert_eq!(
+            assent.approve,
+            Ok(false),
+            "{form}: approve is off by default"
+        );
     }
     let classic: Value = serde_yaml::from_str(&read("ci-templates/assent.gitlab-ci.yml")).unwrap();
     assert_eq!(classic["variables"]["ASSENT_FAIL_ON"]["value"], "review");

@@ -692,10 +692,7 @@ fn pipeline_gated() -> State {
 /// An approval rule requiring the bot alone, approvals reset on push, rules not editable in
 /// MRs, the job approving; Pipelines must succeed off.
 fn approval_gated() -> State {
-    let mut state = gated_with(&CI_GATED.replace(
-        "--fail-on review",
-        "--fail-on review --approve",
-    ));
+    let mut state = gated_with(&CI_GATED.replace("--fail-on review", "--fail-on review --approve"));
     let p = &mut state.projects[0];
     p.only_allow_merge_if_pipeline_succeeds = false;
     p.approvals.disable_overriding_approvers_per_merge_request = true;
@@ -732,7 +729,9 @@ fn assert_threads_only(o: &Out, reason_part: &str) {
         reason.contains(reason_part),
         "reason should mention {reason_part:?}: {reason}"
     );
-    let warning = o.gate_detail("warning").expect("a warning says what to change");
+    let warning = o
+        .gate_detail("warning")
+        .expect("a warning says what to change");
     assert!(
         warning.contains("fail_on: review") && warning.contains("approve: true"),
         "{warning}"
@@ -781,7 +780,9 @@ fn approval_required_when_only_the_bot_can_approve_and_the_job_approves() {
     // An MR-level rule counts the same way.
     let mut state = approval_gated();
     let rule = state.projects[0].approvals.rules.remove(0);
-    state.projects[0].merge_requests[0].approval_rules.push(rule);
+    state.projects[0].merge_requests[0]
+        .approval_rules
+        .push(rule);
     let fake = FakeGitLab::start(state);
     assert_eq!(doctor(&fake).gate(), "approval-required");
 }
@@ -800,7 +801,12 @@ fn json_carries_the_gate_verdict() {
     let o = doctor_with(&fake, BOT_TOKEN, &[], &["--format", "json"]);
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["gate_enforcement"], "pipeline-required");
-    assert!(v["gate_enforcement_reason"].as_str().unwrap().contains("review"));
+    assert!(
+        v["gate_enforcement_reason"]
+            .as_str()
+            .unwrap()
+            .contains("review")
+    );
     assert_eq!(v["gate_enforcement_warning"], Value::Null);
 
     let fake = FakeGitLab::start(healthy());
@@ -862,7 +868,12 @@ fn threads_only_when_pipelines_need_not_succeed_or_skipped_ones_count() {
 #[test]
 fn threads_only_when_the_job_does_not_fail_on_review() {
     for (name, from, to, part) in [
-        ("fail on block", "--fail-on review", "--fail-on block", "--fail-on block"),
+        (
+            "fail on block",
+            "--fail-on review",
+            "--fail-on block",
+            "--fail-on block",
+        ),
         (
             "allowed to fail",
             "  stage: test\n",
@@ -900,18 +911,24 @@ fn threads_only_when_the_job_does_not_fail_on_review() {
 fn threads_only_when_someone_besides_the_bot_can_approve() {
     type Mutation = fn(&mut State);
     let cases: Vec<(&str, &str, Mutation)> = vec![
-        ("rule naming the bot plus a group", "also names groups", |s| {
-            s.projects[0].approvals.rules[0].group_ids = vec![9]
-        }),
-        ("rule naming the bot plus a person", "not the bot user", |s| {
-            s.projects[0].approvals.rules[0].user_ids = vec![BOT_ID, HUMAN_ID]
-        }),
+        (
+            "rule naming the bot plus a group",
+            "also names groups",
+            |s| s.projects[0].approvals.rules[0].group_ids = vec![9],
+        ),
+        (
+            "rule naming the bot plus a person",
+            "not the bot user",
+            |s| s.projects[0].approvals.rules[0].user_ids = vec![BOT_ID, HUMAN_ID],
+        ),
         ("rule for one branch only", "some branches only", |s| {
             s.projects[0].approvals.rules[0].protected_branches = vec!["main".into()]
         }),
-        ("approvals kept on push", "removed when commits are added", |s| {
-            s.projects[0].approvals.reset_approvals_on_push = false
-        }),
+        (
+            "approvals kept on push",
+            "removed when commits are added",
+            |s| s.projects[0].approvals.reset_approvals_on_push = false,
+        ),
         ("rules editable in the MR", "edited in MRs", |s| {
             s.projects[0]
                 .approvals

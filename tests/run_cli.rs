@@ -1178,11 +1178,7 @@ fn a_push_that_makes_it_review_withdraws_the_approval() {
         Some(&("POST".to_owned(), RouteKind::Unapprove)),
         "{shape:?}"
     );
-    assert!(
-        r.stdout.contains("approval: unapproved"),
-        "{}",
-        r.stdout
-    );
+    assert!(r.stdout.contains("approval: unapproved"), "{}", r.stdout);
 }
 
 #[test]
@@ -1196,7 +1192,9 @@ fn with_gitlabs_default_reset_a_push_leaves_nothing_to_withdraw() {
     let r = run_at(&w, NEWER_SHA, &["--approve"]);
     assert_eq!(r.receipt()["approval"], "unchanged");
     assert!(
-        !w.writes().iter().any(|q| APPROVAL_ROUTES.contains(&q.route)),
+        !w.writes()
+            .iter()
+            .any(|q| APPROVAL_ROUTES.contains(&q.route)),
         "{:#?}",
         w.writes()
     );
@@ -1331,7 +1329,11 @@ fn a_lost_approval_answer_is_settled_by_reading_again_not_by_resending() {
     let sent: Vec<RouteKind> = approval_requests(&w).iter().map(|q| q.route).collect();
     assert_eq!(
         sent,
-        [RouteKind::MrApprovals, RouteKind::Approve, RouteKind::MrApprovals],
+        [
+            RouteKind::MrApprovals,
+            RouteKind::Approve,
+            RouteKind::MrApprovals
+        ],
         "read, approve (answer lost), read: approved, nothing resent"
     );
     assert_eq!(approvals(&w), vec![fixtures::BOT_ID]);

@@ -354,7 +354,12 @@ mod tests {
     use super::*;
 
     fn env_with(value: Option<&'static str>) -> impl Fn(&str) -> Option<String> {
-        move |name| (name == "ASSENT_APPROVE").then_some(value).flatten().map(str::to_owned)
+        move |name| {
+            (name == "ASSENT_APPROVE")
+                .then_some(value)
+                .flatten()
+                .map(str::to_owned)
+        }
     }
 
     #[test]

@@ -502,7 +502,8 @@ fn rule_gap(rule: &RuleFacts, bot: u64, project_level: bool) -> Option<String> {
             "rule {name:?} has eligible approvers other than the bot"
         ));
     }
-    if project_level && (!rule.protected_branches.is_empty() || rule.applies_to_all_protected_branches)
+    if project_level
+        && (!rule.protected_branches.is_empty() || rule.applies_to_all_protected_branches)
     {
         return Some(format!(
             "rule {name:?} applies to some branches only, and an MR can target another"
@@ -560,7 +561,9 @@ fn approval_required(e: &EnforcementEvidence) -> Result<String, String> {
             }
         }
         Probe::Failed(err) => {
-            return Err(format!("cannot read the project's approval settings: {err}"));
+            return Err(format!(
+                "cannot read the project's approval settings: {err}"
+            ));
         }
         Probe::NotAsked(why) => return Err(why.clone()),
     }
@@ -741,7 +744,8 @@ mod tests {
     #[test]
     fn approval_wins_when_both_hold() {
         let mut e = approval_evidence();
-        e.config = config(&PIPELINE_CONFIG.replace("--fail-on review", "--fail-on review --approve"));
+        e.config =
+            config(&PIPELINE_CONFIG.replace("--fail-on review", "--fail-on review --approve"));
         if let Probe::Got(p) = &mut e.project {
             p.only_allow_merge_if_pipeline_succeeds = Some(true);
         }
@@ -753,7 +757,12 @@ mod tests {
         let mut e = approval_evidence();
         e.project_rules = Probe::Failed("HTTP 403".into());
         e.mr_rules = Probe::Got(vec![bot_rule()]);
-        assert_eq!(verdict(&e), GateEnforcement::ApprovalRequired, "{:?}", judge(&e));
+        assert_eq!(
+            verdict(&e),
+            GateEnforcement::ApprovalRequired,
+            "{:?}",
+            judge(&e)
+        );
     }
 
     #[test]
@@ -779,7 +788,9 @@ mod tests {
                 r.eligible_approver_ids = Some(vec![]);
             }),
             ("zero approvals", |r| r.approvals_required = 0),
-            ("scoped to a branch", |r| r.protected_branches = vec!["main".into()]),
+            ("scoped to a branch", |r| {
+                r.protected_branches = vec!["main".into()]
+            }),
             ("protected branches only", |r| {
                 r.applies_to_all_protected_branches = true
             }),
@@ -791,7 +802,11 @@ mod tests {
             e.project_rules = Probe::Got(vec![rule]);
             let v = judge(&e);
             assert_eq!(v.enforcement, GateEnforcement::ThreadsOnly, "{name}: {v:?}");
-            assert!(v.reason.starts_with("not approval-required: "), "{name}: {}", v.reason);
+            assert!(
+                v.reason.starts_with("not approval-required: "),
+                "{name}: {}",
+                v.reason
+            );
         }
     }
 
@@ -822,11 +837,15 @@ mod tests {
                 e.config = config("assent:\n  script:\n  - assent run\n")
             }),
             ("approve misspelt", "neither true nor false", |e| {
-                e.config = config("assent:\n  variables:\n    ASSENT_APPROVE: 'yes'\n  script:\n  - assent run\n")
+                e.config = config(
+                    "assent:\n  variables:\n    ASSENT_APPROVE: 'yes'\n  script:\n  - assent run\n",
+                )
             }),
-            ("approve merely echoed", "no job of the CI configuration runs assent run", |e| {
-                e.config = config("assent:\n  script:\n  - echo assent run --approve\n")
-            }),
+            (
+                "approve merely echoed",
+                "no job of the CI configuration runs assent run",
+                |e| e.config = config("assent:\n  script:\n  - echo assent run --approve\n"),
+            ),
             ("bot unknown", "user is unknown", |e| e.bot_user_id = None),
         ];
         for (name, part, mutate) in cases {
@@ -875,46 +894,83 @@ mod tests {
                 e.config = config(&PIPELINE_CONFIG.replace("--fail-on review ", ""))
             }),
             ("allow_failure", "allow_failure: true", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("  stage: test\n", "  stage: test\n  allow_failure: true\n"))
+                e.config = config(
+                    &PIPELINE_CONFIG
+                        .replace("  stage: test\n", "  stage: test\n  allow_failure: true\n"),
+                )
             }),
             ("allow_failure on exit codes", "allow_failure", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("  stage: test\n", "  stage: test\n  allow_failure:\n    exit_codes: [1]\n"))
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "  stage: test\n",
+                    "  stage: test\n  allow_failure:\n    exit_codes: [1]\n",
+                ))
             }),
             ("manual", "when: manual", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("  stage: test\n", "  stage: test\n  when: manual\n"))
+                e.config = config(
+                    &PIPELINE_CONFIG.replace("  stage: test\n", "  stage: test\n  when: manual\n"),
+                )
             }),
             ("or true", "lets the line succeed", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("assent-receipt.json\n", "assent-receipt.json || true\n"))
+                e.config = config(
+                    &PIPELINE_CONFIG
+                        .replace("assent-receipt.json\n", "assent-receipt.json || true\n"),
+                )
             }),
             ("rule allows failure", "allows it to fail", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("merge_request_event\"\n", "merge_request_event\"\n    allow_failure: true\n"))
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "merge_request_event\"\n",
+                    "merge_request_event\"\n    allow_failure: true\n",
+                ))
             }),
             ("rule skips on a label", "when: never", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("  rules:\n", "  rules:\n  - if: $CI_MERGE_REQUEST_LABELS =~ /skip/\n    when: never\n"))
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "  rules:\n",
+                    "  rules:\n  - if: $CI_MERGE_REQUEST_LABELS =~ /skip/\n    when: never\n",
+                ))
             }),
             ("rule on a commit message", "$CI_COMMIT_MESSAGE", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("merge_request_event\"", "merge_request_event\" && $CI_COMMIT_MESSAGE !~ /nogate/"))
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "merge_request_event\"",
+                    "merge_request_event\" && $CI_COMMIT_MESSAGE !~ /nogate/",
+                ))
             }),
             ("rule on changes", "changes:", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("merge_request_event\"\n", "merge_request_event\"\n    changes: [topics/**]\n"))
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "merge_request_event\"\n",
+                    "merge_request_event\"\n    changes: [topics/**]\n",
+                ))
             }),
             ("only", "only:", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("  rules:\n  - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n", "  only: [merge_requests]\n"))
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "  rules:\n  - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n",
+                    "  only: [merge_requests]\n",
+                ))
             }),
             ("unset variable", "does not set", |e| {
                 e.config = config(&PIPELINE_CONFIG.replace("--fail-on review", "--fail-on $GATE"))
             }),
             ("given twice", "more than once", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("--fail-on review", "--fail-on review --fail-on never"))
+                e.config = config(
+                    &PIPELINE_CONFIG
+                        .replace("--fail-on review", "--fail-on review --fail-on never"),
+                )
             }),
             ("lint invalid", "invalid", |e| {
-                e.config = Probe::Got(ConfigFacts { valid: false, merged_yaml: None, errors: vec!["bad".into()] })
+                e.config = Probe::Got(ConfigFacts {
+                    valid: false,
+                    merged_yaml: None,
+                    errors: vec!["bad".into()],
+                })
             }),
-            ("lint failed", "cannot read the merged CI configuration", |e| {
-                e.config = Probe::Failed("HTTP 502".into())
-            }),
+            (
+                "lint failed",
+                "cannot read the merged CI configuration",
+                |e| e.config = Probe::Failed("HTTP 502".into()),
+            ),
             ("garbage", "does not parse", |e| e.config = config("{[")),
-            ("no assent job", "no job", |e| e.config = config("test:\n  script: [make]\n")),
+            ("no assent job", "no job", |e| {
+                e.config = config("test:\n  script: [make]\n")
+            }),
         ];
         for (name, part, mutate) in cases {
             let mut e = pipeline_evidence();
@@ -931,7 +987,12 @@ mod tests {
         let classic = "variables:\n  ASSENT_FAIL_ON:\n    value: review\n    description: x\nassent:\n  script:\n  - assent run --fail-on \"$ASSENT_FAIL_ON\"\n";
         let mut e = pipeline_evidence();
         e.config = config(classic);
-        assert_eq!(verdict(&e), GateEnforcement::PipelineRequired, "{:?}", judge(&e));
+        assert_eq!(
+            verdict(&e),
+            GateEnforcement::PipelineRequired,
+            "{:?}",
+            judge(&e)
+        );
         // A job's own variable overrides the global one.
         e.config = config(&format!(
             "{classic}  variables:\n    ASSENT_FAIL_ON: never\n"
@@ -939,8 +1000,15 @@ mod tests {
         assert_eq!(verdict(&e), GateEnforcement::ThreadsOnly);
         assert!(judge(&e).reason.contains("--fail-on never"));
         // Braced form, symbol keys of older GitLab.
-        e.config = config(":variables:\n  :GATE: review\n:assent:\n  :script:\n  - assent run --fail-on ${GATE}\n");
-        assert_eq!(verdict(&e), GateEnforcement::PipelineRequired, "{:?}", judge(&e));
+        e.config = config(
+            ":variables:\n  :GATE: review\n:assent:\n  :script:\n  - assent run --fail-on ${GATE}\n",
+        );
+        assert_eq!(
+            verdict(&e),
+            GateEnforcement::PipelineRequired,
+            "{:?}",
+            judge(&e)
+        );
     }
 
     #[test]

@@ -528,8 +528,7 @@ fn finish(
 fn project_facts(p: &Value) -> ProjectFacts {
     ProjectFacts {
         path_with_namespace: p["path_with_namespace"].as_str().map(str::to_owned),
-        only_allow_merge_if_pipeline_succeeds: p["only_allow_merge_if_pipeline_succeeds"]
-            .as_bool(),
+        only_allow_merge_if_pipeline_succeeds: p["only_allow_merge_if_pipeline_succeeds"].as_bool(),
         allow_merge_on_skipped_pipeline: p["allow_merge_on_skipped_pipeline"].as_bool(),
         ci_config_path: p_ci_config_path(Some(p)),
     }
@@ -550,7 +549,9 @@ fn rule_facts(v: &Value) -> RuleFacts {
         approvals_required: v["approvals_required"].as_u64().unwrap_or(0),
         user_ids: ids(&v["users"]),
         group_ids: ids(&v["groups"]),
-        eligible_approver_ids: v["eligible_approvers"].is_array().then(|| ids(&v["eligible_approvers"])),
+        eligible_approver_ids: v["eligible_approvers"]
+            .is_array()
+            .then(|| ids(&v["eligible_approvers"])),
         contains_hidden_groups: v["contains_hidden_groups"].as_bool().unwrap_or(true),
         protected_branches: v["protected_branches"]
             .as_array()
@@ -586,9 +587,8 @@ fn gather_enforcement(
     let approval_settings = match prober.json(Route::ApprovalSettings) {
         Ok(v) if v.is_object() => Probe::Got(ApprovalSettingsFacts {
             reset_approvals_on_push: v["reset_approvals_on_push"].as_bool(),
-            disable_overriding_approvers_per_merge_request: v
-                ["disable_overriding_approvers_per_merge_request"]
-                .as_bool(),
+            disable_overriding_approvers_per_merge_request:
+                v["disable_overriding_approvers_per_merge_request"].as_bool(),
         }),
         Ok(_) => Probe::Failed("the approval settings answer is not an object".into()),
         Err(err) => Probe::Failed(err.to_string()),

@@ -279,7 +279,10 @@ mod tests {
             warning: None,
         });
         let text = r.to_text();
-        assert!(text.ends_with("gate_enforcement: pipeline-required\n  reason: job fails on review\n"), "{text}");
+        assert!(
+            text.ends_with("gate_enforcement: pipeline-required\n  reason: job fails on review\n"),
+            "{text}"
+        );
         let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
         assert_eq!(v["gate_enforcement"], "pipeline-required");
         assert_eq!(v["gate_enforcement_reason"], "job fails on review");

@@ -689,7 +689,11 @@ mod tests {
         );
         forge.set_approved_by(HUMAN_USER_ID, true);
         forge.set_head("h2");
-        assert_eq!(forge.approvals(), Vec::<u64>::new(), "a push removes approvals");
+        assert_eq!(
+            forge.approvals(),
+            Vec::<u64>::new(),
+            "a push removes approvals"
+        );
         forge.approve("h2").unwrap();
         forge.set_reset_approvals_on_push(false);
         forge.set_head("h3");

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use gitlab::api::Endpoint;
 use gitlab::api::common::NameOrId;
+use gitlab::api::projects::merge_requests::approvals::MergeRequestApprovals;
 use gitlab::api::projects::merge_requests::discussions::{
     CreateMergeRequestDiscussion, MergeRequestDiscussions,
 };
-use gitlab::api::projects::merge_requests::approvals::MergeRequestApprovals;
 use gitlab::api::projects::merge_requests::notes::{CreateMergeRequestNote, EditMergeRequestNote};
 use gitlab::api::projects::merge_requests::{
     ApproveMergeRequest, MergeRequest, MergeRequestDiffs, UnapproveMergeRequest,

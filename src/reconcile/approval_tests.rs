@@ -5,9 +5,9 @@ use std::sync::Mutex;
 
 use super::*;
 use crate::core::model::{Effect, Finding, Occurrence, Slot};
+use crate::core::model::{ListedDiscussion, MergeRequestInfo};
 use crate::core::receipt::ApprovalOutcome;
 use crate::forge::memory::{HUMAN_USER_ID, InMemoryForge, MR_AUTHOR_USER_ID};
-use crate::core::model::{ListedDiscussion, MergeRequestInfo};
 use crate::forge::{CreatedThread, RequestCounts};
 
 const BOT: u64 = 1;
@@ -64,13 +64,16 @@ enum Intercept {
     ApplyThenFail(ForgeError),
 }
 
+/// Something a person does to the MR at a chosen moment of a run.
+type Meanwhile<'a> = Box<dyn FnOnce(&InMemoryForge) + Send + 'a>;
+
 /// The in-memory forge behind a recorder of every port call, which can fail approval writes
 /// on purpose and run an action (a push, a human's click) right before the approval read.
 struct Scripted<'a> {
     inner: &'a InMemoryForge,
     calls: Mutex<Vec<String>>,
     approval_writes: Mutex<Vec<Intercept>>,
-    before_approval_read: Mutex<Option<Box<dyn FnOnce(&InMemoryForge) + Send + 'a>>>,
+    before_approval_read: Mutex<Option<Meanwhile<'a>>>,
 }
 
 impl<'a> Scripted<'a> {
@@ -334,7 +337,11 @@ fn a_new_push_that_makes_it_review_withdraws_the_approval() {
     publish(&memory, &approvable(), HEAD, true).unwrap();
     assert_eq!(memory.approvals(), vec![BOT]);
     memory.set_head(PUSHED);
-    assert_eq!(memory.approvals(), vec![BOT], "the approval survived the push");
+    assert_eq!(
+        memory.approvals(),
+        vec![BOT],
+        "the approval survived the push"
+    );
     let forge = Scripted::new(&memory);
     let receipt = publish(&forge, &challenged(), PUSHED, true).unwrap();
     assert_eq!(receipt.decision, Some(Decision::Review));
@@ -353,7 +360,9 @@ fn reopening_a_thread_or_a_block_withdraws_the_approval_at_the_same_head() {
     let receipt = publish(&memory, &challenged(), HEAD, true).unwrap();
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Approved));
 
-    memory.set_resolved_by(thread, false, HUMAN_USER_ID).unwrap();
+    memory
+        .set_resolved_by(thread, false, HUMAN_USER_ID)
+        .unwrap();
     let receipt = publish(&memory, &challenged(), HEAD, true).unwrap();
     assert_eq!(receipt.decision, Some(Decision::Review));
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Unapproved));
@@ -419,7 +428,9 @@ fn a_head_that_moves_before_the_approval_is_a_stale_pipeline() {
     assert_eq!(receipt.requests.writes, writes(&memory));
     let json = receipt.to_json();
     assert!(
-        json.contains(r#""outcome":"stale-pipeline","decision":null,"findings":[],"actions":[],"repairs":[]"#),
+        json.contains(
+            r#""outcome":"stale-pipeline","decision":null,"findings":[],"actions":[],"repairs":[]"#
+        ),
         "{json}"
     );
     assert!(json.contains(r#""approval":null"#), "{json}");
@@ -433,10 +444,7 @@ fn without_approve_the_approval_is_neither_read_nor_written() {
     let receipt = publish(&forge, &challenged(), HEAD, false).unwrap();
     assert_eq!(receipt.approval, None);
     assert!(
-        !forge
-            .calls()
-            .iter()
-            .any(|c| c.contains("approv")),
+        !forge.calls().iter().any(|c| c.contains("approv")),
         "{:?}",
         forge.calls()
     );
@@ -469,11 +477,15 @@ fn a_dry_run_and_a_closed_mr_leave_the_approval_alone() {
 #[test]
 fn a_lost_acknowledgement_is_settled_by_reading_the_approval_again() {
     let memory = InMemoryForge::new(BOT, HEAD);
-    let forge = Scripted::new(&memory)
-        .intercept(vec![Intercept::ApplyThenFail(server_error("approve"))]);
+    let forge =
+        Scripted::new(&memory).intercept(vec![Intercept::ApplyThenFail(server_error("approve"))]);
     let receipt = publish(&forge, &approvable(), HEAD, true).unwrap();
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Approved));
-    let approvals = forge.calls().iter().filter(|c| c.starts_with("approve")).count();
+    let approvals = forge
+        .calls()
+        .iter()
+        .filter(|c| c.starts_with("approve"))
+        .count();
     assert_eq!(approvals, 1, "not resent: the read showed it took effect");
     assert_eq!(forge.calls().last().unwrap(), "read approval");
 }
@@ -483,9 +495,8 @@ fn an_approval_that_did_not_take_effect_is_sent_again_only_after_a_read() {
     let memory = InMemoryForge::new(BOT, HEAD);
     memory.set_reset_approvals_on_push(false);
     memory.set_approved_by(BOT, true);
-    let forge = Scripted::new(&memory).intercept(vec![Intercept::Refuse(server_error(
-        "unapprove",
-    ))]);
+    let forge =
+        Scripted::new(&memory).intercept(vec![Intercept::Refuse(server_error("unapprove"))]);
     let receipt = publish(&forge, &blocked(), HEAD, true).unwrap();
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Unapproved));
     let tail: Vec<String> = forge.calls().into_iter().rev().take(4).collect();
@@ -512,7 +523,10 @@ fn already_approved_by_a_concurrent_run_is_unchanged() {
 
 #[test]
 fn a_refused_approval_fails_the_run_and_the_summary_is_no_longer_verified() {
-    for error in [refused(403, "403 Forbidden"), refused(401, "401 Unauthorized")] {
+    for error in [
+        refused(403, "403 Forbidden"),
+        refused(401, "401 Unauthorized"),
+    ] {
         let memory = InMemoryForge::new(BOT, HEAD);
         let forge = Scripted::new(&memory).intercept(vec![Intercept::Refuse(error.clone())]);
         let err = publish(&forge, &approvable(), HEAD, true).unwrap_err();
@@ -521,7 +535,10 @@ fn a_refused_approval_fails_the_run_and_the_summary_is_no_longer_verified() {
             matches!(err, ReconcileError::Approval { .. }),
             "{error:?}: {text}"
         );
-        assert!(text.contains("APPROVE") && text.contains(&error.to_string()), "{text}");
+        assert!(
+            text.contains("APPROVE") && text.contains(&error.to_string()),
+            "{text}"
+        );
         assert!(memory.approvals().is_empty());
         assert_eq!(
             summary_state(&summary_body(&memory)),
@@ -545,7 +562,11 @@ fn an_approval_that_never_settles_gives_up_without_a_verified_summary() {
     );
     let err = publish(&forge, &approvable(), HEAD, true).unwrap_err();
     assert!(matches!(err, ReconcileError::Approval { .. }), "{err}");
-    let approvals = forge.calls().iter().filter(|c| c.starts_with("approve")).count();
+    let approvals = forge
+        .calls()
+        .iter()
+        .filter(|c| c.starts_with("approve"))
+        .count();
     assert_eq!(approvals, MAX_PLANNING_ROUNDS, "bounded");
     assert_eq!(summary_state(&summary_body(&memory)), "reconciling");
 }

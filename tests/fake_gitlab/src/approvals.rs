@@ -67,7 +67,10 @@ pub(crate) fn route(
         }
         (RouteKind::ApprovalRules, "GET") => settings_gate(project(), level).unwrap_or_else(|| {
             let rules = project().approvals.rules.iter();
-            Response::json(200, &Value::Array(rules.map(|r| rule_json(st, r)).collect()))
+            Response::json(
+                200,
+                &Value::Array(rules.map(|r| rule_json(st, r)).collect()),
+            )
         }),
         (RouteKind::MrApprovalRules, "GET") => {
             if let Some(refused) = settings_gate(project(), level) {
@@ -141,10 +144,7 @@ fn approve(
     if mr.state.as_str() != "opened" || own || mr.approved_by.contains(&uid) {
         return unauthorized();
     }
-    let mr = st
-        .project_mut(pid)
-        .and_then(|p| p.mr_mut(iid))
-        .expect("mr");
+    let mr = st.project_mut(pid).and_then(|p| p.mr_mut(iid)).expect("mr");
     mr.approved_by.push(uid);
     let project = st.project(pid).expect("project");
     Response::json(

@@ -125,7 +125,11 @@ fn unapprove_answers_404_when_there_is_no_approval() {
     fake.set_approved(PROJECT_ID, MR_IID, 300, true);
     let (status, body) = call(&fake, "POST", &mr_path("/unapprove"), BOT_TOKEN, &[]);
     assert_eq!(status, 201, "{body}");
-    assert_eq!(approvers(&body), vec![300], "only the caller's approval goes");
+    assert_eq!(
+        approvers(&body),
+        vec![300],
+        "only the caller's approval goes"
+    );
     assert_eq!(fake.approvals(PROJECT_ID, MR_IID), vec![300]);
 }
 
