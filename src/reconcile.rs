@@ -12,11 +12,11 @@ use std::collections::BTreeSet;
 use crate::core::assent::{AssentFacts, roles_to_read};
 use crate::core::inventory::Inventory;
 use crate::core::marker::SummaryState;
-use crate::core::model::{DesiredState, MergeRequestState, Pins};
+use crate::core::model::{Decision, DesiredState, MergeRequestState, Pins};
 use crate::core::planner::{Plan, Write, plan_reconciliation};
 use crate::core::receipt::{
-    ActionKind, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptRepair, RequestTally,
-    Rescan,
+    ActionKind, ApprovalOutcome, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptRepair,
+    RequestTally, Rescan,
 };
 use crate::core::render::{self, SummaryContext};
 use crate::core::rescan::{WriteRecord, verify_rescan};
@@ -58,6 +58,15 @@ pub enum ReconcileError {
         "gave up after {0} rounds of ambiguous writes; the next run reconciles from the listing"
     )]
     TooManyRounds(usize),
+    /// The review state was verified, but the bot's approval could not be made to match the
+    /// decision (`--approve`); the summary was set back to "reconciling".
+    #[error("the bot's approval does not match the decision {decision}: {cause}")]
+    Approval {
+        /// The decision the approval should follow.
+        decision: &'static str,
+        /// What failed.
+        cause: String,
+    },
 }
 
 /// The result of a completed run: its receipt and the plan it executed (for display).
@@ -441,4 +450,170 @@ pub fn refusal_receipt(ctx: &RunContext, outcome: Outcome, reads: u64) -> Receip
         Rescan { verified: false },
         RequestTally { reads, writes: 0 },
     )
+}
+
+// ---- The approval step (SPEC §10.3) ---------------------------------------------------------
+//
+// Approve and unapprove are the run's last writes: they follow the "verified" summary, so a
+// crash before them leaves a verified review state and an approval the next run settles, never
+// an approval of a state that was not verified.
+
+/// [`reconcile`], then, with `approve` (`assent run --approve`), the approval step: decision
+/// `APPROVE` at the pinned head gives the bot's approval (pinned to the source SHA), any
+/// other decision withdraws it, and an approval that already matches costs one read and no
+/// write. Only a published, verified run touches the approval; a dry run and the refusals
+/// leave the receipt's `approval` at `null`.
+///
+/// When the forge refuses the approval because the head moved (409), the run is a stale
+/// pipeline: exit 0, outcome `stale-pipeline`, a warning saying why, the newer pipeline
+/// decides. When the approval cannot be settled at all, the summary goes back to
+/// "reconciling" (so neither a reader nor `assent sweep` trusts a state whose approval is
+/// wrong) and the error is [`ReconcileError::Approval`].
+pub fn reconcile_with_approval(
+    forge: &dyn Forge,
+    desired: &DesiredState,
+    ctx: &RunContext,
+    approve: bool,
+) -> Result<Publication, ReconcileError> {
+    let mut publication = reconcile(forge, desired, ctx)?;
+    if !approve
+        || ctx.dry_run
+        || publication.receipt.outcome != Outcome::Published
+        || !publication.receipt.rescan.verified
+    {
+        return Ok(publication);
+    }
+    let Some(decision) = publication.receipt.decision else {
+        return Ok(publication);
+    };
+    let start = forge.request_counts();
+    let settled = settle_approval(forge, decision == Decision::Approve, &ctx.pins.source_sha);
+    let used = forge.request_counts();
+    let receipt = &mut publication.receipt;
+    receipt.requests.reads += used.reads - start.reads;
+    receipt.requests.writes += used.writes - start.writes;
+    match settled {
+        Ok(Settled::Unchanged) => receipt.approval = Some(ApprovalOutcome::Unchanged),
+        Ok(Settled::Changed) if decision == Decision::Approve => {
+            receipt.approval = Some(ApprovalOutcome::Approved)
+        }
+        Ok(Settled::Changed) => receipt.approval = Some(ApprovalOutcome::Unapproved),
+        Ok(Settled::HeadMoved) => {
+            let mut warnings = receipt.warnings.clone();
+            warnings.push(format!(
+                "the MR head moved past {} before the approval: the review was published for that head but not approved; the newer pipeline decides",
+                ctx.pins.source_sha
+            ));
+            *receipt = Receipt::new(
+                ctx.project.clone(),
+                ctx.mr,
+                ctx.pins.clone(),
+                Outcome::StalePipeline,
+                None,
+                vec![],
+                vec![],
+                vec![],
+                warnings,
+                Rescan { verified: false },
+                receipt.requests,
+            );
+        }
+        Err(cause) => {
+            // Best effort: the error worth reporting is the approval's, not this edit's.
+            let _ = reopen_summary(forge, desired, ctx);
+            return Err(ReconcileError::Approval {
+                decision: decision.as_str(),
+                cause,
+            });
+        }
+    }
+    Ok(publication)
+}
+
+/// How the approval step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// The approval already matched: no write.
+    Unchanged,
+    /// This run approved or unapproved.
+    Changed,
+    /// The forge refused the approval because the head is no longer the pinned SHA.
+    HeadMoved,
+}
+
+/// Makes the bot's approval `want`. An answer that leaves the outcome unknown (5xx,
+/// transport) and a refusal that may mean "already so" (401 to an approval, 404 to an
+/// unapproval) are settled by reading the approval again, never by resending blindly: the
+/// write is repeated only when the read shows it did not take effect.
+fn settle_approval(forge: &dyn Forge, want: bool, sha: &str) -> Result<Settled, String> {
+    if forge.bot_approves().map_err(|e| e.to_string())? == want {
+        return Ok(Settled::Unchanged);
+    }
+    let already_so = if want { 401 } else { 404 };
+    for _ in 0..MAX_PLANNING_ROUNDS {
+        let sent = if want {
+            forge.approve(sha)
+        } else {
+            forge.unapprove()
+        };
+        let err = match sent {
+            Ok(()) => return Ok(Settled::Changed),
+            Err(err) => err,
+        };
+        if want && err.status() == Some(409) {
+            return Ok(Settled::HeadMoved);
+        }
+        let unknown = err.is_ambiguous_write() || matches!(err, ForgeError::Transport { .. });
+        if !unknown && err.status() != Some(already_so) {
+            return Err(err.to_string());
+        }
+        if forge.bot_approves().map_err(|e| e.to_string())? == want {
+            return Ok(if unknown {
+                Settled::Changed
+            } else {
+                Settled::Unchanged
+            });
+        }
+        if !unknown {
+            return Err(format!("{err} (and the approval is still not as decided)"));
+        }
+    }
+    Err(format!(
+        "the approval stayed unsettled after {MAX_PLANNING_ROUNDS} attempts with unknown outcome"
+    ))
+}
+
+#[cfg(test)]
+mod approval_tests;
+
+/// Sets the summary back to "reconciling" for the pinned head.
+fn reopen_summary(
+    forge: &dyn Forge,
+    desired: &DesiredState,
+    ctx: &RunContext,
+) -> Result<(), ForgeError> {
+    let bot = forge.bot_user_id()?;
+    let inventory = Inventory::from_listing(&forge.list_discussions()?, bot);
+    let Some(summary) = inventory.canonical_summary() else {
+        return Ok(());
+    };
+    let mut facts = AssentFacts {
+        bot_id: bot,
+        author_id: ctx.mr_author_id,
+        ..AssentFacts::default()
+    };
+    read_roles(forge, desired, &inventory, &mut facts)?;
+    let body = render::summary_body(
+        SummaryContext {
+            pins: &ctx.pins,
+            web_url: ctx.web_url.as_deref(),
+        },
+        desired,
+        &finding_statuses(desired, &inventory, &facts),
+        SummaryState::Reconciling,
+    );
+    if summary.body != body {
+        forge.edit_note(summary.note_id, &body)?;
+    }
+    Ok(())
 }

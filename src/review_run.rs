@@ -8,7 +8,9 @@ use crate::core::policy::MrContext;
 use crate::core::receipt::{Outcome, RequestTally};
 use crate::core::semantic_diff::Limits;
 use crate::forge::{Forge, ForgeError, Repository};
-use crate::reconcile::{Publication, ReconcileError, RunContext, reconcile, refusal_receipt};
+use crate::reconcile::{
+    Publication, ReconcileError, RunContext, reconcile_with_approval, refusal_receipt,
+};
 use crate::review_input::{ReviewPins, gather_review_inputs};
 
 /// What the pipeline pinned, and how to run.
@@ -26,6 +28,8 @@ pub struct RunRequest {
     pub base_sha: Option<String>,
     /// Compute and print the plan, write nothing.
     pub dry_run: bool,
+    /// Manage the bot's approval after the verified summary (`--approve`, SPEC §10.3).
+    pub approve: bool,
     /// Parser limits for governed files.
     pub limits: Limits,
 }
@@ -139,7 +143,7 @@ pub fn run_review(
         dry_run: request.dry_run,
         mr_author_id: mr.author_id,
     };
-    let mut publication = reconcile(forge, &outcome.desired, &ctx)?;
+    let mut publication = reconcile_with_approval(forge, &outcome.desired, &ctx, request.approve)?;
     let used = forge.request_counts();
     publication.receipt.requests = RequestTally {
         reads: used.reads - start.reads,

@@ -1,11 +1,13 @@
 //! The shipped CI templates: both forms parse, and the properties the gate depends on hold
 //! (MR pipelines only, the per-MR resource group, no checkout, the receipt kept always, the
-//! token from a variable, the image pinned), including that `assent doctor`'s own evidence
-//! rule accepts the template's job.
+//! token from a variable, the image pinned, the job failing on REVIEW and never allowed to
+//! fail, the bot's approval off unless asked for), including that `assent doctor`'s own
+//! evidence rules accept the template's job.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use assent::doctor::enforcement::{AssentJob, assent_jobs};
 use assent::doctor::serialization::{expand_key, job_resource_group};
 use serde::Deserialize;
 use serde_yaml::Value;
@@ -32,7 +34,16 @@ fn inputs(spec: &Value) -> &serde_yaml::Mapping {
 /// Interpolates `$[[ inputs.name ]]` with each input's default (GitLab does this at include
 /// time).
 fn interpolate(spec: &Value, body: &str) -> String {
+    interpolate_with(spec, body, &[])
+}
+
+/// [`interpolate`], with `given` inputs instead of their defaults.
+fn interpolate_with(spec: &Value, body: &str, given: &[(&str, &str)]) -> String {
     let mut out = body.to_owned();
+    for (name, value) in given {
+        assert!(inputs(spec).contains_key(*name), "no input {name} to give");
+        out = out.replace(&format!("$[[ inputs.{name} ]]"), value);
+    }
     for (name, def) in inputs(spec) {
         let name = name.as_str().unwrap();
         let default = match &def["default"] {
@@ -153,6 +164,7 @@ fn component_declares_the_inputs_the_issue_names() {
         "policy_dir",
         "token_variable",
         "extra_args",
+        "approve",
     ] {
         assert!(declared.contains(name), "missing input {name}");
         assert!(
@@ -174,7 +186,13 @@ fn component_declares_the_inputs_the_issue_names() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert_eq!(fail_on, ["block", "review", "never"]);
-    assert_eq!(inputs(&spec)["fail_on"]["default"], "block");
+    assert_eq!(
+        inputs(&spec)["fail_on"]["default"],
+        "review",
+        "the job fails on REVIEW unless told otherwise (SPEC §10.2)"
+    );
+    assert_eq!(inputs(&spec)["approve"]["default"], false);
+    assert_eq!(inputs(&spec)["approve"]["type"], "boolean");
     assert_ne!(inputs(&spec)["version"]["default"], "latest");
 }
 
@@ -281,4 +299,66 @@ fn doctors_evidence_rule_accepts_the_shipped_job() {
                 .unwrap();
         assert_eq!(job.resource_group, configured);
     }
+}
+
+/// The one `assent run` job of a configuration, as doctor's enforcement rule reads it.
+fn the_assent_job(text: &str, form: &str) -> AssentJob {
+    let jobs = assent_jobs(text).unwrap();
+    assert_eq!(jobs.len(), 1, "{form}: {jobs:?}");
+    jobs.into_iter().next().unwrap()
+}
+
+#[test]
+fn both_forms_fail_on_review_by_default_and_are_never_allowed_to_fail() {
+    let (spec, body) = component();
+    for (form, text) in [
+        ("component", interpolate(&spec, &body)),
+        ("classic", read("ci-templates/assent.gitlab-ci.yml")),
+    ] {
+        let doc: Value = serde_yaml::from_str(&text).unwrap();
+        let job = &doc["assent"];
+        assert!(job.get("allow_failure").is_none(), "{form}: allow_failure");
+        assert!(job.get("when").is_none(), "{form}: when");
+        for rule in job["rules"].as_sequence().unwrap() {
+            assert!(rule.get("allow_failure").is_none(), "{form}: {rule:?}");
+            assert!(rule.get("when").is_none(), "{form}: {rule:?}");
+        }
+        let assent = the_assent_job(&text, form);
+        assert_eq!(assent.name, "assent");
+        assert_eq!(assent.fail_on, Ok("review".to_owned()), "{form}");
+        assert_eq!(assent.failure_escape, None, "{form}");
+        assert_eq!(
+            assent.approve,
+            Ok(false),
+            "{form}: approve is off by default"
+        );
+    }
+    let classic: Value = serde_yaml::from_str(&read("ci-templates/assent.gitlab-ci.yml")).unwrap();
+    assert_eq!(classic["variables"]["ASSENT_FAIL_ON"]["value"], "review");
+    assert_eq!(classic["variables"]["ASSENT_APPROVE"]["value"], "false");
+}
+
+#[test]
+fn the_approve_input_turns_on_the_bots_approval() {
+    let (spec, body) = component();
+    let text = interpolate_with(&spec, &body, &[("approve", "true")]);
+    let job = the_assent_job(&text, "component");
+    assert_eq!(job.approve, Ok(true));
+    let doc: Value = serde_yaml::from_str(&text).unwrap();
+    assert_eq!(doc["assent"]["variables"]["ASSENT_APPROVE"], "true");
+
+    // Classic: the variable, set to true where the template is included.
+    let classic = read("ci-templates/assent.gitlab-ci.yml").replace(
+        "ASSENT_APPROVE:\n    value: \"false\"",
+        "ASSENT_APPROVE:\n    value: \"true\"",
+    );
+    assert_ne!(classic, read("ci-templates/assent.gitlab-ci.yml"));
+    assert_eq!(the_assent_job(&classic, "classic").approve, Ok(true));
+
+    // Asking to fail on block only is still possible, and doctor sees it.
+    let text = interpolate_with(&spec, &body, &[("fail_on", "block")]);
+    assert_eq!(
+        the_assent_job(&text, "component").fail_on,
+        Ok("block".to_owned())
+    );
 }

@@ -1,11 +1,14 @@
 //! `assent doctor` as a user runs it, against the fake GitLab: every check passing and
-//! failing, and the serialization verdict under absent, partial, contradictory and failing
-//! evidence (each must print `unserialized-best-effort`).
+//! failing, the serialization verdict under absent, partial, contradictory and failing
+//! evidence (each must print `unserialized-best-effort`), and the gate-enforcement verdict
+//! for each of its values, including configurations that only look like they hold the gate.
 
 use std::process::Command;
 
 use fake_gitlab::fixtures::*;
-use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, Job, Project, RouteKind, State, Token};
+use fake_gitlab::{
+    ApprovalRule, FakeGitLab, FaultAction, FaultRule, Job, Project, RouteKind, State, Token,
+};
 use serde_json::Value;
 
 const JOB_ID: u64 = 901;
@@ -643,4 +646,331 @@ fn a_transient_error_is_retried_and_then_verified() {
     });
     let o = doctor(&fake);
     assert_eq!(o.guarantee(), "single-writer-serialized", "{}", o.stdout);
+}
+
+// ---- gate_enforcement: positive evidence only ---------------------------------------------
+
+const CI_PROJECT: u64 = 50;
+const CI_PROJECT_SHA: &str = "5555555555555555555555555555555555555555";
+
+/// The job of a protected CI configuration project: per-MR resource group, fails on review.
+const CI_GATED: &str = r#"assent:
+  stage: test
+  resource_group: assent-mr-$CI_MERGE_REQUEST_IID
+  variables:
+    GIT_STRATEGY: none
+  script:
+    - assent doctor || true
+    - assent run --fail-on review --receipt assent-receipt.json
+  rules:
+    - if: $CI_PIPELINE_SOURCE == "merge_request_event"
+"#;
+
+/// [`healthy`], with the CI configuration `ci` read from the protected project
+/// `platform/ci-config` (Settings > CI/CD > CI/CD configuration file).
+fn gated_with(ci: &str) -> State {
+    let mut state = healthy();
+    state.projects[0]
+        .files
+        .get_mut(HEAD_SHA)
+        .unwrap()
+        .remove(".gitlab-ci.yml");
+    state.projects[0].ci_config_path = "assent.yml@platform/ci-config".into();
+    state.projects.push(
+        Project::new(CI_PROJECT, "platform/ci-config")
+            .branch("main", CI_PROJECT_SHA)
+            .file(CI_PROJECT_SHA, "assent.yml", ci),
+    );
+    state
+}
+
+/// Pipelines must succeed, the job failing on review from a protected project.
+fn pipeline_gated() -> State {
+    gated_with(CI_GATED)
+}
+
+/// An approval rule requiring the bot alone, approvals reset on push, rules not editable in
+/// MRs, the job approving; Pipelines must succeed off.
+fn approval_gated() -> State {
+    let mut state = gated_with(&CI_GATED.replace("--fail-on review", "--fail-on review --approve"));
+    let p = &mut state.projects[0];
+    p.only_allow_merge_if_pipeline_succeeds = false;
+    p.approvals.disable_overriding_approvers_per_merge_request = true;
+    p.approvals
+        .rules
+        .push(ApprovalRule::users(1, "assent", &[BOT_ID]));
+    state
+}
+
+impl Out {
+    fn gate(&self) -> &str {
+        self.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("gate_enforcement: "))
+            .unwrap_or_else(|| panic!("no gate_enforcement in:\n{}", self.stdout))
+    }
+    /// The `reason:` and `warning:` lines under `gate_enforcement`.
+    fn gate_detail(&self, what: &str) -> Option<&str> {
+        let lines: Vec<&str> = self.stdout.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("gate_enforcement: "))?;
+        lines[at + 1..]
+            .iter()
+            .find_map(|l| l.strip_prefix(&format!("  {what}: ")))
+    }
+}
+
+#[track_caller]
+fn assert_threads_only(o: &Out, reason_part: &str) {
+    assert_eq!(o.gate(), "threads-only", "{}", o.stdout);
+    let reason = o.gate_detail("reason").unwrap();
+    assert!(
+        reason.contains(reason_part),
+        "reason should mention {reason_part:?}: {reason}"
+    );
+    let warning = o
+        .gate_detail("warning")
+        .expect("a warning says what to change");
+    assert!(
+        warning.contains("fail_on: review") && warning.contains("approve: true"),
+        "{warning}"
+    );
+}
+
+#[test]
+fn pipeline_required_when_pipelines_must_succeed_and_the_job_fails_on_review() {
+    let fake = FakeGitLab::start(pipeline_gated());
+    let o = doctor(&fake);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(o.gate(), "pipeline-required", "{}", o.stdout);
+    let reason = o.gate_detail("reason").unwrap();
+    assert!(
+        reason.contains("job \"assent\"") && reason.contains("platform/ci-config"),
+        "{reason}"
+    );
+    assert_eq!(o.gate_detail("warning"), None);
+    assert_eq!(o.guarantee(), "single-writer-serialized");
+    assert!(o.stderr.is_empty(), "{}", o.stderr);
+    assert!(
+        fake.requests()
+            .iter()
+            .filter(|r| r.write)
+            .all(|r| r.route == RouteKind::CiLint),
+        "doctor writes nothing; the CI Lint POST only validates"
+    );
+    for route in [RouteKind::ProjectApprovals, RouteKind::ApprovalRules] {
+        assert!(
+            fake.requests().iter().any(|r| r.route == route),
+            "{route:?} read"
+        );
+    }
+}
+
+#[test]
+fn approval_required_when_only_the_bot_can_approve_and_the_job_approves() {
+    let fake = FakeGitLab::start(approval_gated());
+    let o = doctor(&fake);
+    assert_eq!(o.gate(), "approval-required", "{}", o.stdout);
+    let reason = o.gate_detail("reason").unwrap();
+    assert!(reason.contains("rule \"assent\""), "{reason}");
+    assert!(reason.contains("--approve"), "{reason}");
+    assert_eq!(o.gate_detail("warning"), None);
+
+    // An MR-level rule counts the same way.
+    let mut state = approval_gated();
+    let rule = state.projects[0].approvals.rules.remove(0);
+    state.projects[0].merge_requests[0]
+        .approval_rules
+        .push(rule);
+    let fake = FakeGitLab::start(state);
+    assert_eq!(doctor(&fake).gate(), "approval-required");
+}
+
+#[test]
+fn approval_wins_over_pipeline_when_both_hold() {
+    let mut state = approval_gated();
+    state.projects[0].only_allow_merge_if_pipeline_succeeds = true;
+    let fake = FakeGitLab::start(state);
+    assert_eq!(doctor(&fake).gate(), "approval-required");
+}
+
+#[test]
+fn json_carries_the_gate_verdict() {
+    let fake = FakeGitLab::start(pipeline_gated());
+    let o = doctor_with(&fake, BOT_TOKEN, &[], &["--format", "json"]);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["gate_enforcement"], "pipeline-required");
+    assert!(
+        v["gate_enforcement_reason"]
+            .as_str()
+            .unwrap()
+            .contains("review")
+    );
+    assert_eq!(v["gate_enforcement_warning"], Value::Null);
+
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(&fake, BOT_TOKEN, &[], &["--format", "json"]);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["gate_enforcement"], "threads-only");
+    assert!(
+        v["gate_enforcement_warning"]
+            .as_str()
+            .unwrap()
+            .contains("Pipelines must succeed")
+    );
+}
+
+#[test]
+fn threads_only_is_a_warning_that_does_not_fail_doctor() {
+    // healthy(): every check passes, but the job fails on block only and its configuration
+    // is the project's own .gitlab-ci.yml.
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor(&fake);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert_threads_only(&o, "own .gitlab-ci.yml");
+    assert!(o.stderr.is_empty(), "{}", o.stderr);
+}
+
+#[test]
+fn an_mr_editable_configuration_proves_nothing() {
+    // Same job, failing on review, but from the MR's own branch: the MR could drop it.
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| {
+        s.projects[0].files.get_mut(HEAD_SHA).unwrap().insert(
+            ".gitlab-ci.yml".into(),
+            fake_gitlab::FileContent(CI_GATED.as_bytes().to_vec()),
+        );
+    });
+    let o = doctor(&fake);
+    assert_eq!(o.guarantee(), "single-writer-serialized", "{}", o.stdout);
+    assert_threads_only(&o, "an MR's branch provides");
+}
+
+#[test]
+fn threads_only_outside_a_ci_job() {
+    let fake = FakeGitLab::start(pipeline_gated());
+    let o = doctor_with(&fake, BOT_TOKEN, &[("CI_JOB_ID", "")], &[]);
+    assert_threads_only(&o, "CI_JOB_ID");
+}
+
+#[test]
+fn threads_only_when_pipelines_need_not_succeed_or_skipped_ones_count() {
+    let fake = FakeGitLab::start(pipeline_gated());
+    fake.with_state(|s| s.projects[0].only_allow_merge_if_pipeline_succeeds = false);
+    assert_threads_only(&doctor(&fake), "Pipelines must succeed is off");
+
+    let fake = FakeGitLab::start(pipeline_gated());
+    fake.with_state(|s| s.projects[0].allow_merge_on_skipped_pipeline = true);
+    assert_threads_only(&doctor(&fake), "[skip ci]");
+}
+
+#[test]
+fn threads_only_when_the_job_does_not_fail_on_review() {
+    for (name, from, to, part) in [
+        (
+            "fail on block",
+            "--fail-on review",
+            "--fail-on block",
+            "--fail-on block",
+        ),
+        (
+            "allowed to fail",
+            "  stage: test\n",
+            "  stage: test\n  allow_failure: true\n",
+            "allow_failure: true",
+        ),
+        (
+            "manual",
+            "  stage: test\n",
+            "  stage: test\n  when: manual\n",
+            "when: manual",
+        ),
+        (
+            "or true",
+            "assent-receipt.json\n",
+            "assent-receipt.json || true\n",
+            "lets the line succeed",
+        ),
+        (
+            "skipped by a label",
+            "  rules:\n",
+            "  rules:\n    - if: $CI_MERGE_REQUEST_LABELS =~ /hotfix/\n      when: never\n",
+            "when: never",
+        ),
+    ] {
+        let ci = CI_GATED.replace(from, to);
+        assert_ne!(ci, CI_GATED, "{name}");
+        let fake = FakeGitLab::start(gated_with(&ci));
+        let o = doctor(&fake);
+        assert_threads_only(&o, part);
+    }
+}
+
+#[test]
+fn threads_only_when_someone_besides_the_bot_can_approve() {
+    type Mutation = fn(&mut State);
+    let cases: Vec<(&str, &str, Mutation)> = vec![
+        (
+            "rule naming the bot plus a group",
+            "also names groups",
+            |s| s.projects[0].approvals.rules[0].group_ids = vec![9],
+        ),
+        (
+            "rule naming the bot plus a person",
+            "not the bot user",
+            |s| s.projects[0].approvals.rules[0].user_ids = vec![BOT_ID, HUMAN_ID],
+        ),
+        ("rule for one branch only", "some branches only", |s| {
+            s.projects[0].approvals.rules[0].protected_branches = vec!["main".into()]
+        }),
+        (
+            "approvals kept on push",
+            "removed when commits are added",
+            |s| s.projects[0].approvals.reset_approvals_on_push = false,
+        ),
+        ("rules editable in the MR", "edited in MRs", |s| {
+            s.projects[0]
+                .approvals
+                .disable_overriding_approvers_per_merge_request = false
+        }),
+        ("job does not approve", "without --approve", |s| {
+            let tree = s.projects[1].files.get_mut(CI_PROJECT_SHA).unwrap();
+            tree.insert(
+                "assent.yml".into(),
+                fake_gitlab::FileContent(CI_GATED.as_bytes().to_vec()),
+            );
+        }),
+        ("GitLab Free: no approval rules", "Premium", |s| {
+            s.projects[0].approvals.rules_available = false
+        }),
+    ];
+    for (name, part, mutate) in cases {
+        let mut state = approval_gated();
+        mutate(&mut state);
+        let fake = FakeGitLab::start(state);
+        let o = doctor(&fake);
+        assert_eq!(o.gate(), "threads-only", "{name}: {}", o.stdout);
+        let reason = o.gate_detail("reason").unwrap();
+        assert!(reason.contains(part), "{name}: {reason}");
+    }
+}
+
+#[test]
+fn on_gitlab_free_the_pipeline_still_holds_the_gate() {
+    let mut state = pipeline_gated();
+    state.projects[0].approvals.rules_available = false;
+    let fake = FakeGitLab::start(state);
+    let o = doctor(&fake);
+    assert_eq!(o.gate(), "pipeline-required", "{}", o.stdout);
+}
+
+#[test]
+fn the_gate_verdict_never_leaks_the_token_and_is_unverified_when_doctor_stops_early() {
+    let fake = FakeGitLab::start(pipeline_gated());
+    let o = doctor_with(&fake, "glpat-wrong-token", &[], &[]);
+    assert_threads_only(&o, "token");
+    let o = doctor_with(&fake, "", &[], &[]);
+    assert_eq!(o.code, 2);
+    assert_threads_only(&o, "doctor could not run");
 }

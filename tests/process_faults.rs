@@ -550,6 +550,7 @@ fn client_timeouts_on_reads_and_writes() {
         target_sha: Some(fixtures::TARGET_SHA.to_owned()),
         base_sha: Some(fixtures::BASE_SHA.to_owned()),
         dry_run: false,
+        approve: false,
         limits: Limits::default(),
     };
     let adapter = |fake: &FakeGitLab| {

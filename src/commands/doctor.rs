@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use crate::commands::Exit;
 use crate::commands::inputs::{ConnectionArgs, EnvLookup, first_of, process_env, resolve_mr};
+use crate::doctor::enforcement::EnforcementVerdict;
 use crate::doctor::{self, Check, DoctorInputs, DuplicatePrevention, Report};
 
 /// Output format.
@@ -25,8 +26,10 @@ pub enum Format {
   assent doctor --mr 7 --project group/proj --api-url https://gitlab.example.com/api/v4
   assent doctor --format json
 
-Serialization (duplicate_prevention) can only be verified from inside the MR job itself
-(CI_JOB_ID set); anywhere else doctor reports unserialized-best-effort.")]
+Serialization (duplicate_prevention) and what holds the gate (gate_enforcement) can only be
+verified from inside the MR job itself (CI_JOB_ID set), where the CI configuration is read;
+anywhere else doctor reports unserialized-best-effort and threads-only. A threads-only gate is
+a warning: it does not change the exit code.")]
 pub struct DoctorArgs {
     /// Where GitLab is and which project.
     #[command(flatten)]
@@ -58,7 +61,10 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
             vec![check],
             DuplicatePrevention::UnserializedBestEffort,
             format!("doctor could not run: {cause}"),
-        );
+        )
+        .with_gate_enforcement(EnforcementVerdict::threads_only(format!(
+            "doctor could not run: {cause}"
+        )));
         print(&report, args.format);
         eprintln!("error: {cause}");
         Exit::Usage
@@ -135,9 +141,10 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
         Exit::Success
     } else {
         eprintln!(
-            "error: doctor found problems in: {} (duplicate_prevention: {})",
+            "error: doctor found problems in: {} (duplicate_prevention: {}, gate_enforcement: {})",
             report.not_passed().join(", "),
-            report.duplicate_prevention.as_str()
+            report.duplicate_prevention.as_str(),
+            report.gate_enforcement.as_str()
         );
         Exit::GateFailed
     }

@@ -10,7 +10,7 @@ use crate::commands::inputs::{
     ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr,
 };
 use crate::core::model::Decision;
-use crate::core::receipt::{Outcome, Receipt};
+use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
 use crate::core::semantic_diff::Limits;
 use crate::gitlab::GitLabForge;
 use crate::review_run::{RunReport, RunRequest, run_review};
@@ -24,6 +24,9 @@ Examples:
       --project group/configs --mr 7 --source-sha 0123abcd… --dry-run
   # Gate on unresolved challenges too, and print the receipt:
   assent run --fail-on review --format json
+  # Approve the MR as the bot on APPROVE (withdraw the approval otherwise), so that an
+  # approval rule requiring the bot holds the gate:
+  assent run --fail-on review --approve
 
 Exit codes: 0 published and verified (or a stale pipeline / closed MR: nothing written),
 1 decision at or above --fail-on, 2 usage or configuration error (nothing sent),
@@ -77,6 +80,10 @@ pub struct RunArgs {
     /// The decision at or above which the job fails.
     #[arg(long, value_enum, default_value = "block")]
     pub fail_on: FailOn,
+    /// After the verified summary, approve the MR as the bot when the decision is APPROVE at
+    /// the pinned head, and withdraw the bot's approval otherwise [env: ASSENT_APPROVE=true|false].
+    #[arg(long)]
+    pub approve: bool,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -110,6 +117,24 @@ fn sha_input(
     }
 }
 
+/// `--approve`, else `ASSENT_APPROVE` (`true` or `false`, any case). Any other value is a
+/// usage error: a misspelt setting must not silently leave the approval unmanaged.
+fn approve_input(flag: bool, env: EnvLookup<'_>) -> Result<bool, InputError> {
+    if flag {
+        return Ok(true);
+    }
+    match first_of(None, &["ASSENT_APPROVE"], env) {
+        None => Ok(false),
+        Some(value) => match value.trim().to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(InputError(format!(
+                "ASSENT_APPROVE is neither true nor false: {value:?}"
+            ))),
+        },
+    }
+}
+
 fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
     let usage = |e: InputError| (Exit::Usage, e.0);
     let connection = args.connection.resolve(env).map_err(usage)?;
@@ -138,6 +163,7 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
         "the base SHA",
     )
     .map_err(usage)?;
+    let approve = approve_input(args.approve, env).map_err(usage)?;
     let forge =
         GitLabForge::new(connection.gitlab_config(mr)).map_err(|e| (Exit::Usage, e.to_string()))?;
 
@@ -148,6 +174,7 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
         target_sha,
         base_sha,
         dry_run: args.dry_run,
+        approve,
         limits: Limits::default(),
     };
     let report =
@@ -231,6 +258,13 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
     let short = |sha: &str| sha.get(..8).unwrap_or(sha).to_owned();
     let mut out = String::new();
     match receipt.outcome {
+        Outcome::StalePipeline if receipt.requests.writes > 0 => {
+            // Only the approval can find the head moved after writes: the forge refused it.
+            out.push_str(&format!(
+                "assent: stale pipeline: the MR head moved past {} before the approval; published for that head, not approved (the newer pipeline decides)\n",
+                short(&receipt.pins.source_sha)
+            ));
+        }
         Outcome::StalePipeline => {
             out.push_str(&format!(
                 "assent: stale pipeline: the MR head moved past {}; nothing written (the newer pipeline publishes)\n",
@@ -290,6 +324,14 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
             }
         }
     }
+    if let Some(approval) = receipt.approval {
+        let what = match approval {
+            ApprovalOutcome::Approved => "the bot approved the merge request",
+            ApprovalOutcome::Unapproved => "the bot withdrew its approval",
+            ApprovalOutcome::Unchanged => "the bot's approval already matched the decision",
+        };
+        out.push_str(&format!("approval: {} ({what})\n", approval.as_str()));
+    }
     for warning in &receipt.warnings {
         out.push_str(&format!("warning: {warning}\n"));
     }
@@ -305,4 +347,36 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
         receipt_path.display()
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_with(value: Option<&'static str>) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            (name == "ASSENT_APPROVE")
+                .then_some(value)
+                .flatten()
+                .map(str::to_owned)
+        }
+    }
+
+    #[test]
+    fn approve_comes_from_the_flag_or_a_boolean_environment_value() {
+        assert_eq!(approve_input(false, &env_with(None)), Ok(false));
+        assert_eq!(approve_input(true, &env_with(None)), Ok(true));
+        assert_eq!(approve_input(false, &env_with(Some("true"))), Ok(true));
+        assert_eq!(approve_input(false, &env_with(Some("TRUE"))), Ok(true));
+        assert_eq!(approve_input(false, &env_with(Some("false"))), Ok(false));
+        assert_eq!(
+            approve_input(true, &env_with(Some("false"))),
+            Ok(true),
+            "the flag wins"
+        );
+        for misspelt in ["yes", "1", "ture", "on"] {
+            let err = approve_input(false, &env_with(Some(misspelt))).unwrap_err();
+            assert!(err.0.contains("ASSENT_APPROVE"), "{err}");
+        }
+    }
 }

@@ -150,6 +150,32 @@ pub struct Rescan {
     pub verified: bool,
 }
 
+/// What the run did to the bot's approval of the merge request (SPEC §10.3, `--approve`).
+///
+/// The receipt's `approval` is `null` when the run did not manage the approval at all: no
+/// `--approve`, a dry run, or a refusal (`stale-pipeline`, `mr-not-open`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalOutcome {
+    /// The decision is `APPROVE` at the pinned head and the bot approved it with this run.
+    Approved,
+    /// The decision is not `APPROVE` and the bot withdrew the approval it had given.
+    Unapproved,
+    /// The approval already matched the decision: no write.
+    Unchanged,
+}
+
+impl ApprovalOutcome {
+    /// The name written in the receipt.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalOutcome::Approved => "approved",
+            ApprovalOutcome::Unapproved => "unapproved",
+            ApprovalOutcome::Unchanged => "unchanged",
+        }
+    }
+}
+
 /// How many forge requests the run made, so "a rerun makes zero writes" is checkable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -195,6 +221,9 @@ pub struct Receipt {
     pub warnings: Vec<String>,
     /// The step-9 rescan.
     pub rescan: Rescan,
+    /// What the run did to the bot's approval; `None` (JSON `null`) when it did not manage
+    /// it. [`Receipt::new`] leaves it `None`: only the approval step sets it.
+    pub approval: Option<ApprovalOutcome>,
     /// Forge request counts.
     pub requests: RequestTally,
 }
@@ -250,6 +279,7 @@ impl Receipt {
             repairs,
             warnings,
             rescan,
+            approval: None,
             requests,
         };
         receipt.normalise();
@@ -465,7 +495,7 @@ mod tests {
                 r#""findings":[{{"rule":"r","subject":"f#/x","effect":"challenge","occurrence":"{occ}","forgeId":123,"resolved":false,"assented":false}}],"#,
                 r#""actions":[{{"rule":"r","subject":"f#/x","action":"create","forgeId":123}}],"#,
                 r#""repairs":[{{"repairedForgeId":130,"canonicalForgeId":123,"action":"resolve"}}],"#,
-                r#""warnings":["w"],"rescan":{{"verified":true}},"requests":{{"reads":6,"writes":3}}}}"#,
+                r#""warnings":["w"],"rescan":{{"verified":true}},"approval":null,"requests":{{"reads":6,"writes":3}}}}"#,
                 "\n"
             ),
             occ = occ(123)
@@ -493,7 +523,7 @@ mod tests {
         );
         let json = receipt.to_json();
         assert!(
-            json.contains(r#""outcome":"stale-pipeline","decision":null,"findings":[],"actions":[],"repairs":[],"warnings":[],"rescan":{"verified":false}"#),
+            json.contains(r#""outcome":"stale-pipeline","decision":null,"findings":[],"actions":[],"repairs":[],"warnings":[],"rescan":{"verified":false},"approval":null,"#),
             "{json}"
         );
         assert_eq!(json.matches('\n').count(), 1);
@@ -569,6 +599,40 @@ mod tests {
         assert_eq!(
             [RepairAction::Resolve, RepairAction::Collapse].map(RepairAction::as_str),
             ["resolve", "collapse"]
+        );
+    }
+
+    #[test]
+    fn approval_sits_between_rescan_and_requests_with_the_spec_names() {
+        let mut receipt = realistic(vec![], vec![], vec![], vec![]);
+        for (outcome, name) in [
+            (ApprovalOutcome::Approved, "approved"),
+            (ApprovalOutcome::Unapproved, "unapproved"),
+            (ApprovalOutcome::Unchanged, "unchanged"),
+        ] {
+            assert_eq!(outcome.as_str(), name);
+            receipt.approval = Some(outcome);
+            let json = receipt.to_json();
+            assert!(
+                json.contains(&format!(
+                    r#""rescan":{{"verified":true}},"approval":"{name}","requests":"#
+                )),
+                "{json}"
+            );
+            assert_eq!(Receipt::from_json(&json).unwrap(), receipt);
+        }
+        receipt.approval = None;
+        assert!(
+            receipt
+                .to_json()
+                .contains(r#""rescan":{"verified":true},"approval":null,"requests":"#)
+        );
+        let unknown = receipt
+            .to_json()
+            .replace(r#""approval":null"#, r#""approval":"approve""#);
+        assert!(
+            Receipt::from_json(&unknown).is_err(),
+            "an approval name outside the SPEC is refused"
         );
     }
 

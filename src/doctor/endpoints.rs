@@ -9,6 +9,8 @@
 //! * `GET projects/:id/resource_groups/:key`, `GET …/resource_groups/:key/current_job` (18.6+)
 //! * `GET projects/:id/ci/lint?content_ref=…` (the project's configuration file at a commit)
 //! * `POST projects/:id/ci/lint` (form `content`: validates a configuration, writes nothing)
+//! * `GET projects/:id/approvals` (approval settings), `GET projects/:id/approval_rules`,
+//!   `GET projects/:id/merge_requests/:iid/approval_rules` (GitLab Premium)
 
 use gitlab::api::common::{NameOrId, path_escaped};
 use gitlab::api::endpoint_prelude::*;
@@ -38,6 +40,12 @@ pub enum Route<'a> {
     LintAtRef(Cow<'a, str>),
     /// `POST projects/:id/ci/lint` with `content`
     LintContent(Cow<'a, str>),
+    /// `GET projects/:id/approvals`
+    ApprovalSettings,
+    /// `GET projects/:id/approval_rules?per_page=100`
+    ApprovalRules,
+    /// `GET projects/:id/merge_requests/:iid/approval_rules?per_page=100`
+    MergeRequestApprovalRules(u64),
 }
 
 /// A doctor request: a route, relative to a project where the route needs one.
@@ -76,14 +84,27 @@ impl Endpoint for DoctorEndpoint<'_> {
             )
             .into(),
             Route::LintAtRef(_) | Route::LintContent(_) => format!("projects/{p}/ci/lint").into(),
+            Route::ApprovalSettings => format!("projects/{p}/approvals").into(),
+            Route::ApprovalRules => format!("projects/{p}/approval_rules").into(),
+            Route::MergeRequestApprovalRules(iid) => {
+                format!("projects/{p}/merge_requests/{iid}/approval_rules").into()
+            }
         }
     }
 
     fn parameters(&self) -> QueryParams<'_> {
         let mut params = QueryParams::default();
-        if let Route::LintAtRef(content_ref) = &self.route {
-            params.push("content_ref", content_ref.as_ref());
-            params.push("dry_run", false);
+        match &self.route {
+            Route::LintAtRef(content_ref) => {
+                params.push("content_ref", content_ref.as_ref());
+                params.push("dry_run", false);
+            }
+            // One page is enough: a rule missing from it can only make the verdict weaker,
+            // since every rule must be satisfied.
+            Route::ApprovalRules | Route::MergeRequestApprovalRules(_) => {
+                params.push("per_page", 100u64);
+            }
+            _ => {}
         }
         params
     }
@@ -133,5 +154,18 @@ mod tests {
         let (mime, body) = post.body().unwrap().unwrap();
         assert_eq!(mime, "application/x-www-form-urlencoded");
         assert_eq!(body, b"content=a%3A+b&dry_run=false");
+        assert_eq!(
+            e(Route::ApprovalSettings).endpoint(),
+            "projects/group%2Fsub%2Fproj/approvals"
+        );
+        let rules = e(Route::MergeRequestApprovalRules(7));
+        assert_eq!(
+            rules.endpoint(),
+            "projects/group%2Fsub%2Fproj/merge_requests/7/approval_rules"
+        );
+        let mut url = url::Url::parse("https://x/").unwrap();
+        rules.parameters().add_to_url(&mut url);
+        assert_eq!(url.query(), Some("per_page=100"));
+        assert_eq!(e(Route::ApprovalRules).method(), Method::GET);
     }
 }

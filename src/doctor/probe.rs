@@ -11,6 +11,9 @@ use serde_json::Value;
 use url::Url;
 
 use super::endpoints::{DoctorEndpoint, Route};
+use super::enforcement::{
+    ApprovalSettingsFacts, EnforcementEvidence, EnforcementVerdict, ProjectFacts, RuleFacts,
+};
 use super::report::{Check, DuplicatePrevention, Report, Status};
 use super::serialization::{
     Certainty, ConfigFacts, Evidence, JobFacts, Probe, expected_key, judge,
@@ -265,6 +268,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
                 checks,
                 verdict.guarantee,
                 verdict.reason,
+                EnforcementVerdict::threads_only("GitLab could not be reached"),
                 &inputs.token,
             ));
         }
@@ -291,6 +295,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
                 checks,
                 verdict.guarantee,
                 verdict.reason,
+                EnforcementVerdict::threads_only("the token is not usable"),
                 &inputs.token,
             ));
         }
@@ -347,6 +352,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
 
     // role and project settings.
     let project = prober.json(Route::Project);
+    let project_error = project.as_ref().err().map(ToString::to_string);
     let project = match project {
         Ok(p) => Some(p),
         Err(e) => {
@@ -472,6 +478,18 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
         p_ci_config_path(project.as_ref()),
         gitlab_version,
     );
+    let project_facts = match (&project, project_error) {
+        (Some(p), _) => Probe::Got(project_facts(p)),
+        (None, Some(err)) => Probe::Failed(err),
+        (None, None) => Probe::NotAsked("the project was not read".into()),
+    };
+    let enforcement = gather_enforcement(
+        &prober,
+        inputs,
+        (user_id != 0).then_some(user_id),
+        project_facts,
+        evidence.config.clone(),
+    );
     let verdict = judge(&evidence);
     checks.push(match verdict.certainty {
         Certainty::Verified => Check::pass("serialization", verdict.reason.clone()),
@@ -490,6 +508,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
         checks,
         verdict.guarantee,
         verdict.reason,
+        super::enforcement::judge(&enforcement),
         &inputs.token,
     ))
 }
@@ -498,11 +517,93 @@ fn finish(
     checks: Vec<Check>,
     guarantee: DuplicatePrevention,
     reason: String,
+    enforcement: EnforcementVerdict,
     token: &Token,
 ) -> Report {
-    let mut report = Report::new(checks, guarantee, reason);
+    let mut report = Report::new(checks, guarantee, reason).with_gate_enforcement(enforcement);
     report.redact(token.expose());
     report
+}
+
+fn project_facts(p: &Value) -> ProjectFacts {
+    ProjectFacts {
+        path_with_namespace: p["path_with_namespace"].as_str().map(str::to_owned),
+        only_allow_merge_if_pipeline_succeeds: p["only_allow_merge_if_pipeline_succeeds"].as_bool(),
+        allow_merge_on_skipped_pipeline: p["allow_merge_on_skipped_pipeline"].as_bool(),
+        ci_config_path: p_ci_config_path(Some(p)),
+    }
+}
+
+/// One approval rule as GitLab lists it. Anything missing reads as the weaker setting: an
+/// entry without an id is an unknown user or group, an absent `contains_hidden_groups` is
+/// "may contain hidden groups".
+fn rule_facts(v: &Value) -> RuleFacts {
+    let ids = |list: &Value| -> Vec<u64> {
+        list.as_array()
+            .map(|a| a.iter().map(|x| x["id"].as_u64().unwrap_or(0)).collect())
+            .unwrap_or_default()
+    };
+    RuleFacts {
+        name: v["name"].as_str().unwrap_or("?").to_owned(),
+        rule_type: v["rule_type"].as_str().unwrap_or_default().to_owned(),
+        approvals_required: v["approvals_required"].as_u64().unwrap_or(0),
+        user_ids: ids(&v["users"]),
+        group_ids: ids(&v["groups"]),
+        eligible_approver_ids: v["eligible_approvers"]
+            .is_array()
+            .then(|| ids(&v["eligible_approvers"])),
+        contains_hidden_groups: v["contains_hidden_groups"].as_bool().unwrap_or(true),
+        protected_branches: v["protected_branches"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|b| b["name"].as_str().unwrap_or("?").to_owned())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        applies_to_all_protected_branches: v["applies_to_all_protected_branches"]
+            .as_bool()
+            .unwrap_or(false),
+    }
+}
+
+fn rules(prober: &Prober, route: Route<'_>) -> Probe<Vec<RuleFacts>> {
+    match prober.json(route) {
+        Ok(Value::Array(items)) => Probe::Got(items.iter().map(rule_facts).collect()),
+        Ok(_) => Probe::Failed("the approval rules answer is not a list".into()),
+        Err(err) => Probe::Failed(err.to_string()),
+    }
+}
+
+/// The gate-enforcement evidence: the project read above, the approval settings and rules,
+/// and the CI configuration the serialization check read.
+fn gather_enforcement(
+    prober: &Prober,
+    inputs: &DoctorInputs,
+    bot_user_id: Option<u64>,
+    project: Probe<ProjectFacts>,
+    config: Probe<ConfigFacts>,
+) -> EnforcementEvidence {
+    let approval_settings = match prober.json(Route::ApprovalSettings) {
+        Ok(v) if v.is_object() => Probe::Got(ApprovalSettingsFacts {
+            reset_approvals_on_push: v["reset_approvals_on_push"].as_bool(),
+            disable_overriding_approvers_per_merge_request:
+                v["disable_overriding_approvers_per_merge_request"].as_bool(),
+        }),
+        Ok(_) => Probe::Failed("the approval settings answer is not an object".into()),
+        Err(err) => Probe::Failed(err.to_string()),
+    };
+    EnforcementEvidence {
+        bot_user_id,
+        project,
+        approval_settings,
+        project_rules: rules(prober, Route::ApprovalRules),
+        mr_rules: match inputs.mr {
+            Some(iid) => rules(prober, Route::MergeRequestApprovalRules(iid)),
+            None => Probe::NotAsked(String::new()),
+        },
+        config,
+    }
 }
 
 fn setting_check(p: &Value, id: &'static str, field: &str, what: &str, fix: &str) -> Check {

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use super::enforcement::{EnforcementVerdict, THREADS_ONLY_WARNING};
+
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -91,6 +93,29 @@ impl DuplicatePrevention {
     }
 }
 
+/// Whether something an MR's author cannot do holds the gate (SPEC §10.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GateEnforcement {
+    /// An approval rule requires the bot's approval, which assent gives only on `APPROVE`.
+    ApprovalRequired,
+    /// "Pipelines must succeed" is on and the job fails on `REVIEW`.
+    PipelineRequired,
+    /// Nothing proven beyond "all threads must be resolved", which the author can satisfy.
+    ThreadsOnly,
+}
+
+impl GateEnforcement {
+    /// The value as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateEnforcement::ApprovalRequired => "approval-required",
+            GateEnforcement::PipelineRequired => "pipeline-required",
+            GateEnforcement::ThreadsOnly => "threads-only",
+        }
+    }
+}
+
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
@@ -105,10 +130,17 @@ pub struct Report {
     pub duplicate_prevention: DuplicatePrevention,
     /// Why that guarantee (the evidence, or the first missing piece of it).
     pub duplicate_prevention_reason: String,
+    /// What holds the gate against an author's own resolutions.
+    pub gate_enforcement: GateEnforcement,
+    /// Why that verdict (the evidence, or what is missing for each stronger one).
+    pub gate_enforcement_reason: String,
+    /// For `threads-only`: what to change so that the gate holds; `None` otherwise.
+    pub gate_enforcement_warning: Option<String>,
 }
 
 impl Report {
-    /// A report of `checks` with the guarantee and its reason.
+    /// A report of `checks` with the guarantee and its reason. The gate enforcement is
+    /// `threads-only` ("not verified") until [`Report::with_gate_enforcement`] sets it.
     pub fn new(checks: Vec<Check>, guarantee: DuplicatePrevention, reason: String) -> Report {
         Report {
             api_version: "assent/v1",
@@ -116,7 +148,18 @@ impl Report {
             checks,
             duplicate_prevention: guarantee,
             duplicate_prevention_reason: reason,
+            gate_enforcement: GateEnforcement::ThreadsOnly,
+            gate_enforcement_reason: "not verified".to_owned(),
+            gate_enforcement_warning: Some(THREADS_ONLY_WARNING.to_owned()),
         }
+    }
+
+    /// The report with the gate-enforcement verdict.
+    pub fn with_gate_enforcement(mut self, verdict: EnforcementVerdict) -> Report {
+        self.gate_enforcement = verdict.enforcement;
+        self.gate_enforcement_reason = verdict.reason;
+        self.gate_enforcement_warning = verdict.warning;
+        self
     }
 
     /// True when every check passed.
@@ -151,10 +194,15 @@ impl Report {
             }
         }
         clean(&mut self.duplicate_prevention_reason);
+        clean(&mut self.gate_enforcement_reason);
+        if let Some(warning) = &mut self.gate_enforcement_warning {
+            clean(warning);
+        }
     }
 
     /// The text form: one line per check (`✓`/`✗`/`?`, id, detail), the fix indented under
-    /// each check that did not pass, then the guarantee and its reason.
+    /// each check that did not pass, then the guarantee and its reason, then the gate
+    /// enforcement, its reason and (for `threads-only`) the warning.
     pub fn to_text(&self) -> String {
         let width = self.checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
         let mut out = String::new();
@@ -174,6 +222,14 @@ impl Report {
             self.duplicate_prevention.as_str()
         ));
         out.push_str(&format!("  reason: {}\n", self.duplicate_prevention_reason));
+        out.push_str(&format!(
+            "gate_enforcement: {}\n",
+            self.gate_enforcement.as_str()
+        ));
+        out.push_str(&format!("  reason: {}\n", self.gate_enforcement_reason));
+        if let Some(warning) = &self.gate_enforcement_warning {
+            out.push_str(&format!("  warning: {warning}\n"));
+        }
         out
     }
 
@@ -209,6 +265,35 @@ mod tests {
         assert_eq!(lines[3], "? role   not readable");
         assert_eq!(lines[5], "duplicate_prevention: unserialized-best-effort");
         assert_eq!(lines[6], "  reason: no CI job");
+        assert_eq!(lines[7], "gate_enforcement: threads-only");
+        assert_eq!(lines[8], "  reason: not verified");
+        assert!(lines[9].starts_with("  warning: an MR's author can resolve"));
+        assert_eq!(lines.len(), 10);
+    }
+
+    #[test]
+    fn a_held_gate_has_no_warning() {
+        let r = report().with_gate_enforcement(EnforcementVerdict {
+            enforcement: GateEnforcement::PipelineRequired,
+            reason: "job fails on review".into(),
+            warning: None,
+        });
+        let text = r.to_text();
+        assert!(
+            text.ends_with("gate_enforcement: pipeline-required\n  reason: job fails on review\n"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(v["gate_enforcement"], "pipeline-required");
+        assert_eq!(v["gate_enforcement_reason"], "job fails on review");
+        assert_eq!(v["gate_enforcement_warning"], serde_json::Value::Null);
+        for g in [
+            GateEnforcement::ApprovalRequired,
+            GateEnforcement::PipelineRequired,
+            GateEnforcement::ThreadsOnly,
+        ] {
+            assert_eq!(serde_json::to_value(g).unwrap(), g.as_str());
+        }
     }
 
     #[test]
@@ -230,6 +315,8 @@ mod tests {
         let mut r = report();
         r.checks[0].detail = "echo glpat-x".into();
         r.duplicate_prevention_reason = "glpat-x".into();
+        r.gate_enforcement_reason = "glpat-x".into();
+        r.gate_enforcement_warning = Some("glpat-x".into());
         r.redact("glpat-x");
         assert!(!r.to_json().contains("glpat-x"));
         assert!(!report().all_passed());

@@ -119,6 +119,19 @@ impl Forge for FaultyForge<'_> {
         self.inner.project_role(user_id)
     }
 
+    fn bot_approves(&self) -> Result<bool, ForgeError> {
+        self.check_alive()?;
+        self.inner.bot_approves()
+    }
+
+    fn approve(&self, sha: &str) -> Result<(), ForgeError> {
+        self.write("approve", || self.inner.approve(sha))
+    }
+
+    fn unapprove(&self) -> Result<(), ForgeError> {
+        self.write("unapprove", || self.inner.unapprove())
+    }
+
     fn request_counts(&self) -> RequestCounts {
         self.inner.request_counts()
     }

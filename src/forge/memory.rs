@@ -6,7 +6,7 @@
 //! read) and can be served in any order. Human actions (post, reply, resolve, clone a bot
 //! thread, corrupt a marker) let tests and fixtures play the other people on the MR.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
@@ -63,6 +63,10 @@ struct State {
     changed: Vec<ChangedFile>,
     clock: u64,
     roles: BTreeMap<u64, Role>,
+    /// Users who approve the MR right now.
+    approved_by: BTreeSet<u64>,
+    /// GitLab's "remove all approvals when commits are added" (on by default).
+    reset_approvals_on_push: bool,
 }
 
 /// A stateful in-memory merge request. All methods take `&self`; state sits behind a mutex.
@@ -114,6 +118,8 @@ impl InMemoryForge {
                 changed: Vec::new(),
                 clock: 0,
                 roles: BTreeMap::new(),
+                approved_by: BTreeSet::new(),
+                reset_approvals_on_push: true,
             }),
         }
     }
@@ -136,9 +142,34 @@ impl InMemoryForge {
         self.lock().order = order;
     }
 
-    /// Moves the MR's head (a new push).
+    /// Moves the MR's head (a new push). A push that moves the head removes every approval
+    /// unless [`InMemoryForge::set_reset_approvals_on_push`] turned that off, as on GitLab.
     pub fn set_head(&self, head_sha: &str) {
-        self.lock().mr.head_sha = head_sha.to_owned();
+        let mut state = self.lock();
+        if state.mr.head_sha != head_sha && state.reset_approvals_on_push {
+            state.approved_by.clear();
+        }
+        state.mr.head_sha = head_sha.to_owned();
+    }
+
+    /// GitLab's project setting "remove all approvals when commits are added" (default on).
+    pub fn set_reset_approvals_on_push(&self, reset: bool) {
+        self.lock().reset_approvals_on_push = reset;
+    }
+
+    /// Gives (or withdraws) user `by`'s approval, as a person clicking the button would.
+    pub fn set_approved_by(&self, by: u64, approved: bool) {
+        let mut state = self.lock();
+        if approved {
+            state.approved_by.insert(by);
+        } else {
+            state.approved_by.remove(&by);
+        }
+    }
+
+    /// The users who approve the MR right now (uncounted): for assertions.
+    pub fn approvals(&self) -> Vec<u64> {
+        self.lock().approved_by.iter().copied().collect()
     }
 
     /// Opens, closes or merges the MR.
@@ -503,6 +534,49 @@ impl Forge for InMemoryForge {
         Ok(state.roles.get(&user_id).copied())
     }
 
+    fn bot_approves(&self) -> Result<bool, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        Ok(state.approved_by.contains(&state.bot_user_id))
+    }
+
+    fn approve(&self, sha: &str) -> Result<(), ForgeError> {
+        let mut state = self.lock();
+        state.counts.writes += 1;
+        let refused = |status: u16, message: String| ForgeError::Status {
+            method: "POST".into(),
+            route: "approve".into(),
+            status,
+            message,
+        };
+        if state.mr.head_sha != sha {
+            return Err(refused(
+                409,
+                format!(
+                    "SHA does not match HEAD of source branch: {}",
+                    state.mr.head_sha
+                ),
+            ));
+        }
+        let bot = state.bot_user_id;
+        // GitLab answers 401 to a second approval by the same user and to an MR that is no
+        // longer open.
+        if state.mr.state != MergeRequestState::Opened || !state.approved_by.insert(bot) {
+            return Err(refused(401, "401 Unauthorized".into()));
+        }
+        Ok(())
+    }
+
+    fn unapprove(&self) -> Result<(), ForgeError> {
+        let mut state = self.lock();
+        state.counts.writes += 1;
+        let bot = state.bot_user_id;
+        if !state.approved_by.remove(&bot) {
+            return Err(not_found("POST", "unapprove".into()));
+        }
+        Ok(())
+    }
+
     fn request_counts(&self) -> RequestCounts {
         self.lock().counts
     }
@@ -606,6 +680,41 @@ mod tests {
             .map(|d| d.notes[0].id)
             .collect();
         assert_eq!(ids, vec![4, 2, 1, 3, 5]);
+    }
+
+    #[test]
+    fn approvals_answer_like_gitlab_and_a_push_resets_them() {
+        let forge = InMemoryForge::new(1, "h");
+        assert_eq!(forge.bot_approves(), Ok(false));
+        assert_eq!(
+            forge.approve("old").map_err(|e| e.status()),
+            Err(Some(409)),
+            "a sha that is not the head is refused"
+        );
+        assert_eq!(forge.approvals(), Vec::<u64>::new());
+        assert_eq!(forge.unapprove().map_err(|e| e.status()), Err(Some(404)));
+        forge.approve("h").unwrap();
+        assert_eq!(forge.bot_approves(), Ok(true));
+        assert_eq!(
+            forge.approve("h").map_err(|e| e.status()),
+            Err(Some(401)),
+            "approving twice is refused"
+        );
+        forge.set_approved_by(HUMAN_USER_ID, true);
+        forge.set_head("h2");
+        assert_eq!(
+            forge.approvals(),
+            Vec::<u64>::new(),
+            "a push removes approvals"
+        );
+        forge.approve("h2").unwrap();
+        forge.set_reset_approvals_on_push(false);
+        forge.set_head("h3");
+        assert_eq!(forge.bot_approves(), Ok(true), "kept when reset is off");
+        forge.unapprove().unwrap();
+        assert_eq!(forge.bot_approves(), Ok(false));
+        let counts = forge.request_counts();
+        assert_eq!((counts.reads, counts.writes), (4, 6));
     }
 
     #[test]

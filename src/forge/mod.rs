@@ -72,6 +72,14 @@ impl ForgeError {
     pub fn is_ambiguous_write(&self) -> bool {
         matches!(self, ForgeError::AmbiguousWrite { .. })
     }
+
+    /// The HTTP status of a definite refusal, `None` for every other failure.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ForgeError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
 }
 
 /// A thread just created: its discussion id and first note id (its forge id).
@@ -117,6 +125,14 @@ pub trait Forge: Send + Sync {
     /// membership included); `None` when the user is not a member. Read only for rules
     /// that narrow who may assent by role.
     fn project_role(&self, user_id: u64) -> Result<Option<Role>, ForgeError>;
+    /// Whether the bot (the token's user) approves the merge request right now
+    /// (`GET …/approvals`, the bot's id among `approved_by[].user.id`).
+    fn bot_approves(&self) -> Result<bool, ForgeError>;
+    /// Approves the merge request as the bot, pinned to `sha`: the forge refuses with 409 when
+    /// the head is no longer `sha`, and with 401 when the bot approves already.
+    fn approve(&self, sha: &str) -> Result<(), ForgeError>;
+    /// Withdraws the bot's approval; the forge answers 404 when the bot does not approve.
+    fn unapprove(&self) -> Result<(), ForgeError>;
     /// Requests made so far.
     fn request_counts(&self) -> RequestCounts;
 }

@@ -13,11 +13,14 @@ use std::time::Duration;
 use gitlab::api::Endpoint;
 use gitlab::api::common::NameOrId;
 use gitlab::api::projects::members::AllProjectMember;
+use gitlab::api::projects::merge_requests::approvals::MergeRequestApprovals;
 use gitlab::api::projects::merge_requests::discussions::{
     CreateMergeRequestDiscussion, MergeRequestDiscussions,
 };
 use gitlab::api::projects::merge_requests::notes::{CreateMergeRequestNote, EditMergeRequestNote};
-use gitlab::api::projects::merge_requests::{MergeRequest, MergeRequestDiffs};
+use gitlab::api::projects::merge_requests::{
+    ApproveMergeRequest, MergeRequest, MergeRequestDiffs, UnapproveMergeRequest,
+};
 use gitlab::api::projects::repository::Tree;
 use gitlab::api::projects::repository::branches::Branch;
 use gitlab::api::projects::repository::files::FileRaw;
@@ -331,6 +334,18 @@ struct ApiAuthorName {
     username: String,
 }
 
+/// `GET …/approvals`: only who approves matters to assent.
+#[derive(Deserialize)]
+struct ApiApprovals {
+    #[serde(default)]
+    approved_by: Vec<ApiApprover>,
+}
+
+#[derive(Deserialize)]
+struct ApiApprover {
+    user: ApiUser,
+}
+
 #[derive(Deserialize)]
 struct ApiDiff {
     old_path: String,
@@ -536,6 +551,36 @@ impl Forge for GitLabForge {
             .body(body)
             .build()
             .map_err(|e| build_error("notes", e))?;
+        self.requester.write(&self.prepare(&endpoint)?).map(drop)
+    }
+
+    fn bot_approves(&self) -> Result<bool, ForgeError> {
+        let bot = self.bot_user_id()?;
+        let endpoint = MergeRequestApprovals::builder()
+            .project(self.project())
+            .merge_request(self.mr_iid)
+            .build()
+            .map_err(|e| build_error("approvals", e))?;
+        let approvals: ApiApprovals = self.get(&endpoint)?;
+        Ok(approvals.approved_by.iter().any(|a| a.user.id == bot))
+    }
+
+    fn approve(&self, sha: &str) -> Result<(), ForgeError> {
+        let endpoint = ApproveMergeRequest::builder()
+            .project(self.project())
+            .merge_request(self.mr_iid)
+            .sha(sha)
+            .build()
+            .map_err(|e| build_error("approve", e))?;
+        self.requester.write(&self.prepare(&endpoint)?).map(drop)
+    }
+
+    fn unapprove(&self) -> Result<(), ForgeError> {
+        let endpoint = UnapproveMergeRequest::builder()
+            .project(self.project())
+            .merge_request(self.mr_iid)
+            .build()
+            .map_err(|e| build_error("unapprove", e))?;
         self.requester.write(&self.prepare(&endpoint)?).map(drop)
     }
 

@@ -396,6 +396,15 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
         (RouteKind::CiLint, "GET" | "POST") => {
             crate::ci::lint(st, p!(), method, &ctx.params, level)
         }
+        (
+            RouteKind::MrApprovals
+            | RouteKind::Approve
+            | RouteKind::Unapprove
+            | RouteKind::MrApprovalRules
+            | RouteKind::ProjectApprovals
+            | RouteKind::ApprovalRules,
+            _,
+        ) => crate::approvals::route(st, pid, route, method, &ctx.params, uid, level),
         (RouteKind::Tree, "GET") => tree(st, p!(), ctx),
         (RouteKind::FileRaw, "GET") | (RouteKind::File, "GET") => {
             let Some(r) = ctx.params.get("ref").filter(|r| !r.is_empty()) else {
@@ -768,7 +777,7 @@ fn paginate_with<T>(st: &State, items: Vec<T>, ctx: &Ctx, render: impl Fn(T) -> 
 
 // ---- JSON shapes -----------------------------------------------------------------------
 
-fn user_basic(st: &State, id: u64) -> Value {
+pub(crate) fn user_basic(st: &State, id: u64) -> Value {
     match st.user(id) {
         Some(u) => json!({
             "id": u.id, "username": u.username, "name": u.name, "state": u.state,
@@ -813,7 +822,7 @@ fn project_json(st: &State, p: &Project, level: u32) -> Value {
         "only_allow_merge_if_all_discussions_are_resolved": p.only_allow_merge_if_all_discussions_are_resolved,
         "only_allow_merge_if_pipeline_succeeds": p.only_allow_merge_if_pipeline_succeeds,
         "ci_config_path": if p.ci_config_path.is_empty() { Value::Null } else { json!(p.ci_config_path) },
-        "allow_merge_on_skipped_pipeline": false,
+        "allow_merge_on_skipped_pipeline": p.allow_merge_on_skipped_pipeline,
         "resolve_outdated_diff_discussions": false,
         "merge_requests_enabled": true,
         "permissions": {

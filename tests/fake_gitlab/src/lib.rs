@@ -16,6 +16,7 @@
 //! `POST /__fake/release`.
 
 mod api;
+mod approvals;
 mod ci;
 pub mod faults;
 pub mod fixtures;
@@ -34,8 +35,8 @@ use std::time::{Duration, Instant};
 
 pub use faults::{FaultAction, FaultRule, HoldApply, Matcher, When};
 pub use model::{
-    DiffFile, DiffRefs, Discussion, DiscussionOrder, FileContent, Job, MergeRequest, MrState, Note,
-    Pipeline, Project, ResourceGroup, State, Token, User,
+    ApprovalRule, ApprovalSettings, DiffFile, DiffRefs, Discussion, DiscussionOrder, FileContent,
+    Job, MergeRequest, MrState, Note, Pipeline, Project, ResourceGroup, State, Token, User,
 };
 pub use ops::OpError;
 pub use route::RouteKind;
@@ -213,10 +214,13 @@ impl FakeGitLab {
             .expect("clone_discussion")
     }
 
-    /// Moves the MR head (`sha` and `diff_refs.head_sha`), as a push would.
+    /// Moves the MR head (`sha` and `diff_refs.head_sha`), as a push would. A push that moves
+    /// the head removes the MR's approvals when the project's `reset_approvals_on_push` is on
+    /// (GitLab's default).
     pub fn set_head(&self, project: u64, iid: u64, sha: &str) {
         self.with_state(|s| {
             let now = s.now();
+            crate::approvals::reset_on_push(s, project, iid, sha);
             let m = s.mr_mut_ref(project, iid).expect("mr");
             m.sha = sha.into();
             m.diff_refs.head_sha = sha.into();
@@ -246,6 +250,22 @@ impl FakeGitLab {
                 ..Default::default()
             });
         });
+    }
+
+    /// Gives (or withdraws) `user`'s approval of the MR, as a person clicking the button.
+    pub fn set_approved(&self, project: u64, iid: u64, user: u64, approved: bool) {
+        self.with_state(|s| {
+            let m = s.mr_mut_ref(project, iid).expect("mr");
+            m.approved_by.retain(|u| *u != user);
+            if approved {
+                m.approved_by.push(user);
+            }
+        });
+    }
+
+    /// The users who approve the MR right now, in approval order.
+    pub fn approvals(&self, project: u64, iid: u64) -> Vec<u64> {
+        self.mr(project, iid).approved_by
     }
 
     // ---- inspection --------------------------------------------------------------------

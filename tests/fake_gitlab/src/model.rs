@@ -171,6 +171,90 @@ pub struct Project {
     /// Render the CI lint `merged_yaml` with Ruby symbol keys (`:job:`), as older GitLab
     /// versions do.
     pub lint_symbol_keys: bool,
+    /// "Skipped pipelines are considered successful" (`allow_merge_on_skipped_pipeline`).
+    pub allow_merge_on_skipped_pipeline: bool,
+    /// Merge request approval settings and rules (`GET /projects/:id/approvals`,
+    /// `GET /projects/:id/approval_rules`).
+    pub approvals: ApprovalSettings,
+}
+
+/// A project's merge request approval settings and rules, with GitLab's defaults.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApprovalSettings {
+    /// Approval rules need a Premium tier: when false, the rule and settings routes answer
+    /// 403, as on GitLab Free. Approving, unapproving and reading an MR's approvals work on
+    /// every tier.
+    pub rules_available: bool,
+    /// "Remove all approvals when commits are added to the source branch" (default on): a
+    /// push that moves an MR's head clears its approvals.
+    pub reset_approvals_on_push: bool,
+    /// "Prevent editing approval rules in merge requests".
+    pub disable_overriding_approvers_per_merge_request: bool,
+    /// "Prevent approval by author" is this setting's negation.
+    pub merge_requests_author_approval: bool,
+    /// Project-level approval rules.
+    pub rules: Vec<ApprovalRule>,
+}
+
+impl Default for ApprovalSettings {
+    fn default() -> Self {
+        ApprovalSettings {
+            rules_available: true,
+            reset_approvals_on_push: true,
+            disable_overriding_approvers_per_merge_request: false,
+            merge_requests_author_approval: false,
+            rules: vec![],
+        }
+    }
+}
+
+/// One approval rule (project or merge request level).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApprovalRule {
+    pub id: u64,
+    pub name: String,
+    /// `regular`, `any_approver`, `code_owner` or `report_approver`.
+    pub rule_type: String,
+    pub approvals_required: u64,
+    /// Users named by the rule (they are its eligible approvers).
+    pub user_ids: Vec<u64>,
+    /// Groups named by the rule; their members are eligible too.
+    pub group_ids: Vec<u64>,
+    /// The rule names groups the reader cannot see.
+    pub contains_hidden_groups: bool,
+    /// Protected branch names the rule is scoped to; empty: every branch.
+    pub protected_branches: Vec<String>,
+    pub applies_to_all_protected_branches: bool,
+}
+
+impl Default for ApprovalRule {
+    fn default() -> Self {
+        ApprovalRule {
+            id: 0,
+            name: "rule".into(),
+            rule_type: "regular".into(),
+            approvals_required: 1,
+            user_ids: vec![],
+            group_ids: vec![],
+            contains_hidden_groups: false,
+            protected_branches: vec![],
+            applies_to_all_protected_branches: false,
+        }
+    }
+}
+
+impl ApprovalRule {
+    /// A regular rule `id` requiring one approval from exactly `users`.
+    pub fn users(id: u64, name: &str, users: &[u64]) -> Self {
+        ApprovalRule {
+            id,
+            name: name.into(),
+            user_ids: users.to_vec(),
+            ..Default::default()
+        }
+    }
 }
 
 impl Default for Project {
@@ -189,6 +273,8 @@ impl Default for Project {
             jobs: vec![],
             resource_groups: vec![],
             lint_symbol_keys: false,
+            allow_merge_on_skipped_pipeline: false,
+            approvals: ApprovalSettings::default(),
         }
     }
 }
@@ -327,6 +413,10 @@ pub struct MergeRequest {
     pub discussion_order: DiscussionOrder,
     /// The source project when the MR comes from a fork; 0 means this project.
     pub source_project_id: u64,
+    /// Users who approve the MR right now.
+    pub approved_by: Vec<u64>,
+    /// Merge request level approval rules.
+    pub approval_rules: Vec<ApprovalRule>,
 }
 
 impl Default for MergeRequest {
@@ -351,6 +441,8 @@ impl Default for MergeRequest {
             discussions: vec![],
             discussion_order: DiscussionOrder::ById,
             source_project_id: 0,
+            approved_by: vec![],
+            approval_rules: vec![],
         }
     }
 }

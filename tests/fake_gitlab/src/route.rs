@@ -52,6 +52,18 @@ pub enum RouteKind {
     ResourceGroupCurrentJob,
     /// `/projects/:id/ci/lint` (GET: the project's config at `content_ref`; POST: `content`)
     CiLint,
+    /// `/projects/:id/merge_requests/:iid/approvals` (GET: who approves)
+    MrApprovals,
+    /// `/projects/:id/merge_requests/:iid/approve` (POST, optional `sha`)
+    Approve,
+    /// `/projects/:id/merge_requests/:iid/unapprove` (POST)
+    Unapprove,
+    /// `/projects/:id/merge_requests/:iid/approval_rules` (GET)
+    MrApprovalRules,
+    /// `/projects/:id/approvals` (GET: the project's approval settings)
+    ProjectApprovals,
+    /// `/projects/:id/approval_rules` (GET)
+    ApprovalRules,
     /// Anything else (answered 404).
     Unknown,
 }
@@ -134,6 +146,10 @@ pub(crate) fn parse(raw_path: &str) -> Route {
                             },
                             ["diffs"] => RouteKind::Diffs,
                             ["pipelines"] => RouteKind::Pipelines,
+                            ["approvals"] => RouteKind::MrApprovals,
+                            ["approve"] => RouteKind::Approve,
+                            ["unapprove"] => RouteKind::Unapprove,
+                            ["approval_rules"] => RouteKind::MrApprovalRules,
                             _ => RouteKind::Unknown,
                         }
                     }
@@ -151,6 +167,8 @@ pub(crate) fn parse(raw_path: &str) -> Route {
                     RouteKind::ResourceGroupCurrentJob
                 }
                 ["ci", "lint"] => RouteKind::CiLint,
+                ["approvals"] => RouteKind::ProjectApprovals,
+                ["approval_rules"] => RouteKind::ApprovalRules,
                 ["repository", "tree"] => RouteKind::Tree,
                 ["repository", "files", f] if !f.is_empty() => {
                     r.name = decode(f);

@@ -1,0 +1,1036 @@
+//! The gate-enforcement verdict (SPEC §10.2): a pure function of the evidence the probe
+//! gathered, built like [`super::serialization`].
+//!
+//! GitLab lets an MR's author resolve threads, so unresolved challenges alone cannot stop an
+//! author from assenting to their own change. Something the author cannot do must hold the
+//! gate: an approval only the bot can give, or a pipeline that fails on `REVIEW` while
+//! "Pipelines must succeed" is on.
+//!
+//! # The evidence rule
+//!
+//! Every piece below must be read from the GitLab API during this doctor run; the first
+//! verdict whose pieces all hold wins, and anything missing, forbidden, unreadable or
+//! contradicting gives `threads-only`, with the missing pieces as the reason and a warning
+//! saying what to change.
+//!
+//! **`approval-required`**
+//! 1. An approval rule of the project (`GET /projects/:id/approval_rules`) or of the MR
+//!    (`GET …/merge_requests/:iid/approval_rules`) requires at least one approval, names the
+//!    bot user (`GET /user`) as its only user, no group (hidden or not), and lists no other
+//!    eligible approver. A project rule must apply to every branch (no protected-branch
+//!    scope), since an MR can target another branch.
+//! 2. The project's approval settings (`GET /projects/:id/approvals`) remove approvals when
+//!    commits are added (`reset_approvals_on_push`), so an approval of one head never
+//!    carries over to the next push, and forbid editing approval rules in MRs
+//!    (`disable_overriding_approvers_per_merge_request`), so an author cannot drop the rule.
+//! 3. The CI configuration (below) has a job running `assent run --approve` (or with
+//!    `ASSENT_APPROVE: "true"` in its variables).
+//!
+//! **`pipeline-required`**
+//! 1. The project (`GET /projects/:id`) has "Pipelines must succeed" on
+//!    (`only_allow_merge_if_pipeline_succeeds`) and does not count skipped pipelines as
+//!    successful (`allow_merge_on_skipped_pipeline: false`): a `[skip ci]` push would
+//!    otherwise merge without assent running.
+//! 2. The CI configuration has a job running `assent run` failing on review (`--fail-on
+//!    review`, literally or through a variable the configuration sets), as a plain command
+//!    (no `|| true` or other shell operator), in a job that cannot pass while assent fails:
+//!    no `allow_failure`, no `when: manual`/`delayed`/`never`, no `only`/`except`, and rules
+//!    that neither allow failure nor skip the job on a condition an MR can influence.
+//!
+//! **The CI configuration** is the CI Lint API's `merged_yaml` for the running job's commit,
+//! as the serialization check reads it (so only from inside a CI job), and it must come from
+//! outside the project's repository: the project's "CI/CD configuration file" names a file
+//! in another project (`file@group/project`) or a URL. A project's own `.gitlab-ci.yml` is
+//! what an MR's branch provides, so the MR could drop the job, or use `ASSENT_TOKEN` itself.
+//! Values of CI/CD variables set in the project's settings (which override the
+//! configuration's) are not readable with a Developer token; the configuration's own values
+//! are taken as the ones the job gets.
+
+use serde_yaml::Value as Yaml;
+
+use super::report::GateEnforcement;
+use super::serialization::{ConfigFacts, Probe};
+
+/// What `GET /projects/:id` says that matters here.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProjectFacts {
+    /// `path_with_namespace`.
+    pub path_with_namespace: Option<String>,
+    /// "Pipelines must succeed".
+    pub only_allow_merge_if_pipeline_succeeds: Option<bool>,
+    /// "Skipped pipelines are considered successful".
+    pub allow_merge_on_skipped_pipeline: Option<bool>,
+    /// The "CI/CD configuration file" setting; `None` for the default `.gitlab-ci.yml`.
+    pub ci_config_path: Option<String>,
+}
+
+/// What `GET /projects/:id/approvals` says that matters here.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ApprovalSettingsFacts {
+    /// "Remove all approvals when commits are added to the source branch".
+    pub reset_approvals_on_push: Option<bool>,
+    /// "Prevent editing approval rules in merge requests".
+    pub disable_overriding_approvers_per_merge_request: Option<bool>,
+}
+
+/// One approval rule, project or MR level.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RuleFacts {
+    /// The rule's name.
+    pub name: String,
+    /// `regular`, `any_approver`, `code_owner`, `report_approver`.
+    pub rule_type: String,
+    /// Approvals the rule requires.
+    pub approvals_required: u64,
+    /// Ids of the users the rule names.
+    pub user_ids: Vec<u64>,
+    /// Ids of the groups the rule names.
+    pub group_ids: Vec<u64>,
+    /// Ids of every eligible approver, when GitLab lists them.
+    pub eligible_approver_ids: Option<Vec<u64>>,
+    /// The rule names groups the token cannot see.
+    pub contains_hidden_groups: bool,
+    /// Protected branches the rule is scoped to.
+    pub protected_branches: Vec<String>,
+    /// The rule applies to every protected branch (and only to those).
+    pub applies_to_all_protected_branches: bool,
+}
+
+/// Everything the verdict looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnforcementEvidence {
+    /// The token's user id (`GET /user`).
+    pub bot_user_id: Option<u64>,
+    /// The project's settings.
+    pub project: Probe<ProjectFacts>,
+    /// The project's approval settings.
+    pub approval_settings: Probe<ApprovalSettingsFacts>,
+    /// The project's approval rules.
+    pub project_rules: Probe<Vec<RuleFacts>>,
+    /// The MR's approval rules (not asked without an MR).
+    pub mr_rules: Probe<Vec<RuleFacts>>,
+    /// The merged CI configuration, as the serialization check read it.
+    pub config: Probe<ConfigFacts>,
+}
+
+/// The verdict, why, and (for `threads-only`) what to change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnforcementVerdict {
+    /// The verdict.
+    pub enforcement: GateEnforcement,
+    /// The evidence, or the missing pieces of each stronger verdict.
+    pub reason: String,
+    /// For `threads-only`: what to change so the gate holds.
+    pub warning: Option<String>,
+}
+
+/// What to change when the gate is `threads-only`.
+pub const THREADS_ONLY_WARNING: &str = "an MR's author can resolve their own challenge threads and nothing stops the merge. Hold the gate with one of: Settings > Merge requests > Pipelines must succeed on (and skipped pipelines not successful) with the template's fail_on: review (any GitLab tier); or an approval rule requiring 1 approval from the bot user only, approvals removed on push, approval rules not editable in MRs, and the template's approve: true (GitLab Premium). Load the template from a protected CI configuration project (docs/setup.md, Step 3)";
+
+impl EnforcementVerdict {
+    /// `threads-only` with `reason`, and the standard warning.
+    pub fn threads_only(reason: impl Into<String>) -> Self {
+        EnforcementVerdict {
+            enforcement: GateEnforcement::ThreadsOnly,
+            reason: reason.into(),
+            warning: Some(THREADS_ONLY_WARNING.to_owned()),
+        }
+    }
+}
+
+/// One job of the merged configuration that runs `assent run`, as far as the gate cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssentJob {
+    /// The job's name.
+    pub name: String,
+    /// The `--fail-on` value its `assent run` gets (`block` when not given), or why it
+    /// cannot be told.
+    pub fail_on: Result<String, String>,
+    /// Whether its `assent run` manages the approval (`--approve`, `ASSENT_APPROVE`), or why
+    /// it cannot be told.
+    pub approve: Result<bool, String>,
+    /// Why a failing `assent run` might not fail the pipeline, if anything says so.
+    pub failure_escape: Option<String>,
+}
+
+/// Top-level keys of a CI configuration that are not jobs.
+const GLOBAL_KEYWORDS: &[&str] = &[
+    "default",
+    "include",
+    "stages",
+    "variables",
+    "workflow",
+    "image",
+    "services",
+    "cache",
+    "before_script",
+    "after_script",
+    "spec",
+];
+
+/// Variables a rule may test without the job's running depending on an MR's content.
+const NEUTRAL_RULE_VARIABLES: &[&str] = &["CI_PIPELINE_SOURCE", "CI_MERGE_REQUEST_IID"];
+
+/// A key, with the `:` of Ruby symbol keys (older GitLab's `merged_yaml`) removed.
+fn key_name(k: &Yaml) -> Option<&str> {
+    k.as_str().map(|s| s.strip_prefix(':').unwrap_or(s))
+}
+
+fn field<'a>(map: &'a serde_yaml::Mapping, name: &str) -> Option<&'a Yaml> {
+    map.iter()
+        .find(|(k, _)| key_name(k) == Some(name))
+        .map(|(_, v)| v)
+}
+
+fn scalar_text(v: &Yaml) -> Option<String> {
+    match v {
+        Yaml::String(s) => Some(s.clone()),
+        Yaml::Bool(b) => Some(b.to_string()),
+        Yaml::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// A `variables:` mapping as name → value (`{value: …}` forms included).
+fn variables(map: Option<&Yaml>) -> Vec<(String, String)> {
+    let Some(Yaml::Mapping(vars)) = map else {
+        return vec![];
+    };
+    vars.iter()
+        .filter_map(|(k, v)| {
+            let value = match v {
+                Yaml::Mapping(m) => field(m, "value").and_then(scalar_text),
+                other => scalar_text(other),
+            }?;
+            Some((key_name(k)?.to_owned(), value))
+        })
+        .collect()
+}
+
+/// Every line of a `script:` (a string or nested sequences of strings).
+fn script_lines(v: Option<&Yaml>, out: &mut Vec<String>) {
+    match v {
+        Some(Yaml::String(s)) => out.push(s.clone()),
+        Some(Yaml::Sequence(items)) => {
+            for item in items {
+                script_lines(Some(item), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `$NAME` and `${NAME}` replaced by the first of `scopes` that sets NAME; unknown names are
+/// left as they are.
+fn expand(text: &str, scopes: &[&[(String, String)]]) -> String {
+    let lookup = |name: &str| {
+        scopes
+            .iter()
+            .find_map(|vars| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    };
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (name, len) = if let Some(braced) = after.strip_prefix('{') {
+            match braced.find('}') {
+                Some(end) => (&braced[..end], end + 2),
+                None => ("", 0),
+            }
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], end)
+        };
+        match (name.is_empty(), lookup(name)) {
+            (false, Some(value)) => out.push_str(&value),
+            _ => out.push_str(&rest[at..at + 1 + len]),
+        }
+        rest = &after[len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Shell characters that let a script line do something other than run one command.
+fn shell_operator(line: &str) -> Option<char> {
+    line.chars()
+        .find(|c| matches!(c, '|' | '&' | ';' | '<' | '>' | '(' | ')' | '`' | '\n'))
+}
+
+/// The words of `assent run`'s arguments when `line` starts with `assent run` (or
+/// `/path/to/assent run`), cut at the first shell operator.
+fn assent_run_arguments(line: &str) -> Option<Vec<String>> {
+    let command = match shell_operator(line) {
+        Some(op) => &line[..line.find(op).unwrap_or(line.len())],
+        None => line,
+    };
+    let mut words = command
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''));
+    let program = words.next()?;
+    let is_assent = program == "assent" || program.ends_with("/assent");
+    (is_assent && words.next() == Some("run")).then(|| words.map(str::to_owned).collect())
+}
+
+fn fail_on_argument(args: &[String]) -> Result<String, String> {
+    let mut values = Vec::new();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        if arg == "--fail-on" {
+            values.push(it.next().cloned().unwrap_or_default());
+        } else if let Some(v) = arg.strip_prefix("--fail-on=") {
+            values.push(v.to_owned());
+        }
+    }
+    match values.as_slice() {
+        [] => Ok("block".to_owned()),
+        [one] if one.contains('$') => Err(format!(
+            "--fail-on {one} depends on a variable the CI configuration does not set"
+        )),
+        [one] => Ok(one.clone()),
+        _ => Err("--fail-on is given more than once".to_owned()),
+    }
+}
+
+fn approve_setting(args: &[String], scopes: &[&[(String, String)]]) -> Result<bool, String> {
+    if args.iter().any(|a| a == "--approve") {
+        return Ok(true);
+    }
+    let value = scopes.iter().find_map(|vars| {
+        vars.iter()
+            .find(|(k, _)| k == "ASSENT_APPROVE")
+            .map(|(_, v)| v.clone())
+    });
+    match value.as_deref().map(str::trim) {
+        None => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
+        Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+        Some(v) => Err(format!("ASSENT_APPROVE is {v:?}, neither true nor false")),
+    }
+}
+
+/// Why a job whose script fails might still let the pipeline pass, judged on its keywords.
+fn job_escape(name: &str, job: &serde_yaml::Mapping) -> Option<String> {
+    match field(job, "allow_failure") {
+        None | Some(Yaml::Bool(false)) => {}
+        Some(other) => {
+            return Some(format!(
+                "job {name:?} has allow_failure: {}",
+                scalar_text(other).unwrap_or_else(|| "(a mapping)".into())
+            ));
+        }
+    }
+    if let Some(when) = field(job, "when").and_then(scalar_text)
+        && !matches!(when.as_str(), "on_success" | "always")
+    {
+        return Some(format!("job {name:?} runs when: {when}"));
+    }
+    for keyword in ["only", "except"] {
+        if field(job, keyword).is_some() {
+            return Some(format!(
+                "job {name:?} uses {keyword}:, which doctor cannot evaluate"
+            ));
+        }
+    }
+    let rules = match field(job, "rules") {
+        None => return None,
+        Some(Yaml::Sequence(rules)) => rules,
+        Some(_) => return Some(format!("job {name:?} has rules that are not a list")),
+    };
+    for rule in rules {
+        let Yaml::Mapping(rule) = rule else {
+            return Some(format!("job {name:?} has a rule that is not a mapping"));
+        };
+        if matches!(field(rule, "allow_failure"), Some(v) if *v != Yaml::Bool(false)) {
+            return Some(format!("a rule of job {name:?} allows it to fail"));
+        }
+        if let Some(when) = field(rule, "when").and_then(scalar_text)
+            && !matches!(when.as_str(), "on_success" | "always")
+        {
+            return Some(format!("a rule of job {name:?} says when: {when}"));
+        }
+        for keyword in ["changes", "exists"] {
+            if field(rule, keyword).is_some() {
+                return Some(format!(
+                    "a rule of job {name:?} depends on {keyword}:, which an MR controls"
+                ));
+            }
+        }
+        let condition = field(rule, "if").and_then(scalar_text).unwrap_or_default();
+        let mut rest = condition.as_str();
+        while let Some(at) = rest.find('$') {
+            let var: String = rest[at + 1..]
+                .trim_start_matches('{')
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !NEUTRAL_RULE_VARIABLES.contains(&var.as_str()) {
+                return Some(format!(
+                    "a rule of job {name:?} depends on ${var}: doctor cannot tell whether the job runs in every MR pipeline"
+                ));
+            }
+            rest = &rest[at + 1..];
+        }
+    }
+    None
+}
+
+/// Every job of a merged CI configuration that runs `assent run`, with what the gate needs
+/// to know of it; an error when the document is not a readable configuration.
+pub fn assent_jobs(merged_yaml: &str) -> Result<Vec<AssentJob>, String> {
+    let doc: Yaml = serde_yaml::from_str(merged_yaml)
+        .map_err(|e| format!("the merged CI configuration does not parse: {e}"))?;
+    let Yaml::Mapping(top) = doc else {
+        return Err("the merged CI configuration is not a mapping".into());
+    };
+    let globals = variables(field(&top, "variables"));
+    let mut jobs = Vec::new();
+    for (key, value) in &top {
+        let Some(name) = key_name(key) else { continue };
+        if name.starts_with('.') || GLOBAL_KEYWORDS.contains(&name) {
+            continue;
+        }
+        let Yaml::Mapping(job) = value else { continue };
+        let locals = variables(field(job, "variables"));
+        let scopes: [&[(String, String)]; 2] = [&locals, &globals];
+        let mut lines = Vec::new();
+        script_lines(field(job, "script"), &mut lines);
+        for line in &lines {
+            let expanded = expand(line.trim(), &scopes);
+            let Some(args) = assent_run_arguments(&expanded) else {
+                continue;
+            };
+            let failure_escape = match shell_operator(expanded.trim()) {
+                Some(op) => Some(format!(
+                    "job {name:?} runs {:?}: the {op:?} lets the line succeed whatever assent exits with",
+                    line.trim()
+                )),
+                None => job_escape(name, job),
+            };
+            jobs.push(AssentJob {
+                name: name.to_owned(),
+                fail_on: fail_on_argument(&args),
+                approve: approve_setting(&args, &scopes),
+                failure_escape,
+            });
+        }
+    }
+    Ok(jobs)
+}
+
+/// Whether the CI configuration comes from outside the project's repository, or why not.
+fn configuration_origin(project: &ProjectFacts) -> Result<String, String> {
+    let own = project.path_with_namespace.as_deref().unwrap_or_default();
+    match project.ci_config_path.as_deref().map(str::trim) {
+        None | Some("") => Err("the CI configuration is the project's own .gitlab-ci.yml, which an MR's branch provides: the MR can drop the job or use ASSENT_TOKEN itself".into()),
+        Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
+            Ok(format!("from {url}"))
+        }
+        Some(path) => match path.split_once('@') {
+            Some((_, rest)) => {
+                let other = rest.split(':').next().unwrap_or(rest);
+                if !own.is_empty() && !other.eq_ignore_ascii_case(own) {
+                    Ok(format!("from {other}"))
+                } else {
+                    Err(format!("the CI configuration file {path:?} is in this project, where an MR can edit it"))
+                }
+            }
+            None => Err(format!("the CI configuration file {path:?} is in this project's repository, which an MR's branch provides")),
+        },
+    }
+}
+
+/// The jobs of the CI configuration, or why they cannot be trusted.
+fn configured_jobs(e: &EnforcementEvidence) -> Result<(String, Vec<AssentJob>), String> {
+    let project = match &e.project {
+        Probe::Got(p) => p,
+        Probe::Failed(err) => return Err(format!("cannot read the project: {err}")),
+        Probe::NotAsked(why) => return Err(why.clone()),
+    };
+    let origin = configuration_origin(project)?;
+    let config = match &e.config {
+        Probe::Got(c) => c,
+        Probe::Failed(err) => {
+            return Err(format!("cannot read the merged CI configuration: {err}"));
+        }
+        Probe::NotAsked(why) if why.is_empty() => {
+            return Err("the CI configuration is read only from inside the MR's CI job (CI_JOB_ID), and this is not one".into());
+        }
+        Probe::NotAsked(why) => return Err(why.clone()),
+    };
+    if !config.valid {
+        return Err(format!(
+            "the CI Lint API calls the configuration invalid: {}",
+            config.errors.join("; ")
+        ));
+    }
+    let merged = config
+        .merged_yaml
+        .as_deref()
+        .ok_or("the CI Lint API returned no merged_yaml")?;
+    let jobs = assent_jobs(merged)?;
+    if jobs.is_empty() {
+        return Err("no job of the CI configuration runs assent run".into());
+    }
+    Ok((origin, jobs))
+}
+
+/// Why `rule` is not an approval only the bot can give, or `None` when it is.
+fn rule_gap(rule: &RuleFacts, bot: u64, project_level: bool) -> Option<String> {
+    let name = &rule.name;
+    if rule.approvals_required == 0 {
+        return Some(format!("rule {name:?} requires no approval"));
+    }
+    if rule.user_ids != [bot] {
+        return Some(format!(
+            "rule {name:?} names users {:?}, not the bot user {bot} alone",
+            rule.user_ids
+        ));
+    }
+    if !rule.group_ids.is_empty() || rule.contains_hidden_groups {
+        return Some(format!(
+            "rule {name:?} also names groups, whose members can approve"
+        ));
+    }
+    if let Some(eligible) = &rule.eligible_approver_ids
+        && eligible.iter().any(|id| *id != bot)
+    {
+        return Some(format!(
+            "rule {name:?} has eligible approvers other than the bot"
+        ));
+    }
+    if project_level
+        && (!rule.protected_branches.is_empty() || rule.applies_to_all_protected_branches)
+    {
+        return Some(format!(
+            "rule {name:?} applies to some branches only, and an MR can target another"
+        ));
+    }
+    None
+}
+
+fn approval_required(e: &EnforcementEvidence) -> Result<String, String> {
+    let bot = e.bot_user_id.ok_or("the token's user is unknown")?;
+    let mut gaps = Vec::new();
+    let mut found = None;
+    for (level, probe, project_level) in [
+        ("project", &e.project_rules, true),
+        ("merge request", &e.mr_rules, false),
+    ] {
+        match probe {
+            Probe::Got(rules) => {
+                for rule in rules {
+                    match rule_gap(rule, bot, project_level) {
+                        None => {
+                            found.get_or_insert_with(|| format!("{level} approval rule {:?} requires {} approval(s) from the bot user only", rule.name, rule.approvals_required));
+                        }
+                        Some(gap) => gaps.push(gap),
+                    }
+                }
+            }
+            Probe::Failed(err) => gaps.push(format!(
+                "cannot read the {level} approval rules (approval rules need GitLab Premium): {err}"
+            )),
+            Probe::NotAsked(why) if !why.is_empty() => gaps.push(why.clone()),
+            Probe::NotAsked(_) => {}
+        }
+    }
+    let Some(rule) = found else {
+        return Err(if gaps.is_empty() {
+            "no approval rule requires the bot's approval".into()
+        } else {
+            format!(
+                "no approval rule requires the bot's approval alone ({})",
+                gaps.join("; ")
+            )
+        });
+    };
+    match &e.approval_settings {
+        Probe::Got(s) => {
+            if s.reset_approvals_on_push != Some(true) {
+                return Err("approvals are not removed when commits are added: the bot's approval of one head would carry over to the next push".into());
+            }
+            if s.disable_overriding_approvers_per_merge_request != Some(true) {
+                return Err(
+                    "approval rules can be edited in MRs: an author could drop the bot's rule"
+                        .into(),
+                );
+            }
+        }
+        Probe::Failed(err) => {
+            return Err(format!(
+                "cannot read the project's approval settings: {err}"
+            ));
+        }
+        Probe::NotAsked(why) => return Err(why.clone()),
+    }
+    let (origin, jobs) = configured_jobs(e)?;
+    let approving: Vec<&AssentJob> = jobs.iter().filter(|j| j.approve == Ok(true)).collect();
+    let Some(job) = approving.first() else {
+        let why: Vec<String> = jobs
+            .iter()
+            .map(|j| match &j.approve {
+                Err(err) => format!("job {:?}: {err}", j.name),
+                _ => format!("job {:?} runs assent run without --approve", j.name),
+            })
+            .collect();
+        return Err(why.join("; "));
+    };
+    Ok(format!(
+        "{rule}, approvals are removed on push, MRs cannot edit approval rules, and job {:?} of the CI configuration ({origin}) runs assent run --approve",
+        job.name
+    ))
+}
+
+fn pipeline_required(e: &EnforcementEvidence) -> Result<String, String> {
+    let project = match &e.project {
+        Probe::Got(p) => p,
+        Probe::Failed(err) => return Err(format!("cannot read the project: {err}")),
+        Probe::NotAsked(why) => return Err(why.clone()),
+    };
+    match project.only_allow_merge_if_pipeline_succeeds {
+        Some(true) => {}
+        Some(false) => return Err("Pipelines must succeed is off".into()),
+        None => return Err("GitLab does not show only_allow_merge_if_pipeline_succeeds".into()),
+    }
+    match project.allow_merge_on_skipped_pipeline {
+        Some(false) => {}
+        Some(true) => {
+            return Err("skipped pipelines count as successful: a [skip ci] push merges without assent running".into());
+        }
+        None => return Err("GitLab does not show allow_merge_on_skipped_pipeline".into()),
+    }
+    let (origin, jobs) = configured_jobs(e)?;
+    let mut why = Vec::new();
+    for job in &jobs {
+        match (&job.fail_on, &job.failure_escape) {
+            (Ok(fail_on), None) if fail_on == "review" => {
+                return Ok(format!(
+                    "Pipelines must succeed is on (skipped pipelines do not count), and job {:?} of the CI configuration ({origin}) runs assent run failing on review, not allowed to fail",
+                    job.name
+                ));
+            }
+            (Ok(fail_on), None) => why.push(format!(
+                "job {:?} runs assent run --fail-on {fail_on}: a REVIEW decision passes",
+                job.name
+            )),
+            (Err(err), _) => why.push(format!("job {:?}: {err}", job.name)),
+            (Ok(_), Some(escape)) => why.push(escape.clone()),
+        }
+    }
+    Err(why.join("; "))
+}
+
+/// The verdict (see the module docs for the rule).
+pub fn judge(e: &EnforcementEvidence) -> EnforcementVerdict {
+    let approval = match approval_required(e) {
+        Ok(reason) => {
+            return EnforcementVerdict {
+                enforcement: GateEnforcement::ApprovalRequired,
+                reason,
+                warning: None,
+            };
+        }
+        Err(why) => why,
+    };
+    let pipeline = match pipeline_required(e) {
+        Ok(reason) => {
+            return EnforcementVerdict {
+                enforcement: GateEnforcement::PipelineRequired,
+                reason,
+                warning: None,
+            };
+        }
+        Err(why) => why,
+    };
+    EnforcementVerdict::threads_only(format!(
+        "not approval-required: {approval}; not pipeline-required: {pipeline}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOT: u64 = 100;
+
+    const PIPELINE_CONFIG: &str = "---\nassent:\n  stage: test\n  resource_group: assent-mr-$CI_MERGE_REQUEST_IID\n  script:\n  - assent doctor || true\n  - assent run --fail-on review --receipt assent-receipt.json\n  rules:\n  - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n";
+
+    const APPROVE_CONFIG: &str = "---\nassent:\n  variables:\n    ASSENT_APPROVE: 'true'\n  script:\n  - assent run --fail-on block\n";
+
+    fn config(yaml: &str) -> Probe<ConfigFacts> {
+        Probe::Got(ConfigFacts {
+            valid: true,
+            merged_yaml: Some(yaml.into()),
+            errors: vec![],
+        })
+    }
+
+    fn bot_rule() -> RuleFacts {
+        RuleFacts {
+            name: "assent".into(),
+            rule_type: "regular".into(),
+            approvals_required: 1,
+            user_ids: vec![BOT],
+            eligible_approver_ids: Some(vec![BOT]),
+            ..Default::default()
+        }
+    }
+
+    /// Pipelines must succeed with a job failing on review, from a protected project; no
+    /// approval rule.
+    fn pipeline_evidence() -> EnforcementEvidence {
+        EnforcementEvidence {
+            bot_user_id: Some(BOT),
+            project: Probe::Got(ProjectFacts {
+                path_with_namespace: Some("group/configs".into()),
+                only_allow_merge_if_pipeline_succeeds: Some(true),
+                allow_merge_on_skipped_pipeline: Some(false),
+                ci_config_path: Some("assent.yml@platform/assent-ci".into()),
+            }),
+            approval_settings: Probe::Got(ApprovalSettingsFacts {
+                reset_approvals_on_push: Some(true),
+                disable_overriding_approvers_per_merge_request: Some(true),
+            }),
+            project_rules: Probe::Got(vec![]),
+            mr_rules: Probe::Got(vec![]),
+            config: config(PIPELINE_CONFIG),
+        }
+    }
+
+    /// A bot-only rule and a job that approves; "Pipelines must succeed" off.
+    fn approval_evidence() -> EnforcementEvidence {
+        let mut e = pipeline_evidence();
+        e.project_rules = Probe::Got(vec![bot_rule()]);
+        e.config = config(APPROVE_CONFIG);
+        if let Probe::Got(p) = &mut e.project {
+            p.only_allow_merge_if_pipeline_succeeds = Some(false);
+        }
+        e
+    }
+
+    fn verdict(e: &EnforcementEvidence) -> GateEnforcement {
+        judge(e).enforcement
+    }
+
+    #[test]
+    fn each_verdict_on_its_evidence() {
+        let v = judge(&pipeline_evidence());
+        assert_eq!(v.enforcement, GateEnforcement::PipelineRequired, "{v:?}");
+        assert!(v.reason.contains("job \"assent\""), "{}", v.reason);
+        assert!(v.reason.contains("platform/assent-ci"), "{}", v.reason);
+        assert_eq!(v.warning, None);
+
+        let v = judge(&approval_evidence());
+        assert_eq!(v.enforcement, GateEnforcement::ApprovalRequired, "{v:?}");
+        assert!(v.reason.contains("rule \"assent\""), "{}", v.reason);
+        assert_eq!(v.warning, None);
+
+        let mut e = pipeline_evidence();
+        e.config = Probe::NotAsked(String::new());
+        let v = judge(&e);
+        assert_eq!(v.enforcement, GateEnforcement::ThreadsOnly);
+        assert!(v.reason.contains("CI_JOB_ID"), "{}", v.reason);
+        assert!(
+            v.warning
+                .as_deref()
+                .is_some_and(|w| w.contains("fail_on: review") && w.contains("approve: true"))
+        );
+    }
+
+    #[test]
+    fn approval_wins_when_both_hold() {
+        let mut e = approval_evidence();
+        e.config =
+            config(&PIPELINE_CONFIG.replace("--fail-on review", "--fail-on review --approve"));
+        if let Probe::Got(p) = &mut e.project {
+            p.only_allow_merge_if_pipeline_succeeds = Some(true);
+        }
+        assert_eq!(verdict(&e), GateEnforcement::ApprovalRequired);
+    }
+
+    #[test]
+    fn an_mr_rule_counts_like_a_project_rule() {
+        let mut e = approval_evidence();
+        e.project_rules = Probe::Failed("HTTP 403".into());
+        e.mr_rules = Probe::Got(vec![bot_rule()]);
+        assert_eq!(
+            verdict(&e),
+            GateEnforcement::ApprovalRequired,
+            "{:?}",
+            judge(&e)
+        );
+    }
+
+    #[test]
+    fn approval_rules_that_someone_else_can_satisfy_are_not_enough() {
+        type Mutation = fn(&mut RuleFacts);
+        let cases: Vec<(&str, Mutation)> = vec![
+            ("bot plus a group", |r| r.group_ids = vec![9]),
+            ("hidden groups", |r| r.contains_hidden_groups = true),
+            ("bot plus a person", |r| {
+                r.user_ids = vec![BOT, 200];
+                r.eligible_approver_ids = Some(vec![BOT, 200]);
+            }),
+            ("a person only", |r| {
+                r.user_ids = vec![200];
+                r.eligible_approver_ids = Some(vec![200]);
+            }),
+            ("eligible through a group GitLab resolved", |r| {
+                r.eligible_approver_ids = Some(vec![BOT, 300])
+            }),
+            ("any approver", |r| {
+                r.rule_type = "any_approver".into();
+                r.user_ids = vec![];
+                r.eligible_approver_ids = Some(vec![]);
+            }),
+            ("zero approvals", |r| r.approvals_required = 0),
+            ("scoped to a branch", |r| {
+                r.protected_branches = vec!["main".into()]
+            }),
+            ("protected branches only", |r| {
+                r.applies_to_all_protected_branches = true
+            }),
+        ];
+        for (name, mutate) in cases {
+            let mut e = approval_evidence();
+            let mut rule = bot_rule();
+            mutate(&mut rule);
+            e.project_rules = Probe::Got(vec![rule]);
+            let v = judge(&e);
+            assert_eq!(v.enforcement, GateEnforcement::ThreadsOnly, "{name}: {v:?}");
+            assert!(
+                v.reason.starts_with("not approval-required: "),
+                "{name}: {}",
+                v.reason
+            );
+        }
+    }
+
+    #[test]
+    fn approval_settings_an_author_could_exploit_are_not_enough() {
+        type Mutation = fn(&mut EnforcementEvidence);
+        let cases: Vec<(&str, &str, Mutation)> = vec![
+            ("no reset on push", "removed when commits are added", |e| {
+                e.approval_settings = Probe::Got(ApprovalSettingsFacts {
+                    reset_approvals_on_push: Some(false),
+                    disable_overriding_approvers_per_merge_request: Some(true),
+                })
+            }),
+            ("rules editable in MRs", "edited in MRs", |e| {
+                e.approval_settings = Probe::Got(ApprovalSettingsFacts {
+                    reset_approvals_on_push: Some(true),
+                    disable_overriding_approvers_per_merge_request: Some(false),
+                })
+            }),
+            ("settings unreadable (Free)", "approval settings", |e| {
+                e.approval_settings = Probe::Failed("HTTP 403".into())
+            }),
+            ("rules unreadable (Free)", "Premium", |e| {
+                e.project_rules = Probe::Failed("HTTP 403".into());
+                e.mr_rules = Probe::NotAsked(String::new());
+            }),
+            ("no approving job", "without --approve", |e| {
+                e.config = config("assent:\n  script:\n  - assent run\n")
+            }),
+            ("approve misspelt", "neither true nor false", |e| {
+                e.config = config(
+                    "assent:\n  variables:\n    ASSENT_APPROVE: 'yes'\n  script:\n  - assent run\n",
+                )
+            }),
+            (
+                "approve merely echoed",
+                "no job of the CI configuration runs assent run",
+                |e| e.config = config("assent:\n  script:\n  - echo assent run --approve\n"),
+            ),
+            ("bot unknown", "user is unknown", |e| e.bot_user_id = None),
+        ];
+        for (name, part, mutate) in cases {
+            let mut e = approval_evidence();
+            mutate(&mut e);
+            let v = judge(&e);
+            assert_eq!(v.enforcement, GateEnforcement::ThreadsOnly, "{name}: {v:?}");
+            assert!(v.reason.contains(part), "{name}: {}", v.reason);
+        }
+    }
+
+    #[test]
+    fn pipelines_that_pass_while_assent_fails_are_not_enough() {
+        type Mutation = fn(&mut EnforcementEvidence);
+        let cases: Vec<(&str, &str, Mutation)> = vec![
+            ("setting off", "Pipelines must succeed is off", |e| {
+                if let Probe::Got(p) = &mut e.project {
+                    p.only_allow_merge_if_pipeline_succeeds = Some(false)
+                }
+            }),
+            ("skipped counts", "[skip ci]", |e| {
+                if let Probe::Got(p) = &mut e.project {
+                    p.allow_merge_on_skipped_pipeline = Some(true)
+                }
+            }),
+            ("own .gitlab-ci.yml", "own .gitlab-ci.yml", |e| {
+                if let Probe::Got(p) = &mut e.project {
+                    p.ci_config_path = None
+                }
+            }),
+            ("file in the same project", "in this project", |e| {
+                if let Probe::Got(p) = &mut e.project {
+                    p.ci_config_path = Some(".gitlab-ci.yml@group/configs".into())
+                }
+            }),
+            ("project unreadable", "cannot read the project", |e| {
+                e.project = Probe::Failed("HTTP 500".into())
+            }),
+            ("fail on block", "--fail-on block", |e| {
+                e.config = config(&PIPELINE_CONFIG.replace("--fail-on review", "--fail-on block"))
+            }),
+            ("fail on never", "--fail-on never", |e| {
+                e.config = config(&PIPELINE_CONFIG.replace("--fail-on review", "--fail-on=never"))
+            }),
+            ("default fail-on", "--fail-on block", |e| {
+                e.config = config(&PIPELINE_CONFIG.replace("--fail-on review ", ""))
+            }),
+            ("allow_failure", "allow_failure: true", |e| {
+                e.config = config(
+                    &PIPELINE_CONFIG
+                        .replace("  stage: test\n", "  stage: test\n  allow_failure: true\n"),
+                )
+            }),
+            ("allow_failure on exit codes", "allow_failure", |e| {
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "  stage: test\n",
+                    "  stage: test\n  allow_failure:\n    exit_codes: [1]\n",
+                ))
+            }),
+            ("manual", "when: manual", |e| {
+                e.config = config(
+                    &PIPELINE_CONFIG.replace("  stage: test\n", "  stage: test\n  when: manual\n"),
+                )
+            }),
+            ("or true", "lets the line succeed", |e| {
+                e.config = config(
+                    &PIPELINE_CONFIG
+                        .replace("assent-receipt.json\n", "assent-receipt.json || true\n"),
+                )
+            }),
+            ("rule allows failure", "allows it to fail", |e| {
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "merge_request_event\"\n",
+                    "merge_request_event\"\n    allow_failure: true\n",
+                ))
+            }),
+            ("rule skips on a label", "when: never", |e| {
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "  rules:\n",
+                    "  rules:\n  - if: $CI_MERGE_REQUEST_LABELS =~ /skip/\n    when: never\n",
+                ))
+            }),
+            ("rule on a commit message", "$CI_COMMIT_MESSAGE", |e| {
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "merge_request_event\"",
+                    "merge_request_event\" && $CI_COMMIT_MESSAGE !~ /nogate/",
+                ))
+            }),
+            ("rule on changes", "changes:", |e| {
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "merge_request_event\"\n",
+                    "merge_request_event\"\n    changes: [topics/**]\n",
+                ))
+            }),
+            ("only", "only:", |e| {
+                e.config = config(&PIPELINE_CONFIG.replace(
+                    "  rules:\n  - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n",
+                    "  only: [merge_requests]\n",
+                ))
+            }),
+            ("unset variable", "does not set", |e| {
+                e.config = config(&PIPELINE_CONFIG.replace("--fail-on review", "--fail-on $GATE"))
+            }),
+            ("given twice", "more than once", |e| {
+                e.config = config(
+                    &PIPELINE_CONFIG
+                        .replace("--fail-on review", "--fail-on review --fail-on never"),
+                )
+            }),
+            ("lint invalid", "invalid", |e| {
+                e.config = Probe::Got(ConfigFacts {
+                    valid: false,
+                    merged_yaml: None,
+                    errors: vec!["bad".into()],
+                })
+            }),
+            (
+                "lint failed",
+                "cannot read the merged CI configuration",
+                |e| e.config = Probe::Failed("HTTP 502".into()),
+            ),
+            ("garbage", "does not parse", |e| e.config = config("{[")),
+            ("no assent job", "no job", |e| {
+                e.config = config("test:\n  script: [make]\n")
+            }),
+        ];
+        for (name, part, mutate) in cases {
+            let mut e = pipeline_evidence();
+            mutate(&mut e);
+            let v = judge(&e);
+            assert_eq!(v.enforcement, GateEnforcement::ThreadsOnly, "{name}: {v:?}");
+            assert!(v.reason.contains(part), "{name}: {}", v.reason);
+            assert!(v.warning.is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn fail_on_may_come_from_the_configurations_variables() {
+        let classic = "variables:\n  ASSENT_FAIL_ON:\n    value: review\n    description: x\nassent:\n  script:\n  - assent run --fail-on \"$ASSENT_FAIL_ON\"\n";
+        let mut e = pipeline_evidence();
+        e.config = config(classic);
+        assert_eq!(
+            verdict(&e),
+            GateEnforcement::PipelineRequired,
+            "{:?}",
+            judge(&e)
+        );
+        // A job's own variable overrides the global one.
+        e.config = config(&format!(
+            "{classic}  variables:\n    ASSENT_FAIL_ON: never\n"
+        ));
+        assert_eq!(verdict(&e), GateEnforcement::ThreadsOnly);
+        assert!(judge(&e).reason.contains("--fail-on never"));
+        // Braced form, symbol keys of older GitLab.
+        e.config = config(
+            ":variables:\n  :GATE: review\n:assent:\n  :script:\n  - assent run --fail-on ${GATE}\n",
+        );
+        assert_eq!(
+            verdict(&e),
+            GateEnforcement::PipelineRequired,
+            "{:?}",
+            judge(&e)
+        );
+    }
+
+    #[test]
+    fn one_good_job_is_enough_and_hidden_jobs_do_not_count() {
+        let mut e = pipeline_evidence();
+        e.config = config(&format!(
+            "{PIPELINE_CONFIG}.template:\n  script:\n  - assent run --fail-on never\nlint:\n  script:\n  - assent lint\n"
+        ));
+        assert_eq!(verdict(&e), GateEnforcement::PipelineRequired);
+        e.config = config(".hidden:\n  script:\n  - assent run --fail-on review\n");
+        assert_eq!(verdict(&e), GateEnforcement::ThreadsOnly);
+    }
+
+    #[test]
+    fn expansion_leaves_unknown_variables_alone() {
+        let vars = vec![("A".to_owned(), "x".to_owned())];
+        assert_eq!(expand("$A-${A}-$B-${B}-$", &[&vars]), "x-x-$B-${B}-$");
+        assert_eq!(
+            assent_run_arguments("/usr/local/bin/assent run --approve"),
+            Some(vec!["--approve".to_owned()])
+        );
+        assert_eq!(assent_run_arguments("assent sweep"), None);
+        assert_eq!(assent_run_arguments("echo assent run"), None);
+    }
+}
