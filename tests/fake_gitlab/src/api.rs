@@ -738,7 +738,12 @@ fn paginate_with<T>(st: &State, items: Vec<T>, ctx: &Ctx, render: impl Fn(T) -> 
         for (k, v) in &q {
             s.append_pair(k, v);
         }
-        format!("http://{}{}?{}", ctx.host, ctx.raw_path, s.finish())
+        let userinfo = st
+            .link_userinfo
+            .as_ref()
+            .map(|u| format!("{u}@"))
+            .unwrap_or_default();
+        format!("http://{userinfo}{}{}?{}", ctx.host, ctx.raw_path, s.finish())
     };
     let mut links = vec![];
     if let Some(p) = prev {
@@ -750,6 +755,9 @@ fn paginate_with<T>(st: &State, items: Vec<T>, ctx: &Ctx, render: impl Fn(T) -> 
     links.push(format!("<{}>; rel=\"first\"", href(1)));
     if !st.omit_totals {
         links.push(format!("<{}>; rel=\"last\"", href(total_pages)));
+    }
+    if st.link_only {
+        return Response::json(200, &Value::Array(slice)).header("Link", links.join(", "));
     }
     let opt = |o: Option<u64>| o.map(|x| x.to_string()).unwrap_or_default();
     let mut r = Response::json(200, &Value::Array(slice))
@@ -870,8 +878,17 @@ fn mr_json(st: &State, p: &Project, m: &MergeRequest, full: bool) -> Value {
 }
 
 fn note_json(st: &State, p: &Project, m: &MergeRequest, n: &Note) -> Value {
+    let body = match st.inflated_notes.get(&n.id) {
+        Some((text, times)) => {
+            let mut body = String::with_capacity(n.body.len() + text.len() * times);
+            body.push_str(&n.body);
+            (0..*times).for_each(|_| body.push_str(text));
+            body
+        }
+        None => n.body.clone(),
+    };
     let mut v = json!({
-        "id": n.id, "type": n.note_type, "body": n.body, "attachment": null,
+        "id": n.id, "type": n.note_type, "body": body, "attachment": null,
         "author": user_basic(st, n.author_id),
         "created_at": n.created_at, "updated_at": n.updated_at,
         "system": n.system, "noteable_id": m.global_id(p.id),
