@@ -157,7 +157,46 @@ pub(crate) fn dispatch(
         raw_path,
     };
     let resp = route_request(&mut inner.state, &req.method, route, &ctx);
-    (resp, Some(user))
+    (expand_inflated(&inner.state, resp), Some(user))
+}
+
+/// What [`note_json`] writes in place of an inflated note's extra text (`\0` keeps it from
+/// ever matching a real body); serialized, it reads `\u0000inflate:<id>\u0000`.
+const INFLATE_MARK: &str = "\\u0000inflate:";
+
+/// Replaces each inflated note's mark in a serialized answer by its text, escaped once and
+/// repeated: serializing a megabyte string is slow in a debug build, copying it is not.
+fn expand_inflated(st: &State, mut resp: Response) -> Response {
+    if st.inflated_notes.is_empty() {
+        return resp;
+    }
+    let body = std::mem::take(&mut resp.body);
+    let Ok(text) = String::from_utf8(body) else {
+        return resp;
+    };
+    if !text.contains(INFLATE_MARK) {
+        resp.body = text.into_bytes();
+        return resp;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(INFLATE_MARK) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + INFLATE_MARK.len()..];
+        let end = after.find("\\u0000").unwrap_or(after.len());
+        let inflation = after[..end]
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| st.inflated_notes.get(&id));
+        if let Some((unit, times)) = inflation {
+            let escaped = serde_json::to_string(unit).expect("a string serializes");
+            out.push_str(&escaped[1..escaped.len() - 1].repeat(*times));
+        }
+        rest = after.get(end + "\\u0000".len()..).unwrap_or("");
+    }
+    out.push_str(rest);
+    resp.body = out.into_bytes();
+    resp
 }
 
 fn find_project(st: &State, key: &str) -> Option<u64> {
@@ -878,13 +917,9 @@ fn mr_json(st: &State, p: &Project, m: &MergeRequest, full: bool) -> Value {
 }
 
 fn note_json(st: &State, p: &Project, m: &MergeRequest, n: &Note) -> Value {
+    // An inflated note's extra text is spliced in after serialization (expand_inflated).
     let body = match st.inflated_notes.get(&n.id) {
-        Some((text, times)) => {
-            let mut body = String::with_capacity(n.body.len() + text.len() * times);
-            body.push_str(&n.body);
-            (0..*times).for_each(|_| body.push_str(text));
-            body
-        }
+        Some(_) => format!("{}\u{0}inflate:{}\u{0}", n.body, n.id),
         None => n.body.clone(),
     };
     let mut v = json!({
