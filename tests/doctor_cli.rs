@@ -684,7 +684,10 @@ fn doctor_refuses_an_unusable_proxy_naming_the_variable() {
         );
         assert!(!o.stdout.contains("s3cret") && !o.stderr.contains("s3cret"));
     }
-    assert!(fake.requests().is_empty(), "nothing is sent with an unusable proxy");
+    assert!(
+        fake.requests().is_empty(),
+        "nothing is sent with an unusable proxy"
+    );
 }
 
 #[test]
@@ -699,7 +702,11 @@ fn doctor_reports_a_plain_http_api_url_to_a_remote_host() {
     let o = doctor_with(&fake, BOT_TOKEN, remote, &[]);
     assert_eq!(o.mark("cleartext"), "?", "{}", o.stdout);
     assert!(o.line("cleartext").contains("unencrypted"), "{}", o.stdout);
-    assert!(o.fix_after("cleartext").contains("ASSENT_ALLOW_HTTP=1"), "{}", o.stdout);
+    assert!(
+        o.fix_after("cleartext").contains("ASSENT_ALLOW_HTTP=1"),
+        "{}",
+        o.stdout
+    );
     assert_eq!(o.mark("api"), "✓", "{}", o.stdout);
     assert_eq!(o.code, 1, "a warning is not a pass");
     let warnings: Vec<&str> = o

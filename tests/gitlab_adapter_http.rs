@@ -535,15 +535,25 @@ fn pages_over_the_body_limit_are_asked_again_smaller_and_nothing_is_skipped_or_r
             .map(|d| (d.notes[0].id, d.notes[0].body.clone()))
             .collect();
         assert_eq!(got.len(), expected.len(), "{label}");
-        assert!(got == expected, "{label}: an item was skipped, repeated or cut");
+        assert!(
+            got == expected,
+            "{label}: an item was skipped, repeated or cut"
+        );
         let sizes = discussion_page_sizes(&fake);
         let first_full = cap.unwrap_or(100);
         let smallest = *sizes.iter().min().unwrap();
         assert!(smallest < first_full, "{label}: {sizes:?}");
         // After the heavy pages the size grows back: the light tail is not read item by item.
         assert!(*sizes.last().unwrap() >= 4 * smallest, "{label}: {sizes:?}");
-        assert!(sizes.len() < 30, "{label}: {} requests: {sizes:?}", sizes.len());
-        assert!(sleeper.delays().is_empty(), "{label}: an over-limit page is not retried as is");
+        assert!(
+            sizes.len() < 30,
+            "{label}: {} requests: {sizes:?}",
+            sizes.len()
+        );
+        assert!(
+            sleeper.delays().is_empty(),
+            "{label}: an over-limit page is not retried as is"
+        );
         assert_no_violations(&fake);
     }
 }
@@ -571,8 +581,15 @@ fn one_item_over_the_limit_fails_naming_the_page_and_the_limit_and_the_run_write
     assert_eq!(discussion_page_sizes(&fake).last(), Some(&1));
 
     let (forge, _) = forge_with(config);
-    assert!(reconcile(&forge, &desired(), &ctx()).is_err(), "the run must abort");
-    assert_eq!(fake.writes(), 0, "no write after a listing that cannot complete");
+    assert!(
+        reconcile(&forge, &desired(), &ctx()).is_err(),
+        "the run must abort"
+    );
+    assert_eq!(
+        fake.writes(),
+        0,
+        "no write after a listing that cannot complete"
+    );
 }
 
 #[test]
@@ -582,7 +599,11 @@ fn a_diff_listing_over_the_body_limit_is_asked_again_smaller() {
         .map(|i| {
             let mut file = fake_gitlab::DiffFile::modified(&format!("topics/t{i:03}.yaml"));
             if (10..30).contains(&i) {
-                file.diff = format!("@@ -1 +1 @@\n-{}\n+{}\n", "a".repeat(9_000), "ä".repeat(9_000));
+                file.diff = format!(
+                    "@@ -1 +1 @@\n-{}\n+{}\n",
+                    "a".repeat(9_000),
+                    "ä".repeat(9_000)
+                );
             }
             file
         })
@@ -619,7 +640,10 @@ fn a_next_link_with_user_info_is_refused_and_never_requested() {
         "{err:?}"
     );
     assert!(text.contains("user-info"), "{text}");
-    assert!(!text.contains("s3cret") && !text.contains("assent:"), "{text}");
+    assert!(
+        !text.contains("s3cret") && !text.contains("assent:"),
+        "{text}"
+    );
     assert_eq!(discussion_pages(&fake), 1, "the link was not followed");
     for request in fake.requests() {
         assert!(
@@ -707,7 +731,12 @@ fn socks_proxies_carry_every_request() {
     ];
     for (created_before, (proxy, api, target, username)) in cases.into_iter().enumerate() {
         let before = relay.connects().len();
-        let mut config = GitLabConfig::new(api, Token::new(fixtures::BOT_TOKEN), fixtures::PROJECT_PATH, MR);
+        let mut config = GitLabConfig::new(
+            api,
+            Token::new(fixtures::BOT_TOKEN),
+            fixtures::PROJECT_PATH,
+            MR,
+        );
         config.proxy = ProxyConfig::Url(proxy.clone());
         config.request_timeout = Duration::from_secs(5);
         let (forge, _) = forge_with(config);

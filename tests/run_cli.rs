@@ -1274,10 +1274,16 @@ fn an_unusable_proxy_is_a_usage_error_naming_the_variable_and_never_a_panic() {
         .run();
     r.expect_code(2);
     assert!(r.error_line().contains("HTTPS_PROXY="), "{}", r.stderr);
-    assert!(w.fake.requests().is_empty(), "nothing is sent with an unusable proxy");
+    assert!(
+        w.fake.requests().is_empty(),
+        "nothing is sent with an unusable proxy"
+    );
 
     // Usable values that lead nowhere: a forge failure, never a panic.
-    for value in ["http://user:s3cret@127.0.0.1:1", "SOCKS5H://user:s3cret@127.0.0.1:1"] {
+    for value in [
+        "http://user:s3cret@127.0.0.1:1",
+        "SOCKS5H://user:s3cret@127.0.0.1:1",
+    ] {
         let r = w.invocation().env("ALL_PROXY", value).run();
         r.expect_code(3);
         assert!(!r.stderr.contains("s3cret"), "{}", r.stderr);
@@ -1339,7 +1345,10 @@ fn a_next_link_with_user_info_aborts_the_run_before_any_write() {
         line.contains("discussions") && line.contains("user-info"),
         "{line}"
     );
-    assert!(!line.contains("s3cret") && !line.contains("assent:"), "{line}");
+    assert!(
+        !line.contains("s3cret") && !line.contains("assent:"),
+        "{line}"
+    );
     assert!(r.receipt_text.is_none());
     assert_eq!(w.writes().len(), 0, "{:#?}", w.writes());
     for request in w.fake.requests() {

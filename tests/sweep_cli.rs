@@ -671,7 +671,10 @@ fn sweep_goes_through_a_socks_proxy_and_refuses_an_unusable_one() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("healed: "), "{}", stdout(&out));
     assert_eq!(stderr(&out), "");
-    assert!(!relay.connects().is_empty(), "the sweep did not use the proxy");
+    assert!(
+        !relay.connects().is_empty(),
+        "the sweep did not use the proxy"
+    );
 
     fake.reset_log();
     for (var, value) in [
@@ -679,7 +682,12 @@ fn sweep_goes_through_a_socks_proxy_and_refuses_an_unusable_one() {
         ("http_proxy", "socks4://user:s3cret@127.0.0.1:1080"),
     ] {
         let out = run_sweep_with(&fake.base_url(), &[(var, value)], &[]);
-        assert_eq!(out.status.code(), Some(2), "{var}={value}: {}", stderr(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{var}={value}: {}",
+            stderr(&out)
+        );
         let err = stderr(&out);
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(
@@ -688,7 +696,10 @@ fn sweep_goes_through_a_socks_proxy_and_refuses_an_unusable_one() {
         );
         assert!(!err.contains("s3cret"), "{err}");
     }
-    assert!(fake.requests().is_empty(), "nothing is sent with an unusable proxy");
+    assert!(
+        fake.requests().is_empty(),
+        "nothing is sent with an unusable proxy"
+    );
 }
 
 #[test]
@@ -697,7 +708,11 @@ fn sweep_warns_on_stderr_about_a_plain_http_api_url_to_a_remote_host() {
     let relay = fake_gitlab::SocksRelay::start(([127, 0, 0, 1], fake.port()).into());
     let proxy = format!("socks5h://{}", relay.authority());
     let api = "http://gitlab.example.test/api/v4";
-    let out = run_sweep_with(api, &[("ALL_PROXY", &proxy)], &["--dry-run", "--format", "json"]);
+    let out = run_sweep_with(
+        api,
+        &[("ALL_PROXY", &proxy)],
+        &["--dry-run", "--format", "json"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report: serde_json::Value =
         serde_json::from_str(&stdout(&out)).expect("stdout is only the report");

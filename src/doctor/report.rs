@@ -232,7 +232,10 @@ mod tests {
         r.checks[1].detail = "GLPAT-X and glpat%2Dx".into();
         r.redact("glpat-x");
         let json = r.to_json().to_ascii_lowercase();
-        assert!(!json.contains("glpat-x") && !json.contains("glpat%2dx"), "{json}");
+        assert!(
+            !json.contains("glpat-x") && !json.contains("glpat%2dx"),
+            "{json}"
+        );
         assert!(!report().all_passed());
         assert_eq!(report().not_passed(), vec!["scope", "role"]);
     }

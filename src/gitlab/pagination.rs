@@ -116,7 +116,7 @@ fn aligned_size(offset: u64, at_most: u64) -> u64 {
     }
     (1..=at_most)
         .rev()
-        .find(|size| offset % size == 0)
+        .find(|&size| offset.is_multiple_of(size))
         .unwrap_or(1)
 }
 
@@ -153,13 +153,15 @@ impl PageRequest {
     fn resized(&self, size: u64) -> Option<PageRequest> {
         let mut url = self.request.url.clone();
         match self.paging {
-            Paging::Offset { offset } if size >= 1 && offset % size == 0 => set_query_values(
-                &mut url,
-                &[
-                    ("per_page", size.to_string()),
-                    ("page", (offset / size + 1).to_string()),
-                ],
-            ),
+            Paging::Offset { offset } if size >= 1 && offset.is_multiple_of(size) => {
+                set_query_values(
+                    &mut url,
+                    &[
+                        ("per_page", size.to_string()),
+                        ("page", (offset / size + 1).to_string()),
+                    ],
+                )
+            }
             Paging::Cursor if size >= 1 => {
                 set_query_values(&mut url, &[("per_page", size.to_string())]);
             }
@@ -221,9 +223,7 @@ impl PageRequest {
 /// credentials. The message never quotes the link's user-info.
 fn check_next_link(next: &Url, base: &Url) -> Result<(), String> {
     if !next.username().is_empty() || next.password().is_some() {
-        return Err(
-            "the next-page link carries user-info (credentials), not followed".to_owned(),
-        );
+        return Err("the next-page link carries user-info (credentials), not followed".to_owned());
     }
     if next.origin() != base.origin() {
         return Err(format!(
@@ -561,12 +561,23 @@ mod tests {
 
         // Growth is bounded by the ceiling and stays aligned.
         let at_1 = page_request("https://gl/api/v4/x?per_page=1&page=8", false);
-        assert_eq!(at_1.clone().grown(100).size, 1, "offset 7: only 1 divides it");
+        assert_eq!(
+            at_1.clone().grown(100).size,
+            1,
+            "offset 7: only 1 divides it"
+        );
         let at_1 = page_request("https://gl/api/v4/x?per_page=1&page=9", false);
-        assert_eq!(at_1.clone().grown(100).request.url.query(), Some("per_page=2&page=5"));
+        assert_eq!(
+            at_1.clone().grown(100).request.url.query(),
+            Some("per_page=2&page=5")
+        );
         let capped = page_request("https://gl/api/v4/x?per_page=3&page=3", false);
         assert_eq!(capped.clone().grown(3).size, 3, "never above the ceiling");
-        assert!(page_request("https://gl/x?per_page=1&page=2", false).smaller().is_none());
+        assert!(
+            page_request("https://gl/x?per_page=1&page=2", false)
+                .smaller()
+                .is_none()
+        );
     }
 
     #[test]
@@ -575,7 +586,10 @@ mod tests {
         assert_eq!(cursor.paging, Paging::Cursor);
         let smaller = cursor.smaller().unwrap();
         assert_eq!(smaller.request.url.query(), Some("cursor=abc&per_page=20"));
-        assert_eq!(smaller.grown(100).request.url.query(), Some("cursor=abc&per_page=40"));
+        assert_eq!(
+            smaller.grown(100).request.url.query(),
+            Some("cursor=abc&per_page=40")
+        );
         let fixed = page_request("https://gl/api/v4/x?page=2", false);
         assert_eq!(fixed.paging, Paging::Fixed);
         assert!(fixed.smaller().is_none());
@@ -590,19 +604,36 @@ mod tests {
         let ok = Url::parse("http://gl.example:8080/api/v4/x?page=2").unwrap();
         assert_eq!(check_next_link(&ok, &base), Ok(()));
         for (link, says) in [
-            ("http://user:s3cret@gl.example:8080/api/v4/x?page=2", "user-info"),
+            (
+                "http://user:s3cret@gl.example:8080/api/v4/x?page=2",
+                "user-info",
+            ),
             ("http://user@gl.example:8080/api/v4/x?page=2", "user-info"),
-            ("http://:s3cret@gl.example:8080/api/v4/x?page=2", "user-info"),
+            (
+                "http://:s3cret@gl.example:8080/api/v4/x?page=2",
+                "user-info",
+            ),
             ("https://gl.example:8080/api/v4/x?page=2", "another origin"),
             ("http://gl.example:8081/api/v4/x?page=2", "another origin"),
-            ("http://other.example:8080/api/v4/x?page=2", "another origin"),
-            ("http://gl.example:8080/admin/x?page=2", "leaves the API base"),
-            ("http://gl.example:8080/api/v4/../../admin?page=2", "leaves the API base"),
+            (
+                "http://other.example:8080/api/v4/x?page=2",
+                "another origin",
+            ),
+            (
+                "http://gl.example:8080/admin/x?page=2",
+                "leaves the API base",
+            ),
+            (
+                "http://gl.example:8080/api/v4/../../admin?page=2",
+                "leaves the API base",
+            ),
         ] {
             let reason = check_next_link(&Url::parse(link).unwrap(), &base).unwrap_err();
             assert!(reason.contains(says), "{link}: {reason}");
             assert!(
-                !reason.contains("s3cret") && !reason.contains("user@") && !reason.contains("user:"),
+                !reason.contains("s3cret")
+                    && !reason.contains("user@")
+                    && !reason.contains("user:"),
                 "{reason}"
             );
         }

@@ -573,7 +573,9 @@ fn build_proxy(source: &str, value: &str) -> Result<ureq::Proxy, GitLabConfigErr
         || parsed.query().is_some()
         || parsed.fragment().is_some()
     {
-        return Err(refuse("a proxy URL is scheme://[user:password@]host[:port] only"));
+        return Err(refuse(
+            "a proxy URL is scheme://[user:password@]host[:port] only",
+        ));
     }
     let proxy = ureq::Proxy::new(value).map_err(|_| refuse("not a supported proxy URL"))?;
     match proxy.protocol() {
@@ -889,7 +891,15 @@ mod tests {
             "é <redacted><redacted> ü"
         );
         // Near misses and stray percent signs stay as they are.
-        for kept in ["glpat-AbC_12", "glpat-AbC 123", "%", "%G", "%2", "100% glpat", "ünïcode"] {
+        for kept in [
+            "glpat-AbC_12",
+            "glpat-AbC 123",
+            "%",
+            "%G",
+            "%2",
+            "100% glpat",
+            "ünïcode",
+        ] {
             assert_eq!(redact_secret(kept, secret), kept);
         }
         assert_eq!(redact_secret("anything", ""), "anything");
@@ -909,7 +919,10 @@ mod tests {
                 .unwrap_or_else(|| panic!("{remote} must warn"));
             assert!(warning.contains("unencrypted"), "{warning}");
             assert!(warning.contains("ASSENT_ALLOW_HTTP=1"), "{warning}");
-            assert!(!warning.contains("/api/v4"), "only the origin is named: {warning}");
+            assert!(
+                !warning.contains("/api/v4"),
+                "only the origin is named: {warning}"
+            );
             assert_eq!(cleartext_warning(&url(remote), true), None, "{remote}");
         }
         for quiet in [
@@ -923,7 +936,9 @@ mod tests {
         ] {
             assert_eq!(cleartext_warning(&url(quiet), false), None, "{quiet}");
         }
-        let env = |value: &'static str| move |name: &str| (name == ALLOW_HTTP_VAR).then(|| value.to_owned());
+        let env = |value: &'static str| {
+            move |name: &str| (name == ALLOW_HTTP_VAR).then(|| value.to_owned())
+        };
         assert!(allow_http(env("1")));
         assert!(allow_http(env(" 1 ")));
         for no in ["", "0", "true", "yes", "11"] {

@@ -782,7 +782,12 @@ fn paginate_with<T>(st: &State, items: Vec<T>, ctx: &Ctx, render: impl Fn(T) -> 
             .as_ref()
             .map(|u| format!("{u}@"))
             .unwrap_or_default();
-        format!("http://{userinfo}{}{}?{}", ctx.host, ctx.raw_path, s.finish())
+        format!(
+            "http://{userinfo}{}{}?{}",
+            ctx.host,
+            ctx.raw_path,
+            s.finish()
+        )
     };
     let mut links = vec![];
     if let Some(p) = prev {
