@@ -974,3 +974,100 @@ fn the_gate_verdict_never_leaks_the_token_and_is_unverified_when_doctor_stops_ea
     assert_eq!(o.code, 2);
     assert_threads_only(&o, "doctor could not run");
 }
+
+// ---- hostile servers and transport edges ---------------------------------------------------
+
+fn relay_to(fake: &FakeGitLab) -> fake_gitlab::SocksRelay {
+    fake_gitlab::SocksRelay::start(([127, 0, 0, 1], fake.port()).into())
+}
+
+#[test]
+fn doctor_reaches_gitlab_through_a_socks_proxy() {
+    let fake = FakeGitLab::start(healthy());
+    let direct = doctor(&fake);
+    let relay = relay_to(&fake);
+    let proxy = format!("socks5://{}", relay.authority());
+    let o = doctor_with(&fake, BOT_TOKEN, &[("ALL_PROXY", &proxy)], &[]);
+    assert_eq!(o.code, direct.code, "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(o.mark("api"), "✓", "{}", o.stdout);
+    assert!(o.line("api").contains("proxy socks5://"), "{}", o.stdout);
+    assert_eq!(o.guarantee(), direct.guarantee());
+    assert!(!relay.connects().is_empty(), "doctor did not use the proxy");
+}
+
+#[test]
+fn doctor_refuses_an_unusable_proxy_naming_the_variable() {
+    let fake = FakeGitLab::start(healthy());
+    for (var, value) in [
+        ("ALL_PROXY", "ftp://proxy.example:21"),
+        ("HTTP_PROXY", "socks4://user:s3cret@127.0.0.1:1080"),
+        ("http_proxy", "http://:8080"),
+    ] {
+        let o = doctor_with(&fake, BOT_TOKEN, &[(var, value)], &[]);
+        assert_eq!(o.code, 2, "{var}={value}\n{}\n{}", o.stdout, o.stderr);
+        let lines: Vec<&str> = o.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", o.stderr);
+        assert!(
+            lines[0].contains(&format!("{var}=")) && lines[0].contains("supported proxy schemes"),
+            "{}",
+            lines[0]
+        );
+        assert!(!o.stdout.contains("s3cret") && !o.stderr.contains("s3cret"));
+    }
+    assert!(
+        fake.requests().is_empty(),
+        "nothing is sent with an unusable proxy"
+    );
+}
+
+#[test]
+fn doctor_reports_a_plain_http_api_url_to_a_remote_host() {
+    let fake = FakeGitLab::start(healthy());
+    let relay = relay_to(&fake);
+    let proxy = format!("socks5h://{}", relay.authority());
+    let remote: &[(&str, &str)] = &[
+        ("CI_API_V4_URL", "http://gitlab.example.test/api/v4"),
+        ("ALL_PROXY", &proxy),
+    ];
+    let o = doctor_with(&fake, BOT_TOKEN, remote, &[]);
+    assert_eq!(o.mark("cleartext"), "?", "{}", o.stdout);
+    assert!(o.line("cleartext").contains("unencrypted"), "{}", o.stdout);
+    assert!(
+        o.fix_after("cleartext").contains("ASSENT_ALLOW_HTTP=1"),
+        "{}",
+        o.stdout
+    );
+    assert_eq!(o.mark("api"), "✓", "{}", o.stdout);
+    assert_eq!(o.code, 1, "a warning is not a pass");
+    let warnings: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", o.stderr);
+
+    let json = doctor_with(&fake, BOT_TOKEN, remote, &["--format", "json"]);
+    let report: Value = serde_json::from_str(&json.stdout).expect("stdout is only the report");
+    let cleartext: Vec<&Value> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"] == "cleartext")
+        .collect();
+    assert_eq!(cleartext.len(), 1, "{}", json.stdout);
+    assert_eq!(cleartext[0]["status"], "unknown");
+
+    let mut allowed = remote.to_vec();
+    allowed.push(("ASSENT_ALLOW_HTTP", "1"));
+    let o = doctor_with(&fake, BOT_TOKEN, &allowed, &[]);
+    assert!(
+        !o.stdout
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("cleartext")),
+        "{}",
+        o.stdout
+    );
+    assert!(!o.stderr.contains("warning: "), "{}", o.stderr);
+    // Loopback never warns.
+    assert!(!doctor(&fake).stdout.contains("cleartext"));
+}

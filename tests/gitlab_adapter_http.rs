@@ -455,3 +455,306 @@ fn a_full_run_then_a_rerun_over_http_converges_with_zero_writes() {
     assert!(sleeper.delays().is_empty());
     assert_no_violations(&fake);
 }
+
+// ---- hostile servers and transport edges --------------------------------------------------
+
+/// Every discussions request's `per_page`, in order.
+fn discussion_page_sizes(fake: &FakeGitLab) -> Vec<u64> {
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.route == RouteKind::Discussions)
+        .map(|r| {
+            form_urlencoded_value(&r.query, "per_page")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+fn form_urlencoded_value(query: &str, key: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// Seeds `n` human threads; the ones in `heavy` are listed with `text` repeated `times`
+/// times after their body. Returns each thread's note id and full listed body.
+fn seed_heavy_threads(
+    fake: &FakeGitLab,
+    n: usize,
+    heavy: &[(std::ops::Range<usize>, &str, usize)],
+) -> Vec<(u64, String)> {
+    (0..n)
+        .map(|i| {
+            let body = format!("thread {i}");
+            let id = fake.post_thread(P, MR, fixtures::HUMAN_ID, &body).1;
+            match heavy.iter().find(|(range, _, _)| range.contains(&i)) {
+                Some((_, text, times)) => {
+                    fake.inflate_note(id, text, *times);
+                    (id, format!("{body}{}", text.repeat(*times)))
+                }
+                None => (id, body),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn pages_over_the_body_limit_are_asked_again_smaller_and_nothing_is_skipped_or_repeated() {
+    // Multi-byte characters, JSON escapes (a control character is six bytes on the wire, a
+    // quote two) and a four-byte emoji: the limit is in bytes, notes are in characters.
+    let heavy: &[(std::ops::Range<usize>, &str, usize)] = &[
+        (40..70, "ü", 20_000),
+        (150..151, "\u{1}", 12_000),
+        (151..152, "\"", 30_000),
+        (152..153, "😀", 15_000),
+        (229..230, "x", 70_000),
+    ];
+    for (cap, omit_totals, link_only) in [
+        (None, false, false),
+        (None, true, false),
+        (Some(30), false, false),
+        (None, false, true),
+    ] {
+        let label = format!("cap={cap:?} omit_totals={omit_totals} link_only={link_only}");
+        let fake = start_basic();
+        fake.set_max_per_page(cap);
+        fake.set_omit_totals(omit_totals);
+        fake.set_link_pagination(link_only, None);
+        let expected = seed_heavy_threads(&fake, 230, heavy);
+        let mut config = config_for(&fake, fixtures::BOT_TOKEN, fixtures::PROJECT_PATH, MR);
+        config.body_limit = 256 * 1024;
+        let (forge, sleeper) = forge_with(config);
+        let listed = forge
+            .list_discussions()
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let got: Vec<(u64, String)> = listed
+            .iter()
+            .map(|d| (d.notes[0].id, d.notes[0].body.clone()))
+            .collect();
+        assert_eq!(got.len(), expected.len(), "{label}");
+        assert!(
+            got == expected,
+            "{label}: an item was skipped, repeated or cut"
+        );
+        let sizes = discussion_page_sizes(&fake);
+        let first_full = cap.unwrap_or(100);
+        let smallest = *sizes.iter().min().unwrap();
+        assert!(smallest < first_full, "{label}: {sizes:?}");
+        // After the heavy pages the size grows back: the light tail is not read item by item.
+        assert!(*sizes.last().unwrap() >= 4 * smallest, "{label}: {sizes:?}");
+        assert!(
+            sizes.len() < 30,
+            "{label}: {} requests: {sizes:?}",
+            sizes.len()
+        );
+        assert!(
+            sleeper.delays().is_empty(),
+            "{label}: an over-limit page is not retried as is"
+        );
+        assert_no_violations(&fake);
+    }
+}
+
+#[test]
+fn one_item_over_the_limit_fails_naming_the_page_and_the_limit_and_the_run_writes_nothing() {
+    let fake = start_basic();
+    let expected = seed_heavy_threads(&fake, 3, &[(1..2, "ü", 40_000)]);
+    assert_eq!(expected.len(), 3);
+    let mut config = config_for(&fake, fixtures::BOT_TOKEN, fixtures::PROJECT_PATH, MR);
+    config.body_limit = 64 * 1024;
+    let (forge, _) = forge_with(config.clone());
+    let err = forge.list_discussions().unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, ForgeError::Decode { .. }), "{err:?}");
+    for part in [
+        "discussions of merge request 7",
+        "(from item 2)",
+        "65536-byte",
+        "per_page=1",
+        "page 2",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from: {text}");
+    }
+    assert_eq!(discussion_page_sizes(&fake).last(), Some(&1));
+
+    let (forge, _) = forge_with(config);
+    assert!(
+        reconcile(&forge, &desired(), &ctx()).is_err(),
+        "the run must abort"
+    );
+    assert_eq!(
+        fake.writes(),
+        0,
+        "no write after a listing that cannot complete"
+    );
+}
+
+#[test]
+fn a_diff_listing_over_the_body_limit_is_asked_again_smaller() {
+    let fake = start_basic();
+    let files: Vec<fake_gitlab::DiffFile> = (0..120)
+        .map(|i| {
+            let mut file = fake_gitlab::DiffFile::modified(&format!("topics/t{i:03}.yaml"));
+            if (10..30).contains(&i) {
+                file.diff = format!(
+                    "@@ -1 +1 @@\n-{}\n+{}\n",
+                    "a".repeat(9_000),
+                    "ä".repeat(9_000)
+                );
+            }
+            file
+        })
+        .collect();
+    fake.with_state(|s| {
+        s.project_mut(P).unwrap().mr_mut(MR).unwrap().diffs = files;
+    });
+    let mut config = config_for(&fake, fixtures::BOT_TOKEN, fixtures::PROJECT_PATH, MR);
+    config.body_limit = 128 * 1024;
+    let (forge, _) = forge_with(config);
+    let listed = assent::forge::Repository::changed_files(&forge).unwrap();
+    let paths: Vec<String> = listed.iter().map(|f| f.new_path.clone()).collect();
+    let expected: Vec<String> = (0..120).map(|i| format!("topics/t{i:03}.yaml")).collect();
+    assert_eq!(paths, expected);
+    let sizes: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.route == RouteKind::Diffs)
+        .filter_map(|r| form_urlencoded_value(&r.query, "per_page"))
+        .collect();
+    assert!(sizes.iter().any(|s| s != "100"), "{sizes:?}");
+}
+
+#[test]
+fn a_next_link_with_user_info_is_refused_and_never_requested() {
+    let fake = start_basic();
+    seed_threads(&fake, 150);
+    fake.set_link_pagination(true, Some("assent:s3cret"));
+    let (forge, _) = forge_for(&fake);
+    let err = forge.list_discussions().unwrap_err();
+    let text = format!("{err} {err:?}");
+    assert!(
+        matches!(err, ForgeError::IncompleteListing { .. }),
+        "{err:?}"
+    );
+    assert!(text.contains("user-info"), "{text}");
+    assert!(
+        !text.contains("s3cret") && !text.contains("assent:"),
+        "{text}"
+    );
+    assert_eq!(discussion_pages(&fake), 1, "the link was not followed");
+    for request in fake.requests() {
+        assert!(
+            request
+                .headers
+                .iter()
+                .all(|(k, _)| !k.eq_ignore_ascii_case("authorization")),
+            "{request:?}"
+        );
+    }
+    let result = reconcile(&forge, &desired(), &ctx());
+    assert!(result.is_err());
+    assert_eq!(fake.writes(), 0);
+
+    // The same Link pagination without credentials is followed to the end.
+    fake.set_link_pagination(true, None);
+    let (forge, _) = forge_for(&fake);
+    assert_eq!(forge.list_discussions().unwrap().len(), 150);
+}
+
+#[test]
+fn a_token_echoed_case_folded_or_percent_encoded_is_redacted() {
+    let token = fixtures::BOT_TOKEN;
+    let upper = token.to_ascii_uppercase();
+    let encoded: String = token.bytes().map(|b| format!("%{b:02X}")).collect();
+    let fake = start_basic();
+    let (forge, _) = forge_for(&fake);
+    for location in [
+        format!("http://127.0.0.1:9/{upper}/api"),
+        format!("http://127.0.0.1:9/{encoded}/api"),
+        format!("http://127.0.0.1:9/%67lpat{}/api", &token[5..]),
+        format!("http://{token}.example/api"),
+    ] {
+        fake.clear_faults();
+        fake.inject(
+            FaultRule::new(FaultAction::Redirect {
+                location: Some(location.clone()),
+            })
+            .route(RouteKind::MergeRequest),
+        );
+        let err = forge.merge_request().unwrap_err();
+        for shown in [format!("{err}"), format!("{err:?}")] {
+            let folded = shown.to_ascii_lowercase();
+            assert!(!folded.contains(token), "{location}: {shown}");
+            assert!(!folded.contains(&encoded.to_ascii_lowercase()), "{shown}");
+            assert!(!folded.contains("%67lpat"), "{shown}");
+            assert!(shown.contains("<redacted>"), "{shown}");
+        }
+    }
+}
+
+#[test]
+fn socks_proxies_carry_every_request() {
+    use assent::gitlab::{GitLabConfig, ProxyConfig, Token};
+    let fake = start_basic();
+    seed_threads(&fake, 120);
+    let relay = fake_gitlab::SocksRelay::start(([127, 0, 0, 1], fake.port()).into());
+    let fake_target = format!("127.0.0.1:{}", fake.port());
+    // (proxy URL, API base, the target the relay must be asked for, user name given)
+    let cases = [
+        (
+            format!("socks5://{}", relay.authority()),
+            fake.base_url(),
+            fake_target.clone(),
+            None,
+        ),
+        (
+            format!("socks5h://bot:pw@{}", relay.authority()),
+            "http://gitlab.example.test/api/v4".to_owned(),
+            "gitlab.example.test:80".to_owned(),
+            Some("bot"),
+        ),
+        (
+            format!("socks4a://{}", relay.authority()),
+            "http://gitlab.example.test:8080/api/v4".to_owned(),
+            "gitlab.example.test:8080".to_owned(),
+            None,
+        ),
+        (
+            format!("socks4://{}", relay.authority()),
+            fake.base_url(),
+            fake_target.clone(),
+            None,
+        ),
+    ];
+    for (created_before, (proxy, api, target, username)) in cases.into_iter().enumerate() {
+        let before = relay.connects().len();
+        let mut config = GitLabConfig::new(
+            api,
+            Token::new(fixtures::BOT_TOKEN),
+            fixtures::PROJECT_PATH,
+            MR,
+        );
+        config.proxy = ProxyConfig::Url(proxy.clone());
+        config.request_timeout = Duration::from_secs(5);
+        let (forge, _) = forge_with(config);
+        // The seeded threads and the note each earlier case created.
+        assert_eq!(
+            forge.list_discussions().unwrap().len(),
+            120 + created_before,
+            "{proxy}"
+        );
+        let created = forge.create_note("through the proxy").unwrap();
+        assert!(created > 0);
+        let connects = relay.connects();
+        let new = &connects[before..];
+        assert!(!new.is_empty(), "{proxy}: the relay saw no CONNECT");
+        for connect in new {
+            assert_eq!(connect.target, target, "{proxy}");
+            assert_eq!(connect.username.as_deref(), username, "{proxy}");
+        }
+    }
+    assert_no_violations(&fake);
+}

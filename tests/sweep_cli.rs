@@ -643,3 +643,93 @@ fn the_ci_templates_run_one_sweep_at_a_time_on_schedules_with_a_valid_window() {
     }
     assert!(!text.contains("--token"), "the token is never a flag");
 }
+
+// ---- hostile servers and transport edges ---------------------------------------------------
+
+/// `assent sweep ARGS` against `api_url` with `env` added to the cleared environment.
+fn run_sweep_with(api_url: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_assent"))
+        .arg("sweep")
+        .args(["--api-url", api_url, "--project", "42"])
+        .args(args)
+        .env_clear()
+        .env("ASSENT_TOKEN", BOT_TOKEN)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!all.contains(BOT_TOKEN), "the token leaked: {all}");
+    out
+}
+
+#[test]
+fn sweep_goes_through_a_socks_proxy_and_refuses_an_unusable_one() {
+    let fake = FakeGitLab::start(with_mrs(vec![mr(7, &ago(HOUR), vec![])]));
+    let relay = fake_gitlab::SocksRelay::start(([127, 0, 0, 1], fake.port()).into());
+    let proxy = format!("socks5://{}", relay.authority());
+    let out = run_sweep_with(&fake.base_url(), &[("ALL_PROXY", &proxy)], &["--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("healed: "), "{}", stdout(&out));
+    assert_eq!(stderr(&out), "");
+    assert!(
+        !relay.connects().is_empty(),
+        "the sweep did not use the proxy"
+    );
+
+    fake.reset_log();
+    for (var, value) in [
+        ("ALL_PROXY", "ftp://proxy.example:21"),
+        ("http_proxy", "socks4://user:s3cret@127.0.0.1:1080"),
+    ] {
+        let out = run_sweep_with(&fake.base_url(), &[(var, value)], &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{var}={value}: {}",
+            stderr(&out)
+        );
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("{var}=")) && err.contains("supported proxy schemes"),
+            "{err}"
+        );
+        assert!(!err.contains("s3cret"), "{err}");
+    }
+    assert!(
+        fake.requests().is_empty(),
+        "nothing is sent with an unusable proxy"
+    );
+}
+
+#[test]
+fn sweep_warns_on_stderr_about_a_plain_http_api_url_to_a_remote_host() {
+    let fake = FakeGitLab::start(with_mrs(vec![mr(7, &ago(HOUR), vec![])]));
+    let relay = fake_gitlab::SocksRelay::start(([127, 0, 0, 1], fake.port()).into());
+    let proxy = format!("socks5h://{}", relay.authority());
+    let api = "http://gitlab.example.test/api/v4";
+    let out = run_sweep_with(
+        api,
+        &[("ALL_PROXY", &proxy)],
+        &["--dry-run", "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout(&out)).expect("stdout is only the report");
+    assert!(report.is_object());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("warning: ")
+            && err.contains("http://gitlab.example.test")
+            && err.contains("ASSENT_ALLOW_HTTP=1"),
+        "{err}"
+    );
+    let out = run_sweep_with(
+        api,
+        &[("ALL_PROXY", &proxy), ("ASSENT_ALLOW_HTTP", "1")],
+        &["--dry-run", "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}

@@ -23,7 +23,7 @@ use crate::forge::{ForgeError, Repository};
 use crate::gitlab::retry::{Requester, RetryPolicy, ThreadSleeper};
 use crate::gitlab::transport::{
     DEFAULT_BODY_LIMIT, DEFAULT_CONNECT_TIMEOUT, PreparedRequest, ProxyConfig, Token, Transport,
-    TransportSettings, parse_api_base, select_proxy,
+    TransportSettings, allow_http, cleartext_warning, parse_api_base, select_proxy,
 };
 use crate::gitlab::{GitLabConfig, GitLabConfigError, GitLabForge};
 use crate::review_input::{POLICY_DIR, read_policy_files};
@@ -191,6 +191,13 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
         project: inputs.project.trim().to_owned(),
     };
     let mut checks = vec![inputs_check(inputs)];
+    if let Some(warning) = cleartext_warning(&base, allow_http(|n| std::env::var(n).ok())) {
+        checks.push(Check::unknown(
+            "cleartext",
+            warning,
+            "Point --api-url (CI_API_V4_URL) at GitLab's https:// API base, or set ASSENT_ALLOW_HTTP=1 where the network path is trusted.",
+        ));
+    }
     let no_evidence = |why: &str| Evidence {
         mr_iid: inputs.mr,
         job_id: inputs.job_id,

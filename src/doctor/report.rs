@@ -176,16 +176,15 @@ impl Report {
             .collect()
     }
 
-    /// Replaces `secret` everywhere in the report (defence in depth: no text built by the
-    /// doctor contains the token, but a forge message might echo it).
+    /// Replaces `secret` everywhere in the report, in every form
+    /// [`redact_secret`](crate::gitlab::transport::redact_secret) knows (defence in depth: no
+    /// text built by the doctor contains the token, but a forge message might echo it).
     pub fn redact(&mut self, secret: &str) {
         if secret.is_empty() {
             return;
         }
         let clean = |s: &mut String| {
-            if s.contains(secret) {
-                *s = s.replace(secret, "<redacted>");
-            }
+            *s = crate::gitlab::transport::redact_secret(s, secret);
         };
         for check in &mut self.checks {
             clean(&mut check.detail);
@@ -317,8 +316,13 @@ mod tests {
         r.duplicate_prevention_reason = "glpat-x".into();
         r.gate_enforcement_reason = "glpat-x".into();
         r.gate_enforcement_warning = Some("glpat-x".into());
+        r.checks[1].detail = "GLPAT-X and glpat%2Dx".into();
         r.redact("glpat-x");
-        assert!(!r.to_json().contains("glpat-x"));
+        let json = r.to_json().to_ascii_lowercase();
+        assert!(
+            !json.contains("glpat-x") && !json.contains("glpat%2dx"),
+            "{json}"
+        );
         assert!(!report().all_passed());
         assert_eq!(report().not_passed(), vec!["scope", "role"]);
     }

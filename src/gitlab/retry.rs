@@ -128,12 +128,40 @@ enum Verdict {
         error: ForgeError,
         delay: Option<Duration>,
     },
-    Fail(ForgeError),
+    Fail(ReadFailure),
+}
+
+/// Why a read failed, keeping apart the one failure a listing can recover from by asking
+/// for a smaller page.
+#[derive(Debug)]
+pub(crate) enum ReadFailure {
+    /// The answer's body exceeded the transport's limit (`limit` bytes); final at once, never
+    /// retried as is. `error` is what a caller that cannot shrink the request reports.
+    BodyTooLarge { limit: u64, error: ForgeError },
+    /// Any other failure, after the retries the policy allows.
+    Failed(ForgeError),
+}
+
+impl ReadFailure {
+    /// The error to report.
+    pub(crate) fn into_error(self) -> ForgeError {
+        match self {
+            ReadFailure::BodyTooLarge { error, .. } | ReadFailure::Failed(error) => error,
+        }
+    }
 }
 
 impl Requester {
     /// Sends a GET, retrying per the policy; returns a 2xx response or the last error.
     pub(crate) fn read(&self, request: &PreparedRequest) -> Result<RawResponse, ForgeError> {
+        self.read_bounded(request).map_err(ReadFailure::into_error)
+    }
+
+    /// [`Requester::read`], telling an over-limit body apart from other failures.
+    pub(crate) fn read_bounded(
+        &self,
+        request: &PreparedRequest,
+    ) -> Result<RawResponse, ReadFailure> {
         debug_assert!(request.method.is_read());
         let attempts = self.policy.max_attempts.max(1);
         let mut retry = 0;
@@ -141,10 +169,10 @@ impl Requester {
             let verdict = self.judge_read(request, self.transport.execute(request));
             match verdict {
                 Verdict::Done(response) => return Ok(response),
-                Verdict::Fail(error) => return Err(error),
+                Verdict::Fail(failure) => return Err(failure),
                 Verdict::Retry { error, delay } => {
                     if retry + 1 >= attempts {
-                        return Err(error);
+                        return Err(ReadFailure::Failed(error));
                     }
                     let delay = delay.unwrap_or_else(|| self.policy.backoff(retry));
                     self.sleeper.sleep(delay);
@@ -162,11 +190,16 @@ impl Requester {
         let method = request.method.as_str().to_owned();
         let route = request.route();
         match outcome {
-            Err(failure @ Failure::BodyTooLarge { .. }) => Verdict::Fail(ForgeError::Decode {
-                method,
-                route,
-                message: failure.to_string(),
-            }),
+            Err(failure @ Failure::BodyTooLarge { limit, .. }) => {
+                Verdict::Fail(ReadFailure::BodyTooLarge {
+                    limit,
+                    error: ForgeError::Decode {
+                        method,
+                        route,
+                        message: failure.to_string(),
+                    },
+                })
+            }
             Err(failure) => Verdict::Retry {
                 error: ForgeError::Transport {
                     method,
@@ -181,7 +214,7 @@ impl Requester {
                     delay: self.policy.requested_delay(&response),
                     error: self.status_error(request, &response),
                 },
-                _ => Verdict::Fail(self.status_error(request, &response)),
+                _ => Verdict::Fail(ReadFailure::Failed(self.status_error(request, &response))),
             },
         }
     }

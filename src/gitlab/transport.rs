@@ -7,29 +7,38 @@
 //! * `max_redirects(0)`: a 3xx answer is returned as is and turned into an error naming the
 //!   `Location` target. The token never follows a redirect, not even to the same host.
 //! * A response body limit ([`DEFAULT_BODY_LIMIT`], 64 MiB by default, applied after
-//!   decompression); a larger body is an error, never a silently truncated value.
+//!   decompression); a larger body is an error, never a silently truncated value. An
+//!   uncompressed answer whose `Content-Length` already exceeds the limit fails before its
+//!   body is read, so a listing page that must be asked again smaller costs no download.
 //! * Connect and global (whole request) timeouts.
 //! * `User-Agent: assent/<version>`.
 //! * Proxy: chosen once from the environment by [`ProxyConfig::FromEnv`] (see
 //!   [`select_proxy`]: `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` by target scheme, `NO_PROXY`
 //!   matched here rather than by ureq, whose matcher does not trim entries, treats
-//!   `example.com` as exact-only and knows no CIDR ranges).
+//!   `example.com` as exact-only and knows no CIDR ranges). HTTP(S) CONNECT proxies and
+//!   SOCKS4/4a/5/5h proxies are supported ([`SUPPORTED_PROXY_SCHEMES`]); any other value is a
+//!   configuration error naming the variable it came from, never a panic at the first request.
+//! * Cleartext: a plain `http://` API base to a host that is not loopback sends the token
+//!   unencrypted; [`cleartext_warning`] says so once per process on stderr unless
+//!   `ASSENT_ALLOW_HTTP=1`.
 //! * TLS roots: Mozilla's public roots (ureq's default). With a CA file, the file's
 //!   certificates (PEM, one or several) are trusted **in addition to** the public roots, so a
 //!   self-managed GitLab with a private CA and a public proxy or SaaS host both verify.
 //!
 //! The token travels only in the `PRIVATE-TOKEN` header. It is never part of a URL, and every
-//! error text built here passes through `Transport::redact`.
+//! error text built here passes through `Transport::redact`, which removes the token in every
+//! form a server or a URL may echo it ([`redact_secret`]: exact, ASCII-case-folded,
+//! percent-encoded).
 
 use std::fmt;
 use std::net::IpAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use gitlab::api::Endpoint;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
-use url::Url;
+use url::{Host, Url};
 
 use super::GitLabConfigError;
 use crate::forge::{ForgeError, RequestCounts};
@@ -43,6 +52,17 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The longest excerpt of a non-JSON error body quoted in an error.
 const EXCERPT_CHARS: usize = 200;
+
+/// The proxy URL schemes the transport can use, as named in a refusal.
+pub const SUPPORTED_PROXY_SCHEMES: &str =
+    "http://, https:// (CONNECT), socks4://, socks4a://, socks5:// (or socks://), socks5h://";
+
+/// The variable that lets a plain-`http://` API base to a remote host go without a warning.
+pub const ALLOW_HTTP_VAR: &str = "ASSENT_ALLOW_HTTP";
+
+/// Set once the cleartext warning has been printed: one line per process, however many
+/// transports the command builds.
+static CLEARTEXT_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// A GitLab access token. Its `Debug` and `Display` never show it.
 #[derive(Clone, PartialEq, Eq)]
@@ -166,21 +186,6 @@ impl PreparedRequest {
     pub(crate) fn route(&self) -> String {
         self.url.path().to_owned()
     }
-
-    /// Sets (or replaces) one query parameter.
-    pub(crate) fn set_query_param(&mut self, key: &str, value: &str) {
-        let kept: Vec<(String, String)> = self
-            .url
-            .query_pairs()
-            .filter(|(k, _)| k != key)
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
-        self.url
-            .query_pairs_mut()
-            .clear()
-            .extend_pairs(kept)
-            .append_pair(key, value);
-    }
 }
 
 /// A response as received: status, headers (names lowercase), whole body.
@@ -280,18 +285,21 @@ impl Transport {
                 "the token contains whitespace or non-printable characters".into(),
             ));
         }
+        let env = |name: &str| std::env::var(name).ok();
         let proxy = match settings.proxy {
             ProxyConfig::Direct => None,
-            ProxyConfig::Url(url) => Some(url.clone()),
-            ProxyConfig::FromEnv => select_proxy(&base, |name| std::env::var(name).ok()),
+            ProxyConfig::Url(url) => Some(("the configured proxy", url.clone())),
+            ProxyConfig::FromEnv => select_proxy_with_source(&base, env),
         };
-        let proxy =
-            match proxy {
-                Some(p) => Some(ureq::Proxy::new(&p).map_err(|e| {
-                    GitLabConfigError::Proxy(format!("{}: {e}", redact_userinfo(&p)))
-                })?),
-                None => None,
-            };
+        let proxy = match proxy {
+            Some((source, value)) => Some(build_proxy(source, &value)?),
+            None => None,
+        };
+        if let Some(warning) = cleartext_warning(&base, allow_http(env))
+            && !CLEARTEXT_WARNED.swap(true, Ordering::Relaxed)
+        {
+            eprintln!("warning: {warning}");
+        }
         let tls = match settings.ca_file {
             None => TlsConfig::builder().build(),
             Some(path) => TlsConfig::builder()
@@ -331,14 +339,10 @@ impl Transport {
         }
     }
 
-    /// Removes the token from a text meant for an error or a log line.
+    /// Removes the token from a text meant for an error or a log line, in every form
+    /// [`redact_secret`] knows.
     pub(crate) fn redact(&self, text: String) -> String {
-        let secret = self.token.expose();
-        if !secret.is_empty() && text.contains(secret) {
-            text.replace(secret, "<redacted>")
-        } else {
-            text
-        }
+        redact_secret(&text, self.token.expose())
     }
 
     /// One attempt: sends the request once and reads the whole (limited) body. Counts the
@@ -392,6 +396,20 @@ impl Transport {
         // Sized from Content-Length (within the limit) so a 10 MB file is one allocation of
         // its size, not a doubling series ending at 16 MiB with copies on the way.
         let expected = response.body().content_length().unwrap_or(0);
+        // An uncompressed body announced larger than the limit is refused unread (the
+        // connection is dropped with the response): a listing asks again with a smaller
+        // page instead of downloading up to the limit first. A compressed body is judged
+        // after decompression, by the reader below.
+        let uncompressed = response
+            .headers()
+            .get("content-encoding")
+            .is_none_or(|v| v.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if uncompressed && expected > self.body_limit {
+            return Err(Failure::BodyTooLarge {
+                status,
+                limit: self.body_limit,
+            });
+        }
         let mut body = Vec::with_capacity(expected.min(self.body_limit) as usize);
         let read = std::io::Read::read_to_end(
             &mut response
@@ -497,18 +515,176 @@ fn roots_with_ca_file(path: &Path) -> Result<RootCerts, GitLabConfigError> {
     Ok(RootCerts::from(public.chain(custom)))
 }
 
-/// Replaces the user-info of a URL-like text (proxy credentials) before it is quoted.
+/// Replaces the user-info of a URL-like text (proxy credentials) before it is quoted. A text
+/// without a scheme is read as `http://…` (as a proxy value is); a text with an `@` whose
+/// credentials cannot be told apart is replaced whole.
 fn redact_userinfo(text: &str) -> String {
-    match Url::parse(text) {
-        Ok(mut url) if !url.username().is_empty() || url.password().is_some() => {
+    if !text.contains('@') {
+        return text.to_owned();
+    }
+    let has_scheme = text.contains("://");
+    let prefixed = if has_scheme {
+        text.to_owned()
+    } else {
+        format!("http://{text}")
+    };
+    match Url::parse(&prefixed) {
+        Ok(mut url) => {
             let _ = url.set_username("");
             let _ = url.set_password(None);
-            url.to_string()
+            let shown = url.to_string();
+            let shown = if has_scheme {
+                shown
+            } else {
+                shown.trim_start_matches("http://").to_owned()
+            };
+            if shown.contains('@') {
+                "<proxy URL with credentials>".into()
+            } else {
+                shown
+            }
         }
-        Ok(_) => text.to_owned(),
-        Err(_) if text.contains('@') => "<proxy URL with credentials>".into(),
-        Err(_) => text.to_owned(),
+        Err(_) => "<proxy URL with credentials>".into(),
     }
+}
+
+/// Builds the ureq proxy for `value`, which came from `source` (a variable name). Every
+/// refusal names the source and the supported schemes and never shows credentials.
+fn build_proxy(source: &str, value: &str) -> Result<ureq::Proxy, GitLabConfigError> {
+    let refuse = |why: &str| {
+        GitLabConfigError::Proxy(format!(
+            "{source}={:?}: {why}; supported proxy schemes: {SUPPORTED_PROXY_SCHEMES}",
+            redact_userinfo(value)
+        ))
+    };
+    // ureq reads a value without a scheme as `http://`, as curl does; the URL parser here
+    // checks the same reading has a host, so an empty or port-only authority is refused now
+    // rather than at the first request.
+    let with_scheme = if value.contains("://") {
+        value.to_owned()
+    } else {
+        format!("http://{value}")
+    };
+    let parsed = Url::parse(&with_scheme).map_err(|_| refuse("not a proxy URL"))?;
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(refuse("the proxy URL has no host"));
+    }
+    if parsed.path() != "/" && !parsed.path().is_empty()
+        || parsed.query().is_some()
+        || parsed.fragment().is_some()
+    {
+        return Err(refuse(
+            "a proxy URL is scheme://[user:password@]host[:port] only",
+        ));
+    }
+    let proxy = ureq::Proxy::new(value).map_err(|_| refuse("not a supported proxy URL"))?;
+    match proxy.protocol() {
+        ureq::ProxyProtocol::Socks4 | ureq::ProxyProtocol::Socks4A
+            if proxy.username().is_some() || proxy.password().is_some() =>
+        {
+            Err(refuse(
+                "SOCKS4 cannot carry a user name or password (use socks5:// for an authenticating proxy)",
+            ))
+        }
+        _ => Ok(proxy),
+    }
+}
+
+/// True when `ASSENT_ALLOW_HTTP` is `1`: the operator accepts a plain-`http://` API base to a
+/// remote host.
+pub fn allow_http(lookup: impl Fn(&str) -> Option<String>) -> bool {
+    lookup(ALLOW_HTTP_VAR).is_some_and(|v| v.trim() == "1")
+}
+
+/// True for a host that never leaves the machine: `localhost`, `127.0.0.0/8`, `::1` (also
+/// as an IPv4-mapped address).
+pub fn is_loopback_host(url: &Url) -> bool {
+    match url.host() {
+        Some(Host::Domain(name)) => name.trim_end_matches('.').eq_ignore_ascii_case("localhost"),
+        Some(Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(Host::Ipv6(ip)) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        None => false,
+    }
+}
+
+/// The warning for an API base that sends the token unencrypted: plain `http://` to a host
+/// that is not loopback, unless `allow_http`. `None` when there is nothing to say.
+pub fn cleartext_warning(base: &Url, allow_http: bool) -> Option<String> {
+    if base.scheme() != "http" || allow_http || is_loopback_host(base) {
+        return None;
+    }
+    Some(format!(
+        "the GitLab API URL {} is plain http:// to a host that is not loopback, so the token \
+         travels unencrypted; use https:// (or set {ALLOW_HTTP_VAR}=1 to accept this)",
+        base.origin().ascii_serialization()
+    ))
+}
+
+/// Replaces every occurrence of `secret` in `text` with `<redacted>`: the exact string, any
+/// ASCII-case variant of it (a host name is lowercased by URL parsing, a log may upper-case)
+/// and any mix of literal and percent-encoded bytes, once or twice encoded, with upper- or
+/// lowercase hex (`glpat%2Dabc`, `%67lpat-abc`, `glpat%252Dabc`), as a URL, a query or a form
+/// body carries it. An empty secret redacts nothing.
+pub fn redact_secret(text: &str, secret: &str) -> String {
+    let secret = secret.as_bytes();
+    let bytes = text.as_bytes();
+    if secret.is_empty() {
+        return text.to_owned();
+    }
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match secret_match_len(bytes, i, secret) {
+            Some(len) => {
+                out.extend_from_slice(b"<redacted>");
+                i += len;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    // Matches start and end on ASCII bytes or on whole characters of a UTF-8 secret, so the
+    // result is UTF-8; the lossy conversion is only a guard.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The length of the text at `start` that spells `secret` (see [`redact_secret`]).
+fn secret_match_len(text: &[u8], start: usize, secret: &[u8]) -> Option<usize> {
+    let hex = |at: usize| -> Option<u8> {
+        let pair = text.get(at..at + 2)?;
+        let digits = std::str::from_utf8(pair).ok()?;
+        u8::from_str_radix(digits, 16).ok()
+    };
+    let mut at = start;
+    for &want in secret {
+        if text.get(at) == Some(&b'%') {
+            match hex(at + 1) {
+                Some(decoded) if decoded.eq_ignore_ascii_case(&want) => {
+                    at += 3;
+                    continue;
+                }
+                // `%25` is an encoded `%`: a twice-encoded byte.
+                Some(b'%') => {
+                    if let Some(decoded) = hex(at + 3)
+                        && decoded.eq_ignore_ascii_case(&want)
+                    {
+                        at += 5;
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+        }
+        match text.get(at) {
+            Some(b) if b.eq_ignore_ascii_case(&want) => at += 1,
+            _ => return None,
+        }
+    }
+    Some(at - start)
 }
 
 /// Chooses the proxy for requests to `target` from environment-style variables.
@@ -522,11 +698,20 @@ fn redact_userinfo(text: &str) -> String {
 ///   ranges (`10.0.0.0/8`, `fd00::/8`) match addresses inside them. Hostnames are not
 ///   resolved to be matched against ranges.
 pub fn select_proxy(target: &Url, lookup: impl Fn(&str) -> Option<String>) -> Option<String> {
-    let get = |names: &[&str]| {
-        names.iter().find_map(|n| {
+    select_proxy_with_source(target, lookup).map(|(_, proxy)| proxy)
+}
+
+/// [`select_proxy`], with the name of the variable the proxy came from (for error messages).
+pub fn select_proxy_with_source(
+    target: &Url,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Option<(&'static str, String)> {
+    let get = |names: &[&'static str]| {
+        names.iter().find_map(|&n| {
             lookup(n)
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
+                .map(|v| (n, v))
         })
     };
     let proxy = if target.scheme() == "https" {
@@ -537,7 +722,7 @@ pub fn select_proxy(target: &Url, lookup: impl Fn(&str) -> Option<String>) -> Op
     let host = target.host_str()?;
     let port = target.port_or_known_default().unwrap_or(0);
     match get(&["NO_PROXY", "no_proxy"]) {
-        Some(no_proxy) if no_proxy_matches(&no_proxy, host, port) => None,
+        Some((_, no_proxy)) if no_proxy_matches(&no_proxy, host, port) => None,
         _ => Some(proxy),
     }
 }
@@ -678,6 +863,180 @@ mod tests {
 
     fn url(s: &str) -> Url {
         Url::parse(s).unwrap()
+    }
+
+    #[test]
+    fn the_token_is_redacted_exact_case_folded_and_percent_encoded() {
+        let secret = "glpat-AbC_123";
+        for leaked in [
+            "glpat-AbC_123",
+            "GLPAT-ABC_123",
+            "glpat-abc_123",
+            "glpat%2DAbC_123",
+            "glpat%2dAbC%5f123",
+            "%67%6c%70%61%74%2d%41%62%43%5f%31%32%33",
+            "%67%6C%70%61%74%2D%41%62%43%5F%31%32%33",
+            "glpat%252DAbC%255F123",
+            "GlPaT%2dabc_123",
+        ] {
+            let text = format!("GET /x?private_token={leaked}&y=1 failed");
+            assert_eq!(
+                redact_secret(&text, secret),
+                "GET /x?private_token=<redacted>&y=1 failed",
+                "{leaked}"
+            );
+        }
+        assert_eq!(
+            redact_secret("é glpat-abc_123GLPAT-ABC_123 ü", secret),
+            "é <redacted><redacted> ü"
+        );
+        // Near misses and stray percent signs stay as they are.
+        for kept in [
+            "glpat-AbC_12",
+            "glpat-AbC 123",
+            "%",
+            "%G",
+            "%2",
+            "100% glpat",
+            "ünïcode",
+        ] {
+            assert_eq!(redact_secret(kept, secret), kept);
+        }
+        assert_eq!(redact_secret("anything", ""), "anything");
+    }
+
+    #[test]
+    fn plain_http_to_a_host_that_is_not_loopback_warns_unless_allowed() {
+        for remote in [
+            "http://gitlab.example.com/api/v4/",
+            "http://10.0.0.5:8080/api/v4/",
+            "http://[fd00::1]/api/v4/",
+            "http://localhost.evil.example/api/v4/",
+            "http://127.0.0.1.nip.io/api/v4/",
+            "http://0.0.0.0/api/v4/",
+        ] {
+            let warning = cleartext_warning(&url(remote), false)
+                .unwrap_or_else(|| panic!("{remote} must warn"));
+            assert!(warning.contains("unencrypted"), "{warning}");
+            assert!(warning.contains("ASSENT_ALLOW_HTTP=1"), "{warning}");
+            assert!(
+                !warning.contains("/api/v4"),
+                "only the origin is named: {warning}"
+            );
+            assert_eq!(cleartext_warning(&url(remote), true), None, "{remote}");
+        }
+        for quiet in [
+            "https://gitlab.example.com/api/v4/",
+            "http://127.0.0.1:8080/api/v4/",
+            "http://127.5.6.7/api/v4/",
+            "http://localhost/api/v4/",
+            "http://LOCALHOST./api/v4/",
+            "http://[::1]:80/api/v4/",
+            "http://[::ffff:127.0.0.1]/api/v4/",
+        ] {
+            assert_eq!(cleartext_warning(&url(quiet), false), None, "{quiet}");
+        }
+        let env = |value: &'static str| {
+            move |name: &str| (name == ALLOW_HTTP_VAR).then(|| value.to_owned())
+        };
+        assert!(allow_http(env("1")));
+        assert!(allow_http(env(" 1 ")));
+        for no in ["", "0", "true", "yes", "11"] {
+            assert!(!allow_http(env(no)), "{no:?}");
+        }
+        assert!(!allow_http(|_: &str| None));
+    }
+
+    #[test]
+    fn odd_proxy_values_are_refused_or_work_and_never_panic() {
+        let refused = [
+            "ftp://proxy.example:21",
+            "socks4://user:s3cret@127.0.0.1:1080",
+            "socks4a://user@127.0.0.1:1080",
+            "socks6://127.0.0.1:1080",
+            "garbage with spaces",
+            "http://",
+            "http://:8080",
+            "://proxy",
+            "http://proxy:99999",
+            "http://proxy.example/some/path",
+            "http://proxy.example?q=1",
+            "\u{0}",
+            "http://[::1",
+            "user:s3cret@",
+            "😀://proxy",
+        ];
+        for value in refused {
+            let err = build_proxy("HTTPS_PROXY", value).expect_err(value);
+            let text = err.to_string();
+            assert!(text.contains("HTTPS_PROXY="), "{text}");
+            assert!(text.contains(SUPPORTED_PROXY_SCHEMES), "{text}");
+            assert!(!text.contains("s3cret"), "{text}");
+            assert!(!text.contains('\n'), "{text}");
+        }
+        // Every accepted form gets as far as a connection attempt (nothing listens on port 1):
+        // an error, never a panic.
+        let accepted = [
+            "http://127.0.0.1:1",
+            "HTTP://127.0.0.1:1",
+            "https://127.0.0.1:1",
+            "127.0.0.1:1",
+            "http://user:s3cret@127.0.0.1:1",
+            "socks://127.0.0.1:1",
+            "socks4://127.0.0.1:1",
+            "socks4a://127.0.0.1:1",
+            "socks5://127.0.0.1:1",
+            "SOCKS5://127.0.0.1:1",
+            "socks5h://user:s3cret@127.0.0.1:1",
+        ];
+        let token = Token::new("glpat-x");
+        for value in accepted {
+            build_proxy("ALL_PROXY", value).expect(value);
+            let proxy = ProxyConfig::Url(value.to_owned());
+            let transport = Transport::new(&TransportSettings {
+                api_url: "http://127.0.0.1:1/api/v4",
+                token: &token,
+                ca_file: None,
+                connect_timeout: Duration::from_secs(2),
+                request_timeout: Duration::from_secs(2),
+                body_limit: DEFAULT_BODY_LIMIT,
+                proxy: &proxy,
+            })
+            .expect(value);
+            let request = PreparedRequest {
+                method: Method::Get,
+                url: url("http://127.0.0.1:1/api/v4/user"),
+                body: None,
+            };
+            let failure = transport.execute(&request).expect_err(value);
+            assert!(!failure.to_string().contains("s3cret"), "{failure}");
+        }
+    }
+
+    #[test]
+    fn the_proxy_error_names_the_variable_it_came_from() {
+        let https = url("https://gitlab.example/api/v4/");
+        let http = url("http://gitlab.example/api/v4/");
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert_eq!(
+            select_proxy_with_source(&https, env(&[("ALL_PROXY", "ftp://p")])),
+            Some(("ALL_PROXY", "ftp://p".to_owned()))
+        );
+        assert_eq!(
+            select_proxy_with_source(&https, env(&[("https_proxy", "x"), ("ALL_PROXY", "y")])),
+            Some(("https_proxy", "x".to_owned()))
+        );
+        assert_eq!(
+            select_proxy_with_source(&http, env(&[("HTTP_PROXY", "x")])),
+            Some(("HTTP_PROXY", "x".to_owned()))
+        );
     }
 
     #[test]

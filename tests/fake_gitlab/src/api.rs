@@ -157,7 +157,46 @@ pub(crate) fn dispatch(
         raw_path,
     };
     let resp = route_request(&mut inner.state, &req.method, route, &ctx);
-    (resp, Some(user))
+    (expand_inflated(&inner.state, resp), Some(user))
+}
+
+/// What [`note_json`] writes in place of an inflated note's extra text (`\0` keeps it from
+/// ever matching a real body); serialized, it reads `\u0000inflate:<id>\u0000`.
+const INFLATE_MARK: &str = "\\u0000inflate:";
+
+/// Replaces each inflated note's mark in a serialized answer by its text, escaped once and
+/// repeated: serializing a megabyte string is slow in a debug build, copying it is not.
+fn expand_inflated(st: &State, mut resp: Response) -> Response {
+    if st.inflated_notes.is_empty() {
+        return resp;
+    }
+    let body = std::mem::take(&mut resp.body);
+    let Ok(text) = String::from_utf8(body) else {
+        return resp;
+    };
+    if !text.contains(INFLATE_MARK) {
+        resp.body = text.into_bytes();
+        return resp;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(INFLATE_MARK) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + INFLATE_MARK.len()..];
+        let end = after.find("\\u0000").unwrap_or(after.len());
+        let inflation = after[..end]
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| st.inflated_notes.get(&id));
+        if let Some((unit, times)) = inflation {
+            let escaped = serde_json::to_string(unit).expect("a string serializes");
+            out.push_str(&escaped[1..escaped.len() - 1].repeat(*times));
+        }
+        rest = after.get(end + "\\u0000".len()..).unwrap_or("");
+    }
+    out.push_str(rest);
+    resp.body = out.into_bytes();
+    resp
 }
 
 fn find_project(st: &State, key: &str) -> Option<u64> {
@@ -747,7 +786,17 @@ fn paginate_with<T>(st: &State, items: Vec<T>, ctx: &Ctx, render: impl Fn(T) -> 
         for (k, v) in &q {
             s.append_pair(k, v);
         }
-        format!("http://{}{}?{}", ctx.host, ctx.raw_path, s.finish())
+        let userinfo = st
+            .link_userinfo
+            .as_ref()
+            .map(|u| format!("{u}@"))
+            .unwrap_or_default();
+        format!(
+            "http://{userinfo}{}{}?{}",
+            ctx.host,
+            ctx.raw_path,
+            s.finish()
+        )
     };
     let mut links = vec![];
     if let Some(p) = prev {
@@ -759,6 +808,9 @@ fn paginate_with<T>(st: &State, items: Vec<T>, ctx: &Ctx, render: impl Fn(T) -> 
     links.push(format!("<{}>; rel=\"first\"", href(1)));
     if !st.omit_totals {
         links.push(format!("<{}>; rel=\"last\"", href(total_pages)));
+    }
+    if st.link_only {
+        return Response::json(200, &Value::Array(slice)).header("Link", links.join(", "));
     }
     let opt = |o: Option<u64>| o.map(|x| x.to_string()).unwrap_or_default();
     let mut r = Response::json(200, &Value::Array(slice))
@@ -879,8 +931,13 @@ fn mr_json(st: &State, p: &Project, m: &MergeRequest, full: bool) -> Value {
 }
 
 fn note_json(st: &State, p: &Project, m: &MergeRequest, n: &Note) -> Value {
+    // An inflated note's extra text is spliced in after serialization (expand_inflated).
+    let body = match st.inflated_notes.get(&n.id) {
+        Some(_) => format!("{}\u{0}inflate:{}\u{0}", n.body, n.id),
+        None => n.body.clone(),
+    };
     let mut v = json!({
-        "id": n.id, "type": n.note_type, "body": n.body, "attachment": null,
+        "id": n.id, "type": n.note_type, "body": body, "attachment": null,
         "author": user_basic(st, n.author_id),
         "created_at": n.created_at, "updated_at": n.updated_at,
         "system": n.system, "noteable_id": m.global_id(p.id),

@@ -25,6 +25,7 @@ pub mod model;
 pub mod ops;
 pub mod route;
 mod server;
+pub mod socks;
 pub mod time;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -41,6 +42,7 @@ pub use model::{
 pub use ops::OpError;
 pub use route::RouteKind;
 pub use server::LoggedRequest;
+pub use socks::{SocksConnect, SocksRelay};
 
 use server::Shared;
 
@@ -114,6 +116,23 @@ impl FakeGitLab {
     /// GitLab's own clamp).
     pub fn set_max_per_page(&self, cap: Option<u64>) {
         self.with_state(|s| s.max_per_page = cap);
+    }
+
+    /// Lists note `note_id` as its stored body followed by `text` repeated `times` times
+    /// (rendered per request, never stored), e.g. a comment of GitLab's maximum size.
+    pub fn inflate_note(&self, note_id: u64, text: &str, times: usize) {
+        self.with_state(|s| {
+            s.inflated_notes.insert(note_id, (text.to_owned(), times));
+        });
+    }
+
+    /// Listings paginate by `Link` only (`true`), and every `Link` URL carries
+    /// `userinfo@` when given.
+    pub fn set_link_pagination(&self, link_only: bool, userinfo: Option<&str>) {
+        self.with_state(|s| {
+            s.link_only = link_only;
+            s.link_userinfo = userinfo.map(str::to_owned);
+        });
     }
 
     /// Sets the listing order of an MR's discussions.

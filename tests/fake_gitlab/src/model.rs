@@ -37,6 +37,14 @@ pub struct State {
     /// Serve at most this many items per page, whatever `per_page` asks (GitLab clamps
     /// `per_page` to 100; a lower cap lets a test page a small listing). `None`: 100.
     pub max_per_page: Option<u64>,
+    /// Notes listed larger than stored: note id → `(text, times)`; the note is rendered as its
+    /// stored body followed by `text` repeated `times` times, so a test can serve notes of
+    /// GitLab's maximum size without keeping them in the state.
+    pub inflated_notes: BTreeMap<u64, (String, usize)>,
+    /// Listings paginate by `Link` alone (no `X-Page`/`X-Per-Page`/`X-Next-Page`/`X-Total*`).
+    pub link_only: bool,
+    /// `user:password` put into the authority of every `Link` URL of a listing.
+    pub link_userinfo: Option<String>,
     /// When true, a reply to a resolved thread re-opens it; when false (default) the reply
     /// joins the thread resolved.
     pub reply_unresolves: bool,
@@ -58,6 +66,9 @@ impl Default for State {
             fixed_time: None,
             omit_totals: false,
             max_per_page: None,
+            inflated_notes: BTreeMap::new(),
+            link_only: false,
+            link_userinfo: None,
             reply_unresolves: false,
             version: "18.6.0".into(),
             users: vec![],
