@@ -28,6 +28,10 @@
 //!   or a non-bool result is never read as `false`: it becomes a `block` finding for the same
 //!   slot saying the rule could not be evaluated, because failing open would let exactly the
 //!   unexpected data through.
+//! * **The run's CEL budget** ([`CelBudget`], default [`RUN_BUDGET`]): every evaluation is
+//!   charged its cost bound; once the budget is spent the remaining evaluations are not
+//!   performed, and [`Evaluation::unevaluated`] names, per file, the rules left unjudged, so
+//!   the caller can block (`assent/undecidable`) instead of passing what was never judged.
 //! * **Messages** are templates ([`template`]); a missing message renders
 //!   `<rule>: <kind> of <pointer> in <file>`.
 //! * **Digest**: see [`PolicySet::digest`].
@@ -37,7 +41,7 @@ pub mod document;
 pub mod pattern;
 pub mod template;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -45,7 +49,9 @@ use sha2::{Digest, Sha256};
 
 use crate::core::model::{Assenters, Change, ChangeKind, Effect, Finding, Occurrence, Role, Slot};
 
-use cel_eval::{Bindings, Predicate};
+use cel_eval::{Bindings, EvalError, Predicate};
+
+pub use cel_eval::{CelBudget, RUN_BUDGET};
 use document::{LineMap, RawAssenters, RawDocument};
 use pattern::{FileGlob, PointerPattern};
 use template::{Template, TemplateValues};
@@ -97,6 +103,19 @@ pub struct MrContext {
     pub author: String,
     /// Label names.
     pub labels: Vec<String>,
+}
+
+/// What [`PolicySet::evaluate_within`] judged, and what it could not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// The findings, per change in input order, then per rule in load order.
+    pub findings: Vec<Finding>,
+    /// File → ids of the rules whose `when` was not evaluated on at least one change of that
+    /// file because the run's CEL budget was spent. Non-empty means the judgement is
+    /// incomplete: the caller must fail closed (`assent/undecidable`).
+    pub unevaluated: BTreeMap<String, BTreeSet<String>>,
+    /// The budget after the run: how much was spent, and whether it ran out.
+    pub budget: CelBudget,
 }
 
 /// One compiled rule.
@@ -232,12 +251,27 @@ impl PolicySet {
             .map(|i| tokens[i].clone())
     }
 
+    /// Judges `changes` within the default per-run budget ([`CelBudget::default`]); see
+    /// [`PolicySet::evaluate_within`].
+    pub fn evaluate(&self, changes: &[Change], mr: &MrContext) -> Evaluation {
+        self.evaluate_within(changes, mr, CelBudget::default())
+    }
+
     /// Judges `changes`: one finding per (change, rule) that matches and whose `when` is
     /// absent or true, per change in input order and rule in load order. A `when` that fails
-    /// at run time gives a `block` finding for the same slot (see the module docs).
-    pub fn evaluate(&self, changes: &[Change], mr: &MrContext) -> Vec<Finding> {
+    /// at run time gives a `block` finding for the same slot (see the module docs). Every
+    /// evaluation is charged to `budget`; once it is spent, no further `when` is evaluated
+    /// and the rules left unjudged are listed per file in [`Evaluation::unevaluated`] (rules
+    /// without `when` still fire: they cost no CEL work).
+    pub fn evaluate_within(
+        &self,
+        changes: &[Change],
+        mr: &MrContext,
+        mut budget: CelBudget,
+    ) -> Evaluation {
         let mr_value = mr_to_cel(mr);
         let mut findings = Vec::new();
+        let mut unevaluated: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for change in changes {
             let mut matching = self.rules.iter().filter(|r| r.matches(change)).peekable();
             if matching.peek().is_none() {
@@ -260,6 +294,7 @@ impl PolicySet {
                             entry: entry.as_deref(),
                             mr: &mr_value,
                         },
+                        &mut budget,
                     ),
                 };
                 let (effect, message) = match verdict {
@@ -276,6 +311,13 @@ impl PolicySet {
                             rule: &rule.id,
                         }),
                     ),
+                    Err(EvalError::BudgetSpent { .. }) => {
+                        unevaluated
+                            .entry(change.file.clone())
+                            .or_default()
+                            .insert(rule.id.clone());
+                        continue;
+                    }
                     Err(error) => (
                         Effect::Block,
                         format!(
@@ -301,7 +343,11 @@ impl PolicySet {
                 });
             }
         }
-        findings
+        Evaluation {
+            findings,
+            unevaluated,
+            budget,
+        }
     }
 
     /// Whether any rule's `match.files` glob matches `path`: the file is *governed*, so a
