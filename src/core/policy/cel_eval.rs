@@ -75,7 +75,7 @@ pub const MAX_COMPREHENSION_NESTING: usize = 2;
 pub const MAX_COST: f64 = 1e8;
 
 /// Default CEL work of one run, in the steps of [`MAX_COST`]: ten evaluations at the
-/// per-evaluation limit (about twenty seconds of the worst work measured on a CI machine).
+/// per-evaluation limit (about 28 s of the worst work measured, release build, 2 cores).
 /// Real registries use a small fraction of it (`docs/policies.md`, "The CEL budget").
 pub const RUN_BUDGET: f64 = 1e9;
 

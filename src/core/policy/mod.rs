@@ -38,6 +38,7 @@
 
 pub mod cel_eval;
 pub mod document;
+pub mod excerpt;
 pub mod pattern;
 pub mod template;
 
@@ -55,6 +56,11 @@ pub use cel_eval::{CelBudget, RUN_BUDGET};
 use document::{LineMap, RawAssenters, RawDocument};
 use pattern::{FileGlob, PointerPattern};
 use template::{Template, TemplateValues};
+
+/// Largest policy file that loads, in bytes: far more than any real policy, small enough
+/// that a hostile file cannot make `lint` or a run hold or parse much. `assent lint` and
+/// `assent test` read at most this many bytes (plus one) of each file.
+pub const MAX_POLICY_FILE_BYTES: usize = 1 << 20;
 
 /// One policy file as read from the target ref.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -412,16 +418,22 @@ struct Loader {
 }
 
 impl Loader {
+    /// Records a problem. Its message may quote the file (a field name, an id, a YAML
+    /// error's excerpt): it is cut and escaped here, once for every problem.
     fn problem(&mut self, file: &str, line: Option<usize>, message: String) {
         self.problems.push(PolicyProblem {
             file: file.to_owned(),
             line,
-            message,
+            message: excerpt::sanitize_message(&message),
         });
     }
 
     fn load_file(&mut self, file: &PolicyFile) {
         let path = file.path.as_str();
+        if file.bytes.len() > MAX_POLICY_FILE_BYTES {
+            self.problem(path, None, too_large(file.bytes.len()));
+            return;
+        }
         let text = match std::str::from_utf8(&file.bytes) {
             Ok(text) => text,
             Err(e) => {
@@ -727,6 +739,12 @@ impl Loader {
             min_role,
         })
     }
+}
+
+/// The problem of a policy file over [`MAX_POLICY_FILE_BYTES`], also used by the local
+/// readers of `assent lint` and `assent test`.
+pub fn too_large(bytes: usize) -> String {
+    format!("file is {bytes} bytes, more than the {MAX_POLICY_FILE_BYTES} allowed")
 }
 
 fn place(file: &str, line: Option<usize>) -> String {

@@ -1010,3 +1010,48 @@ fn a_cheap_evaluation_after_a_refused_one_is_refused_too() {
     assert_eq!(evaluation.budget.spent(), 0.0);
     assert!(evaluation.findings.iter().all(|f| f.slot.rule == "plain"));
 }
+
+#[test]
+fn a_policy_file_over_the_size_limit_is_one_problem_and_is_not_parsed() {
+    let mut text = one_rule("id: r\n    match: {files: [x]}\n    effect: comment");
+    text.push_str(&format!("# {}\n", "x".repeat(MAX_POLICY_FILE_BYTES)));
+    assert_eq!(
+        problems(&text),
+        vec![format!(
+            "p.yaml: file is {} bytes, more than the 1048576 allowed",
+            text.len()
+        )]
+    );
+}
+
+#[test]
+fn problems_quote_file_content_only_as_short_escaped_excerpts() {
+    // `serde_yaml` quotes a scalar of the wrong type in full, and unknown keys by name.
+    let secret = format!("ghp_{}", "s".repeat(4000));
+    let got = problems(&format!(
+        "apiVersion: assent/v1\nkind: Policy\nrules: \"{secret}\"\n"
+    ));
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].starts_with("p.yaml:3: rules: invalid type: string \"ghp_"),
+        "{got:?}"
+    );
+    assert!(got[0].len() < 200, "{got:?}");
+    assert!(got[0].ends_with("…\", expected a sequence"), "{got:?}");
+    let got = problems(&format!(
+        "apiVersion: assent/v1\nkind: Policy\n\"{secret}\\e[2K\\rok\": 1\nrules: []\n"
+    ));
+    assert!(got[0].len() < 600, "{got:?}");
+    assert!(
+        !got[0].contains('\u{1b}') && !got[0].contains('\r'),
+        "{got:?}"
+    );
+    // Values that are checked later are cut and escaped too.
+    let got = problems(&one_rule(&format!(
+        "id: \"{}\\e]0;pwned\\u0007\"\n    match: {{files: [x]}}\n    effect: comment",
+        "a".repeat(3000)
+    )));
+    assert!(got[0].contains("rule id `aaaa"), "{got:?}");
+    assert!(got[0].len() < 200, "{got:?}");
+    assert!(!got[0].chars().any(char::is_control), "{got:?}");
+}
