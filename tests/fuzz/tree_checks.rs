@@ -127,14 +127,15 @@ fn build(root: &Path, data: &[u8]) -> (BTreeMap<String, Vec<u8>>, bool) {
         }
         match kind {
             b'f' => {
-                if std::fs::write(&target, payload).is_ok() {
-                    wrote_secret |= payload
-                        .windows(SECRET.len())
-                        .any(|w| w == SECRET.as_bytes());
-                    let joined: Vec<u8> = components.join(&b'/');
-                    if let Ok(path) = String::from_utf8(joined) {
-                        regular.insert(path, payload.to_vec());
-                    }
+                if std::fs::write(&target, payload).is_err() {
+                    continue;
+                }
+                wrote_secret |= payload
+                    .windows(SECRET.len())
+                    .any(|w| w == SECRET.as_bytes());
+                let joined: Vec<u8> = components.join(&b'/');
+                if let Ok(path) = String::from_utf8(joined) {
+                    regular.insert(path, payload.to_vec());
                 }
             }
             b'd' => {
@@ -158,11 +159,12 @@ fn build(root: &Path, data: &[u8]) -> (BTreeMap<String, Vec<u8>>, bool) {
                 }
             }
             b'm' => {
-                if std::fs::create_dir(&target).is_ok() {
-                    let extra = payload.first().map_or(0, |b| usize::from(b % 8));
-                    for i in 0..=MAX_ENTRIES + extra {
-                        let _ = std::fs::write(target.join(format!("{i}.md")), "");
-                    }
+                if std::fs::create_dir(&target).is_err() {
+                    continue;
+                }
+                let extra = payload.first().map_or(0, |b| usize::from(b % 8));
+                for i in 0..=MAX_ENTRIES + extra {
+                    let _ = std::fs::write(target.join(format!("{i}.md")), "");
                 }
             }
             _ => {}

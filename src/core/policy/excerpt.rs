@@ -76,10 +76,11 @@ pub fn sanitize_message(message: &str) -> String {
                 break;
             }
             quoted.push(inner);
-            if c == '"' && inner == '\\' {
-                if let Some(escaped) = chars.next() {
-                    quoted.push(escaped);
-                }
+            if c == '"'
+                && inner == '\\'
+                && let Some(escaped) = chars.next()
+            {
+                quoted.push(escaped);
             }
         }
         out.push(c);
