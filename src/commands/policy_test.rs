@@ -33,9 +33,10 @@
 //! file or a file over [`MAX_FILE_BYTES`] under `.assent/tests/` is a broken case, never
 //! opened or read beyond the limit. A case holds its files inline: nothing else is read.
 //!
-//! Exit codes: `0` every case passes, `1` a case fails or the policies do not load, `2` a test
-//! file cannot be read or parsed (or is refused), `REPO/.assent/policies` or `REPO/.assent/tests` is missing or
-//! empty, or `--update` is refused.
+//! Exit codes: `0` every case passes, `1` a case fails or the policies do not load (a refused
+//! policy file included), `2` a test file cannot be read, is refused or does not parse,
+//! `REPO/.assent/policies` or `REPO/.assent/tests` is missing or empty, or `--update` is
+//! refused.
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
