@@ -150,7 +150,7 @@ fn run_case(case: &str) {
                     new: Some(serde_json::json!(i % 40)),
                 })
                 .collect();
-            let findings = policies.evaluate(&changes, &MrContext::default());
+            let findings = policies.evaluate(&changes, &MrContext::default()).findings;
             format!("{} findings", findings.len())
         });
     }

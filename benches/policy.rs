@@ -54,7 +54,7 @@ fn benches(c: &mut Criterion) {
     assert_eq!(policies.rule_ids().len(), 10);
     let changes = changes(10_000);
     let mr = MrContext::default();
-    let findings = policies.evaluate(&changes, &mr);
+    let findings = policies.evaluate(&changes, &mr).findings;
     assert!(findings.len() > 1_000, "{}", findings.len());
     assert!(
         findings
@@ -65,7 +65,7 @@ fn benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("policy");
     group.sample_size(10);
     group.bench_function("evaluate/10000_changes_10_rules", |b| {
-        b.iter(|| policies.evaluate(black_box(&changes), &mr))
+        b.iter(|| policies.evaluate(black_box(&changes), &mr).findings)
     });
     group.finish();
 }

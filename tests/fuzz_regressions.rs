@@ -13,6 +13,10 @@
 #[path = "fuzz/checks.rs"]
 mod checks;
 
+#[cfg(unix)]
+#[path = "fuzz/tree_checks.rs"]
+mod tree_checks;
+
 use std::path::Path;
 
 use proptest::prelude::*;
@@ -270,5 +274,63 @@ proptest! {
         let mut data = vec![format];
         data.extend_from_slice(text.as_bytes());
         checks::semantic_diff(&data);
+    }
+}
+
+// ---------------------------------------------------------------- policy_tree (Unix only)
+
+#[cfg(unix)]
+#[test]
+fn kept_policy_tree_inputs() {
+    for (name, bytes) in regressions("policy_tree") {
+        eprintln!("{name}");
+        tree_checks::policy_tree(&bytes);
+    }
+}
+
+/// Records of the `policy_tree` layout (`tests/fuzz/tree_checks.rs`): a kind, a place, a
+/// path, then `0x01` and a payload.
+#[cfg(unix)]
+fn tree_record() -> impl Strategy<Value = Vec<u8>> {
+    let kind = proptest::sample::select(&b"ffffddllllsbm"[..]);
+    let place = proptest::sample::select(&b"pptr"[..]);
+    let name = proptest::sample::select(
+        &[
+            "a.yaml",
+            "b.YML",
+            "sub",
+            "sub/c.yaml",
+            ".assent",
+            ".assent/policies",
+            "x\n.yaml",
+            "\u{1b}[2K.yaml",
+            "d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/e.yaml",
+            "notes.md",
+            "../up",
+        ][..],
+    );
+    let payload = prop_oneof![
+        3 => pieces(POLICY_WORDS),
+        1 => proptest::sample::select(&["@secret", "@zero", "@outside", ".", "..", "/", "a.yaml"][..])
+            .prop_map(str::to_owned),
+        1 => Just("name: c\nfiles:\n  - path: a.json\n    head: \"{}\"\nexpect: { decision: APPROVE }\n".to_owned()),
+    ];
+    (kind, place, name, payload).prop_map(|(kind, place, name, payload)| {
+        let mut record = vec![kind, place];
+        record.extend_from_slice(name.as_bytes());
+        record.push(1);
+        record.extend_from_slice(payload.as_bytes());
+        record
+    })
+}
+
+#[cfg(unix)]
+proptest! {
+    // Each case builds a tree on disk: fewer cases than the in-memory targets.
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn policy_tree_target(records in proptest::collection::vec(tree_record(), 0..12)) {
+        tree_checks::policy_tree(&records.join(&0u8));
     }
 }

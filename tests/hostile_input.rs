@@ -582,3 +582,106 @@ fn million_character_bot_notes_are_artifacts_or_warnings() {
         assert_eq!(&note.body, body);
     }
 }
+
+// ---------------------------------------------------------------- the run's CEL budget
+
+#[test]
+fn cel_work_past_the_runs_budget_is_undecidable_naming_the_rule() {
+    use assent::core::desired_state::{RULE_UNDECIDABLE, compute_desired_state_with_budget};
+    use assent::core::policy::CelBudget;
+
+    // Quadratic in each changed value, far under the per-evaluation limit, and matched by
+    // every key of every file: the per-evaluation bound alone lets the run do it all.
+    let policies = policy(
+        &with_when("new.all(x, new.exists(y, y == x))")
+            .replace("files: [\"**\"]", "files: [\"**\"]\n      pointer: \"/*\""),
+    );
+    let values = |n: usize| {
+        format!(
+            "[{}]",
+            (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+        )
+    };
+    let document = |keys: usize, n: usize| {
+        let entries: Vec<String> = (0..keys)
+            .map(|k| format!("\"k{k}\":{}", values(n)))
+            .collect();
+        format!("{{{}}}", entries.join(","))
+    };
+    let modified = |path: &str, keys: usize| ChangedFileInput {
+        old_path: path.into(),
+        new_path: path.into(),
+        base: FileContent::Present(b"{}".to_vec()),
+        source: FileContent::Present(document(keys, 40).into_bytes()),
+        withheld: false,
+    };
+    // Judged in path order: `a` first (one change), then `b` (twenty), then `c` (one).
+    let files = vec![
+        modified("cfg/c.json", 1),
+        modified("cfg/a.json", 1),
+        modified("cfg/b.json", 20),
+    ];
+    let inputs = || ReviewInputs {
+        policy_files: policies.clone(),
+        changed_files: Ok(files.clone()),
+        mr: MrContext::default(),
+        limits: Limits::default(),
+    };
+
+    // Under the default budget every change is judged: 22 challenges, nothing undecidable.
+    let all = compute_desired_state(inputs());
+    assert_eq!(all.desired.findings.len(), 22);
+    assert!(
+        all.desired
+            .findings
+            .iter()
+            .all(|f| f.effect == Effect::Challenge)
+    );
+
+    // A budget with room for five of the 22 evaluations (each charges the same here).
+    let one = {
+        let set = assent::core::policy::PolicySet::load(&policies).unwrap();
+        set.evaluate(&all.changes[..1], &MrContext::default())
+            .budget
+            .spent()
+    };
+    let budget = CelBudget::new(one * 5.5);
+    let out = compute_desired_state_with_budget(inputs(), budget);
+    let undecidable: Vec<&Finding> = out
+        .desired
+        .findings
+        .iter()
+        .filter(|f| f.slot.rule == RULE_UNDECIDABLE)
+        .collect();
+    let subjects: Vec<&str> = undecidable
+        .iter()
+        .map(|f| f.slot.subject.as_str())
+        .collect();
+    assert_eq!(
+        subjects,
+        vec!["cfg/b.json#", "cfg/c.json#"],
+        "a was judged in full"
+    );
+    for f in &undecidable {
+        assert_eq!(f.effect, Effect::Block);
+        assert!(f.message.contains("CEL budget"), "{}", f.message);
+        assert!(f.message.contains("rule(s) `costly`"), "{}", f.message);
+        assert!(f.message.contains("was spent"), "{}", f.message);
+    }
+    let judged = out
+        .desired
+        .findings
+        .iter()
+        .filter(|f| f.slot.rule == "costly")
+        .count();
+    assert_eq!(judged, 5, "the evaluations that fit are published");
+    // Fail closed: the decision is BLOCK whatever the judged findings are.
+    assert!(
+        out.desired
+            .findings
+            .iter()
+            .any(|f| f.effect == Effect::Block)
+    );
+    // Deterministic: the same inputs and budget give the same state, occurrences included.
+    assert_eq!(out, compute_desired_state_with_budget(inputs(), budget));
+}

@@ -295,3 +295,346 @@ fn help_shows_examples() {
     let (_, out, _) = assent(&["--help"], &[]);
     assert!(out.contains("lint") && out.contains("test"), "{out}");
 }
+
+// ---------------------------------------------------------------- hostile trees
+//
+// `lint` and `test` run in CI on merge requests that change `.assent/`, so the tree is the MR
+// author's. Each case runs the binary with a deadline and a memory limit, so that a
+// regression (following a link to `/dev/zero`, blocking on a FIFO) fails the test instead of
+// hanging it or exhausting the machine.
+
+const SECRET: &str = "SECRET-7f3a9c-must-never-be-printed";
+
+/// Runs `assent ARGS` under a 1 GiB address-space limit, killed after 60 s.
+fn assent_bounded(args: &[&str]) -> (i32, String, String) {
+    use std::time::{Duration, Instant};
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg("ulimit -v 1048576; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_assent"))
+        .args(args)
+        .current_dir(root())
+        .env_remove("CI")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().expect("the assent binary runs");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("assent {args:?} did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = child.wait_with_output().unwrap();
+    (
+        status.code().expect("exited with a code, not a signal"),
+        String::from_utf8(stdout).unwrap(),
+        String::from_utf8(stderr).unwrap(),
+    )
+}
+
+/// A temporary checkout of the example repository, and a secret file beside (not inside) it.
+struct HostileRepo {
+    dir: tempfile::TempDir,
+}
+
+impl HostileRepo {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(&root().join(GOOD), &dir.path().join("repo"));
+        // A top-level scalar: the old reader's YAML error quoted it in full.
+        std::fs::write(dir.path().join("secret.txt"), format!("{SECRET}\n")).unwrap();
+        HostileRepo { dir }
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+
+    fn arg(&self) -> String {
+        self.repo().to_str().unwrap().to_owned()
+    }
+
+    fn secret(&self) -> PathBuf {
+        self.dir.path().join("secret.txt")
+    }
+
+    fn link(&self, target: &Path, at: &str) {
+        std::os::unix::fs::symlink(target, self.repo().join(at)).unwrap();
+    }
+
+    fn fifo(&self, at: &str) {
+        let made = Command::new("mkfifo")
+            .arg(self.repo().join(at))
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }
+}
+
+fn assert_no_secret(out: &str, err: &str) {
+    assert!(
+        !out.contains("SECRET") && !err.contains("SECRET"),
+        "{out}{err}"
+    );
+}
+
+const LINK_LINE: &str = ": is a symbolic link; assent reads only regular files and folders (a link could point outside the repository)";
+
+#[test]
+fn a_policy_linked_to_a_secret_file_is_refused_without_echoing_it() {
+    let hostile = HostileRepo::new();
+    hostile.link(&hostile.secret(), ".assent/policies/creds.yaml");
+    let repo = hostile.arg();
+    let (code, out, err) = assent_bounded(&["lint", &repo]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_no_secret(&out, &err);
+    assert_eq!(
+        out,
+        format!("{repo}/.assent/policies/creds.yaml{LINK_LINE}\n1 problem(s) in 1 file(s)\n")
+    );
+    // `test` refuses to run cases under it, with the same line.
+    let (code, out, err) = assent_bounded(&["test", &repo]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_no_secret(&out, &err);
+    assert!(
+        out.contains(&format!("{repo}/.assent/policies/creds.yaml{LINK_LINE}")),
+        "{out}"
+    );
+    assert!(err.contains("the policies do not load"), "{err}");
+}
+
+#[test]
+fn links_are_refused_whatever_their_name_or_target() {
+    let hostile = HostileRepo::new();
+    let outside = hostile.dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::copy(hostile.secret(), outside.join("p.yaml")).unwrap();
+    hostile.link(&outside, ".assent/policies/more");
+    hostile.link(Path::new("topics.yaml"), ".assent/policies/again.yaml");
+    hostile.link(Path::new("."), ".assent/policies/loop");
+    hostile.link(Path::new("/nonexistent"), ".assent/policies/dangling.md");
+    let repo = hostile.arg();
+    let (code, out, err) = assent_bounded(&["lint", &repo]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_no_secret(&out, &err);
+    let expected: String = ["again.yaml", "dangling.md", "loop", "more"]
+        .iter()
+        .map(|name| format!("{repo}/.assent/policies/{name}{LINK_LINE}\n"))
+        .collect();
+    assert_eq!(out, format!("{expected}4 problem(s) in 4 file(s)\n"));
+}
+
+#[test]
+fn a_linked_assent_folder_is_refused() {
+    let hostile = HostileRepo::new();
+    let repo = hostile.repo();
+    let elsewhere = hostile.dir.path().join("elsewhere");
+    std::fs::rename(repo.join(".assent"), &elsewhere).unwrap();
+    hostile.link(&elsewhere, ".assent");
+    let arg = hostile.arg();
+    let (code, out, err) = assent_bounded(&["lint", &arg]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        out,
+        format!("{arg}/.assent{LINK_LINE}\n1 problem(s) in 1 file(s)\n")
+    );
+    let (code, out, _) = assent_bounded(&["test", &arg]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.starts_with(&format!("{arg}/.assent{LINK_LINE}\n")),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_link_to_dev_zero_is_refused_at_once() {
+    let hostile = HostileRepo::new();
+    hostile.link(Path::new("/dev/zero"), ".assent/policies/zero.yaml");
+    hostile.link(Path::new("/dev/zero"), ".assent/tests/zero.yaml");
+    let repo = hostile.arg();
+    let (code, out, err) = assent_bounded(&["lint", &repo]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.starts_with(&format!("{repo}/.assent/policies/zero.yaml{LINK_LINE}\n")),
+        "{out}"
+    );
+    // Without the policy link, the case link is one broken case; the others still run.
+    std::fs::remove_file(hostile.repo().join(".assent/policies/zero.yaml")).unwrap();
+    let (code, out, err) = assent_bounded(&["test", &repo]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.starts_with(&format!("BROKEN {repo}/.assent/tests/zero.yaml\n")),
+        "{out}"
+    );
+    assert!(out.ends_with("19 passed, 0 failed\n"), "{out}");
+    assert!(
+        err.starts_with(&format!(
+            "error: {repo}/.assent/tests/zero.yaml{LINK_LINE}\n"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_fifo_is_refused_without_blocking() {
+    let hostile = HostileRepo::new();
+    hostile.fifo(".assent/policies/pipe.yaml");
+    hostile.fifo(".assent/tests/pipe.yaml");
+    let repo = hostile.arg();
+    let (code, out, err) = assent_bounded(&["lint", &repo]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        out,
+        format!(
+            "{repo}/.assent/policies/pipe.yaml: is a FIFO; assent reads only regular files\n1 problem(s) in 1 file(s)\n"
+        )
+    );
+    std::fs::remove_file(hostile.repo().join(".assent/policies/pipe.yaml")).unwrap();
+    let (code, out, err) = assent_bounded(&["test", &repo]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains(&format!(
+            "error: {repo}/.assent/tests/pipe.yaml: is a FIFO; assent reads only regular files"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_oversize_file_is_refused_without_being_read() {
+    let hostile = HostileRepo::new();
+    let cap = 1usize << 20;
+    // A valid policy padded with a comment to one byte over: only the size can fail it.
+    let policy = "apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: big\n    match: {files: [x]}\n    effect: comment\n# ";
+    let text = format!("{policy}{}\n", "x".repeat(cap - policy.len()));
+    assert_eq!(text.len(), cap + 1);
+    std::fs::write(hostile.repo().join(".assent/policies/big.yaml"), &text).unwrap();
+    // A sparse 64 GiB case: reading it would take minutes and all memory.
+    let sparse = std::fs::File::create(hostile.repo().join(".assent/tests/huge.yaml")).unwrap();
+    sparse.set_len(64 << 30).unwrap();
+    let repo = hostile.arg();
+    let (code, out, err) = assent_bounded(&["lint", &repo]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        out,
+        format!(
+            "{repo}/.assent/policies/big.yaml: file is 1048577 bytes, more than the 1048576 allowed\n1 problem(s) in 1 file(s)\n"
+        )
+    );
+    // Exactly at the limit loads.
+    std::fs::write(
+        hostile.repo().join(".assent/policies/big.yaml"),
+        format!("{}\n", &text[..cap - 1]),
+    )
+    .unwrap();
+    assert_eq!(assent_bounded(&["lint", &repo]).0, 0);
+    let (code, out, err) = assent_bounded(&["test", &repo]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains(&format!(
+            "error: {repo}/.assent/tests/huge.yaml: file is 68719476736 bytes, more than the 1048576 allowed"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn file_names_and_content_never_reach_the_output_unescaped_or_in_full() {
+    let hostile = HostileRepo::new();
+    let policies = hostile.repo().join(".assent/policies");
+    // A name that would print a forged `ok:` line and an ANSI escape.
+    let forged = "x\nok: 8 rule(s) in 2 file(s)\n\u{1b}[2K.yaml";
+    std::fs::write(policies.join(forged), "apiVersion: assent/v1\n").unwrap();
+    // A scalar that `serde_yaml` quotes in full, four kilobytes long.
+    let long = format!("rules: \"LONG-VALUE-{}\"\n", "s".repeat(4000));
+    std::fs::write(
+        policies.join("long.yaml"),
+        format!("apiVersion: assent/v1\nkind: Policy\n{long}"),
+    )
+    .unwrap();
+    let repo = hostile.arg();
+    let (code, out, err) = assent_bounded(&["lint", &repo]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(!out.contains('\u{1b}') && !err.contains('\u{1b}'), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "{repo}/.assent/policies/long.yaml:3: rules: invalid type: string \"LONG-VALUE-sss"
+        )),
+        "{out}"
+    );
+    assert!(lines[0].len() < repo.len() + 200, "{}", lines[0]);
+    assert!(
+        lines[1].starts_with(&format!(
+            "{repo}/.assent/policies/x\\nok: 8 rule(s) in 2 file(s)\\n\\u{{1b}}[2K.yaml:1: missing field `kind`"
+        )),
+        "{out}"
+    );
+    assert_eq!(lines[2], "2 problem(s) in 2 file(s)");
+
+    // The same for test cases: the YAML error, the case name and the expectations.
+    std::fs::remove_file(policies.join(forged)).unwrap();
+    std::fs::remove_file(policies.join("long.yaml")).unwrap();
+    let tests = hostile.repo().join(".assent/tests");
+    std::fs::write(
+        tests.join("long.yaml"),
+        format!("files: \"{}\"\n", "s".repeat(4000)),
+    )
+    .unwrap();
+    std::fs::write(
+        tests.join("named.yaml"),
+        format!(
+            "name: \"\\e[31m{}\"\nexpect:\n  decision: BLOCK\n  findings:\n    - {{ rule: r, subject: \"{}\", effect: block }}\n",
+            "n".repeat(2000),
+            "s".repeat(5000)
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = assent_bounded(&["test", &repo]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        !out.contains('\u{1b}') && !err.contains('\u{1b}'),
+        "{out}{err}"
+    );
+    assert!(out.lines().all(|l| l.len() < repo.len() + 600), "{out}");
+    assert!(err.lines().all(|l| l.len() < repo.len() + 600), "{err}");
+    assert!(
+        out.contains(&format!(
+            "FAILED {repo}/.assent/tests/named.yaml: \\u{{1b}}[31mnnn"
+        )),
+        "{out}"
+    );
+    assert!(
+        err.contains(&format!(
+            "error: {repo}/.assent/tests/long.yaml:1: files: invalid type: string \"sss"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn too_many_entries_are_refused_as_one_problem() {
+    let hostile = HostileRepo::new();
+    let policies = hostile.repo().join(".assent/policies");
+    for i in 0..1000 {
+        std::fs::write(policies.join(format!("n{i}.md")), "").unwrap();
+    }
+    let repo = hostile.arg();
+    let (code, out, err) = assent_bounded(&["lint", &repo]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        out,
+        format!(
+            "{repo}/.assent/policies: holds more than 1000 entries; assent reads at most 1000\n1 problem(s) in 1 file(s)\n"
+        )
+    );
+}

@@ -6,15 +6,23 @@
 //! way ripgrep prints them: the repository-relative path joined to `REPO` as given (and bare
 //! when `REPO` is `.`), so they can be clicked from where the command ran.
 //!
-//! Exit codes: `0` the policies load, `1` problems found, `2` `REPO` or its `.assent/policies`
-//! is missing or a file cannot be read.
+//! The tree is read as hostile input ([`crate::commands::local_tree`]): links, special
+//! files, files over [`MAX_FILE_BYTES`] and folders holding too much are refused, each a
+//! problem line, and never opened or read beyond the limit.
+//!
+//! Exit codes: `0` the policies load, `1` problems found (refused entries included), `2`
+//! `REPO` or its `.assent/policies` is missing or a file cannot be read.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use crate::commands::Exit;
-use crate::core::policy::{PolicyFile, PolicySet};
+use crate::commands::local_tree::{
+    ListError, MAX_FILE_BYTES, MAX_TOTAL_BYTES, ReadError, Refusal, list_folder, read_file,
+};
+use crate::core::policy::excerpt::escape_controls;
+use crate::core::policy::{PolicyFile, PolicyProblem, PolicySet};
 use crate::review_input::{POLICY_DIR, is_policy_file_name};
 
 const LINT_EXAMPLES: &str = "\
@@ -39,9 +47,10 @@ pub struct LintArgs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalReadError(pub String);
 
-/// How a repository path is shown to the user: joined to `REPO` as given, bare for `.`.
+/// How a repository path is shown to the user: joined to `REPO` as given, bare for `.`, with
+/// control characters escaped (a file name can hold a newline or an ANSI escape).
 pub fn shown_path(repo: &Path, repo_path: &str) -> String {
-    if repo == Path::new(".") || repo.as_os_str().is_empty() {
+    let joined = if repo == Path::new(".") || repo.as_os_str().is_empty() {
         repo_path.to_owned()
     } else {
         format!(
@@ -49,78 +58,138 @@ pub fn shown_path(repo: &Path, repo_path: &str) -> String {
             repo.display().to_string().trim_end_matches('/'),
             repo_path
         )
+    };
+    escape_controls(&joined)
+}
+
+/// The policy files of a local checkout, and a problem for each entry it refused to read
+/// (see [`crate::commands::local_tree`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalPolicies {
+    /// The files read, sorted by path.
+    pub files: Vec<PolicyFile>,
+    /// One problem per refused entry (a link, a special file, a file over the size limit, …).
+    pub refused: Vec<PolicyProblem>,
+}
+
+impl LocalPolicies {
+    /// Loads the files read; any refusal is a problem too, so a tree with a refused entry
+    /// never loads (a policy that was not read must not be silently missing).
+    pub fn load(&self) -> Result<PolicySet, Vec<PolicyProblem>> {
+        let loaded = PolicySet::load(&self.files);
+        if self.refused.is_empty() {
+            return loaded;
+        }
+        let mut problems = self.refused.clone();
+        if let Err(more) = loaded {
+            problems.extend(more);
+        }
+        problems.sort();
+        problems.dedup();
+        Err(problems)
+    }
+}
+
+fn refusal_problem(refusal: Refusal) -> PolicyProblem {
+    PolicyProblem {
+        file: refusal.path,
+        line: None,
+        message: refusal.reason,
     }
 }
 
 /// Every policy file of the checkout at `repo`, with repository-relative `/`-separated paths
-/// (as `assent run` names them), sorted by path.
-pub fn read_local_policies(repo: &Path) -> Result<Vec<PolicyFile>, LocalReadError> {
+/// (as `assent run` names them), sorted by path, read under the limits of
+/// [`crate::commands::local_tree`].
+pub fn read_local_policies(repo: &Path) -> Result<LocalPolicies, LocalReadError> {
     if !repo.is_dir() {
         return Err(LocalReadError(format!(
             "{} is not a directory: pass the root of a repository checkout (default `.`)",
-            repo.display()
+            escape_controls(&repo.display().to_string())
         )));
     }
-    let dir = repo.join(POLICY_DIR);
-    if !dir.is_dir() {
-        return Err(LocalReadError(format!(
-            "{} does not exist: create it and put the policy files (*.yaml) there, or pass the \
-             repository root as REPO",
-            shown_path(repo, POLICY_DIR)
-        )));
-    }
-    let mut paths = Vec::new();
-    collect_files(&dir, POLICY_DIR, &mut paths)
-        .map_err(|e| LocalReadError(format!("{}: {e}", shown_path(repo, POLICY_DIR))))?;
-    paths.retain(|p| is_policy_file_name(p));
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            std::fs::read(repo.join(&path))
-                .map(|bytes| PolicyFile {
-                    path: path.clone(),
-                    bytes,
-                })
-                .map_err(|e| LocalReadError(format!("{}: {e}", shown_path(repo, &path))))
-        })
-        .collect()
-}
-
-/// Appends the files under `dir` (recursively) as `/`-joined paths starting with `prefix`.
-pub fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<String>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = format!("{prefix}/{name}");
-        // Follows symlinks, as a checkout's file would be read.
-        let meta = std::fs::metadata(entry.path())?;
-        if meta.is_dir() {
-            collect_files(&entry.path(), &path, out)?;
-        } else {
-            out.push(path);
+    let listing = match list_folder(repo, POLICY_DIR, is_policy_file_name) {
+        Ok(listing) => listing,
+        Err(ListError::Missing) => {
+            return Err(LocalReadError(format!(
+                "{} does not exist: create it and put the policy files (*.yaml) there, or pass \
+                 the repository root as REPO",
+                shown_path(repo, POLICY_DIR)
+            )));
+        }
+        Err(ListError::Refused(refusal)) => {
+            return Ok(LocalPolicies {
+                files: Vec::new(),
+                refused: vec![refusal_problem(refusal)],
+            });
+        }
+        Err(ListError::Io(message)) => return Err(LocalReadError(shown_path(repo, &message))),
+    };
+    let mut local = LocalPolicies {
+        files: Vec::new(),
+        refused: listing.refused.into_iter().map(refusal_problem).collect(),
+    };
+    let mut total = 0usize;
+    for path in listing.files {
+        match read_file(repo, &path, MAX_FILE_BYTES) {
+            Ok(bytes) => {
+                total += bytes.len();
+                if total > MAX_TOTAL_BYTES {
+                    local.refused.push(PolicyProblem {
+                        file: POLICY_DIR.to_owned(),
+                        line: None,
+                        message: format!(
+                            "the policy files are more than {MAX_TOTAL_BYTES} bytes together; \
+                             assent reads at most {MAX_TOTAL_BYTES}"
+                        ),
+                    });
+                    break;
+                }
+                local.files.push(PolicyFile { path, bytes });
+            }
+            Err(ReadError::Refused(reason)) => local.refused.push(PolicyProblem {
+                file: path,
+                line: None,
+                message: reason,
+            }),
+            Err(ReadError::Io(e)) => {
+                return Err(LocalReadError(format!("{}: {e}", shown_path(repo, &path))));
+            }
         }
     }
-    Ok(())
+    local.refused.sort();
+    Ok(local)
+}
+
+/// Prints `problems` as `path:line: message` lines on stdout, paths shown for `repo`.
+pub fn print_problems(repo: &Path, problems: &[PolicyProblem]) {
+    for problem in problems {
+        let shown = shown_path(repo, &problem.file);
+        let message = escape_controls(&problem.message);
+        match problem.line {
+            Some(line) => println!("{shown}:{line}: {message}"),
+            None => println!("{shown}: {message}"),
+        }
+    }
 }
 
 /// Runs `assent lint`.
 pub fn run(args: &LintArgs) -> Exit {
-    let files = match read_local_policies(&args.repo) {
-        Ok(files) => files,
+    let local = match read_local_policies(&args.repo) {
+        Ok(local) => local,
         Err(LocalReadError(message)) => {
             eprintln!("error: {message}");
             return Exit::Usage;
         }
     };
-    match PolicySet::load(&files) {
+    match local.load() {
         Ok(set) => {
             println!(
                 "ok: {} rule(s) in {} file(s)",
                 set.rule_ids().len(),
-                files.len()
+                local.files.len()
             );
-            if files.is_empty() {
+            if local.files.is_empty() {
                 eprintln!(
                     "warning: {} holds no *.yaml policy file: no rule judges anything",
                     shown_path(&args.repo, POLICY_DIR)
@@ -129,13 +198,7 @@ pub fn run(args: &LintArgs) -> Exit {
             Exit::Success
         }
         Err(problems) => {
-            for problem in &problems {
-                let shown = shown_path(&args.repo, &problem.file);
-                match problem.line {
-                    Some(line) => println!("{shown}:{line}: {}", problem.message),
-                    None => println!("{shown}: {}", problem.message),
-                }
-            }
+            print_problems(&args.repo, &problems);
             let mut with_problems: Vec<&str> = problems.iter().map(|p| p.file.as_str()).collect();
             with_problems.dedup();
             let tally = format!(
@@ -181,8 +244,9 @@ mod tests {
         std::fs::write(policies.join("b.YML"), "b").unwrap();
         std::fs::write(policies.join("../a.yaml"), "a").unwrap();
         std::fs::write(policies.join("../notes.md"), "n").unwrap();
-        let files = read_local_policies(dir.path()).unwrap();
-        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let local = read_local_policies(dir.path()).unwrap();
+        assert!(local.refused.is_empty());
+        let paths: Vec<&str> = local.files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(
             paths,
             vec![".assent/policies/a.yaml", ".assent/policies/sub/b.YML"]

@@ -4,6 +4,7 @@
 pub mod doctor;
 pub mod inputs;
 pub mod lint;
+pub mod local_tree;
 pub mod policy_test;
 pub mod replay;
 pub mod run;

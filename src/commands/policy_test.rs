@@ -29,9 +29,14 @@
 //! refused when the `CI` environment variable is set: expectations are reviewed changes, never
 //! something a pipeline rewrites to make itself pass.
 //!
-//! Exit codes: `0` every case passes, `1` a case fails or the policies do not load, `2` a test
-//! file cannot be read or parsed, `REPO/.assent/policies` or `REPO/.assent/tests` is missing or
-//! empty, or `--update` is refused.
+//! Case files are read like policy files ([`crate::commands::local_tree`]): a link, a special
+//! file or a file over [`MAX_FILE_BYTES`] under `.assent/tests/` is a broken case, never
+//! opened or read beyond the limit. A case holds its files inline: nothing else is read.
+//!
+//! Exit codes: `0` every case passes, `1` a case fails or the policies do not load (a refused
+//! policy file included), `2` a test file cannot be read, is refused or does not parse,
+//! `REPO/.assent/policies` or `REPO/.assent/tests` is missing or empty, or `--update` is
+//! refused.
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
@@ -40,12 +45,16 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::commands::Exit;
-use crate::commands::lint::{LocalReadError, collect_files, read_local_policies, shown_path};
+use crate::commands::lint::{LocalReadError, print_problems, read_local_policies, shown_path};
+use crate::commands::local_tree::{
+    ListError, MAX_FILE_BYTES, ReadError, Refusal, list_folder, read_file, write_file_no_follow,
+};
 use crate::core::desired_state::{
     ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
 };
 use crate::core::model::{Decision, DesiredState, Effect};
-use crate::core::policy::{MrContext, PolicyFile, PolicySet};
+use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt, sanitize_message};
+use crate::core::policy::{MrContext, PolicyFile};
 use crate::core::semantic_diff::Limits;
 use crate::review_input::is_policy_file_name;
 
@@ -351,10 +360,29 @@ pub struct BrokenCase {
     pub message: String,
 }
 
-/// Reads and parses one case file.
-pub fn load_case(path: &Path, shown: &str) -> Result<(String, TestCase), BrokenCase> {
-    let text = std::fs::read_to_string(path).map_err(|e| BrokenCase {
-        message: format!("{shown}: {e}"),
+/// Longest case name printed, in characters (names come from the case file).
+const MAX_NAME_CHARS: usize = 120;
+
+/// Reads and parses the case file at repository path `case_path` of `repo`, under the
+/// limits of [`crate::commands::local_tree`] (no link, regular file, at most
+/// [`MAX_FILE_BYTES`]).
+pub fn load_case(
+    repo: &Path,
+    case_path: &str,
+    shown: &str,
+) -> Result<(String, TestCase), BrokenCase> {
+    let bytes = read_file(repo, case_path, MAX_FILE_BYTES).map_err(|e| BrokenCase {
+        message: match e {
+            ReadError::Refused(reason) => format!("{shown}: {reason}"),
+            ReadError::Io(e) => format!("{shown}: {e}"),
+        },
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        BrokenCase {
+            message: format!("{shown}:{line}: not valid UTF-8"),
+        }
     })?;
     let case = parse_case(&text, shown)?;
     Ok((text, case))
@@ -362,7 +390,8 @@ pub fn load_case(path: &Path, shown: &str) -> Result<(String, TestCase), BrokenC
 
 fn parse_case(text: &str, shown: &str) -> Result<TestCase, BrokenCase> {
     serde_yaml::from_str::<TestCase>(text).map_err(|e| {
-        let message = strip_location(&e.to_string());
+        // `serde_yaml` quotes the offending scalar or key in full.
+        let message = sanitize_message(&strip_location(&e.to_string()));
         BrokenCase {
             message: match e.location() {
                 Some(l) => format!("{shown}:{}: {message}", l.line()),
@@ -390,30 +419,25 @@ pub fn run(args: &TestArgs) -> Exit {
         return Exit::Usage;
     }
     let repo = args.repo.as_path();
-    let policy_files = match read_local_policies(repo) {
-        Ok(files) => files,
+    let local = match read_local_policies(repo) {
+        Ok(local) => local,
         Err(LocalReadError(message)) => {
             eprintln!("error: {message}");
             return Exit::Usage;
         }
     };
-    if let Err(problems) = PolicySet::load(&policy_files) {
-        for problem in &problems {
-            let shown = shown_path(repo, &problem.file);
-            match problem.line {
-                Some(line) => println!("{shown}:{line}: {}", problem.message),
-                None => println!("{shown}: {}", problem.message),
-            }
-        }
+    if let Err(problems) = local.load() {
+        print_problems(repo, &problems);
         eprintln!(
             "error: the policies do not load ({} problem(s)); no case ran. See `assent lint {}`",
             problems.len(),
-            repo.display()
+            shown_path(Path::new("."), &repo.display().to_string())
         );
         return Exit::GateFailed;
     }
-    let cases = match case_files(repo) {
-        Ok(cases) if !cases.is_empty() => cases,
+    let policy_files = local.files;
+    let (cases, refused) = match case_files(repo) {
+        Ok((cases, refused)) if !cases.is_empty() || !refused.is_empty() => (cases, refused),
         Ok(_) => {
             eprintln!(
                 "error: {} holds no *.yaml test case: add cases (see docs/policies.md)",
@@ -428,10 +452,16 @@ pub fn run(args: &TestArgs) -> Exit {
     };
 
     let (mut passed, mut failed, mut updated, mut broken) = (0usize, 0usize, 0usize, 0usize);
+    for Refusal { path, reason } in &refused {
+        let shown = shown_path(repo, path);
+        println!("BROKEN {shown}");
+        eprintln!("error: {shown}: {reason}");
+        broken += 1;
+    }
     for case_path in &cases {
         let shown = shown_path(repo, case_path);
         let full = repo.join(case_path);
-        let (text, case) = match load_case(&full, &shown) {
+        let (text, case) = match load_case(repo, case_path, &shown) {
             Ok(loaded) => loaded,
             Err(BrokenCase { message }) => {
                 println!("BROKEN {shown}");
@@ -440,7 +470,10 @@ pub fn run(args: &TestArgs) -> Exit {
                 continue;
             }
         };
-        let name = case.name.clone().unwrap_or_else(|| case_path.clone());
+        let name = excerpt(
+            case.name.as_deref().unwrap_or(case_path.as_str()),
+            MAX_NAME_CHARS,
+        );
         let actual = run_case(&policy_files, &case);
         let report = mismatches(case.expect.as_ref(), &actual);
         if report.is_empty() {
@@ -466,7 +499,8 @@ pub fn run(args: &TestArgs) -> Exit {
         failed += 1;
         println!("FAILED {shown}: {name}");
         for line in report {
-            println!("    {line}");
+            // Expected findings are quoted from the case file: shown, not echoed in full.
+            println!("    {}", excerpt(&line, MAX_MESSAGE_CHARS));
         }
     }
     if updated > 0 {
@@ -499,24 +533,23 @@ fn update_case(path: &Path, text: &str, shown: &str, actual: &Actual) -> Result<
             "{shown}: cannot update: the rewritten `expect:` block does not read back; edit it by hand"
         ));
     }
-    std::fs::write(path, new_text).map_err(|e| format!("{shown}: {e}"))
+    write_file_no_follow(path, new_text.as_bytes()).map_err(|e| format!("{shown}: {e}"))
 }
 
-/// Repository-relative paths of the case files, sorted.
-fn case_files(repo: &Path) -> Result<Vec<String>, String> {
-    let dir = repo.join(TEST_DIR);
-    if !dir.is_dir() {
-        return Err(format!(
+/// Repository-relative paths of the case files, sorted, and the entries of the folder that
+/// are refused (links, special files, …), each a broken case.
+fn case_files(repo: &Path) -> Result<(Vec<String>, Vec<Refusal>), String> {
+    match list_folder(repo, TEST_DIR, is_policy_file_name) {
+        Ok(listing) => Ok((listing.files, listing.refused)),
+        Err(ListError::Missing) => Err(format!(
             "{} does not exist: create it and add test cases (see docs/policies.md)",
             shown_path(repo, TEST_DIR)
-        ));
+        )),
+        Err(ListError::Refused(Refusal { path, reason })) => {
+            Err(format!("{}: {reason}", shown_path(repo, &path)))
+        }
+        Err(ListError::Io(message)) => Err(shown_path(repo, &message)),
     }
-    let mut paths = Vec::new();
-    collect_files(&dir, TEST_DIR, &mut paths)
-        .map_err(|e| format!("{}: {e}", shown_path(repo, TEST_DIR)))?;
-    paths.retain(|p| is_policy_file_name(p));
-    paths.sort();
-    Ok(paths)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! | `assent/policy-error` | `.assent/policies#` | the target's policies do not load |
 //! | `assent/self-edit` | `<path>#` | a changed file's old or new path is under `.assent/` |
 //! | `assent/undecidable` | `merge-request#` | the change set could not be listed completely |
-//! | `assent/undecidable` | `<path>#` | a changed file is withheld, or a governed file is unreadable |
+//! | `assent/undecidable` | `<path>#` | a changed file is withheld, a governed file is unreadable, or the run's CEL budget was spent before every rule was evaluated on the file's changes |
 //! | `assent/parse-error` | `<path>#` | a governed file does not parse at the base or the source |
 //! | `assent/ambiguous-identity` | `<path>#<list pointer>` | an identity-keyed list's entries cannot be told apart |
 //!
@@ -62,13 +62,13 @@
 //!   reader only reads the governed sides (see [`is_governed`]), and this module only looks at
 //!   governed sides, so the two agree by construction.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
 use crate::core::inert;
 use crate::core::model::{Change, ChangeKind, DesiredState, Effect, Finding, Occurrence, Slot};
-use crate::core::policy::{MrContext, PolicyFile, PolicySet};
+use crate::core::policy::{CelBudget, MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::{
     AmbiguousList, EntryAt, Limits, Node, ParseError, SideAmbiguity, Unkeyed, diff_documents,
     format_for_path, parse_document,
@@ -157,6 +157,16 @@ pub fn is_governed(policies: &PolicySet, path: &str) -> bool {
 /// Takes the inputs by value so each file's bytes are freed as soon as they are parsed: for a
 /// large file the two value trees and the two texts would otherwise be held at once.
 pub fn compute_desired_state(inputs: ReviewInputs) -> DesiredOutcome {
+    compute_desired_state_with_budget(inputs, CelBudget::default())
+}
+
+/// [`compute_desired_state`] with the CEL work of the run bounded by `cel_budget` instead of
+/// the default: every file some rule could not be evaluated on, once the budget was spent,
+/// is `assent/undecidable` (subject `<path>#`) naming those rules.
+pub fn compute_desired_state_with_budget(
+    inputs: ReviewInputs,
+    cel_budget: CelBudget,
+) -> DesiredOutcome {
     let ReviewInputs {
         policy_files,
         changed_files,
@@ -245,7 +255,16 @@ pub fn compute_desired_state(inputs: ReviewInputs) -> DesiredOutcome {
     changes.dedup();
 
     let mut findings = match &policies {
-        Some(policies) => policies.evaluate(&changes, &mr),
+        Some(policies) => {
+            let evaluation = policies.evaluate_within(&changes, &mr, cel_budget);
+            for (file, rules) in &evaluation.unevaluated {
+                undecidable
+                    .entry(subject_of(file))
+                    .or_default()
+                    .push(budget_spent_reason(file, rules, evaluation.budget.limit()));
+            }
+            evaluation.findings
+        }
         None => Vec::new(),
     };
     findings.extend(builtins);
@@ -460,6 +479,24 @@ fn undecidable_finding(subject: &str, reasons: &[Reason]) -> Finding {
              guess. Rerun the pipeline once the cause is gone, or split the merge request:{list}"
         ),
     )
+}
+
+/// Names the rules and the limit only (no counts), so the finding keeps its occurrence while
+/// the same rules stay unjudged.
+fn budget_spent_reason(file: &str, rules: &BTreeSet<String>, limit: f64) -> Reason {
+    let names: Vec<String> = rules.iter().map(|r| format!("`{r}`")).collect();
+    let text = |file: &str| {
+        format!(
+            "the run's CEL budget ({limit:e} steps) was spent before rule(s) {} could be evaluated \
+             on every change of {file}: make the predicates cheaper, narrow their \
+             `match.pointer`, or split the merge request",
+            names.join(", ")
+        )
+    };
+    Reason {
+        detail: text(&format!("`{file}`")),
+        markdown: text(&inert::code(file)),
+    }
 }
 
 fn parse_error_finding(subject: &str, errors: &[String]) -> Finding {

@@ -37,6 +37,18 @@
 //! The bound is deterministic (a function of the expression and the sizes only, no clock),
 //! so the same change gives the same decision on every run.
 //!
+//! # The run's budget
+//!
+//! The per-evaluation bound does not bound a run: a predicate just under it, matched by
+//! thousands of changes, is thousands of times that work. So every evaluation is also
+//! **charged** to a [`CelBudget`] shared by the whole run: its cost bound plus the sizes of
+//! `old` and `new` (converting them to CEL values is work too). The charge is counted in the
+//! same abstract steps as [`MAX_COST`], never in time, so the core stays pure and the same
+//! inputs spend the same budget on every run. Once an evaluation does not fit in what is left
+//! ([`EvalError::BudgetSpent`]), the budget is spent and no further evaluation of the run is
+//! performed; the caller turns the rules it could not evaluate into `assent/undecidable`
+//! findings (fail closed). [`RUN_BUDGET`] is the default.
+//!
 //! Identifiers are checked at load time too: a name that is neither one of the variables
 //! above, a comprehension variable nor a CEL type name (`int`, `string`, …) is a problem,
 //! so a typo such as `nwe` is reported by `assent lint` instead of blocking every MR.
@@ -61,6 +73,11 @@ pub const MAX_COMPREHENSION_NESTING: usize = 2;
 /// Largest accepted worst-case cost of one evaluation, in abstract steps (about one value
 /// visited each): at most seconds of work, whatever the data.
 pub const MAX_COST: f64 = 1e8;
+
+/// Default CEL work of one run, in the steps of [`MAX_COST`]: ten evaluations at the
+/// per-evaluation limit (about 28 s of the worst work measured, release build, 2 cores).
+/// Real registries use a small fraction of it (`docs/policies.md`, "The CEL budget").
+pub const RUN_BUDGET: f64 = 1e9;
 
 /// The variables every predicate may use.
 pub const VARIABLES: [&str; 7] = ["old", "new", "kind", "file", "pointer", "entry", "mr"];
@@ -95,6 +112,88 @@ pub enum PredicateError {
         "`when` uses undeclared name `{0}` (variables: old, new, kind, file, pointer, entry, mr)"
     )]
     UndeclaredName(String),
+}
+
+/// Why one evaluation did not give a bool.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    /// The worst-case cost on this change's values exceeds [`MAX_COST`]: not evaluated.
+    #[error(
+        "`when` could cost up to {cost:.1e} steps on this change (old and new hold {values} values); the limit is {MAX_COST:e}: narrow `match.pointer` or avoid nested comprehensions over whole documents"
+    )]
+    TooCostly {
+        /// The cost bound on this change.
+        cost: f64,
+        /// The sizes of `old` and `new` together.
+        values: f64,
+    },
+    /// The predicate yielded something else than a bool.
+    #[error("`when` must yield a bool, got {0}")]
+    NotBool(&'static str),
+    /// The CEL evaluator failed (a type error, a missing field, a division by zero, …).
+    #[error("{0}")]
+    Runtime(String),
+    /// The run's [`CelBudget`] has no room for this evaluation: not evaluated.
+    #[error("the run's CEL budget of {limit:e} steps is spent")]
+    BudgetSpent {
+        /// The budget's limit.
+        limit: f64,
+    },
+}
+
+/// The CEL work one run may do, in the steps of [`MAX_COST`] (see "The run's budget" in
+/// the module docs). Once an evaluation does not fit, the budget is spent for good: later
+/// evaluations are refused even when they would fit, so what is judged never depends on
+/// which cheap evaluations happen to come after an expensive one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CelBudget {
+    limit: f64,
+    spent: f64,
+    exhausted: bool,
+}
+
+impl CelBudget {
+    /// A budget of `limit` steps (a run uses [`RUN_BUDGET`]; tests pass small ones).
+    pub fn new(limit: f64) -> Self {
+        CelBudget {
+            limit,
+            spent: 0.0,
+            exhausted: false,
+        }
+    }
+
+    /// The limit it was created with.
+    pub fn limit(&self) -> f64 {
+        self.limit
+    }
+
+    /// The steps charged so far.
+    pub fn spent(&self) -> f64 {
+        self.spent
+    }
+
+    /// Whether an evaluation has been refused: no further evaluation is performed.
+    pub fn is_exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    /// Charges `steps` when they fit in what is left; otherwise marks the budget spent.
+    fn charge(&mut self, steps: f64) -> Result<(), EvalError> {
+        // `NaN` (an overflowed bound) never fits.
+        if !self.exhausted && self.spent + steps <= self.limit {
+            self.spent += steps;
+            return Ok(());
+        }
+        self.exhausted = true;
+        Err(EvalError::BudgetSpent { limit: self.limit })
+    }
+}
+
+impl Default for CelBudget {
+    /// [`RUN_BUDGET`].
+    fn default() -> Self {
+        CelBudget::new(RUN_BUDGET)
+    }
 }
 
 /// A compiled `when` predicate.
@@ -161,16 +260,29 @@ impl Predicate {
         .cost
     }
 
-    /// Evaluates; `Err` carries a one-line description for a run-time error or a non-bool.
-    pub fn evaluate(&self, env: &Arc<Env>, b: &Bindings<'_>) -> Result<bool, String> {
+    /// Evaluates, charging the work to `budget` first. Not evaluated (and nothing charged)
+    /// when the cost bound on these values exceeds [`MAX_COST`] or does not fit in the
+    /// budget; a run-time error or a non-bool is an error too, never `false`.
+    pub fn evaluate(
+        &self,
+        env: &Arc<Env>,
+        b: &Bindings<'_>,
+        budget: &mut CelBudget,
+    ) -> Result<bool, EvalError> {
+        if budget.is_exhausted() {
+            return Err(EvalError::BudgetSpent {
+                limit: budget.limit(),
+            });
+        }
         let sizes = Sizes::of(b);
         let cost = self.cost_bound(&sizes);
         if !within_budget(cost) {
-            return Err(format!(
-                "`when` could cost up to {cost:.1e} steps on this change (old and new hold {} values); the limit is {MAX_COST:e}: narrow `match.pointer` or avoid nested comprehensions over whole documents",
-                sizes.old + sizes.new
-            ));
+            return Err(EvalError::TooCostly {
+                cost,
+                values: sizes.old + sizes.new,
+            });
         }
+        budget.charge(cost + sizes.old + sizes.new)?;
         let mut ctx = Context::with_env(Arc::clone(env));
         ctx.add_variable_from_value("old", b.old.map_or(CelValue::Null, json_to_cel));
         ctx.add_variable_from_value("new", b.new.map_or(CelValue::Null, json_to_cel));
@@ -181,11 +293,8 @@ impl Predicate {
         ctx.add_variable_from_value("mr", b.mr.clone());
         match self.program.execute(&ctx) {
             Ok(CelValue::Bool(v)) => Ok(v),
-            Ok(other) => Err(format!(
-                "`when` must yield a bool, got {}",
-                type_name(&other)
-            )),
-            Err(e) => Err(one_line(&e.to_string())),
+            Ok(other) => Err(EvalError::NotBool(type_name(&other))),
+            Err(e) => Err(EvalError::Runtime(one_line(&e.to_string()))),
         }
     }
 }
@@ -739,6 +848,15 @@ mod tests {
     }
 
     fn eval(src: &str, old: Option<Value>, new: Option<Value>) -> Result<bool, String> {
+        eval_charged(src, old, new, &mut CelBudget::default()).map_err(|e| e.to_string())
+    }
+
+    fn eval_charged(
+        src: &str,
+        old: Option<Value>,
+        new: Option<Value>,
+        budget: &mut CelBudget,
+    ) -> Result<bool, EvalError> {
         let env = env();
         let p = Predicate::compile(&env, src).unwrap_or_else(|e| panic!("{src}: {e}"));
         let mr = CelValue::from(HashMap::from([("iid", CelValue::Int(7))]));
@@ -753,6 +871,7 @@ mod tests {
                 entry: Some("a"),
                 mr: &mr,
             },
+            budget,
         )
     }
 
@@ -938,5 +1057,82 @@ mod tests {
             ),
             Ok(true)
         );
+    }
+
+    #[test]
+    fn every_evaluation_is_charged_its_bound_and_the_sizes_of_old_and_new() {
+        let mut budget = CelBudget::new(1e6);
+        assert_eq!(
+            eval_charged(
+                "int(new) < int(old)",
+                Some(json!(30)),
+                Some(json!(7)),
+                &mut budget
+            ),
+            Ok(true)
+        );
+        let one = budget.spent();
+        assert!(one > 2.0 && one < 100.0, "{one}");
+        // The same evaluation charges the same amount: the budget is a count, not a clock.
+        eval_charged(
+            "int(new) < int(old)",
+            Some(json!(30)),
+            Some(json!(7)),
+            &mut budget,
+        )
+        .unwrap();
+        assert_eq!(budget.spent(), 2.0 * one);
+        // Larger values cost more, in proportion to their size.
+        let mut linear = CelBudget::new(1e9);
+        let big: Vec<i64> = (0..10_000).collect();
+        eval_charged("new.all(x, x >= 0)", None, Some(json!(big)), &mut linear).unwrap();
+        assert!(linear.spent() > 20_000.0, "{}", linear.spent());
+        assert!(!linear.is_exhausted());
+    }
+
+    #[test]
+    fn an_evaluation_that_does_not_fit_is_refused_and_the_budget_stays_spent() {
+        let big: Vec<i64> = (0..1_000).collect();
+        let mut budget = CelBudget::new(10_000.0);
+        let quadratic = "new.all(x, new.exists(y, y == x))";
+        // Within the per-evaluation limit, but not within this budget.
+        assert_eq!(
+            eval_charged(quadratic, None, Some(json!(big)), &mut budget),
+            Err(EvalError::BudgetSpent { limit: 10_000.0 })
+        );
+        assert!(budget.is_exhausted());
+        assert_eq!(budget.spent(), 0.0, "a refused evaluation is not charged");
+        // A cheap evaluation that would fit is refused too: the budget is spent for good.
+        assert_eq!(
+            eval_charged("new == 1", None, Some(json!(1)), &mut budget),
+            Err(EvalError::BudgetSpent { limit: 10_000.0 })
+        );
+        let message = EvalError::BudgetSpent { limit: 1e9 }.to_string();
+        assert_eq!(message, "the run's CEL budget of 1e9 steps is spent");
+    }
+
+    #[test]
+    fn the_per_evaluation_limit_is_checked_before_the_budget_and_charges_nothing() {
+        let big: Vec<i64> = (0..100_000).collect();
+        let mut budget = CelBudget::new(1e12);
+        let err = eval_charged(
+            "new.all(x, new.exists_one(y, y == x))",
+            None,
+            Some(json!(big)),
+            &mut budget,
+        )
+        .unwrap_err();
+        assert!(matches!(err, EvalError::TooCostly { .. }), "{err}");
+        assert_eq!(budget.spent(), 0.0);
+        assert!(
+            !budget.is_exhausted(),
+            "an over-limit evaluation leaves the budget"
+        );
+        // Filling the budget exactly is allowed; one step more is not.
+        let mut exact = CelBudget::new(0.0);
+        assert!(exact.charge(0.0).is_ok());
+        assert!(exact.charge(1.0).is_err());
+        assert!(CelBudget::new(1.0).charge(f64::NAN).is_err());
+        assert_eq!(CelBudget::default().limit(), RUN_BUDGET);
     }
 }

@@ -28,16 +28,21 @@
 //!   or a non-bool result is never read as `false`: it becomes a `block` finding for the same
 //!   slot saying the rule could not be evaluated, because failing open would let exactly the
 //!   unexpected data through.
+//! * **The run's CEL budget** ([`CelBudget`], default [`RUN_BUDGET`]): every evaluation is
+//!   charged its cost bound; once the budget is spent the remaining evaluations are not
+//!   performed, and [`Evaluation::unevaluated`] names, per file, the rules left unjudged, so
+//!   the caller can block (`assent/undecidable`) instead of passing what was never judged.
 //! * **Messages** are templates ([`template`]); a missing message renders
 //!   `<rule>: <kind> of <pointer> in <file>`.
 //! * **Digest**: see [`PolicySet::digest`].
 
 pub mod cel_eval;
 pub mod document;
+pub mod excerpt;
 pub mod pattern;
 pub mod template;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -46,10 +51,17 @@ use sha2::{Digest, Sha256};
 use crate::core::inert;
 use crate::core::model::{Assenters, Change, ChangeKind, Effect, Finding, Occurrence, Role, Slot};
 
-use cel_eval::{Bindings, Predicate};
+use cel_eval::{Bindings, EvalError, Predicate};
+
+pub use cel_eval::{CelBudget, RUN_BUDGET};
 use document::{LineMap, RawAssenters, RawDocument};
 use pattern::{FileGlob, PointerPattern};
 use template::{Template, TemplateValues};
+
+/// Largest policy file that loads, in bytes: far more than any real policy, small enough
+/// that a hostile file cannot make `lint` or a run hold or parse much. `assent lint` and
+/// `assent test` read at most this many bytes (plus one) of each file.
+pub const MAX_POLICY_FILE_BYTES: usize = 1 << 20;
 
 /// One policy file as read from the target ref.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +110,19 @@ pub struct MrContext {
     pub author: String,
     /// Label names.
     pub labels: Vec<String>,
+}
+
+/// What [`PolicySet::evaluate_within`] judged, and what it could not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// The findings, per change in input order, then per rule in load order.
+    pub findings: Vec<Finding>,
+    /// File → ids of the rules whose `when` was not evaluated on at least one change of that
+    /// file because the run's CEL budget was spent. Non-empty means the judgement is
+    /// incomplete: the caller must fail closed (`assent/undecidable`).
+    pub unevaluated: BTreeMap<String, BTreeSet<String>>,
+    /// The budget after the run: how much was spent, and whether it ran out.
+    pub budget: CelBudget,
 }
 
 /// One compiled rule.
@@ -233,12 +258,27 @@ impl PolicySet {
             .map(|i| tokens[i].clone())
     }
 
+    /// Judges `changes` within the default per-run budget ([`CelBudget::default`]); see
+    /// [`PolicySet::evaluate_within`].
+    pub fn evaluate(&self, changes: &[Change], mr: &MrContext) -> Evaluation {
+        self.evaluate_within(changes, mr, CelBudget::default())
+    }
+
     /// Judges `changes`: one finding per (change, rule) that matches and whose `when` is
     /// absent or true, per change in input order and rule in load order. A `when` that fails
-    /// at run time gives a `block` finding for the same slot (see the module docs).
-    pub fn evaluate(&self, changes: &[Change], mr: &MrContext) -> Vec<Finding> {
+    /// at run time gives a `block` finding for the same slot (see the module docs). Every
+    /// evaluation is charged to `budget`; once it is spent, no further `when` is evaluated
+    /// and the rules left unjudged are listed per file in [`Evaluation::unevaluated`] (rules
+    /// without `when` still fire: they cost no CEL work).
+    pub fn evaluate_within(
+        &self,
+        changes: &[Change],
+        mr: &MrContext,
+        mut budget: CelBudget,
+    ) -> Evaluation {
         let mr_value = mr_to_cel(mr);
         let mut findings = Vec::new();
+        let mut unevaluated: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for change in changes {
             let mut matching = self.rules.iter().filter(|r| r.matches(change)).peekable();
             if matching.peek().is_none() {
@@ -261,6 +301,7 @@ impl PolicySet {
                             entry: entry.as_deref(),
                             mr: &mr_value,
                         },
+                        &mut budget,
                     ),
                 };
                 let (effect, message) = match verdict {
@@ -277,6 +318,13 @@ impl PolicySet {
                             rule: &rule.id,
                         }),
                     ),
+                    Err(EvalError::BudgetSpent { .. }) => {
+                        unevaluated
+                            .entry(change.file.clone())
+                            .or_default()
+                            .insert(rule.id.clone());
+                        continue;
+                    }
                     Err(error) => (
                         Effect::Block,
                         // The subject and the error (which may quote values) are MR content.
@@ -284,7 +332,7 @@ impl PolicySet {
                             "rule {} could not be evaluated on {}: {} — fix the rule or the data",
                             inert::code(&rule.id),
                             inert::code(&subject),
-                            inert::code(&error)
+                            inert::code(&error.to_string())
                         ),
                     ),
                 };
@@ -305,7 +353,11 @@ impl PolicySet {
                 });
             }
         }
-        findings
+        Evaluation {
+            findings,
+            unevaluated,
+            budget,
+        }
     }
 
     /// Whether any rule's `match.files` glob matches `path`: the file is *governed*, so a
@@ -370,16 +422,22 @@ struct Loader {
 }
 
 impl Loader {
+    /// Records a problem. Its message may quote the file (a field name, an id, a YAML
+    /// error's excerpt): it is cut and escaped here, once for every problem.
     fn problem(&mut self, file: &str, line: Option<usize>, message: String) {
         self.problems.push(PolicyProblem {
             file: file.to_owned(),
             line,
-            message,
+            message: excerpt::sanitize_message(&message),
         });
     }
 
     fn load_file(&mut self, file: &PolicyFile) {
         let path = file.path.as_str();
+        if file.bytes.len() > MAX_POLICY_FILE_BYTES {
+            self.problem(path, None, too_large(file.bytes.len()));
+            return;
+        }
         let text = match std::str::from_utf8(&file.bytes) {
             Ok(text) => text,
             Err(e) => {
@@ -685,6 +743,12 @@ impl Loader {
             min_role,
         })
     }
+}
+
+/// The problem of a policy file over [`MAX_POLICY_FILE_BYTES`], also used by the local
+/// readers of `assent lint` and `assent test`.
+pub fn too_large(bytes: usize) -> String {
+    format!("file is {bytes} bytes, more than the {MAX_POLICY_FILE_BYTES} allowed")
 }
 
 fn place(file: &str, line: Option<usize>) -> String {

@@ -91,10 +91,12 @@ fn spec_example_loads_and_fires_on_retention_shrink() {
         None,
         Some(json!(7)),
     );
-    let findings = set.evaluate(
-        &[shrink.clone(), grow, elsewhere, added],
-        &MrContext::default(),
-    );
+    let findings = set
+        .evaluate(
+            &[shrink.clone(), grow, elsewhere, added],
+            &MrContext::default(),
+        )
+        .findings;
     assert_eq!(findings.len(), 1);
     let f = &findings[0];
     assert_eq!(f.slot.rule, "retention-shrink");
@@ -124,7 +126,11 @@ fn empty_file_set_loads_with_no_rules_and_judges_nothing() {
     let set = PolicySet::load(&[]).unwrap();
     assert!(set.rule_ids().is_empty());
     let c = change("a.yaml", "", ChangeKind::Add, None, Some(json!({})));
-    assert!(set.evaluate(&[c], &MrContext::default()).is_empty());
+    assert!(
+        set.evaluate(&[c], &MrContext::default())
+            .findings
+            .is_empty()
+    );
     assert_eq!(set.identity_for("topics/a.yaml", "/topics"), None);
 }
 
@@ -467,7 +473,7 @@ fn evaluation_over_strings_bools_lists_maps_and_null() {
         Some(json!("team-a")),
         Some(json!("bob")),
     );
-    let f = set.evaluate(&[owner], &mr);
+    let f = set.evaluate(&[owner], &mr).findings;
     assert_eq!(
         rules_fired(&f),
         vec![("any-change", Effect::Comment), ("strings", Effect::Block)]
@@ -488,7 +494,7 @@ fn evaluation_over_strings_bools_lists_maps_and_null() {
         Some(json!(true)),
         Some(json!(false)),
     );
-    let f = set.evaluate(&[compacted], &mr);
+    let f = set.evaluate(&[compacted], &mr).findings;
     assert_eq!(
         rules_fired(&f),
         vec![
@@ -505,7 +511,7 @@ fn evaluation_over_strings_bools_lists_maps_and_null() {
         Some(json!(["a", "b"])),
         Some(json!(["a"])),
     );
-    let f = set.evaluate(&[consumers], &mr);
+    let f = set.evaluate(&[consumers], &mr).findings;
     assert_eq!(f[1].message, r#"consumers `["a","b"]` -> `["a"]`"#);
     let more = change(
         t,
@@ -515,7 +521,7 @@ fn evaluation_over_strings_bools_lists_maps_and_null() {
         Some(json!(["a", "b"])),
     );
     assert_eq!(
-        rules_fired(&set.evaluate(&[more], &mr)),
+        rules_fired(&set.evaluate(&[more], &mr).findings),
         vec![("any-change", Effect::Comment)]
     );
 
@@ -526,7 +532,7 @@ fn evaluation_over_strings_bools_lists_maps_and_null() {
         Some(json!({"partitions": 3, "name": "o"})),
         None,
     );
-    let f = set.evaluate(&[deleted], &mr);
+    let f = set.evaluate(&[deleted], &mr).findings;
     assert_eq!(
         rules_fired(&f),
         vec![("any-change", Effect::Comment), ("maps", Effect::Block)]
@@ -535,7 +541,7 @@ fn evaluation_over_strings_bools_lists_maps_and_null() {
 
     // An add of an explicit null: `new == null` holds; the message renders `null`.
     let null_add = change(t, "/topics/n", ChangeKind::Add, None, Some(Value::Null));
-    let f = set.evaluate(&[null_add], &mr);
+    let f = set.evaluate(&[null_add], &mr).findings;
     assert_eq!(
         rules_fired(&f),
         vec![("any-change", Effect::Comment), ("maps", Effect::Block)]
@@ -560,12 +566,12 @@ fn mr_context_is_visible_to_predicates() {
         ..MrContext::default()
     };
     assert_eq!(
-        rules_fired(&set.evaluate(std::slice::from_ref(&c), &mr)),
+        rules_fired(&set.evaluate(std::slice::from_ref(&c), &mr).findings),
         vec![("any-change", Effect::Comment), ("labels", Effect::Comment)]
     );
     mr.labels.clear();
     assert_eq!(
-        rules_fired(&set.evaluate(&[c], &mr)),
+        rules_fired(&set.evaluate(&[c], &mr).findings),
         vec![("any-change", Effect::Comment)]
     );
 }
@@ -575,16 +581,18 @@ fn whole_file_changes_match_the_default_pointer() {
     let set = load(&one_rule(
         "id: new-file\n    match: {files: [\"topics/*.yaml\"], kinds: [add]}\n    effect: comment",
     ));
-    let f = set.evaluate(
-        &[change(
-            "topics/a.yaml",
-            "",
-            ChangeKind::Add,
-            None,
-            Some(json!({"topics": []})),
-        )],
-        &MrContext::default(),
-    );
+    let f = set
+        .evaluate(
+            &[change(
+                "topics/a.yaml",
+                "",
+                ChangeKind::Add,
+                None,
+                Some(json!({"topics": []})),
+            )],
+            &MrContext::default(),
+        )
+        .findings;
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].slot.subject, "topics/a.yaml#");
     assert_eq!(f[0].message, "new-file: add of ` ` in `topics/a.yaml`");
@@ -600,7 +608,9 @@ fn runtime_error_is_a_block_finding_for_the_same_slot() {
         Some(json!(30)),
         Some(json!("abc")),
     );
-    let f = set.evaluate(std::slice::from_ref(&bad), &MrContext::default());
+    let f = set
+        .evaluate(std::slice::from_ref(&bad), &MrContext::default())
+        .findings;
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].effect, Effect::Block);
     assert_eq!(f[0].slot.rule, "retention-shrink");
@@ -630,18 +640,22 @@ fn runtime_error_is_a_block_finding_for_the_same_slot() {
     let set = load(&one_rule(
         "id: r\n    match: {files: [x]}\n    when: new.missing > 1\n    effect: comment",
     ));
-    let f = set.evaluate(
-        &[change("x", "/a", ChangeKind::Add, None, Some(json!({})))],
-        &MrContext::default(),
-    );
+    let f = set
+        .evaluate(
+            &[change("x", "/a", ChangeKind::Add, None, Some(json!({})))],
+            &MrContext::default(),
+        )
+        .findings;
     assert_eq!(f[0].effect, Effect::Block);
     let set = load(&one_rule(
         "id: r\n    match: {files: [x]}\n    when: new\n    effect: comment",
     ));
-    let f = set.evaluate(
-        &[change("x", "/a", ChangeKind::Add, None, Some(json!(1)))],
-        &MrContext::default(),
-    );
+    let f = set
+        .evaluate(
+            &[change("x", "/a", ChangeKind::Add, None, Some(json!(1)))],
+            &MrContext::default(),
+        )
+        .findings;
     assert_eq!(f[0].effect, Effect::Block);
     assert!(
         f[0].message.contains("must yield a bool"),
@@ -661,6 +675,7 @@ fn hostile_expressions_are_bounded() {
             &[change("x", "/a", ChangeKind::Add, None, Some(json!(1)))],
             &MrContext::default()
         )
+        .findings
         .len(),
         1
     );
@@ -701,7 +716,7 @@ fn findings_follow_change_order_then_rule_load_order_across_files() {
         ),
         change("x", "/1", ChangeKind::Delete, Some(json!(1)), None),
     ];
-    let f = set.evaluate(&changes, &MrContext::default());
+    let f = set.evaluate(&changes, &MrContext::default()).findings;
     let order: Vec<String> = f.iter().map(|f| f.slot.to_string()).collect();
     assert_eq!(
         order,
@@ -715,9 +730,10 @@ fn findings_follow_change_order_then_rule_load_order_across_files() {
     // Determinism: same inputs, any file order, same findings.
     let again = PolicySet::load(&[b, a])
         .unwrap()
-        .evaluate(&changes, &MrContext::default());
+        .evaluate(&changes, &MrContext::default())
+        .findings;
     assert_eq!(f, again);
-    assert_eq!(f, set.evaluate(&changes, &MrContext::default()));
+    assert_eq!(f, set.evaluate(&changes, &MrContext::default()).findings);
 }
 
 #[test]
@@ -810,16 +826,18 @@ fn a_rule_with_several_globs_matches_any_of_them() {
         "id: r\n    match:\n      files: [\"a/*.yaml\", \"b/**/*.json\"]\n    effect: comment",
     ));
     let mk = |f: &str| change(f, "/x", ChangeKind::Add, None, Some(json!(1)));
-    let f = set.evaluate(
-        &[
-            mk("a/1.yaml"),
-            mk("a/s/1.yaml"),
-            mk("b/1.json"),
-            mk("b/c/d/1.json"),
-            mk("c/1.yaml"),
-        ],
-        &MrContext::default(),
-    );
+    let f = set
+        .evaluate(
+            &[
+                mk("a/1.yaml"),
+                mk("a/s/1.yaml"),
+                mk("b/1.json"),
+                mk("b/c/d/1.json"),
+                mk("c/1.yaml"),
+            ],
+            &MrContext::default(),
+        )
+        .findings;
     let subjects: Vec<&str> = f.iter().map(|f| f.slot.subject.as_str()).collect();
     assert_eq!(
         subjects,
@@ -895,4 +913,145 @@ rules:
         unknown.iter().any(|p| p.contains("unknown field `groups`")),
         "{unknown:?}"
     );
+}
+
+/// Two rules over every change of `x`: one with a `when` that always holds, one without.
+fn budget_policy() -> PolicySet {
+    load(
+        "apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: judged\n    match: {files: [x, y]}\n    when: \"new.all(v, v >= 0)\"\n    effect: challenge\n  - id: plain\n    match: {files: [x, y]}\n    effect: comment\n",
+    )
+}
+
+fn list_changes(file: &str, count: usize, len: usize) -> Vec<Change> {
+    (0..count)
+        .map(|i| {
+            let values: Vec<usize> = (0..len).collect();
+            change(
+                file,
+                &format!("/{i}"),
+                ChangeKind::Add,
+                None,
+                Some(json!(values)),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_default_budget_leaves_ordinary_evaluations_alone() {
+    let set = budget_policy();
+    let evaluation = set.evaluate(&list_changes("x", 1_000, 10), &MrContext::default());
+    assert!(evaluation.unevaluated.is_empty());
+    assert!(!evaluation.budget.is_exhausted());
+    assert_eq!(evaluation.findings.len(), 2_000);
+    assert_eq!(evaluation.budget.limit(), RUN_BUDGET);
+    let share = evaluation.budget.spent() / RUN_BUDGET;
+    assert!(share > 0.0 && share < 1e-3, "{share}");
+}
+
+#[test]
+fn past_the_budget_no_when_is_evaluated_and_the_rules_are_named_per_file() {
+    let set = budget_policy();
+    let mut changes = list_changes("x", 50, 100);
+    changes.extend(list_changes("y", 50, 100));
+    let mr = MrContext::default();
+    let full = set.evaluate(&changes, &mr);
+    let per_evaluation = full.budget.spent() / 100.0;
+    // Room for ten evaluations and a half.
+    let budget = CelBudget::new(per_evaluation * 10.5);
+    let evaluation = set.evaluate_within(&changes, &mr, budget);
+    assert!(evaluation.budget.is_exhausted());
+    assert!(evaluation.budget.spent() <= budget.limit());
+    let judged = evaluation
+        .findings
+        .iter()
+        .filter(|f| f.slot.rule == "judged")
+        .count();
+    assert_eq!(judged, 10, "the first ten evaluations ran, none after");
+    // A rule without `when` costs nothing and still fires on every change.
+    let plain = evaluation
+        .findings
+        .iter()
+        .filter(|f| f.slot.rule == "plain")
+        .count();
+    assert_eq!(plain, 100);
+    let names = |rules: &[&str]| rules.iter().map(|r| (*r).to_owned()).collect();
+    assert_eq!(
+        evaluation.unevaluated,
+        BTreeMap::from([
+            ("x".to_owned(), names(&["judged"])),
+            ("y".to_owned(), names(&["judged"])),
+        ])
+    );
+    // The same inputs spend the same budget and give the same result.
+    assert_eq!(evaluation, set.evaluate_within(&changes, &mr, budget));
+}
+
+#[test]
+fn a_cheap_evaluation_after_a_refused_one_is_refused_too() {
+    // `big` does not fit in the budget; the small change after it would, but is not
+    // evaluated: what is judged never depends on where the cheap changes sit.
+    let set = budget_policy();
+    let changes = vec![
+        change(
+            "x",
+            "/big",
+            ChangeKind::Add,
+            None,
+            Some(json!(vec![1; 5_000])),
+        ),
+        change("y", "/small", ChangeKind::Add, None, Some(json!([1]))),
+    ];
+    let evaluation = set.evaluate_within(&changes, &MrContext::default(), CelBudget::new(1_000.0));
+    assert_eq!(
+        evaluation.unevaluated.keys().collect::<Vec<_>>(),
+        vec!["x", "y"]
+    );
+    assert_eq!(evaluation.budget.spent(), 0.0);
+    assert!(evaluation.findings.iter().all(|f| f.slot.rule == "plain"));
+}
+
+#[test]
+fn a_policy_file_over_the_size_limit_is_one_problem_and_is_not_parsed() {
+    let mut text = one_rule("id: r\n    match: {files: [x]}\n    effect: comment");
+    text.push_str(&format!("# {}\n", "x".repeat(MAX_POLICY_FILE_BYTES)));
+    assert_eq!(
+        problems(&text),
+        vec![format!(
+            "p.yaml: file is {} bytes, more than the 1048576 allowed",
+            text.len()
+        )]
+    );
+}
+
+#[test]
+fn problems_quote_file_content_only_as_short_escaped_excerpts() {
+    // `serde_yaml` quotes a scalar of the wrong type in full, and unknown keys by name.
+    let secret = format!("ghp_{}", "s".repeat(4000));
+    let got = problems(&format!(
+        "apiVersion: assent/v1\nkind: Policy\nrules: \"{secret}\"\n"
+    ));
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].starts_with("p.yaml:3: rules: invalid type: string \"ghp_"),
+        "{got:?}"
+    );
+    assert!(got[0].len() < 200, "{got:?}");
+    assert!(got[0].ends_with("…\", expected a sequence"), "{got:?}");
+    let got = problems(&format!(
+        "apiVersion: assent/v1\nkind: Policy\n\"{secret}\\e[2K\\rok\": 1\nrules: []\n"
+    ));
+    assert!(got[0].len() < 600, "{got:?}");
+    assert!(
+        !got[0].contains('\u{1b}') && !got[0].contains('\r'),
+        "{got:?}"
+    );
+    // Values that are checked later are cut and escaped too.
+    let got = problems(&one_rule(&format!(
+        "id: \"{}\\e]0;pwned\\u0007\"\n    match: {{files: [x]}}\n    effect: comment",
+        "a".repeat(3000)
+    )));
+    assert!(got[0].contains("rule id `aaaa"), "{got:?}");
+    assert!(got[0].len() < 200, "{got:?}");
+    assert!(!got[0].chars().any(char::is_control), "{got:?}");
 }

@@ -1,0 +1,158 @@
+//! Quoting file content in one-line problems: short, and with nothing a terminal or a log
+//! viewer would act on.
+//!
+//! `assent lint` and `assent test` run in CI on merge requests whose author wrote the files
+//! they read, and their problems end up in job logs. A problem may quote what it found (an
+//! unknown field's name, a rule id, `serde_yaml`'s `invalid type: string "…"`), but only as
+//! a short excerpt: a file's bytes are never echoed wholesale, and control characters (an
+//! ANSI escape, a carriage return that rewrites the line, a newline that forges an `ok:`
+//! line) and invisible direction or line-separator characters are escaped as `\u{…}`.
+
+/// Longest quoted run kept in a problem (a `` `…` `` or `"…"` segment), in characters.
+pub const MAX_QUOTED_CHARS: usize = 48;
+
+/// Longest problem message, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 480;
+
+/// Whether `c` is escaped: control characters, and the invisible characters that reorder or
+/// break a line when displayed.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}'
+        )
+}
+
+/// `text` with every control or invisible formatting character escaped (`\n`, `\r`, `\t`,
+/// else `\u{hex}`); everything else is kept.
+pub fn escape_controls(text: &str) -> String {
+    if !text.chars().any(needs_escape) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if needs_escape(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The first `max_chars` characters of `text`, then `…` when there was more.
+fn truncate(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// A short, escaped excerpt of `text`: control characters escaped, at most `max_chars`
+/// characters of the escaped text, `…` when cut.
+pub fn excerpt(text: &str, max_chars: usize) -> String {
+    truncate(&escape_controls(text), max_chars)
+}
+
+/// A problem message fit to print: every quoted run (between backticks, or between double
+/// quotes with `\"` escapes, as `serde` quotes strings) cut to [`MAX_QUOTED_CHARS`], control
+/// characters escaped, and the whole cut to [`MAX_MESSAGE_CHARS`].
+pub fn sanitize_message(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(4 * MAX_MESSAGE_CHARS));
+    let mut chars = message.chars();
+    while let Some(c) = chars.next() {
+        if c != '`' && c != '"' {
+            out.push(c);
+            continue;
+        }
+        let mut quoted = String::new();
+        let mut closed = false;
+        while let Some(inner) = chars.next() {
+            if inner == c {
+                closed = true;
+                break;
+            }
+            quoted.push(inner);
+            if c == '"'
+                && inner == '\\'
+                && let Some(escaped) = chars.next()
+            {
+                quoted.push(escaped);
+            }
+        }
+        out.push(c);
+        out.push_str(&truncate(&quoted, MAX_QUOTED_CHARS));
+        if closed {
+            out.push(c);
+        }
+        // Bounded work whatever the message: stop once the result is cut anyway.
+        if out.len() > 4 * MAX_MESSAGE_CHARS {
+            break;
+        }
+    }
+    truncate(&escape_controls(&out), MAX_MESSAGE_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_and_invisible_formatting_are_escaped() {
+        assert_eq!(escape_controls("plain `text` é"), "plain `text` é");
+        assert_eq!(
+            escape_controls("a\nok: 8 rule(s)\r\t\u{1b}[31m\u{202e}\u{2028}\u{0}"),
+            "a\\nok: 8 rule(s)\\r\\t\\u{1b}[31m\\u{202e}\\u{2028}\\u{0}"
+        );
+    }
+
+    #[test]
+    fn excerpts_are_short_and_cut_on_character_boundaries() {
+        assert_eq!(excerpt("short", 10), "short");
+        assert_eq!(excerpt("ééééé", 3), "ééé…");
+        assert_eq!(excerpt("a\nb", 2), "a\\…");
+    }
+
+    #[test]
+    fn long_quoted_runs_are_cut_and_the_rest_is_kept() {
+        let secret = "S".repeat(5000);
+        let message = format!("rules: invalid type: string \"{secret}\", expected a sequence");
+        let clean = sanitize_message(&message);
+        assert_eq!(
+            clean,
+            format!(
+                "rules: invalid type: string \"{}…\", expected a sequence",
+                "S".repeat(MAX_QUOTED_CHARS)
+            )
+        );
+        // Escaped quotes inside a serde string do not end it.
+        let clean = sanitize_message(&format!("string \"a\\\"{secret}\" end"));
+        assert!(clean.ends_with("…\" end"), "{clean}");
+        let clean = sanitize_message(&format!("unknown field `{secret}`, expected `id`"));
+        assert!(clean.ends_with("…`, expected `id`"), "{clean}");
+        // An unclosed quote is cut too, and short runs are untouched.
+        let clean = sanitize_message(&format!("rule `{secret}"));
+        assert_eq!(clean.chars().count(), "rule `".len() + MAX_QUOTED_CHARS + 1);
+        assert_eq!(
+            sanitize_message("duplicate rule id `a` (first defined at a.yaml:4)"),
+            "duplicate rule id `a` (first defined at a.yaml:4)"
+        );
+    }
+
+    #[test]
+    fn messages_are_one_line_and_bounded() {
+        let long = format!("x{}", "y\n".repeat(10_000));
+        let clean = sanitize_message(&long);
+        assert!(!clean.contains('\n'));
+        assert_eq!(clean.chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert!(clean.ends_with('…'));
+        let many_quotes = "`a` ".repeat(100_000);
+        assert_eq!(
+            sanitize_message(&many_quotes).chars().count(),
+            MAX_MESSAGE_CHARS + 1
+        );
+    }
+}
