@@ -17,7 +17,7 @@ use crate::core::receipt::{
     ActionKind, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptRepair, RequestTally,
     Rescan,
 };
-use crate::core::render::{self, SummaryContext};
+use crate::core::render::{self, SummaryContext, TargetBranch};
 use crate::core::rescan::{WriteRecord, verify_rescan};
 use crate::core::review_state::{decide, finding_statuses};
 use crate::forge::{Forge, ForgeError};
@@ -38,6 +38,9 @@ pub struct RunContext {
     pub web_url: Option<String>,
     /// Compute and report the plan, write nothing.
     pub dry_run: bool,
+    /// The target branch the pipeline pinned (SPEC §10.5): re-checked before the first
+    /// write and recorded in the summary. `None` pins none and records none.
+    pub target: Option<TargetBranch>,
 }
 
 /// Why a reconciliation did not complete. Every variant maps to exit code 3.
@@ -76,9 +79,14 @@ pub fn reconcile(
     let summary_ctx = SummaryContext {
         pins: &ctx.pins,
         web_url: ctx.web_url.as_deref(),
+        target: ctx.target.as_ref(),
+        listing: None,
     };
     let bot = forge.bot_user_id()?;
     let mut warnings = BTreeSet::new();
+    if let Some(target) = ctx.target.as_ref().filter(|t| !t.has_policies) {
+        warnings.insert(no_policies_warning(&target.name));
+    }
 
     let mut inventory = Inventory::from_listing(&forge.list_discussions()?, bot);
     warnings.extend(inventory.warnings.iter().cloned());
@@ -151,7 +159,10 @@ pub fn reconcile(
 
     let verified_body = |inventory: &Inventory| {
         render::summary_body(
-            summary_ctx,
+            SummaryContext {
+                listing: Some(inventory),
+                ..summary_ctx
+            },
             desired,
             &finding_statuses(desired, inventory),
             SummaryState::Verified,
@@ -190,16 +201,24 @@ pub fn reconcile(
         });
     }
 
-    // Right before the first write: a pipeline for an older head must not publish.
+    // Right before the first write: a pipeline for an older head, or for the branch the MR
+    // targeted before it was retargeted, must not publish.
     let mr = forge.merge_request()?;
-    if mr.state != MergeRequestState::Opened || mr.head_sha != head {
+    let retargeted = ctx
+        .target
+        .as_ref()
+        .filter(|pinned| pinned.name != mr.target_branch);
+    if mr.state != MergeRequestState::Opened || mr.head_sha != head || retargeted.is_some() {
         let outcome = if mr.state != MergeRequestState::Opened {
             Outcome::MrNotOpen
         } else {
             Outcome::StalePipeline
         };
         let used = forge.request_counts();
-        let receipt = refusal_receipt(ctx, outcome, used.reads - start.reads);
+        let mut receipt = refusal_receipt(ctx, outcome, used.reads - start.reads);
+        if let (Outcome::StalePipeline, Some(pinned)) = (outcome, retargeted) {
+            receipt.warnings = vec![retargeted_warning(&pinned.name, &mr.target_branch)];
+        }
         return Ok(Publication {
             receipt,
             plan: first_plan,
@@ -299,7 +318,10 @@ fn execute_round(
         SummaryState::Reconciling
     };
     let body = render::summary_body(
-        summary_ctx,
+        SummaryContext {
+            listing: Some(inventory),
+            ..summary_ctx
+        },
         desired,
         &finding_statuses(desired, inventory),
         state,
@@ -350,6 +372,20 @@ fn execute_round(
         }
     }
     Ok(())
+}
+
+/// The receipt warning of a run pinned to a target branch without policies (SPEC §10.5).
+pub fn no_policies_warning(branch: &str) -> String {
+    format!(
+        "no policies on `{branch}`: the target branch has no .assent/policies/, so no policy judged this merge request"
+    )
+}
+
+/// The receipt warning of a stale pipeline whose MR was retargeted (SPEC §10.5).
+pub fn retargeted_warning(pinned: &str, current: &str) -> String {
+    format!(
+        "the merge request now targets `{current}`, not `{pinned}` as this pipeline pinned: stale pipeline, nothing written (a pipeline for the new target publishes)"
+    )
 }
 
 /// The receipt of a designed no-write refusal (`stale-pipeline`, `mr-not-open`): decision

@@ -58,6 +58,7 @@ fn ctx() -> RunContext {
         pins: fixture_pins(fixtures::HEAD_SHA),
         web_url: None,
         dry_run: false,
+        target: None,
     }
 }
 

@@ -400,6 +400,7 @@ fn ctx() -> RunContext {
         pins: fixture_pins(HEAD),
         web_url: None,
         dry_run: false,
+        target: None,
     }
 }
 
@@ -473,6 +474,7 @@ fn a_contributor_forged_marker_on_every_slot_is_ignored() {
             occurrence: render::summary_occurrence(&desired, HEAD),
             state: marker::SummaryState::Verified,
             head: HEAD.into(),
+            target: Some("main".into()),
         },
         "all good",
     );

@@ -137,6 +137,7 @@ fn seed_forge(seeds: &[Seed], page_size: usize, order: u8) -> InMemoryForge {
                         occurrence: occurrence(9),
                         state,
                         head: HEAD.into(),
+                        target: None,
                     },
                     "old summary",
                 );
@@ -195,6 +196,7 @@ fn ctx() -> RunContext {
         pins: fixture_pins(HEAD),
         web_url: None,
         dry_run: false,
+        target: None,
     }
 }
 

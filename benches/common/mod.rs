@@ -121,6 +121,8 @@ pub fn listing(discussions: usize, findings: usize) -> Vec<ListedDiscussion> {
             SummaryContext {
                 pins: &pins,
                 web_url: None,
+                target: None,
+                listing: None,
             },
             &desired,
             &finding_statuses(&desired, &Inventory::default()),
@@ -198,6 +200,7 @@ pub fn run_context() -> RunContext {
         pins: pins(),
         web_url: Some("https://gitlab.example.com/g/p/-/merge_requests/7".to_owned()),
         dry_run: false,
+        target: None,
     }
 }
 

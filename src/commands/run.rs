@@ -68,6 +68,10 @@ pub struct RunArgs {
     /// Diff base SHA [env: CI_MERGE_REQUEST_DIFF_BASE_SHA; else the MR's diff_refs.base_sha].
     #[arg(long, value_name = "SHA")]
     pub base_sha: Option<String>,
+    /// Target branch the pipeline runs for; an MR retargeted since is a stale pipeline
+    /// [env: CI_MERGE_REQUEST_TARGET_BRANCH_NAME; else the MR's target_branch, read at start].
+    #[arg(long, value_name = "BRANCH")]
+    pub target_branch: Option<String>,
     /// Where to write the receipt (JSON).
     #[arg(long, value_name = "PATH", default_value = "assent-receipt.json")]
     pub receipt: PathBuf,
@@ -138,6 +142,11 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
         "the base SHA",
     )
     .map_err(usage)?;
+    let target_branch = first_of(
+        args.target_branch.as_deref(),
+        &["CI_MERGE_REQUEST_TARGET_BRANCH_NAME"],
+        env,
+    );
     let forge =
         GitLabForge::new(connection.gitlab_config(mr)).map_err(|e| (Exit::Usage, e.to_string()))?;
 
@@ -147,6 +156,7 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
         source_sha,
         target_sha,
         base_sha,
+        target_branch,
         dry_run: args.dry_run,
         limits: Limits::default(),
     };
@@ -231,6 +241,10 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
     let short = |sha: &str| sha.get(..8).unwrap_or(sha).to_owned();
     let mut out = String::new();
     match receipt.outcome {
+        // A retargeted MR: the warning below says so; the head did not move.
+        Outcome::StalePipeline if !receipt.warnings.is_empty() => {
+            out.push_str("assent: stale pipeline: the merge request was retargeted; nothing written (the newer pipeline publishes)\n");
+        }
         Outcome::StalePipeline => {
             out.push_str(&format!(
                 "assent: stale pipeline: the MR head moved past {}; nothing written (the newer pipeline publishes)\n",

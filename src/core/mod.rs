@@ -12,6 +12,7 @@ pub mod planner;
 pub mod policy;
 pub mod receipt;
 pub mod render;
+pub mod resolutions;
 pub mod rescan;
 pub mod review_state;
 pub mod semantic_diff;
