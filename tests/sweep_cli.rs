@@ -10,6 +10,7 @@ use assent::core::marker::{Marker, SummaryState, compose_body};
 use assent::core::model::{DesiredState, Effect, Finding, Occurrence, Slot};
 use assent::fixture::runner::fixture_pins;
 use assent::gitlab::{GitLabConfig, GitLabForge, Token};
+use assent::core::render::TargetBranch;
 use assent::reconcile::{RunContext, reconcile};
 use fake_gitlab::fixtures::{self, BOT_ID, BOT_TOKEN, HEAD_SHA, HUMAN_ID, PROJECT_ID};
 use fake_gitlab::time::{format_ms, system_ms};
@@ -31,6 +32,7 @@ fn summary_body(state: SummaryState, head: &str) -> String {
             occurrence: Occurrence::digest(head.as_bytes()),
             state,
             head: head.into(),
+            target: Some("main".into()),
         },
         "assent summary",
     )
@@ -504,6 +506,10 @@ fn run_context() -> RunContext {
         pins: fixture_pins(HEAD_SHA),
         web_url: None,
         dry_run: false,
+        target: Some(TargetBranch {
+            name: "main".into(),
+            has_policies: true,
+        }),
     }
 }
 
