@@ -1373,6 +1373,14 @@ mod tests {
         #[test]
         fn decoding_arbitrary_lines_never_panics(tail in hostile()) {
             let _ = decode_body(&format!("{MARKER_PREFIX}{tail}"));
+            let _ = gate_line_of(&format!("text\n{GATE_PREFIX}{tail}"));
+        }
+
+        #[test]
+        fn no_text_before_it_changes_what_the_gate_line_says(text in hostile()) {
+            let gate = GateLine { decision: Decision::Review, resolutions: occ() };
+            let body = format!("{text}\n{}", encode_gate_line(&gate));
+            prop_assert_eq!(gate_line_of(&body), Ok(Some(gate)));
         }
     }
 }
