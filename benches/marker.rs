@@ -33,6 +33,7 @@ fn benches(c: &mut Criterion) {
                 occurrence: Occurrence::digest(b"summary"),
                 state: SummaryState::Verified,
                 head: "0123456789abcdef0123456789abcdef01234567".to_owned(),
+                target: Some("main".to_owned()),
             },
         ),
     ];

@@ -18,7 +18,7 @@ use crate::core::receipt::{
     ActionKind, ApprovalOutcome, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptRepair,
     RequestTally, Rescan,
 };
-use crate::core::render::{self, SummaryContext};
+use crate::core::render::{self, SummaryContext, TargetBranch};
 use crate::core::rescan::{WriteRecord, verify_rescan};
 use crate::core::review_state::{decide, finding_statuses};
 use crate::forge::{Forge, ForgeError};
@@ -42,6 +42,9 @@ pub struct RunContext {
     /// The MR author's user id, as read at the start of the run: their resolutions never
     /// count as assent. `None` (unknown) means no resolution counts.
     pub mr_author_id: Option<u64>,
+    /// The target branch the pipeline pinned (SPEC §10.5): re-checked before the first
+    /// write and recorded in the summary. `None` pins none and records none.
+    pub target: Option<TargetBranch>,
 }
 
 /// Why a reconciliation did not complete. Every variant maps to exit code 3.
@@ -89,6 +92,8 @@ pub fn reconcile(
     let summary_ctx = SummaryContext {
         pins: &ctx.pins,
         web_url: ctx.web_url.as_deref(),
+        target: ctx.target.as_ref(),
+        listing: None,
     };
     let bot = forge.bot_user_id()?;
     let mut warnings = BTreeSet::new();
@@ -97,6 +102,9 @@ pub fn reconcile(
         author_id: ctx.mr_author_id,
         ..AssentFacts::default()
     };
+    if let Some(target) = ctx.target.as_ref().filter(|t| !t.has_policies) {
+        warnings.insert(no_policies_warning(&target.name));
+    }
 
     let mut inventory = Inventory::from_listing(&forge.list_discussions()?, bot);
     warnings.extend(inventory.warnings.iter().cloned());
@@ -172,7 +180,10 @@ pub fn reconcile(
 
     let summary_body = |facts: &AssentFacts, inventory: &Inventory, state| {
         render::summary_body(
-            summary_ctx,
+            SummaryContext {
+                listing: Some(inventory),
+                ..summary_ctx
+            },
             desired,
             &finding_statuses(desired, inventory, facts),
             state,
@@ -214,16 +225,24 @@ pub fn reconcile(
         });
     }
 
-    // Right before the first write: a pipeline for an older head must not publish.
+    // Right before the first write: a pipeline for an older head, or for the branch the MR
+    // targeted before it was retargeted, must not publish.
     let mr = forge.merge_request()?;
-    if mr.state != MergeRequestState::Opened || mr.head_sha != head {
+    let retargeted = ctx
+        .target
+        .as_ref()
+        .filter(|pinned| pinned.name != mr.target_branch);
+    if mr.state != MergeRequestState::Opened || mr.head_sha != head || retargeted.is_some() {
         let outcome = if mr.state != MergeRequestState::Opened {
             Outcome::MrNotOpen
         } else {
             Outcome::StalePipeline
         };
         let used = forge.request_counts();
-        let receipt = refusal_receipt(ctx, outcome, used.reads - start.reads);
+        let mut receipt = refusal_receipt(ctx, outcome, used.reads - start.reads);
+        if let (Outcome::StalePipeline, Some(pinned)) = (outcome, retargeted) {
+            receipt.warnings = vec![retargeted_warning(&pinned.name, &mr.target_branch)];
+        }
         return Ok(Publication {
             receipt,
             plan: first_plan,
@@ -434,6 +453,20 @@ fn execute_round(
     Ok(())
 }
 
+/// The receipt warning of a run pinned to a target branch without policies (SPEC §10.5).
+pub fn no_policies_warning(branch: &str) -> String {
+    format!(
+        "no policies on `{branch}`: the target branch has no .assent/policies/, so no policy judged this merge request"
+    )
+}
+
+/// The receipt warning of a stale pipeline whose MR was retargeted (SPEC §10.5).
+pub fn retargeted_warning(pinned: &str, current: &str) -> String {
+    format!(
+        "the merge request now targets `{current}`, not `{pinned}` as this pipeline pinned: stale pipeline, nothing written (a pipeline for the new target publishes)"
+    )
+}
+
 /// The receipt of a designed no-write refusal (`stale-pipeline`, `mr-not-open`): decision
 /// `null`, every array empty.
 pub fn refusal_receipt(ctx: &RunContext, outcome: Outcome, reads: u64) -> Receipt {
@@ -607,6 +640,8 @@ fn reopen_summary(
         SummaryContext {
             pins: &ctx.pins,
             web_url: ctx.web_url.as_deref(),
+            target: ctx.target.as_ref(),
+            listing: Some(&inventory),
         },
         desired,
         &finding_statuses(desired, &inventory, &facts),

@@ -1,15 +1,17 @@
-//! One `assent run`, end to end over the ports: preconditions, pins, inputs, desired state,
-//! reconciliation. The command layer only parses flags and prints; this is where the steps
+//! One `assent run`, end to end over the ports: preconditions (open, head, target branch),
+//! pins, inputs, desired state, reconciliation. The command layer only parses flags and prints; this is where the steps
 //! are put in order.
 
 use crate::core::desired_state::compute_desired_state;
 use crate::core::model::{DesiredState, MergeRequestState, Pins};
 use crate::core::policy::MrContext;
 use crate::core::receipt::{Outcome, RequestTally};
+use crate::core::render::TargetBranch;
 use crate::core::semantic_diff::Limits;
 use crate::forge::{Forge, ForgeError, Repository};
 use crate::reconcile::{
     Publication, ReconcileError, RunContext, reconcile_with_approval, refusal_receipt,
+    retargeted_warning,
 };
 use crate::review_input::{ReviewPins, gather_review_inputs};
 
@@ -26,6 +28,9 @@ pub struct RunRequest {
     pub target_sha: Option<String>,
     /// The diff base; `None` takes the MR's `diff_refs.base_sha`.
     pub base_sha: Option<String>,
+    /// The target branch the pipeline runs for; `None` pins the MR's `target_branch` as read
+    /// at start. An MR that targets another branch than the pinned one is a stale pipeline.
+    pub target_branch: Option<String>,
     /// Compute and print the plan, write nothing.
     pub dry_run: bool,
     /// Manage the bot's approval after the verified summary (`--approve`, SPEC §10.3).
@@ -68,7 +73,7 @@ pub fn run_review(
 ) -> Result<RunReport, RunError> {
     let start = forge.request_counts();
     let mr = forge.merge_request()?;
-    let refusal = |outcome, pins: Pins| {
+    let refusal = |outcome, pins: Pins, warnings: Vec<String>| {
         let ctx = RunContext {
             project: request.project.clone(),
             mr: request.mr,
@@ -76,10 +81,12 @@ pub fn run_review(
             web_url: None,
             dry_run: request.dry_run,
             mr_author_id: mr.author_id,
+            target: None,
         };
         let used = forge.request_counts();
         // Refusals happen before any write, so only reads are counted.
-        let receipt = refusal_receipt(&ctx, outcome, used.reads - start.reads);
+        let mut receipt = refusal_receipt(&ctx, outcome, used.reads - start.reads);
+        receipt.warnings = warnings;
         Ok(RunReport {
             publication: Publication {
                 receipt,
@@ -99,15 +106,24 @@ pub fn run_review(
         policy_digest: String::new(),
     };
     if mr.state != MergeRequestState::Opened {
-        return refusal(Outcome::MrNotOpen, partial_pins);
+        return refusal(Outcome::MrNotOpen, partial_pins, vec![]);
     }
     if mr.head_sha != request.source_sha {
-        return refusal(Outcome::StalePipeline, partial_pins);
+        return refusal(Outcome::StalePipeline, partial_pins, vec![]);
+    }
+    let target_branch = request
+        .target_branch
+        .clone()
+        .unwrap_or_else(|| mr.target_branch.clone());
+    if target_branch != mr.target_branch {
+        let warning = retargeted_warning(&target_branch, &mr.target_branch);
+        return refusal(Outcome::StalePipeline, partial_pins, vec![warning]);
     }
 
+    // The policies come from the pinned branch: from its pinned tip, or its tip read now.
     let target_sha = match &request.target_sha {
         Some(sha) => sha.clone(),
-        None => repo.branch_head(&mr.target_branch)?,
+        None => repo.branch_head(&target_branch)?,
     };
     let base_sha = request
         .base_sha
@@ -123,11 +139,13 @@ pub fn run_review(
         iid: request.mr,
         title: mr.title.clone(),
         source_branch: mr.source_branch.clone(),
-        target_branch: mr.target_branch.clone(),
+        target_branch: target_branch.clone(),
         author: mr.author.clone(),
         labels: mr.labels.clone(),
     };
     let inputs = gather_review_inputs(repo, &pins, context, request.limits)?;
+    // No policy file at all is not "judged and nothing fired": the summary says so.
+    let has_policies = !inputs.policy_files.is_empty();
     let outcome = compute_desired_state(inputs);
 
     let ctx = RunContext {
@@ -142,6 +160,10 @@ pub fn run_review(
         web_url: mr.web_url.clone(),
         dry_run: request.dry_run,
         mr_author_id: mr.author_id,
+        target: Some(TargetBranch {
+            name: target_branch,
+            has_policies,
+        }),
     };
     let mut publication = reconcile_with_approval(forge, &outcome.desired, &ctx, request.approve)?;
     let used = forge.request_counts();

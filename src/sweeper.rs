@@ -7,6 +7,9 @@
 //! the window; MRs outside it are filtered by GitLab and cost nothing), then per examined MR
 //! its discussions (all pages), and only for an MR whose summary calls for healing, the single
 //! MR (for `head_pipeline`, which the listing lacks) and at most one `POST .../pipelines`.
+//! The target branch check and decision freshness cost no request of their own: the MR
+//! listing carries `target_branch` and `blocking_discussions_resolved`, and the resolution
+//! fingerprint is computed from the discussions already listed for the summary.
 //!
 //! Failures: a failure of `GET /user` or of the listing stops the sweep at once. A failure on
 //! one MR is reported on that MR's line and the sweep goes on with the next, so one broken MR
@@ -26,6 +29,7 @@ use serde::Serialize;
 use crate::commands::inputs::Connection;
 use crate::core::inventory::Inventory;
 use crate::core::model::{ListedDiscussion, MergeRequestInfo, MergeRequestState};
+use crate::core::resolutions::resolution_fingerprint;
 use crate::core::sweep::{
     Action, ClassifySettings, HeadPipeline, MrFacts, SweepDuration, Timestamp, Verdict, classify,
     window_start,
@@ -538,6 +542,9 @@ fn examine(
         head_sha: mr.head.clone().unwrap_or_default(),
         open: true,
         head_pipeline: HeadPipeline::NotRead,
+        target_branch: listed.target_branch.clone().filter(|b| !b.is_empty()),
+        blocking_discussions_resolved: listed.blocking_discussions_resolved,
+        resolutions: resolution_fingerprint(&inventory),
     };
     let mut classification = classify(&facts, summary, report.now, settings);
     if classification.action == Action::InspectMergeRequest {
@@ -555,6 +562,7 @@ fn examine(
         };
         facts.head_sha = info.head_sha.clone();
         facts.open = info.state == MergeRequestState::Opened;
+        facts.target_branch = Some(info.target_branch.clone()).filter(|b| !b.is_empty());
         facts.head_pipeline = match info.head_pipeline_status {
             Some(status) => HeadPipeline::Status(status),
             None => HeadPipeline::None,
@@ -687,17 +695,29 @@ mod tests {
             state: "opened".into(),
             sha: Some(HEAD.into()),
             updated_at: Some(updated.into()),
+            target_branch: Some("main".into()),
+            blocking_discussions_resolved: Some(false),
         }
     }
 
     fn summary_discussion(state: SummaryState, head: &str, updated_at: &str) -> ListedDiscussion {
+        summary_discussion_with(state, head, updated_at, "summary")
+    }
+
+    fn summary_discussion_with(
+        state: SummaryState,
+        head: &str,
+        updated_at: &str,
+        text: &str,
+    ) -> ListedDiscussion {
         let body = compose_body(
             &Marker::Summary {
                 occurrence: Occurrence::digest(b"x"),
                 state,
                 head: head.into(),
+                target: Some("main".into()),
             },
-            "summary",
+            text,
         );
         ListedDiscussion {
             id: "d".into(),
@@ -926,6 +946,80 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("healed: 0\n"));
+    }
+
+    /// A challenge thread of the bot, first note `id`, resolved by `resolved_by` when given.
+    fn challenge_thread(id: u64, resolved_by: Option<u64>) -> ListedDiscussion {
+        ListedDiscussion {
+            id: format!("{id:040x}"),
+            individual_note: false,
+            notes: vec![ListedNote {
+                id,
+                author_id: BOT,
+                system: false,
+                resolvable: true,
+                resolved: resolved_by.is_some(),
+                resolved_by: resolved_by.map(|id| crate::core::model::UserRef {
+                    id,
+                    username: format!("user{id}"),
+                }),
+                body: compose_body(
+                    &Marker::Finding {
+                        slot: crate::core::model::Slot {
+                            rule: "r".into(),
+                            subject: "f#/x".into(),
+                        },
+                        occurrence: Occurrence::digest(b"f"),
+                    },
+                    "challenge",
+                ),
+                updated_at: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn freshness_compares_the_gate_line_with_the_fingerprint_of_the_listing_read() {
+        use crate::core::marker::{GateLine, encode_gate_line};
+        use crate::core::model::Decision;
+        // The summary was rendered while the challenge was open.
+        let rendered_from = Inventory::from_listing(&[challenge_thread(50, None)], BOT);
+        let gate = encode_gate_line(&GateLine {
+            decision: Decision::Review,
+            resolutions: resolution_fingerprint(&rendered_from),
+        });
+        let summary = summary_discussion_with(
+            SummaryState::Verified,
+            HEAD,
+            "2026-11-30T11:00:00Z",
+            &format!(
+                "## assent · REVIEW
+
+{gate}"
+            ),
+        );
+        let sweep_with = |thread: ListedDiscussion| {
+            let mut forge = Stub {
+                listing: vec![ListedMergeRequest {
+                    blocking_discussions_resolved: Some(true),
+                    ..listed(1, "2026-11-30T11:00:00Z")
+                }],
+                ..Stub::default()
+            };
+            forge.discussions.insert(1, vec![summary.clone(), thread]);
+            let report = sweep(&forge, "g/p", now(), &settings());
+            (report.mrs[0].verdict.unwrap(), report.healed)
+        };
+        // Someone resolved it since: heal.
+        assert_eq!(
+            sweep_with(challenge_thread(50, Some(7))),
+            (Verdict::ReviewResolved, 1)
+        );
+        // Nothing changed since the summary: nothing to heal.
+        assert_eq!(
+            sweep_with(challenge_thread(50, None)),
+            (Verdict::Verified, 0)
+        );
     }
 
     #[test]

@@ -401,6 +401,7 @@ fn ctx() -> RunContext {
         web_url: None,
         dry_run: false,
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
+        target: None,
     }
 }
 
@@ -474,6 +475,7 @@ fn a_contributor_forged_marker_on_every_slot_is_ignored() {
             occurrence: render::summary_occurrence(&desired, HEAD),
             state: marker::SummaryState::Verified,
             head: HEAD.into(),
+            target: Some("main".into()),
         },
         "all good",
     );

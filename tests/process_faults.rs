@@ -549,6 +549,7 @@ fn client_timeouts_on_reads_and_writes() {
         source_sha: head.to_owned(),
         target_sha: Some(fixtures::TARGET_SHA.to_owned()),
         base_sha: Some(fixtures::BASE_SHA.to_owned()),
+        target_branch: None,
         dry_run: false,
         approve: false,
         limits: Limits::default(),

@@ -137,6 +137,7 @@ fn seed_forge(seeds: &[Seed], page_size: usize, order: u8) -> InMemoryForge {
                         occurrence: occurrence(9),
                         state,
                         head: HEAD.into(),
+                        target: None,
                     },
                     "old summary",
                 );
@@ -196,6 +197,7 @@ fn ctx() -> RunContext {
         web_url: None,
         dry_run: false,
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
+        target: None,
     }
 }
 

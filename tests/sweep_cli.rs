@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use assent::core::marker::{Marker, SummaryState, compose_body};
 use assent::core::model::{DesiredState, Effect, Finding, Occurrence, Slot};
+use assent::core::render::TargetBranch;
 use assent::fixture::runner::fixture_pins;
 use assent::gitlab::{GitLabConfig, GitLabForge, Token};
 use assent::reconcile::{RunContext, reconcile};
@@ -26,11 +27,17 @@ fn ago(ms: i64) -> String {
 }
 
 fn summary_body(state: SummaryState, head: &str) -> String {
+    summary_body_for(state, head, Some("main"))
+}
+
+/// A bot summary body whose marker records `target` (none when `None`).
+fn summary_body_for(state: SummaryState, head: &str, target: Option<&str>) -> String {
     compose_body(
         &Marker::Summary {
             occurrence: Occurrence::digest(head.as_bytes()),
             state,
             head: head.into(),
+            target: target.map(str::to_owned),
         },
         "assent summary",
     )
@@ -505,6 +512,10 @@ fn run_context() -> RunContext {
         web_url: None,
         dry_run: false,
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
+        target: Some(TargetBranch {
+            name: "main".into(),
+            has_policies: true,
+        }),
     }
 }
 
@@ -732,4 +743,279 @@ fn sweep_warns_on_stderr_about_a_plain_http_api_url_to_a_remote_host() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
+}
+
+// ---- the target branch (SPEC §10.5) and decision freshness (SPEC §10.8) -----------------------
+
+/// A run context pinned to `branch`, whose policies exist or not.
+fn run_context_for(branch: &str, has_policies: bool) -> RunContext {
+    RunContext {
+        target: Some(TargetBranch {
+            name: branch.into(),
+            has_policies,
+        }),
+        ..run_context()
+    }
+}
+
+/// One sweep with a window that covers `fixtures::basic()`'s MR; its line for !7 and N.
+fn sweep_mr7(fake: &FakeGitLab) -> (String, String) {
+    let out = run_sweep(fake, &["--lookback", "3h", "--interval", "1h"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    (
+        line_of(&text, fixtures::MR_IID),
+        text.lines().last().unwrap().to_owned(),
+    )
+}
+
+/// What the pipeline the sweep created does once its job has run: the head pipeline is no
+/// longer active.
+fn pipeline_finished(fake: &FakeGitLab) {
+    let id = fake.pipelines(PROJECT_ID).last().map_or(4999, |p| p.id);
+    fake.set_head_pipeline(PROJECT_ID, fixtures::MR_IID, Some((id, "success")));
+}
+
+#[test]
+fn a_summary_verified_for_another_target_branch_is_healed() {
+    let fake = FakeGitLab::start(fixtures::basic());
+    // Judged while the MR targeted a branch without policies: verified, nothing to review.
+    fake.set_target_branch(PROJECT_ID, fixtures::MR_IID, "no-policies");
+    let publication = reconcile(
+        &forge(&fake),
+        &DesiredState::default(),
+        &run_context_for("no-policies", false),
+    )
+    .unwrap();
+    assert!(publication.receipt.rescan.verified);
+    pipeline_finished(&fake);
+    let (line, healed) = sweep_mr7(&fake);
+    assert!(line.starts_with("!7 verified: none"), "{line}");
+    assert_eq!(healed, "healed: 0");
+
+    // Retargeted to `main`: nothing in the MR path notices, the sweep does.
+    fake.set_target_branch(PROJECT_ID, fixtures::MR_IID, "main");
+    fake.reset_log();
+    let (line, healed) = sweep_mr7(&fake);
+    assert!(
+        line.starts_with("!7 verified-other-target: pipeline-created"),
+        "{line}"
+    );
+    assert!(
+        line.contains(r#"against "no-policies", but the MR now targets "main""#),
+        "{line}"
+    );
+    assert_eq!(healed, "healed: 1");
+    assert_eq!(
+        fake.writes(),
+        1,
+        "the sweep writes nothing but the pipeline"
+    );
+
+    // The pipeline's job judges it for `main`; the next sweep finds it healthy.
+    reconcile(&forge(&fake), &desired(), &run_context_for("main", true)).unwrap();
+    pipeline_finished(&fake);
+    let (line, healed) = sweep_mr7(&fake);
+    assert!(line.starts_with("!7 verified: none"), "{line}");
+    assert_eq!(healed, "healed: 0");
+}
+
+#[test]
+fn a_summary_without_a_target_is_healed_once() {
+    let fake = FakeGitLab::start(fixtures::basic());
+    // A verified summary written before targets were recorded.
+    fake.post_note(
+        PROJECT_ID,
+        fixtures::MR_IID,
+        BOT_ID,
+        &summary_body_for(SummaryState::Verified, HEAD_SHA, None),
+    );
+    fake.set_head_pipeline(PROJECT_ID, fixtures::MR_IID, Some((4000, "success")));
+    let (line, healed) = sweep_mr7(&fake);
+    assert!(
+        line.starts_with("!7 verified-no-target: pipeline-created"),
+        "{line}"
+    );
+    assert!(line.contains("no target branch recorded"), "{line}");
+    assert_eq!(healed, "healed: 1");
+
+    reconcile(&forge(&fake), &desired(), &run_context()).unwrap();
+    pipeline_finished(&fake);
+    for _ in 0..2 {
+        let (line, healed) = sweep_mr7(&fake);
+        assert!(line.starts_with("!7 verified: none"), "{line}");
+        assert_eq!(healed, "healed: 0");
+    }
+    assert_eq!(pipelines_for(&fake), vec![fixtures::MR_IID], "one pipeline");
+}
+
+/// What a run whose decision stays `REVIEW` writes once it has seen the current resolutions
+/// (a resolution that does not count as assent, SPEC §10.1): a verified `REVIEW` summary whose
+/// gate line carries the fingerprint of the current listing.
+fn rerun_keeping_review(fake: &FakeGitLab) {
+    use assent::core::inventory::Inventory;
+    use assent::core::render::{SummaryContext, summary_body as render_summary};
+    use assent::core::review_state::finding_statuses;
+    use assent::forge::Forge;
+    let forge = forge(fake);
+    let inventory = Inventory::from_listing(&forge.list_discussions().unwrap(), BOT_ID);
+    let desired = desired();
+    let facts = assent::core::assent::AssentFacts::default();
+    let statuses: Vec<_> = finding_statuses(&desired, &inventory, &facts)
+        .into_iter()
+        .map(|mut status| {
+            status.resolved = false;
+            status.assent = assent::core::assent::Assent::Open;
+            status
+        })
+        .collect();
+    let ctx = run_context();
+    let body = render_summary(
+        SummaryContext {
+            pins: &ctx.pins,
+            web_url: None,
+            target: ctx.target.as_ref(),
+            listing: Some(&inventory),
+        },
+        &desired,
+        &statuses,
+        SummaryState::Verified,
+    );
+    assert!(
+        body.contains(r#"<!-- assent:gate {"decision":"REVIEW""#),
+        "{body}"
+    );
+    forge
+        .edit_note(inventory.canonical_summary().unwrap().note_id, &body)
+        .unwrap();
+}
+
+#[test]
+fn review_with_every_thread_resolved_is_healed_once_per_change_of_resolutions() {
+    let fake = FakeGitLab::start(fixtures::basic());
+    reconcile(&forge(&fake), &desired(), &run_context()).unwrap();
+    pipeline_finished(&fake);
+    // REVIEW with open challenges: GitLab says not every blocking discussion is resolved.
+    let (line, healed) = sweep_mr7(&fake);
+    assert!(line.starts_with("!7 verified: none"), "{line}");
+    assert_eq!(healed, "healed: 0");
+
+    // The MR's author resolves both challenges: the summary still says REVIEW.
+    let threads: Vec<String> = fake
+        .discussions(PROJECT_ID, fixtures::MR_IID)
+        .into_iter()
+        .filter(|d| d.resolvable())
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(threads.len(), 2);
+    for id in &threads {
+        fake.resolve(PROJECT_ID, fixtures::MR_IID, id, HUMAN_ID, true);
+    }
+    let (line, healed) = sweep_mr7(&fake);
+    assert!(
+        line.starts_with("!7 review-resolved: pipeline-created"),
+        "{line}"
+    );
+    assert_eq!(healed, "healed: 1");
+
+    // That pipeline's run does not count the author's resolutions: REVIEW again, for the
+    // resolutions it saw. No sweep after it creates a pipeline, however many run.
+    rerun_keeping_review(&fake);
+    pipeline_finished(&fake);
+    for _ in 0..3 {
+        let (line, healed) = sweep_mr7(&fake);
+        assert!(line.starts_with("!7 verified: none"), "{line}");
+        assert!(line.contains("no resolution changed"), "{line}");
+        assert_eq!(healed, "healed: 0");
+    }
+    assert_eq!(fake.pipelines(PROJECT_ID).len(), 1);
+
+    // The author re-opens one and resolves it again: the same resolutions, no pipeline.
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, false);
+    let (line, _) = sweep_mr7(&fake);
+    assert!(line.starts_with("!7 verified: none"), "{line}");
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, true);
+    let (line, healed) = sweep_mr7(&fake);
+    assert!(line.starts_with("!7 verified: none"), "{line}");
+    assert_eq!(healed, "healed: 0");
+
+    // A reviewer resolves it instead: a change of resolutions, healed again.
+    fake.ensure_user(300, "bob");
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, false);
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], 300, true);
+    let (line, healed) = sweep_mr7(&fake);
+    assert!(
+        line.starts_with("!7 review-resolved: pipeline-created"),
+        "{line}"
+    );
+    assert_eq!(healed, "healed: 1");
+    assert_eq!(fake.pipelines(PROJECT_ID).len(), 2);
+}
+
+#[test]
+fn the_json_report_names_the_new_verdicts() {
+    let other_target = mr(
+        1,
+        &ago(HOUR),
+        vec![note(
+            BOT_ID,
+            summary_body_for(SummaryState::Verified, HEAD_SHA, Some("release")),
+            &ago(HOUR),
+        )],
+    );
+    let no_target = mr(
+        2,
+        &ago(2 * HOUR),
+        vec![note(
+            BOT_ID,
+            summary_body_for(SummaryState::Verified, HEAD_SHA, None),
+            &ago(2 * HOUR),
+        )],
+    );
+    let fake = FakeGitLab::start(with_mrs(vec![other_target, no_target]));
+    // The text report names them, and still ends with `healed: N`.
+    let out = run_sweep(
+        &fake,
+        &["--lookback", "3h", "--interval", "1h", "--dry-run"],
+    );
+    let text = stdout(&out);
+    assert!(
+        line_of(&text, 1).starts_with("!1 verified-other-target: would-create-pipeline"),
+        "{text}"
+    );
+    assert!(
+        line_of(&text, 2).starts_with("!2 verified-no-target: would-create-pipeline"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().last(),
+        Some("healed: 0 (dry run: 2 would be healed)"),
+        "{text}"
+    );
+    let out = run_sweep(
+        &fake,
+        &["--lookback", "3h", "--interval", "1h", "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let verdicts: Vec<(u64, &str, &str)> = doc["mrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["iid"].as_u64().unwrap(),
+                m["verdict"].as_str().unwrap(),
+                m["action"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        vec![
+            (2, "verified-no-target", "pipeline-created"),
+            (1, "verified-other-target", "pipeline-created"),
+        ]
+    );
+    assert_eq!(doc["healed"], 2);
 }

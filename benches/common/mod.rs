@@ -122,6 +122,8 @@ pub fn listing(discussions: usize, findings: usize) -> Vec<ListedDiscussion> {
             SummaryContext {
                 pins: &pins,
                 web_url: None,
+                target: None,
+                listing: None,
             },
             &desired,
             &finding_statuses(&desired, &Inventory::default(), &AssentFacts::default()),
@@ -200,6 +202,7 @@ pub fn run_context() -> RunContext {
         web_url: Some("https://gitlab.example.com/g/p/-/merge_requests/7".to_owned()),
         dry_run: false,
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
+        target: None,
     }
 }
 

@@ -71,6 +71,10 @@ pub struct RunArgs {
     /// Diff base SHA [env: CI_MERGE_REQUEST_DIFF_BASE_SHA; else the MR's diff_refs.base_sha].
     #[arg(long, value_name = "SHA")]
     pub base_sha: Option<String>,
+    /// Target branch the pipeline runs for; an MR retargeted since is a stale pipeline
+    /// [env: CI_MERGE_REQUEST_TARGET_BRANCH_NAME; else the MR's target_branch, read at start].
+    #[arg(long, value_name = "BRANCH")]
+    pub target_branch: Option<String>,
     /// Where to write the receipt (JSON).
     #[arg(long, value_name = "PATH", default_value = "assent-receipt.json")]
     pub receipt: PathBuf,
@@ -164,6 +168,11 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
     )
     .map_err(usage)?;
     let approve = approve_input(args.approve, env).map_err(usage)?;
+    let target_branch = first_of(
+        args.target_branch.as_deref(),
+        &["CI_MERGE_REQUEST_TARGET_BRANCH_NAME"],
+        env,
+    );
     let forge =
         GitLabForge::new(connection.gitlab_config(mr)).map_err(|e| (Exit::Usage, e.to_string()))?;
 
@@ -173,6 +182,7 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
         source_sha,
         target_sha,
         base_sha,
+        target_branch,
         dry_run: args.dry_run,
         approve,
         limits: Limits::default(),
@@ -264,6 +274,10 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
                 "assent: stale pipeline: the MR head moved past {} before the approval; published for that head, not approved (the newer pipeline decides)\n",
                 short(&receipt.pins.source_sha)
             ));
+        }
+        // A retargeted MR: the warning below says so; the head did not move.
+        Outcome::StalePipeline if !receipt.warnings.is_empty() => {
+            out.push_str("assent: stale pipeline: the merge request was retargeted; nothing written (the newer pipeline publishes)\n");
         }
         Outcome::StalePipeline => {
             out.push_str(&format!(

@@ -16,8 +16,11 @@ use crate::sweeper::{GitLabSweepForge, SweepSettings, sweep};
 const SWEEP_HELP: &str = "\
 Lists the project's open MRs updated within --lookback, reads each one's assent summary and
 creates a merge request pipeline for every MR whose review state is not verified for its head
-(summary missing, verified for an older head, or reconciling for longer than --stuck-after),
-unless its head pipeline is still pending or running. Never publishes review artifacts itself.
+and target branch (summary missing, verified for an older head, for another target branch or
+for none recorded, or reconciling for longer than --stuck-after), and for every MR whose
+summary says REVIEW while GitLab reports all blocking discussions resolved and the thread
+resolutions changed since that summary, unless its head pipeline is still pending or
+running. Never publishes review artifacts itself.
 
 The report lists every MR examined with its verdict and action and ends with `healed: N`, the
 number of pipelines created. In a healthy deployment N stays 0; a persistently non-zero N means

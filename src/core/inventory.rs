@@ -105,7 +105,7 @@ impl Inventory {
                         ));
                     }
                 }
-                Ok(Some(Marker::Summary { occurrence, state, head })) => {
+                Ok(Some(Marker::Summary { occurrence, state, head, .. })) => {
                     inventory.summaries.push(SummaryArtifact {
                         note_id: note.id,
                         body: note.body.clone(),

@@ -2,7 +2,7 @@
 //!
 //! The marker is how a run recognises, across every page of a listing, what an earlier run
 //! posted: a finding thread names its slot and occurrence, the summary note names its
-//! occurrence, state and head. It is an HTML comment so it does not render:
+//! occurrence, state, head and target branch. It is an HTML comment so it does not render:
 //!
 //! ```text
 //! <!-- assent:marker {"v":1,"kind":"finding","rule":"r","subject":"f#/p","occurrence":"sha256:…"} -->
@@ -17,6 +17,11 @@
 //! the caller turns into an operator-facing warning. The few liberties it takes are listed on
 //! [`decode_line`] (insignificant JSON whitespace, key order, alternative JSON string
 //! spellings); none of them can change what a marker means.
+//!
+//! The summary also carries a second hidden line, its **gate line**, as its last line
+//! ([`GateLine`]): the decision it shows and a fingerprint of the thread resolutions that
+//! decision was computed from, which `assent sweep` compares with the current ones (SPEC
+//! §10.8). It is written and read with the same escaping and the same strictness.
 
 use std::fmt;
 
@@ -24,7 +29,7 @@ use serde::de::{self, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visit
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::core::model::{Occurrence, Slot};
+use crate::core::model::{Decision, Occurrence, Slot};
 
 /// The detection sentinel: a body whose first line starts with this claims to be an artifact.
 pub const MARKER_PREFIX: &str = "<!-- assent:marker ";
@@ -39,7 +44,7 @@ pub const SUMMARY_RULE: &str = "assent/summary";
 const VERSION: u64 = 1;
 
 /// Every key a marker may carry, in the order [`encode`] writes them.
-const KEYS: [&str; 7] = [
+const KEYS: [&str; 8] = [
     "v",
     "kind",
     "rule",
@@ -47,7 +52,14 @@ const KEYS: [&str; 7] = [
     "occurrence",
     "state",
     "head",
+    "target",
 ];
+
+/// The detection sentinel of the summary's gate line.
+pub const GATE_PREFIX: &str = "<!-- assent:gate ";
+
+/// Every key a gate line carries, in the order [`encode_gate_line`] writes them.
+const GATE_KEYS: [&str; 2] = ["decision", "resolutions"];
 
 /// Where the summary stands in the publish protocol for its head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -103,6 +115,10 @@ pub enum Marker {
         state: SummaryState,
         /// The source SHA it was computed for: 40 or 64 lowercase hex digits.
         head: String,
+        /// The target branch it was judged against (SPEC §10.5). `None` for a summary written
+        /// before the key existed (or by a caller that pinned no target): "no target
+        /// recorded", which the sweep does not count as verified.
+        target: Option<String>,
     },
 }
 
@@ -142,6 +158,8 @@ struct Wire<'a> {
     state: Option<SummaryState>,
     #[serde(skip_serializing_if = "Option::is_none")]
     head: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<&'a str>,
 }
 
 /// The single marker line for `marker`, without a trailing newline.
@@ -155,11 +173,13 @@ pub fn encode(marker: &Marker) -> String {
             occurrence: occurrence.as_str(),
             state: None,
             head: None,
+            target: None,
         },
         Marker::Summary {
             occurrence,
             state,
             head,
+            target,
         } => Wire {
             v: VERSION,
             kind: "summary",
@@ -168,17 +188,21 @@ pub fn encode(marker: &Marker) -> String {
             occurrence: occurrence.as_str(),
             state: Some(*state),
             head: Some(head),
+            target: target.as_deref(),
         },
     };
     let json =
         serde_json::to_string(&wire).expect("a struct of strings and integers always serializes");
-    // The three characters only ever occur inside JSON strings here (keys are fixed ASCII),
-    // where `\uXXXX` is an equivalent spelling, so a blanket replace is exact.
-    let json = json
-        .replace('&', "\\u0026")
+    format!("{MARKER_PREFIX}{}{MARKER_SUFFIX}", html_safe(json))
+}
+
+/// Rewrites `<`, `>` and `&` as JSON `\u` escapes. The three characters only ever occur
+/// inside JSON strings here (keys are fixed ASCII), where `\uXXXX` is an equivalent spelling,
+/// so a blanket replace is exact.
+fn html_safe(json: String) -> String {
+    json.replace('&', "\\u0026")
         .replace('<', "\\u003c")
-        .replace('>', "\\u003e");
-    format!("{MARKER_PREFIX}{json}{MARKER_SUFFIX}")
+        .replace('>', "\\u003e")
 }
 
 /// Reads the marker of an artifact body from its first line.
@@ -207,33 +231,12 @@ pub fn decode_body(body: &str) -> Result<Option<Marker>, MalformedMarker> {
 /// early), duplicate, unknown or missing keys, `v` other than the integer 1, an unknown
 /// `kind`, non-string values, an empty rule, a bad occurrence, a summary whose rule is not
 /// [`SUMMARY_RULE`] or whose subject is not empty, a finding using [`SUMMARY_RULE`], a summary
-/// without `state`/`head` or a finding with one, an unknown state, and a head that is not 40 or
-/// 64 lowercase hex digits.
+/// without `state`/`head` or a finding with one, an unknown state, a head that is not 40 or
+/// 64 lowercase hex digits, a `target` on a finding, and a `target` that is not a non-empty
+/// string. A summary without `target` decodes, as "no target recorded" (summaries written
+/// before the key existed).
 pub fn decode_line(line: &str) -> Result<Marker, MalformedMarker> {
-    if line.contains(['\n', '\r']) {
-        return Err(malformed("marker line contains a line break"));
-    }
-    let Some(rest) = line.strip_prefix(MARKER_PREFIX) else {
-        return Err(malformed(format!(
-            "line does not start with {MARKER_PREFIX:?}"
-        )));
-    };
-    let payload = match rest.strip_suffix(MARKER_SUFFIX) {
-        Some(payload) => payload,
-        None if rest.trim() == "-->" => return Err(malformed("empty marker payload")),
-        None if rest.contains("-->") => return Err(malformed("text after the closing `-->`")),
-        None => return Err(malformed("missing closing ` -->`")),
-    };
-    if payload.trim().is_empty() {
-        return Err(malformed("empty marker payload"));
-    }
-    let entries = parse_object(payload)?;
-    if let Some(raw) = payload.chars().find(|c| matches!(c, '<' | '>' | '&')) {
-        return Err(malformed(format!(
-            "raw `{raw}` in marker payload (must be written as a \\u escape)"
-        )));
-    }
-    let mut fields = Fields::new(entries)?;
+    let mut fields = payload_fields(line, MARKER_PREFIX, &KEYS)?;
 
     match fields.take("v") {
         None => return Err(malformed("missing key `v`")),
@@ -269,7 +272,7 @@ pub fn decode_line(line: &str) -> Result<Marker, MalformedMarker> {
                 "finding marker uses the reserved rule `{SUMMARY_RULE}`"
             )));
         }
-        for key in ["state", "head"] {
+        for key in ["state", "head", "target"] {
             if fields.take(key).is_some() {
                 return Err(malformed(format!("finding marker carries `{key}`")));
             }
@@ -306,11 +309,118 @@ pub fn decode_line(line: &str) -> Result<Marker, MalformedMarker> {
             excerpt(&head)
         )));
     }
+    let target = match fields.take("target") {
+        None => None,
+        Some(Value::String(s)) if s.is_empty() => return Err(malformed("empty target")),
+        Some(Value::String(s)) => Some(s),
+        Some(_) => return Err(malformed("key `target` is not a string")),
+    };
     Ok(Marker::Summary {
         occurrence,
         state,
         head,
+        target,
     })
+}
+
+/// The line checks every hidden line shares, then the key-level checks against `keys`:
+/// one line, `prefix`, a closing ` -->` with nothing after it, a JSON object payload with
+/// no raw `<`, `>` or `&`, no duplicate and no unknown key.
+fn payload_fields(line: &str, prefix: &str, keys: &[&str]) -> Result<Fields, MalformedMarker> {
+    if line.contains(['\n', '\r']) {
+        return Err(malformed("marker line contains a line break"));
+    }
+    let Some(rest) = line.strip_prefix(prefix) else {
+        return Err(malformed(format!("line does not start with {prefix:?}")));
+    };
+    let payload = match rest.strip_suffix(MARKER_SUFFIX) {
+        Some(payload) => payload,
+        None if rest.trim() == "-->" => return Err(malformed("empty marker payload")),
+        None if rest.contains("-->") => return Err(malformed("text after the closing `-->`")),
+        None => return Err(malformed("missing closing ` -->`")),
+    };
+    if payload.trim().is_empty() {
+        return Err(malformed("empty marker payload"));
+    }
+    let entries = parse_object(payload)?;
+    if let Some(raw) = payload.chars().find(|c| matches!(c, '<' | '>' | '&')) {
+        return Err(malformed(format!(
+            "raw `{raw}` in marker payload (must be written as a \\u escape)"
+        )));
+    }
+    Fields::new(entries, keys)
+}
+
+/// The summary's gate line (SPEC §10.8): what the summary decided, and from which thread
+/// resolutions.
+///
+/// ```text
+/// <!-- assent:gate {"decision":"REVIEW","resolutions":"sha256:…"} -->
+/// ```
+///
+/// It is the summary body's last line, so nothing rendered from contributor content can come
+/// after it and pose as it. `assent sweep` reads it to heal an MR whose summary says `REVIEW`
+/// although GitLab reports every blocking discussion resolved, once per change of
+/// resolutions: the fingerprint is [`crate::core::resolutions::resolution_fingerprint`] of
+/// the listing the summary was rendered from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateLine {
+    /// The decision the summary shows.
+    pub decision: Decision,
+    /// The fingerprint of the bot's finding threads' resolutions it was computed from.
+    pub resolutions: Occurrence,
+}
+
+#[derive(Serialize)]
+struct GateWire<'a> {
+    decision: Decision,
+    resolutions: &'a str,
+}
+
+/// The gate line for `gate`, without a trailing newline.
+pub fn encode_gate_line(gate: &GateLine) -> String {
+    let json = serde_json::to_string(&GateWire {
+        decision: gate.decision,
+        resolutions: gate.resolutions.as_str(),
+    })
+    .expect("a struct of strings always serializes");
+    format!("{GATE_PREFIX}{}{MARKER_SUFFIX}", html_safe(json))
+}
+
+/// Decodes one gate line with the marker's strictness: exactly the keys `decision`
+/// (`APPROVE`, `REVIEW` or `BLOCK`) and `resolutions` (`sha256:` and 64 lowercase hex).
+pub fn decode_gate_line(line: &str) -> Result<GateLine, MalformedMarker> {
+    let mut fields = payload_fields(line, GATE_PREFIX, &GATE_KEYS)?;
+    let decision = match fields.take_str("decision")?.as_str() {
+        "APPROVE" => Decision::Approve,
+        "REVIEW" => Decision::Review,
+        "BLOCK" => Decision::Block,
+        other => return Err(malformed(format!("unknown decision {}", excerpt(other)))),
+    };
+    let resolutions = fields.take_str("resolutions")?;
+    let resolutions = Occurrence::parse(&resolutions).map_err(|_| {
+        malformed(format!(
+            "bad resolutions {}: expected `sha256:` and 64 lowercase hex digits",
+            excerpt(&resolutions)
+        ))
+    })?;
+    Ok(GateLine {
+        decision,
+        resolutions,
+    })
+}
+
+/// The gate line of a summary body: its last line (one trailing `\r` tolerated).
+///
+/// `Ok(None)` when the last line does not start with [`GATE_PREFIX`] (a summary written before
+/// gate lines existed); `Err` when it does but is not a valid gate line.
+pub fn gate_line_of(body: &str) -> Result<Option<GateLine>, MalformedMarker> {
+    let last = body.rsplit('\n').next().unwrap_or_default();
+    let last = last.strip_suffix('\r').unwrap_or(last);
+    if !last.starts_with(GATE_PREFIX) {
+        return Ok(None);
+    }
+    decode_gate_line(last).map(Some)
 }
 
 /// A commit SHA as GitLab reports it: SHA-1 or SHA-256, lowercase hex.
@@ -414,7 +524,7 @@ fn parse_object(payload: &str) -> Result<Vec<(String, Value)>, MalformedMarker> 
 struct Fields(Vec<(String, Value)>);
 
 impl Fields {
-    fn new(entries: Vec<(String, Value)>) -> Result<Self, MalformedMarker> {
+    fn new(entries: Vec<(String, Value)>, keys: &[&str]) -> Result<Self, MalformedMarker> {
         for (i, (key, _)) in entries.iter().enumerate() {
             if entries[..i].iter().any(|(earlier, _)| earlier == key) {
                 return Err(malformed(format!("duplicate key {}", excerpt(key))));
@@ -422,7 +532,7 @@ impl Fields {
         }
         if let Some((key, _)) = entries
             .iter()
-            .find(|(key, _)| !KEYS.contains(&key.as_str()))
+            .find(|(key, _)| !keys.contains(&key.as_str()))
         {
             return Err(malformed(format!("unknown key {}", excerpt(key))));
         }
@@ -499,10 +609,22 @@ mod tests {
     }
 
     fn summary(state: SummaryState, head: &str) -> Marker {
+        summary_for(state, head, Some("main"))
+    }
+
+    fn summary_for(state: SummaryState, head: &str, target: Option<&str>) -> Marker {
         Marker::Summary {
             occurrence: occ(),
             state,
             head: head.into(),
+            target: target.map(str::to_owned),
+        }
+    }
+
+    fn gate(decision: Decision) -> GateLine {
+        GateLine {
+            decision,
+            resolutions: occ(),
         }
     }
 
@@ -554,14 +676,58 @@ mod tests {
     }
 
     #[test]
-    fn encodes_a_summary_with_state_and_head_last() {
+    fn encodes_a_summary_with_state_head_and_target_last() {
         assert_eq!(
             encode(&summary(SummaryState::Reconciling, HEAD)),
             format!(
-                r#"<!-- assent:marker {{"v":1,"kind":"summary","rule":"assent/summary","subject":"","occurrence":"{OCC}","state":"reconciling","head":"{HEAD}"}} -->"#
+                r#"<!-- assent:marker {{"v":1,"kind":"summary","rule":"assent/summary","subject":"","occurrence":"{OCC}","state":"reconciling","head":"{HEAD}","target":"main"}} -->"#
             )
         );
         assert!(encode(&summary(SummaryState::Verified, HEAD)).contains(r#""state":"verified""#));
+    }
+
+    #[test]
+    fn a_summary_without_target_omits_the_key_and_decodes_as_no_target_recorded() {
+        let line = encode(&summary_for(SummaryState::Verified, HEAD, None));
+        assert_eq!(
+            line,
+            format!(
+                r#"<!-- assent:marker {{"v":1,"kind":"summary","rule":"assent/summary","subject":"","occurrence":"{OCC}","state":"verified","head":"{HEAD}"}} -->"#
+            )
+        );
+        match decode_line(&line).unwrap() {
+            Marker::Summary { target, .. } => assert_eq!(target, None),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn hostile_branch_names_cannot_break_the_summary_marker() {
+        let long = "x-->".repeat(2_500);
+        for branch in [
+            "release/<script>",
+            "a&b",
+            "-->",
+            "<!-- assent:marker {} -->",
+            "\"quoted\"",
+            "'single'",
+            "new\nline",
+            "cr\r\nlf",
+            "back`tick`",
+            "@all",
+            "\\",
+            "🦀",
+            "\u{202E}rtl",
+            long.as_str(),
+        ] {
+            let marker = summary_for(SummaryState::Verified, HEAD, Some(branch));
+            assert_round_trip(&marker);
+            let line = encode(&marker);
+            assert!(
+                line.ends_with(r#""} -->"#),
+                "target is the last key: {line}"
+            );
+        }
     }
 
     #[test]
@@ -962,6 +1128,47 @@ mod tests {
         "bad head"
     );
     rejects!(
+        rejects_finding_with_target,
+        wrap(&finding_payload(r#","target":"main""#)),
+        "finding marker carries `target`"
+    );
+    rejects!(
+        rejects_target_not_string,
+        wrap(&summary_payload(
+            SUMMARY_RULE,
+            "",
+            &format!(r#","state":"verified","head":"{HEAD}","target":null"#)
+        )),
+        "key `target` is not a string"
+    );
+    rejects!(
+        rejects_empty_target,
+        wrap(&summary_payload(
+            SUMMARY_RULE,
+            "",
+            &format!(r#","state":"verified","head":"{HEAD}","target":"""#)
+        )),
+        "empty target"
+    );
+    rejects!(
+        rejects_duplicate_target,
+        wrap(&summary_payload(
+            SUMMARY_RULE,
+            "",
+            &format!(r#","state":"verified","head":"{HEAD}","target":"a","target":"b""#)
+        )),
+        "duplicate key \"target\""
+    );
+    rejects!(
+        rejects_raw_angle_bracket_in_target,
+        wrap(&summary_payload(
+            SUMMARY_RULE,
+            "",
+            &format!(r#","state":"verified","head":"{HEAD}","target":"a<b""#)
+        )),
+        "raw `<` in marker payload"
+    );
+    rejects!(
         rejects_48_digit_head,
         wrap(&summary_payload(
             SUMMARY_RULE,
@@ -1012,6 +1219,89 @@ mod tests {
         assert_eq!(compose_body(&m, ""), format!("{}\n", encode(&m)));
     }
 
+    #[test]
+    fn encodes_the_gate_line_byte_for_byte_and_round_trips() {
+        assert_eq!(
+            encode_gate_line(&gate(Decision::Review)),
+            format!(r#"<!-- assent:gate {{"decision":"REVIEW","resolutions":"{OCC}"}} -->"#)
+        );
+        for decision in [Decision::Approve, Decision::Review, Decision::Block] {
+            let line = encode_gate_line(&gate(decision));
+            assert_eq!(decode_gate_line(&line), Ok(gate(decision)));
+        }
+    }
+
+    #[test]
+    fn the_gate_line_is_read_from_the_last_line_only() {
+        let line = encode_gate_line(&gate(Decision::Review));
+        let body = format!(
+            "{}\ntext\n{line}",
+            encode(&summary(SummaryState::Verified, HEAD))
+        );
+        assert_eq!(gate_line_of(&body), Ok(Some(gate(Decision::Review))));
+        assert_eq!(
+            gate_line_of(&format!("{body}\r")),
+            Ok(Some(gate(Decision::Review)))
+        );
+        // Anywhere but last, it is text like any other.
+        assert_eq!(gate_line_of(&format!("{line}\nlater text")), Ok(None));
+        assert_eq!(gate_line_of("no gate line"), Ok(None));
+        assert_eq!(gate_line_of(""), Ok(None));
+        // A marker is not a gate line, nor the other way round.
+        assert_eq!(decode_body(&line), Ok(None));
+        assert!(decode_gate_line(&encode(&summary(SummaryState::Verified, HEAD))).is_err());
+        let broken = format!("text\n{GATE_PREFIX}{{\"decision\":\"REVIEW\"}} -->");
+        assert_eq!(
+            gate_line_of(&broken).unwrap_err().reason,
+            "missing key `resolutions`"
+        );
+    }
+
+    #[test]
+    fn gate_lines_are_decoded_strictly() {
+        let cases = [
+            (
+                format!(r#"{{"decision":"REVIEW","resolutions":"{OCC}","x":1}}"#),
+                "unknown key \"x\"",
+            ),
+            (
+                format!(r#"{{"decision":"review","resolutions":"{OCC}"}}"#),
+                "unknown decision \"review\"",
+            ),
+            (
+                format!(r#"{{"decision":"REVIEW","decision":"APPROVE","resolutions":"{OCC}"}}"#),
+                "duplicate key \"decision\"",
+            ),
+            (
+                r#"{"decision":"REVIEW","resolutions":"sha256:00"}"#.to_owned(),
+                "bad resolutions",
+            ),
+            (
+                format!(r#"{{"decision":1,"resolutions":"{OCC}"}}"#),
+                "key `decision` is not a string",
+            ),
+            (
+                format!(r#"{{"resolutions":"{OCC}"}}"#),
+                "missing key `decision`",
+            ),
+            (
+                format!(r#"{{"decision":"REVIEW","resolutions":"{OCC}","v":1}}"#),
+                "unknown key \"v\"",
+            ),
+            (
+                format!(r#"{{"decision":"<REVIEW>","resolutions":"{OCC}"}}"#),
+                "raw `<` in marker payload",
+            ),
+        ];
+        for (payload, expected) in cases {
+            let line = format!("{GATE_PREFIX}{payload}{MARKER_SUFFIX}");
+            let reason = decode_gate_line(&line).unwrap_err().reason;
+            assert!(reason.starts_with(expected), "{line}: {reason}");
+        }
+        let trailing = format!("{} x", encode_gate_line(&gate(Decision::Review)));
+        assert!(decode_gate_line(&trailing).is_err());
+    }
+
     /// Strings built from the pieces most likely to break a marker, mixed with arbitrary text.
     fn hostile() -> impl Strategy<Value = String> {
         let piece = prop_oneof![
@@ -1051,11 +1341,16 @@ mod tests {
             Just(SummaryState::Reconciling),
             Just(SummaryState::Verified)
         ];
-        let summary = (occurrence, state, "[0-9a-f]{40}|[0-9a-f]{64}").prop_map(
-            |(occurrence, state, head)| Marker::Summary {
+        let target = prop_oneof![
+            1 => Just(None),
+            3 => hostile().prop_filter("a target is never empty", |t| !t.is_empty()).prop_map(Some),
+        ];
+        let summary = (occurrence, state, "[0-9a-f]{40}|[0-9a-f]{64}", target).prop_map(
+            |(occurrence, state, head, target)| Marker::Summary {
                 occurrence,
                 state,
                 head,
+                target,
             },
         );
         prop_oneof![3 => finding, 1 => summary]
@@ -1084,6 +1379,14 @@ mod tests {
         #[test]
         fn decoding_arbitrary_lines_never_panics(tail in hostile()) {
             let _ = decode_body(&format!("{MARKER_PREFIX}{tail}"));
+            let _ = gate_line_of(&format!("text\n{GATE_PREFIX}{tail}"));
+        }
+
+        #[test]
+        fn no_text_before_it_changes_what_the_gate_line_says(text in hostile()) {
+            let gate = GateLine { decision: Decision::Review, resolutions: occ() };
+            let body = format!("{text}\n{}", encode_gate_line(&gate));
+            prop_assert_eq!(gate_line_of(&body), Ok(Some(gate)));
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod policy;
 pub mod receipt;
 pub mod render;
 pub mod rescan;
+pub mod resolutions;
 pub mod review_state;
 pub mod semantic_diff;
 pub mod sweep;

@@ -11,8 +11,10 @@
 use crate::core::assent::Assent;
 use crate::core::canonical_json;
 use crate::core::inert;
-use crate::core::marker::{self, Marker, SummaryState};
+use crate::core::inventory::Inventory;
+use crate::core::marker::{self, GateLine, Marker, SummaryState};
 use crate::core::model::{Decision, DesiredState, Effect, Finding, Occurrence, Pins};
+use crate::core::resolutions::resolution_fingerprint;
 use crate::core::review_state::{FindingStatus, decide};
 
 /// The body of a finding thread: marker line, headline, message, what to do.
@@ -66,6 +68,16 @@ pub fn collapsed_summary_body(canonical_note_id: u64) -> String {
     format!("assent: superseded by note {canonical_note_id}.")
 }
 
+/// The target branch a run judged against (SPEC §10.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetBranch {
+    /// The branch name, as the pipeline pinned it.
+    pub name: String,
+    /// False when the branch has no policy file under `.assent/policies/` at the pinned
+    /// target SHA: nothing was judged by a policy, and the summary says so.
+    pub has_policies: bool,
+}
+
 /// Where the summary links to, and what it pins.
 #[derive(Debug, Clone, Copy)]
 pub struct SummaryContext<'a> {
@@ -73,6 +85,13 @@ pub struct SummaryContext<'a> {
     pub pins: &'a Pins,
     /// The merge request's web URL, for thread links (`<url>#note_<id>`).
     pub web_url: Option<&'a str>,
+    /// The pinned target branch, recorded as the marker's `target`; `None` records none
+    /// (the sweep then heals the MR once).
+    pub target: Option<&'a TargetBranch>,
+    /// The listing the statuses come from: its [`resolution_fingerprint`] goes on the gate
+    /// line. `None` writes no gate line (the sweep then cannot tell a new resolution from an
+    /// old one, and never heals for one).
+    pub listing: Option<&'a Inventory>,
 }
 
 /// The summary's occurrence: a digest of the desired findings and the head they were
@@ -107,6 +126,7 @@ pub fn summary_body(
         occurrence: summary_occurrence(desired, head),
         state,
         head: head.clone(),
+        target: ctx.target.map(|t| t.name.clone()),
     };
     let decision = decide(statuses);
     let mut text = format!(
@@ -114,6 +134,9 @@ pub fn summary_body(
         decision.as_str(),
         headline(decision, statuses)
     );
+    if let Some(target) = ctx.target.filter(|t| !t.has_policies) {
+        text.push_str(&no_policies_line(&target.name));
+    }
     if !statuses.is_empty() {
         text.push_str("\n| | Effect | Rule | Subject | Finding | Thread |\n| --- | --- | --- | --- | --- | --- |\n");
         for status in statuses {
@@ -144,7 +167,25 @@ pub fn summary_body(
         inert::code(short_sha(&ctx.pins.base_sha)),
         inert::code(short_digest(&ctx.pins.policy_digest)),
     ));
-    marker::compose_body(&marker, text.trim_end())
+    let mut text = text.trim_end().to_owned();
+    if let Some(listing) = ctx.listing {
+        // Last, so nothing rendered from the MR's content can follow it and pose as it.
+        text.push_str("\n\n");
+        text.push_str(&marker::encode_gate_line(&GateLine {
+            decision,
+            resolutions: resolution_fingerprint(listing),
+        }));
+    }
+    marker::compose_body(&marker, &text)
+}
+
+/// The statement that the target branch has no policies (SPEC §10.5): the decision is not a
+/// policy's judgement, and the summary must not read as if it were.
+fn no_policies_line(branch: &str) -> String {
+    format!(
+        "\n⚠️ **No policies on {}.** The target branch has no `.assent/policies/`, so no policy judged this merge request; only the built-in checks ran.\n",
+        inert::code(branch)
+    )
 }
 
 fn headline(decision: Decision, statuses: &[FindingStatus<'_>]) -> String {
@@ -250,7 +291,8 @@ fn first_line(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::Slot;
+    use crate::core::inventory::ThreadArtifact;
+    use crate::core::model::{Slot, UserRef};
 
     fn pins() -> Pins {
         Pins {
@@ -294,9 +336,13 @@ mod tests {
     #[test]
     fn summary_is_deterministic_and_reflects_resolution() {
         let desired = DesiredState::new(vec![finding(Effect::Challenge, "Shrinks | a lot")]);
+        let target = main();
+        let listing = Inventory::default();
         let ctx = SummaryContext {
             pins: &pins(),
             web_url: Some("https://gitlab.example/g/p/-/merge_requests/7"),
+            target: Some(&target),
+            listing: Some(&listing),
         };
         let open = [FindingStatus {
             finding: &desired.findings[0],
@@ -327,22 +373,171 @@ mod tests {
         insta::assert_snapshot!(a);
     }
 
+    fn main() -> TargetBranch {
+        TargetBranch {
+            name: "main".into(),
+            has_policies: true,
+        }
+    }
+
     #[test]
-    fn summary_marker_carries_state_and_head() {
+    fn summary_marker_carries_state_head_and_target() {
         let desired = DesiredState::default();
+        let target = main();
         let ctx = SummaryContext {
             pins: &pins(),
             web_url: None,
+            target: Some(&target),
+            listing: None,
         };
         let body = summary_body(ctx, &desired, &[], SummaryState::Reconciling);
         match marker::decode_body(&body).unwrap().unwrap() {
-            Marker::Summary { state, head, .. } => {
+            Marker::Summary {
+                state,
+                head,
+                target,
+                ..
+            } => {
                 assert_eq!(state, SummaryState::Reconciling);
                 assert_eq!(head, "1".repeat(40));
+                assert_eq!(target.as_deref(), Some("main"));
             }
             other => panic!("unexpected {other:?}"),
         }
         assert!(body.contains("No finding"));
+        assert!(!body.contains("No policies"), "{body}");
+        assert_eq!(
+            marker::gate_line_of(&body),
+            Ok(None),
+            "no fingerprint, no gate line"
+        );
+        let untargeted = summary_body(
+            SummaryContext {
+                target: None,
+                ..ctx
+            },
+            &desired,
+            &[],
+            SummaryState::Reconciling,
+        );
+        match marker::decode_body(&untargeted).unwrap().unwrap() {
+            Marker::Summary { target, .. } => assert_eq!(target, None),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_target_without_policies_is_stated_never_approved_silently() {
+        let desired = DesiredState::default();
+        let target = TargetBranch {
+            name: "release/`x` @all".into(),
+            has_policies: false,
+        };
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+            target: Some(&target),
+            listing: None,
+        };
+        let body = summary_body(ctx, &desired, &[], SummaryState::Verified);
+        assert!(body.contains("## assent · APPROVE"), "{body}");
+        assert!(
+            body.contains("**No policies on ``release/`x` @all``.**"),
+            "the branch is named inside a code span: {body}"
+        );
+        assert!(
+            body.contains("no policy judged this merge request"),
+            "{body}"
+        );
+        let judged = summary_body(
+            SummaryContext {
+                target: Some(&main()),
+                ..ctx
+            },
+            &desired,
+            &[],
+            SummaryState::Verified,
+        );
+        assert!(!judged.contains("No policies"), "{judged}");
+    }
+
+    #[test]
+    fn the_gate_line_is_last_and_records_the_decision_and_the_fingerprint() {
+        let desired = DesiredState::new(vec![finding(Effect::Challenge, "m")]);
+        let open_listing = Inventory {
+            threads: vec![ThreadArtifact {
+                forge_id: 12,
+                discussion_id: "d".repeat(40),
+                slot: desired.findings[0].slot.clone(),
+                occurrence: desired.findings[0].occurrence.clone(),
+                resolved: false,
+                resolved_by_bot: false,
+                resolved_by: None,
+                bot_replies: vec![],
+            }],
+            ..Inventory::default()
+        };
+        let target = main();
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+            target: Some(&target),
+            listing: Some(&open_listing),
+        };
+        let status = |resolved| {
+            [FindingStatus {
+                finding: &desired.findings[0],
+                forge_id: Some(12),
+                resolved,
+                assent: if resolved {
+                    Assent::Given {
+                        by: crate::core::model::UserRef {
+                            id: 7,
+                            username: "reviewer".into(),
+                        },
+                    }
+                } else {
+                    Assent::Open
+                },
+            }]
+        };
+        let open = summary_body(ctx, &desired, &status(false), SummaryState::Verified);
+        assert_eq!(
+            open.lines().last(),
+            Some(
+                marker::encode_gate_line(&GateLine {
+                    decision: Decision::Review,
+                    resolutions: resolution_fingerprint(&open_listing),
+                })
+                .as_str()
+            )
+        );
+        let done = summary_body(ctx, &desired, &status(true), SummaryState::Verified);
+        assert_eq!(
+            marker::gate_line_of(&done).unwrap().unwrap().decision,
+            Decision::Approve
+        );
+        // The same decision over other resolutions is another body: the run edits it.
+        let mut resolved_listing = open_listing.clone();
+        resolved_listing.threads[0].resolved = true;
+        resolved_listing.threads[0].resolved_by = Some(UserRef {
+            id: 5,
+            username: "author".into(),
+        });
+        let moved = summary_body(
+            SummaryContext {
+                listing: Some(&resolved_listing),
+                ..ctx
+            },
+            &desired,
+            &status(false),
+            SummaryState::Verified,
+        );
+        assert_ne!(open, moved);
+        assert_eq!(
+            marker::gate_line_of(&moved).unwrap().unwrap().resolutions,
+            resolution_fingerprint(&resolved_listing)
+        );
     }
 
     #[test]
@@ -365,6 +560,8 @@ mod tests {
         let ctx = SummaryContext {
             pins: &pins(),
             web_url: None,
+            target: None,
+            listing: None,
         };
         let summary = summary_body(ctx, &desired, &status, SummaryState::Verified);
         assert!(
@@ -390,6 +587,8 @@ mod tests {
         let ctx = SummaryContext {
             pins: &pins(),
             web_url: None,
+            target: None,
+            listing: None,
         };
         let summary = summary_body(ctx, &desired, &status, SummaryState::Verified);
         let row = summary
@@ -410,6 +609,8 @@ mod tests {
         let ctx = SummaryContext {
             pins: &pins(),
             web_url: None,
+            target: None,
+            listing: None,
         };
         let self_assented = [FindingStatus {
             finding: &desired.findings[0],

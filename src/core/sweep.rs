@@ -11,8 +11,11 @@
 //! | summary (lowest-id bot summary note)        | verdict               | action            |
 //! | ------------------------------------------- | --------------------- | ----------------- |
 //! | MR no longer open                           | `not-open`            | none              |
-//! | `verified` for the MR's head                | `verified`            | none              |
+//! | `verified` for the MR's head and target branch | `verified`         | none              |
 //! | `verified` for another SHA                  | `verified-older-head` | create a pipeline |
+//! | `verified` for the head, no `target` recorded | `verified-no-target` | create a pipeline |
+//! | `verified` for the head, another target branch | `verified-other-target` | create a pipeline |
+//! | `verified`, gate line `REVIEW`, GitLab: blocking discussions resolved, resolutions changed since | `review-resolved` | create a pipeline |
 //! | `reconciling`, older than `--stuck-after`   | `reconciling-stuck`   | create a pipeline |
 //! | `reconciling`, age unknown (no timestamp)   | `reconciling-stuck`   | create a pipeline |
 //! | `reconciling`, not older than `--stuck-after` | `reconciling-recent` | none (a run is probably in flight) |
@@ -25,6 +28,15 @@
 //! `created`, `pending`, `waiting_for_resource`, `preparing` or `running` turns the verdict into
 //! `pipeline-active` (left alone: the normal job will heal it). The second classification
 //! never answers `InspectMergeRequest`.
+//!
+//! Decision freshness (SPEC §10.8): a summary `verified` for the head and target whose gate
+//! line ([`GateLine`]) says `REVIEW`, on an MR GitLab reports with
+//! `blocking_discussions_resolved: true`, is healed only when the resolution fingerprint of
+//! the current listing differs from the one on the gate line. The run that heals it records
+//! the new fingerprint, so a resolution that does not count as assent (the decision stays
+//! `REVIEW`) causes one pipeline, never one per sweep. A summary without a gate line, or with
+//! a malformed one, is never healed for freshness. When the MR listing does not report the
+//! target branch, the recorded one is not compared (a summary without one is still healed).
 
 use std::fmt;
 use std::str::FromStr;
@@ -32,7 +44,8 @@ use std::str::FromStr;
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::core::inventory::SummaryArtifact;
-use crate::core::marker::SummaryState;
+use crate::core::marker::{self, GateLine, Marker, SummaryState};
+use crate::core::model::{Decision, Occurrence};
 
 /// Largest accepted duration: 100 years, far beyond any sensible schedule, and small enough
 /// that millisecond arithmetic on timestamps never overflows.
@@ -251,6 +264,13 @@ pub struct MrFacts {
     pub open: bool,
     /// Its head pipeline, when read.
     pub head_pipeline: HeadPipeline,
+    /// The branch it targets now, when the forge says.
+    pub target_branch: Option<String>,
+    /// GitLab's `blocking_discussions_resolved` (every resolvable discussion resolved), when
+    /// the forge says.
+    pub blocking_discussions_resolved: Option<bool>,
+    /// [`crate::core::resolutions::resolution_fingerprint`] of the MR's current listing.
+    pub resolutions: Occurrence,
 }
 
 /// The sweep's settings that classification depends on.
@@ -267,6 +287,15 @@ pub enum Verdict {
     Verified,
     /// The summary is `verified` for another SHA: the head moved and no run verified it.
     VerifiedOlderHead,
+    /// The summary is `verified` for the head but records no target branch (written before
+    /// targets were recorded): healed once, by a run that records it.
+    VerifiedNoTarget,
+    /// The summary is `verified` for the head against another target branch: the MR was
+    /// retargeted and no run judged it under the new target's policies.
+    VerifiedOtherTarget,
+    /// The summary says `REVIEW` while GitLab reports every blocking discussion resolved, and
+    /// the resolutions changed since the summary was written: a run may now approve.
+    ReviewResolved,
     /// The summary says `reconciling` for longer than `--stuck-after` (or for an unknown time).
     ReconcilingStuck,
     /// The summary says `reconciling`, recently: a run is probably in flight.
@@ -280,12 +309,16 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// The verdict as reported: `verified`, `verified-older-head`, `reconciling-stuck`,
-    /// `reconciling-recent`, `missing`, `pipeline-active`, `not-open`.
+    /// The verdict as reported: `verified`, `verified-older-head`, `verified-no-target`,
+    /// `verified-other-target`, `review-resolved`, `reconciling-stuck`, `reconciling-recent`,
+    /// `missing`, `pipeline-active`, `not-open`.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Verified => "verified",
             Verdict::VerifiedOlderHead => "verified-older-head",
+            Verdict::VerifiedNoTarget => "verified-no-target",
+            Verdict::VerifiedOtherTarget => "verified-other-target",
+            Verdict::ReviewResolved => "review-resolved",
             Verdict::ReconcilingStuck => "reconciling-stuck",
             Verdict::ReconcilingRecent => "reconciling-recent",
             Verdict::Missing => "missing",
@@ -298,7 +331,12 @@ impl Verdict {
     pub fn needs_healing(self) -> bool {
         matches!(
             self,
-            Verdict::VerifiedOlderHead | Verdict::ReconcilingStuck | Verdict::Missing
+            Verdict::VerifiedOlderHead
+                | Verdict::VerifiedNoTarget
+                | Verdict::VerifiedOtherTarget
+                | Verdict::ReviewResolved
+                | Verdict::ReconcilingStuck
+                | Verdict::Missing
         )
     }
 }
@@ -348,10 +386,7 @@ pub fn classify(
     let (verdict, detail) = match summary {
         None => (Verdict::Missing, "no assent summary on the MR".to_owned()),
         Some(s) => match s.state {
-            SummaryState::Verified if s.head == mr.head_sha => (
-                Verdict::Verified,
-                format!("verified for head {}", short(&mr.head_sha)),
-            ),
+            SummaryState::Verified if s.head == mr.head_sha => verified_for_head(mr, s),
             SummaryState::Verified => (
                 Verdict::VerifiedOlderHead,
                 format!(
@@ -422,6 +457,69 @@ pub fn classify(
     }
 }
 
+/// The verdict of a summary `verified` for the MR's head: is it for the MR's target branch,
+/// and is its decision still fresh (see the module documentation)?
+fn verified_for_head(mr: &MrFacts, summary: &SummaryArtifact) -> (Verdict, String) {
+    let head = short(&mr.head_sha);
+    let recorded = match marker::decode_body(&summary.body) {
+        Ok(Some(Marker::Summary { target, .. })) => target,
+        _ => None,
+    };
+    let Some(recorded) = recorded else {
+        return (
+            Verdict::VerifiedNoTarget,
+            format!("verified for head {head}, but no target branch recorded"),
+        );
+    };
+    if let Some(current) = mr.target_branch.as_deref().filter(|c| *c != recorded) {
+        return (
+            Verdict::VerifiedOtherTarget,
+            format!(
+                "verified for head {head} against {}, but the MR now targets {}",
+                branch(&recorded),
+                branch(current)
+            ),
+        );
+    }
+    let verified = format!("verified for head {head}");
+    if mr.blocking_discussions_resolved != Some(true) {
+        return (Verdict::Verified, verified);
+    }
+    match marker::gate_line_of(&summary.body) {
+        Ok(Some(GateLine {
+            decision: Decision::Review,
+            resolutions,
+        })) => {
+            if resolutions != mr.resolutions {
+                (
+                    Verdict::ReviewResolved,
+                    format!(
+                        "REVIEW for head {head}, but every blocking discussion is resolved and the resolutions changed since the summary"
+                    ),
+                )
+            } else {
+                (
+                    Verdict::Verified,
+                    format!(
+                        "{verified}; REVIEW although every blocking discussion is resolved: no resolution changed since the summary (a resolution that does not count as assent)"
+                    ),
+                )
+            }
+        }
+        Ok(_) => (Verdict::Verified, verified),
+        Err(malformed) => (
+            Verdict::Verified,
+            format!("{verified}; malformed gate line ({})", malformed.reason),
+        ),
+    }
+}
+
+/// A branch name for a report line: JSON-quoted, so no name can break the line or pose as
+/// another field.
+fn branch(name: &str) -> String {
+    serde_json::Value::String(name.to_owned()).to_string()
+}
+
 /// The first 8 characters of a SHA (the whole text when shorter).
 pub fn short(sha: &str) -> &str {
     match sha.char_indices().nth(8) {
@@ -473,10 +571,33 @@ mod tests {
     }
 
     fn summary(state: SummaryState, head: &str, updated_at: Option<&str>) -> SummaryArtifact {
+        summary_with(state, head, updated_at, Some("main"), None)
+    }
+
+    /// A summary note as the run writes it: marker (with `target`) and, when given, a gate line
+    /// as its last line.
+    fn summary_with(
+        state: SummaryState,
+        head: &str,
+        updated_at: Option<&str>,
+        target: Option<&str>,
+        gate: Option<GateLine>,
+    ) -> SummaryArtifact {
+        let marker = Marker::Summary {
+            occurrence: Occurrence::digest(b"s"),
+            state,
+            head: head.into(),
+            target: target.map(str::to_owned),
+        };
+        let mut text = "## assent · REVIEW".to_owned();
+        if let Some(gate) = &gate {
+            text.push_str("\n\n");
+            text.push_str(&marker::encode_gate_line(gate));
+        }
         SummaryArtifact {
             open_thread: None,
             note_id: 1000,
-            body: String::new(),
+            body: marker::compose_body(&marker, &text),
             occurrence: Occurrence::digest(b"s"),
             state,
             head: head.into(),
@@ -490,7 +611,21 @@ mod tests {
             head_sha: HEAD.into(),
             open: true,
             head_pipeline: pipeline,
+            target_branch: Some("main".into()),
+            blocking_discussions_resolved: Some(true),
+            resolutions: resolutions("now"),
         }
+    }
+
+    fn resolutions(tag: &str) -> Occurrence {
+        Occurrence::digest(tag.as_bytes())
+    }
+
+    fn gate(decision: Decision, tag: &str) -> Option<GateLine> {
+        Some(GateLine {
+            decision,
+            resolutions: resolutions(tag),
+        })
     }
 
     #[test]
@@ -622,10 +757,41 @@ mod tests {
         }
     }
 
-    /// (summary, expected base verdict) for every verdict that calls for healing.
+    /// (summary, expected base verdict) for every verdict that calls for healing, on an MR
+    /// from [`mr`] whose blocking discussions are all resolved.
     fn healing_cases() -> Vec<(Option<SummaryArtifact>, Verdict)> {
         vec![
             (None, Verdict::Missing),
+            (
+                Some(summary_with(
+                    SummaryState::Verified,
+                    HEAD,
+                    Some(NOW),
+                    None,
+                    None,
+                )),
+                Verdict::VerifiedNoTarget,
+            ),
+            (
+                Some(summary_with(
+                    SummaryState::Verified,
+                    HEAD,
+                    Some(NOW),
+                    Some("release"),
+                    None,
+                )),
+                Verdict::VerifiedOtherTarget,
+            ),
+            (
+                Some(summary_with(
+                    SummaryState::Verified,
+                    HEAD,
+                    Some(NOW),
+                    Some("main"),
+                    gate(Decision::Review, "before"),
+                )),
+                Verdict::ReviewResolved,
+            ),
             (
                 Some(summary(SummaryState::Verified, OLD, Some(NOW))),
                 Verdict::VerifiedOlderHead,
@@ -803,10 +969,151 @@ mod tests {
     }
 
     #[test]
+    fn a_summary_for_another_target_branch_is_not_verified() {
+        let s = summary_with(
+            SummaryState::Verified,
+            HEAD,
+            Some(NOW),
+            Some("no-policies"),
+            gate(Decision::Approve, "now"),
+        );
+        let c = classify(&mr(HeadPipeline::None), Some(&s), now(), &settings());
+        assert_eq!(
+            (c.verdict, c.action),
+            (Verdict::VerifiedOtherTarget, Action::CreatePipeline)
+        );
+        assert_eq!(
+            c.detail,
+            "verified for head 22222222 against \"no-policies\", but the MR now targets \"main\"; no head pipeline"
+        );
+        // Names are quoted: no branch name can break the report line.
+        let hostile = summary_with(
+            SummaryState::Verified,
+            HEAD,
+            Some(NOW),
+            Some("a\"; verified for head x\n!1 verified: none"),
+            None,
+        );
+        let c = classify(&mr(HeadPipeline::None), Some(&hostile), now(), &settings());
+        assert_eq!(c.verdict, Verdict::VerifiedOtherTarget);
+        assert!(!c.detail.contains('\n'), "{}", c.detail);
+        // The recorded target is compared only when the forge reports the current one.
+        let unknown = MrFacts {
+            target_branch: None,
+            ..mr(HeadPipeline::None)
+        };
+        let c = classify(&unknown, Some(&s), now(), &settings());
+        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+    }
+
+    #[test]
+    fn a_summary_without_a_target_is_healed_whatever_the_mr_reports() {
+        let s = summary_with(SummaryState::Verified, HEAD, Some(NOW), None, None);
+        for target_branch in [Some("main".to_owned()), None] {
+            let facts = MrFacts {
+                target_branch,
+                ..mr(HeadPipeline::Status("success".into()))
+            };
+            let c = classify(&facts, Some(&s), now(), &settings());
+            assert_eq!(
+                (c.verdict, c.action),
+                (Verdict::VerifiedNoTarget, Action::CreatePipeline)
+            );
+            assert!(
+                c.detail.contains("no target branch recorded"),
+                "{}",
+                c.detail
+            );
+        }
+        // A reconciling summary without target is judged by its age as before.
+        let recent = summary_with(SummaryState::Reconciling, HEAD, Some(NOW), None, None);
+        let c = classify(&mr(HeadPipeline::None), Some(&recent), now(), &settings());
+        assert_eq!(c.verdict, Verdict::ReconcilingRecent);
+    }
+
+    #[test]
+    fn a_review_summary_is_healed_only_when_resolutions_changed_and_gitlab_says_resolved() {
+        let review = |tag: &str| {
+            summary_with(
+                SummaryState::Verified,
+                HEAD,
+                Some(NOW),
+                Some("main"),
+                gate(Decision::Review, tag),
+            )
+        };
+        let facts = |blocking: Option<bool>| MrFacts {
+            blocking_discussions_resolved: blocking,
+            ..mr(HeadPipeline::None)
+        };
+        // Changed resolutions, all blocking discussions resolved: heal.
+        let c = classify(
+            &facts(Some(true)),
+            Some(&review("before")),
+            now(),
+            &settings(),
+        );
+        assert_eq!(
+            (c.verdict, c.action),
+            (Verdict::ReviewResolved, Action::CreatePipeline)
+        );
+        // The same resolutions as the summary was computed from: the run already judged them
+        // (a resolution that does not count as assent), so no pipeline, however often asked.
+        let c = classify(&facts(Some(true)), Some(&review("now")), now(), &settings());
+        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        assert!(c.detail.contains("no resolution changed"), "{}", c.detail);
+        // GitLab does not say every blocking discussion is resolved: nothing to refresh.
+        for blocking in [Some(false), None] {
+            let c = classify(
+                &facts(blocking),
+                Some(&review("before")),
+                now(),
+                &settings(),
+            );
+            assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        }
+        // Other decisions, and summaries without (or with a broken) gate line, are never
+        // refreshed.
+        for gate_line in [
+            gate(Decision::Approve, "before"),
+            gate(Decision::Block, "before"),
+            None,
+        ] {
+            let s = summary_with(
+                SummaryState::Verified,
+                HEAD,
+                Some(NOW),
+                Some("main"),
+                gate_line,
+            );
+            let c = classify(&facts(Some(true)), Some(&s), now(), &settings());
+            assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        }
+        let mut broken = review("before");
+        broken.body = broken.body.replace("REVIEW\"", "MAYBE\"");
+        let c = classify(&facts(Some(true)), Some(&broken), now(), &settings());
+        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        assert!(c.detail.contains("malformed gate line"), "{}", c.detail);
+        // A gate line that is not the last line is not the summary's gate line.
+        let mut buried = review("before");
+        buried.body.push_str("\nmore text");
+        let c = classify(&facts(Some(true)), Some(&buried), now(), &settings());
+        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        // An older head is healed as such, whatever the gate line says.
+        let mut older = review("before");
+        older.head = OLD.into();
+        let c = classify(&facts(Some(true)), Some(&older), now(), &settings());
+        assert_eq!(c.verdict, Verdict::VerifiedOlderHead);
+    }
+
+    #[test]
     fn verdict_names_are_stable() {
         let all = [
             Verdict::Verified,
             Verdict::VerifiedOlderHead,
+            Verdict::VerifiedNoTarget,
+            Verdict::VerifiedOtherTarget,
+            Verdict::ReviewResolved,
             Verdict::ReconcilingStuck,
             Verdict::ReconcilingRecent,
             Verdict::Missing,
@@ -819,6 +1126,9 @@ mod tests {
             [
                 "verified",
                 "verified-older-head",
+                "verified-no-target",
+                "verified-other-target",
+                "review-resolved",
                 "reconciling-stuck",
                 "reconciling-recent",
                 "missing",
@@ -831,6 +1141,9 @@ mod tests {
             healing,
             [
                 Verdict::VerifiedOlderHead,
+                Verdict::VerifiedNoTarget,
+                Verdict::VerifiedOtherTarget,
+                Verdict::ReviewResolved,
                 Verdict::ReconcilingStuck,
                 Verdict::Missing
             ]

@@ -39,6 +39,12 @@ pub struct ListedMergeRequest {
     /// The MR's `updated_at`, when reported.
     #[serde(default)]
     pub updated_at: Option<String>,
+    /// The branch the MR targets, when reported.
+    #[serde(default)]
+    pub target_branch: Option<String>,
+    /// GitLab's `blocking_discussions_resolved`: every resolvable discussion is resolved.
+    #[serde(default)]
+    pub blocking_discussions_resolved: Option<bool>,
 }
 
 /// A pipeline just created for a merge request.
@@ -145,7 +151,7 @@ mod tests {
     fn the_listing_asks_for_open_mrs_updated_in_the_window() {
         let (base, rx) = serve_once(
             200,
-            r#"[{"iid":7,"state":"opened","sha":"abc","updated_at":"2026-11-30T17:41:36.123Z","title":"x"},{"iid":8,"state":"opened"}]"#,
+            r#"[{"iid":7,"state":"opened","sha":"abc","updated_at":"2026-11-30T17:41:36.123Z","title":"x","target_branch":"main","blocking_discussions_resolved":true},{"iid":8,"state":"opened"}]"#,
         );
         let after = DateTime::parse_from_rfc3339("2026-11-28T12:00:00Z")
             .unwrap()
@@ -168,6 +174,10 @@ mod tests {
         assert_eq!(listed.len(), 2);
         assert_eq!(listed[0].sha.as_deref(), Some("abc"));
         assert_eq!(listed[1].updated_at, None);
+        assert_eq!(listed[0].target_branch.as_deref(), Some("main"));
+        assert_eq!(listed[0].blocking_discussions_resolved, Some(true));
+        assert_eq!(listed[1].target_branch, None);
+        assert_eq!(listed[1].blocking_discussions_resolved, None);
     }
 
     #[test]

@@ -22,6 +22,7 @@ fn ctx(head: &str) -> RunContext {
         web_url: None,
         dry_run: false,
         mr_author_id: Some(MR_AUTHOR_USER_ID),
+        target: None,
     }
 }
 

@@ -519,6 +519,8 @@ fn summary_of(findings: Vec<Finding>) -> String {
     let ctx = SummaryContext {
         pins: &pins,
         web_url: Some(WEB_URL),
+        target: None,
+        listing: None,
     };
     render::summary_body(ctx, &desired, &statuses, SummaryState::Verified)
 }

@@ -894,6 +894,8 @@ fn pipeline_json(st: &State, p: &Project, pl: &Pipeline) -> Value {
 }
 
 fn mr_json(st: &State, p: &Project, m: &MergeRequest, full: bool) -> Value {
+    // GitLab's `blocking_discussions_resolved`: every resolvable discussion is resolved; plain
+    // notes do not count. The same value in the listing and the single MR.
     let blocking_resolved = m
         .discussions
         .iter()

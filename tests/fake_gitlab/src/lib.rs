@@ -247,6 +247,17 @@ impl FakeGitLab {
         });
     }
 
+    /// Retargets the MR to `branch`, as editing its target branch in GitLab does: the listing
+    /// and the single MR report the new `target_branch`, and `updated_at` moves.
+    pub fn set_target_branch(&self, project: u64, iid: u64, branch: &str) {
+        self.with_state(|s| {
+            let now = s.now();
+            let m = s.mr_mut_ref(project, iid).expect("mr");
+            m.target_branch = branch.into();
+            m.updated_at = now;
+        });
+    }
+
     pub fn set_mr_state(&self, project: u64, iid: u64, state: MrState) {
         self.with_state(|s| {
             let now = s.now();

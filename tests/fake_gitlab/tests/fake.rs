@@ -377,6 +377,62 @@ fn merge_request_and_listing_shapes() {
 }
 
 #[test]
+fn retargeting_and_blocking_discussions_resolved_in_the_listing_and_the_single_mr() {
+    let fake = FakeGitLab::start(basic());
+    fake.set_time("2024-05-01T10:00:00Z");
+    let both = |fake: &FakeGitLab| -> (Value, Value) {
+        let list = get(fake, "/projects/42/merge_requests?state=opened").json();
+        let listed = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["iid"] == MR_IID)
+            .cloned()
+            .unwrap();
+        (listed, get(fake, &mr_path("")).json())
+    };
+    let blocking = |fake: &FakeGitLab| -> (Value, Value) {
+        let (listed, single) = both(fake);
+        (
+            listed["blocking_discussions_resolved"].clone(),
+            single["blocking_discussions_resolved"].clone(),
+        )
+    };
+    let yes = (Value::Bool(true), Value::Bool(true));
+    let no = (Value::Bool(false), Value::Bool(false));
+    assert_eq!(blocking(&fake), yes, "no discussion at all");
+    // A plain note is not resolvable and never blocks.
+    fake.post_note(PROJECT_ID, MR_IID, HUMAN_ID, "plain");
+    assert_eq!(blocking(&fake), yes);
+    let (first, _) = fake.post_thread(PROJECT_ID, MR_IID, BOT_ID, "thread one");
+    let (second, _) = fake.post_thread(PROJECT_ID, MR_IID, BOT_ID, "thread two");
+    assert_eq!(blocking(&fake), no);
+    fake.resolve(PROJECT_ID, MR_IID, &first, HUMAN_ID, true);
+    assert_eq!(blocking(&fake), no, "one thread is still open");
+    fake.resolve(PROJECT_ID, MR_IID, &second, BOT_ID, true);
+    assert_eq!(blocking(&fake), yes, "whoever resolved them");
+    fake.resolve(PROJECT_ID, MR_IID, &first, HUMAN_ID, false);
+    assert_eq!(blocking(&fake), no, "re-opened");
+
+    // Retargeting: both shapes report the new branch, and the MR counts as updated.
+    let before = fake.mr(PROJECT_ID, MR_IID).updated_at;
+    fake.set_time("2024-05-02T10:00:00Z");
+    fake.set_target_branch(PROJECT_ID, MR_IID, "release");
+    let (listed, single) = both(&fake);
+    assert_eq!(listed["target_branch"], "release");
+    assert_eq!(single["target_branch"], "release");
+    assert_ne!(fake.mr(PROJECT_ID, MR_IID).updated_at, before);
+    assert_eq!(
+        get(&fake, "/projects/42/merge_requests?target_branch=main")
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+}
+
+#[test]
 fn threads_notes_and_resolvability() {
     let fake = FakeGitLab::start(basic());
     let t = form(
