@@ -47,6 +47,28 @@ pub struct RunContext {
     pub target: Option<TargetBranch>,
 }
 
+impl RunContext {
+    /// What the summary of this run pins and links, rendered from `listing` (its resolution
+    /// fingerprint goes on the gate line; `None` writes none).
+    fn summary_context<'a>(&'a self, listing: Option<&'a Inventory>) -> SummaryContext<'a> {
+        SummaryContext {
+            pins: &self.pins,
+            web_url: self.web_url.as_deref(),
+            target: self.target.as_ref(),
+            listing,
+        }
+    }
+
+    /// The people this run judges resolutions against; roles are read later, as needed.
+    fn assent_facts(&self, bot: u64) -> AssentFacts {
+        AssentFacts {
+            bot_id: bot,
+            author_id: self.mr_author_id,
+            ..AssentFacts::default()
+        }
+    }
+}
+
 /// Why a reconciliation did not complete. Every variant maps to exit code 3.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
@@ -89,19 +111,10 @@ pub fn reconcile(
 ) -> Result<Publication, ReconcileError> {
     let start = forge.request_counts();
     let head = ctx.pins.source_sha.as_str();
-    let summary_ctx = SummaryContext {
-        pins: &ctx.pins,
-        web_url: ctx.web_url.as_deref(),
-        target: ctx.target.as_ref(),
-        listing: None,
-    };
+    let summary_ctx = ctx.summary_context(None);
     let bot = forge.bot_user_id()?;
     let mut warnings = BTreeSet::new();
-    let mut facts = AssentFacts {
-        bot_id: bot,
-        author_id: ctx.mr_author_id,
-        ..AssentFacts::default()
-    };
+    let mut facts = ctx.assent_facts(bot);
     if let Some(target) = ctx.target.as_ref().filter(|t| !t.has_policies) {
         warnings.insert(no_policies_warning(&target.name));
     }
@@ -630,19 +643,10 @@ fn reopen_summary(
     let Some(summary) = inventory.canonical_summary() else {
         return Ok(());
     };
-    let mut facts = AssentFacts {
-        bot_id: bot,
-        author_id: ctx.mr_author_id,
-        ..AssentFacts::default()
-    };
+    let mut facts = ctx.assent_facts(bot);
     read_roles(forge, desired, &inventory, &mut facts)?;
     let body = render::summary_body(
-        SummaryContext {
-            pins: &ctx.pins,
-            web_url: ctx.web_url.as_deref(),
-            target: ctx.target.as_ref(),
-            listing: Some(&inventory),
-        },
+        ctx.summary_context(Some(&inventory)),
         desired,
         &finding_statuses(desired, &inventory, &facts),
         SummaryState::Reconciling,
