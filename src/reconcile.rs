@@ -101,6 +101,21 @@ pub struct Publication {
     pub receipt: Receipt,
     /// The first plan computed (what a dry run shows).
     pub plan: Plan,
+    /// Why a `stale-pipeline` receipt is stale (`None` for every other outcome): the
+    /// receipt's warnings also hold the listing's, so they cannot tell the cases apart.
+    pub stale: Option<Staleness>,
+}
+
+/// What made a pipeline stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Staleness {
+    /// The MR's head is no longer the pinned source SHA; nothing was written.
+    HeadMoved,
+    /// The MR targets another branch than the pinned one; nothing was written.
+    Retargeted,
+    /// The forge refused the approval for the pinned head: the review was published for
+    /// that head, not approved.
+    HeadMovedBeforeApproval,
 }
 
 /// Reconciles the merge request behind `forge` towards `desired`.
@@ -220,6 +235,7 @@ pub fn reconcile(
         return Ok(Publication {
             receipt,
             plan: first_plan,
+            stale: None,
         });
     }
     if first_plan.writes.is_empty() && summary_current(&facts, &inventory) {
@@ -235,6 +251,7 @@ pub fn reconcile(
         return Ok(Publication {
             receipt,
             plan: first_plan,
+            stale: None,
         });
     }
 
@@ -251,14 +268,26 @@ pub fn reconcile(
         } else {
             Outcome::StalePipeline
         };
+        let stale = match (outcome, retargeted) {
+            (Outcome::StalePipeline, Some(pinned)) => {
+                warnings.insert(retargeted_warning(&pinned.name, &mr.target_branch));
+                Some(Staleness::Retargeted)
+            }
+            (Outcome::StalePipeline, None) => Some(Staleness::HeadMoved),
+            _ => None,
+        };
         let used = forge.request_counts();
-        let mut receipt = refusal_receipt(ctx, outcome, used.reads - start.reads);
-        if let (Outcome::StalePipeline, Some(pinned)) = (outcome, retargeted) {
-            receipt.warnings = vec![retargeted_warning(&pinned.name, &mr.target_branch)];
-        }
+        // Seed 004: the listing's warnings travel with every return, the refusals included.
+        let receipt = refusal_receipt(
+            ctx,
+            outcome,
+            used.reads - start.reads,
+            warnings.into_iter().collect(),
+        );
         return Ok(Publication {
             receipt,
             plan: first_plan,
+            stale,
         });
     }
 
@@ -321,6 +350,7 @@ pub fn reconcile(
         return Ok(Publication {
             receipt,
             plan: first_plan,
+            stale: None,
         });
     }
     Err(ReconcileError::TooManyRounds(MAX_PLANNING_ROUNDS))
@@ -481,8 +511,13 @@ pub fn retargeted_warning(pinned: &str, current: &str) -> String {
 }
 
 /// The receipt of a designed no-write refusal (`stale-pipeline`, `mr-not-open`): decision
-/// `null`, every array empty.
-pub fn refusal_receipt(ctx: &RunContext, outcome: Outcome, reads: u64) -> Receipt {
+/// `null`, every array but `warnings` empty.
+pub fn refusal_receipt(
+    ctx: &RunContext,
+    outcome: Outcome,
+    reads: u64,
+    warnings: Vec<String>,
+) -> Receipt {
     Receipt::new(
         ctx.project.clone(),
         ctx.mr,
@@ -492,7 +527,7 @@ pub fn refusal_receipt(ctx: &RunContext, outcome: Outcome, reads: u64) -> Receip
         vec![],
         vec![],
         vec![],
-        vec![],
+        warnings,
         Rescan { verified: false },
         RequestTally { reads, writes: 0 },
     )
@@ -545,6 +580,8 @@ pub fn reconcile_with_approval(
         }
         Ok(Settled::Changed) => receipt.approval = Some(ApprovalOutcome::Unapproved),
         Ok(Settled::HeadMoved) => {
+            publication.stale = Some(Staleness::HeadMovedBeforeApproval);
+            let receipt = &mut publication.receipt;
             let mut warnings = receipt.warnings.clone();
             warnings.push(format!(
                 "the MR head moved past {} before the approval: the review was published for that head but not approved; the newer pipeline decides",
@@ -631,6 +668,8 @@ fn settle_approval(forge: &dyn Forge, want: bool, sha: &str) -> Result<Settled, 
 
 #[cfg(test)]
 mod approval_tests;
+#[cfg(test)]
+mod refusal_tests;
 
 /// Sets the summary back to "reconciling" for the pinned head.
 fn reopen_summary(

@@ -10,7 +10,7 @@ use crate::core::render::TargetBranch;
 use crate::core::semantic_diff::Limits;
 use crate::forge::{Forge, ForgeError, Repository};
 use crate::reconcile::{
-    Publication, ReconcileError, RunContext, reconcile_with_approval, refusal_receipt,
+    Publication, ReconcileError, RunContext, Staleness, reconcile_with_approval, refusal_receipt,
     retargeted_warning,
 };
 use crate::review_input::{ReviewPins, gather_review_inputs};
@@ -73,7 +73,7 @@ pub fn run_review(
 ) -> Result<RunReport, RunError> {
     let start = forge.request_counts();
     let mr = forge.merge_request()?;
-    let refusal = |outcome, pins: Pins, warnings: Vec<String>| {
+    let refusal = |outcome, stale, pins: Pins, warnings: Vec<String>| {
         let ctx = RunContext {
             project: request.project.clone(),
             mr: request.mr,
@@ -85,12 +85,12 @@ pub fn run_review(
         };
         let used = forge.request_counts();
         // Refusals happen before any write, so only reads are counted.
-        let mut receipt = refusal_receipt(&ctx, outcome, used.reads - start.reads);
-        receipt.warnings = warnings;
+        let receipt = refusal_receipt(&ctx, outcome, used.reads - start.reads, warnings);
         Ok(RunReport {
             publication: Publication {
                 receipt,
                 plan: Default::default(),
+                stale,
             },
             desired: DesiredState::default(),
         })
@@ -106,10 +106,15 @@ pub fn run_review(
         policy_digest: String::new(),
     };
     if mr.state != MergeRequestState::Opened {
-        return refusal(Outcome::MrNotOpen, partial_pins, vec![]);
+        return refusal(Outcome::MrNotOpen, None, partial_pins, vec![]);
     }
     if mr.head_sha != request.source_sha {
-        return refusal(Outcome::StalePipeline, partial_pins, vec![]);
+        return refusal(
+            Outcome::StalePipeline,
+            Some(Staleness::HeadMoved),
+            partial_pins,
+            vec![],
+        );
     }
     let target_branch = request
         .target_branch
@@ -117,7 +122,12 @@ pub fn run_review(
         .unwrap_or_else(|| mr.target_branch.clone());
     if target_branch != mr.target_branch {
         let warning = retargeted_warning(&target_branch, &mr.target_branch);
-        return refusal(Outcome::StalePipeline, partial_pins, vec![warning]);
+        return refusal(
+            Outcome::StalePipeline,
+            Some(Staleness::Retargeted),
+            partial_pins,
+            vec![warning],
+        );
     }
 
     // The policies come from the pinned branch: from its pinned tip, or its tip read now.

@@ -11,6 +11,7 @@ use assent::core::model::DesiredState;
 use assent::fixture::runner::fixture_pins;
 use assent::fixture::schema::FindingSpec;
 use assent::forge::{Forge, ForgeError};
+use assent::gitlab::ThreadSleeper;
 use assent::reconcile::{RunContext, reconcile};
 use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, RouteKind, fixtures};
 use support::{config_for, forge_for, forge_with, start_basic};
@@ -238,7 +239,13 @@ fn writes_are_never_retried() {
     let err = forge.create_note("hello").unwrap_err();
     assert!(err.is_ambiguous_write(), "{err:?}");
     assert_eq!(fake.writes(), 1);
-    assert!(sleeper.delays().is_empty());
+    // No retry: the one wait is for the write to settle (docs/transport.md).
+    let delays = sleeper.delays();
+    assert_eq!(delays.len(), 1, "{delays:?}");
+    assert!(
+        delays[0] <= assent::gitlab::DEFAULT_WRITE_SETTLE,
+        "{delays:?}"
+    );
 }
 
 // ---- lost acknowledgements ---------------------------------------------------------------
@@ -291,6 +298,80 @@ fn a_lost_ack_during_reconcile_leaves_no_duplicate_after_the_run_and_a_rerun() {
             assert_no_violations(&fake);
         }
     }
+}
+
+/// SPEC §5's matching, against a write GitLab applies late: the thread POST is held past
+/// the client's timeout and applied afterwards, as GitLab does when Puma finishes a request
+/// whose client gave up. `write_settle` (GitLab's request timeout plus margin, scaled down
+/// here) makes the ambiguous write wait until the server is done with it, so the listing
+/// that decides sees the late thread and nothing is created twice.
+fn late_applied_thread_run(write_settle: Duration) -> (FakeGitLab, assent::reconcile::Publication) {
+    let fake = start_basic();
+    fake.inject(
+        FaultRule::new(FaultAction::Hold {
+            apply: fake_gitlab::HoldApply::Before,
+            timeout_ms: Some(1_500),
+        })
+        .method("POST")
+        .route(RouteKind::Discussions)
+        .nth(1),
+    );
+    let mut config = config_for(
+        &fake,
+        fixtures::BOT_TOKEN,
+        fixtures::PROJECT_PATH,
+        fixtures::MR_IID,
+    );
+    config.request_timeout = Duration::from_millis(500);
+    config.retry.write_settle = write_settle;
+    let forge =
+        assent::gitlab::GitLabForge::with_sleeper(config, std::sync::Arc::new(ThreadSleeper))
+            .unwrap();
+    let publication = reconcile(&forge, &desired(), &ctx()).expect("the run completes");
+    // Whatever the run did, wait until the held POST has been applied before judging.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while fake
+        .requests()
+        .iter()
+        .any(|r| r.write && r.status.is_none())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the held POST never completed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (fake, publication)
+}
+
+#[test]
+fn a_thread_gitlab_applies_after_the_client_timed_out_is_not_created_twice() {
+    let (fake, publication) = late_applied_thread_run(Duration::from_secs(3));
+    assert!(publication.receipt.rescan.verified);
+    let inv = inventory(&fake);
+    assert_eq!(inv.threads.len(), 2, "{:#?}", inv.threads);
+    let slots: std::collections::BTreeSet<_> = inv.threads.iter().map(|t| t.slot.clone()).collect();
+    assert_eq!(slots.len(), 2, "one thread per slot");
+    let posts = fake
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.route == RouteKind::Discussions)
+        .count();
+    assert_eq!(posts, 2, "the late thread was adopted, not posted again");
+    assert_no_violations(&fake);
+}
+
+/// The hazard the settle closes: deciding at once, from a listing taken while GitLab still
+/// works on the write, posts the thread again and the late copy lands after "verified".
+#[test]
+fn without_the_write_settle_a_late_thread_would_be_duplicated() {
+    let (fake, publication) = late_applied_thread_run(Duration::ZERO);
+    assert!(
+        publication.receipt.rescan.verified,
+        "the run believed it was done"
+    );
+    let inv = inventory(&fake);
+    assert_eq!(inv.threads.len(), 3, "{:#?}", inv.threads);
 }
 
 // ---- redirects ----------------------------------------------------------------------------

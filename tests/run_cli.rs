@@ -541,6 +541,43 @@ fn a_push_that_changes_the_judged_value_supersedes_a_resolved_thread() {
     r.assert_no_token();
 }
 
+/// A SHA-256 repository: GitLab reports 64-hex SHAs, and every place a SHA is read (CI
+/// variables, flags, the MR's head, the marker) takes them as it takes 40-hex ones.
+#[test]
+fn a_sha256_repository_is_gated_like_any_other() {
+    let w = World::new();
+    let sha256 = "5".repeat(64);
+    w.push(&sha256, &[("topics/orders.yaml", &orders(3))]);
+    let r = w
+        .invocation()
+        .env(
+            "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA",
+            &sha256.to_ascii_uppercase(),
+        )
+        .run();
+    r.expect_code(0);
+    assert!(
+        r.stdout.starts_with("assent: REVIEW for !7 at 55555555"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(r.receipt()["pins"]["sourceSha"], sha256.as_str());
+    let summary = w.summary();
+    assert!(
+        summary.body.contains(&format!("\"head\":\"{sha256}\"")),
+        "{}",
+        summary.body
+    );
+    // The rerun reads its own 64-hex marker back and writes nothing.
+    w.fake.reset_log();
+    w.invocation()
+        .args(&["--source-sha", &sha256])
+        .run()
+        .expect_code(0);
+    assert!(w.writes().is_empty(), "{:#?}", w.writes());
+    w.assert_no_violations();
+}
+
 #[test]
 fn a_push_that_changes_the_judged_value_retires_an_unresolved_thread() {
     let w = World::new();
@@ -974,9 +1011,12 @@ fn missing_or_malformed_inputs_are_usage_errors_before_any_request() {
         (
             w.invocation()
                 .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", bad_sha),
-            "40-hex",
+            "40 or 64 hex digits",
         ),
-        (w.invocation().args(&["--source-sha", "abc123"]), "40-hex"),
+        (
+            w.invocation().args(&["--source-sha", "abc123"]),
+            "40 or 64 hex digits",
+        ),
         (w.invocation().args(&["--base-sha", "zz"]), "base SHA"),
         (
             w.invocation()

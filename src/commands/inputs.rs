@@ -2,10 +2,15 @@
 //! CI environment, first non-empty value wins. The token is never a flag.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 
-use crate::gitlab::{GitLabConfig, Token};
+use crate::gitlab::{DEFAULT_WRITE_SETTLE, GitLabConfig, Token};
+
+/// The longest accepted `ASSENT_WRITE_SETTLE_SECS`: a CI job should not hang for longer
+/// than this on one write whose answer was lost.
+const MAX_WRITE_SETTLE: Duration = Duration::from_secs(600);
 
 /// Where GitLab is and how to reach it.
 #[derive(Debug, Clone, Args)]
@@ -61,6 +66,9 @@ pub struct Connection {
     pub token: Token,
     /// Extra CA bundle.
     pub ca_file: Option<PathBuf>,
+    /// `ASSENT_WRITE_SETTLE_SECS`: how long an ambiguous write waits before the listing
+    /// decides it (default [`DEFAULT_WRITE_SETTLE`]).
+    pub write_settle: Duration,
 }
 
 impl ConnectionArgs {
@@ -89,11 +97,27 @@ impl ConnectionArgs {
         let ca_file = self.ca_file.clone().or_else(|| {
             first_of(None, &["ASSENT_CA_FILE", "CI_SERVER_TLS_CA_FILE"], env).map(PathBuf::from)
         });
+        let write_settle = match first_of(None, &["ASSENT_WRITE_SETTLE_SECS"], env) {
+            None => DEFAULT_WRITE_SETTLE,
+            Some(text) => text
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+                .filter(|d| *d <= MAX_WRITE_SETTLE)
+                .ok_or_else(|| {
+                    InputError(format!(
+                        "ASSENT_WRITE_SETTLE_SECS is not a number of seconds from 0 to {}: {text:?} (it should exceed the GitLab instance's request timeout, 60 s unless changed)",
+                        MAX_WRITE_SETTLE.as_secs()
+                    ))
+                })?,
+        };
         Ok(Connection {
             api_url,
             project,
             token: Token::new(token),
             ca_file,
+            write_settle,
         })
     }
 }
@@ -108,6 +132,7 @@ impl Connection {
             mr_iid,
         );
         config.ca_file = self.ca_file.clone();
+        config.retry.write_settle = self.write_settle;
         config
     }
 }
@@ -202,5 +227,33 @@ mod tests {
         );
         assert!(resolve_mr(None, &env(&[("CI_MERGE_REQUEST_IID", "x")])).is_err());
         assert_eq!(resolve_mr(None, &env(&[])), Ok(None));
+    }
+
+    #[test]
+    fn the_write_settle_defaults_to_past_gitlabs_request_timeout_and_is_checked() {
+        let base = [
+            ("CI_API_V4_URL", "u"),
+            ("CI_PROJECT_ID", "1"),
+            ("ASSENT_TOKEN", "t"),
+        ];
+        let c = args().resolve(&env(&base)).unwrap();
+        assert_eq!(c.write_settle, DEFAULT_WRITE_SETTLE);
+        assert!(c.write_settle > Duration::from_secs(60));
+        assert_eq!(c.gitlab_config(7).retry.write_settle, DEFAULT_WRITE_SETTLE);
+
+        let with = |value: &str| {
+            let mut pairs = base.to_vec();
+            pairs.push(("ASSENT_WRITE_SETTLE_SECS", value));
+            args().resolve(&env(&pairs))
+        };
+        assert_eq!(
+            with("0.25").unwrap().write_settle,
+            Duration::from_millis(250)
+        );
+        assert_eq!(with("90").unwrap().write_settle, Duration::from_secs(90));
+        for bad in ["-1", "soon", "601", "NaN", "inf"] {
+            let err = with(bad).unwrap_err();
+            assert!(err.0.contains("ASSENT_WRITE_SETTLE_SECS"), "{bad}: {err}");
+        }
     }
 }

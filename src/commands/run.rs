@@ -9,10 +9,12 @@ use crate::commands::Exit;
 use crate::commands::inputs::{
     ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr,
 };
+use crate::core::commit_sha::parse_commit_sha;
 use crate::core::model::Decision;
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
 use crate::core::semantic_diff::Limits;
 use crate::gitlab::GitLabForge;
+use crate::reconcile::Staleness;
 use crate::review_run::{RunReport, RunRequest, run_review};
 
 const EXAMPLES: &str = "\
@@ -112,12 +114,12 @@ fn sha_input(
 ) -> Result<Option<String>, InputError> {
     match first_of(flag, vars, env) {
         None => Ok(None),
-        Some(sha) if sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()) => {
-            Ok(Some(sha.to_ascii_lowercase()))
-        }
-        Some(sha) => Err(InputError(format!(
-            "{what} is not a 40-hex commit SHA: {sha:?}"
-        ))),
+        Some(sha) => match parse_commit_sha(&sha) {
+            Some(sha) => Ok(Some(sha)),
+            None => Err(InputError(format!(
+                "{what} is not a commit SHA (40 or 64 hex digits): {sha:?}"
+            ))),
+        },
     }
 }
 
@@ -268,15 +270,16 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
     let short = |sha: &str| sha.get(..8).unwrap_or(sha).to_owned();
     let mut out = String::new();
     match receipt.outcome {
-        Outcome::StalePipeline if receipt.requests.writes > 0 => {
-            // Only the approval can find the head moved after writes: the forge refused it.
+        Outcome::StalePipeline
+            if report.publication.stale == Some(Staleness::HeadMovedBeforeApproval) =>
+        {
             out.push_str(&format!(
                 "assent: stale pipeline: the MR head moved past {} before the approval; published for that head, not approved (the newer pipeline decides)\n",
                 short(&receipt.pins.source_sha)
             ));
         }
         // A retargeted MR: the warning below says so; the head did not move.
-        Outcome::StalePipeline if !receipt.warnings.is_empty() => {
+        Outcome::StalePipeline if report.publication.stale == Some(Staleness::Retargeted) => {
             out.push_str("assent: stale pipeline: the merge request was retargeted; nothing written (the newer pipeline publishes)\n");
         }
         Outcome::StalePipeline => {

@@ -29,6 +29,7 @@ use serde::de::{self, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visit
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::core::commit_sha::is_commit_sha;
 use crate::core::model::{Decision, Occurrence, Slot};
 
 /// The detection sentinel: a body whose first line starts with this claims to be an artifact.
@@ -303,7 +304,7 @@ pub fn decode_line(line: &str) -> Result<Marker, MalformedMarker> {
         Some(Value::String(s)) => s,
         Some(_) => return Err(malformed("key `head` is not a string")),
     };
-    if !is_sha(&head) {
+    if !is_commit_sha(&head) {
         return Err(malformed(format!(
             "bad head {}: expected 40 or 64 lowercase hex digits",
             excerpt(&head)
@@ -421,14 +422,6 @@ pub fn gate_line_of(body: &str) -> Result<Option<GateLine>, MalformedMarker> {
         return Ok(None);
     }
     decode_gate_line(last).map(Some)
-}
-
-/// A commit SHA as GitLab reports it: SHA-1 or SHA-256, lowercase hex.
-fn is_sha(text: &str) -> bool {
-    matches!(text.len(), 40 | 64)
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// A short, escaped rendering of untrusted input for a reason string: the input may be

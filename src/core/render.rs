@@ -10,6 +10,7 @@
 
 use crate::core::assent::Assent;
 use crate::core::canonical_json;
+use crate::core::commit_sha;
 use crate::core::inert;
 use crate::core::inventory::Inventory;
 use crate::core::marker::{self, GateLine, Marker, SummaryState};
@@ -156,15 +157,15 @@ pub fn summary_body(
     let state_line = match state {
         SummaryState::Reconciling => format!(
             "Reconciling {}: assent is updating this merge request's threads; a later pipeline finishes the job if this one stops.",
-            inert::code(short_sha(head))
+            inert::code(commit_sha::short(head))
         ),
-        SummaryState::Verified => format!("Verified for {}.", inert::code(short_sha(head))),
+        SummaryState::Verified => format!("Verified for {}.", inert::code(commit_sha::short(head))),
     };
     text.push_str(&format!(
         "\n{} Target {} · base {} · policies {}\n",
         state_line,
-        inert::code(short_sha(&ctx.pins.target_sha)),
-        inert::code(short_sha(&ctx.pins.base_sha)),
+        inert::code(commit_sha::short(&ctx.pins.target_sha)),
+        inert::code(commit_sha::short(&ctx.pins.base_sha)),
         inert::code(short_digest(&ctx.pins.policy_digest)),
     ));
     let mut text = text.trim_end().to_owned();
@@ -271,10 +272,6 @@ fn thread_link(web_url: Option<&str>, forge_id: Option<u64>) -> String {
         (Some(url), Some(id)) => format!("[note {id}]({url}#note_{id})"),
         (None, Some(id)) => format!("note {id}"),
     }
-}
-
-fn short_sha(sha: &str) -> &str {
-    sha.get(..8).unwrap_or(sha)
 }
 
 fn short_digest(digest: &str) -> &str {

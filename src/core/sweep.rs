@@ -43,6 +43,7 @@ use std::str::FromStr;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
+use crate::core::commit_sha::short;
 use crate::core::inventory::SummaryArtifact;
 use crate::core::marker::{self, GateLine, Marker, SummaryState};
 use crate::core::model::{Decision, Occurrence};
@@ -518,14 +519,6 @@ fn verified_for_head(mr: &MrFacts, summary: &SummaryArtifact) -> (Verdict, Strin
 /// another field.
 fn branch(name: &str) -> String {
     serde_json::Value::String(name.to_owned()).to_string()
-}
-
-/// The first 8 characters of a SHA (the whole text when shorter).
-pub fn short(sha: &str) -> &str {
-    match sha.char_indices().nth(8) {
-        Some((i, _)) => &sha[..i],
-        None => sha,
-    }
 }
 
 /// A short human age: `45s`, `12m`, `3h5m`, `2d4h`; negative ages (clock skew) read `0s`.

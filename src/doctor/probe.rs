@@ -63,6 +63,7 @@ fn doctor_retry() -> RetryPolicy {
         base_delay: Duration::from_millis(200),
         max_backoff: Duration::from_secs(2),
         retry_after_cap: Duration::from_secs(10),
+        ..RetryPolicy::default()
     }
 }
 

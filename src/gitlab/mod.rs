@@ -31,7 +31,7 @@ pub mod transport;
 mod tests;
 
 pub use self::forge::{GitLabConfig, GitLabForge};
-pub use self::retry::{RetryPolicy, Sleeper, ThreadSleeper};
+pub use self::retry::{DEFAULT_WRITE_SETTLE, RetryPolicy, Sleeper, ThreadSleeper};
 pub use self::transport::{ProxyConfig, Token};
 
 /// A configuration the adapter cannot work with (exit 2, before any request). Texts never

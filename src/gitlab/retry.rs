@@ -16,11 +16,18 @@
 //! that provably never left (name resolution, connect or proxy-connect failure) is
 //! [`ForgeError::Transport`].
 //!
+//! An ambiguous write returns only once [`RetryPolicy::write_settle`] has passed since it
+//! was sent: GitLab gives up on a request after its own request timeout (60 s by default),
+//! so by then it has applied the write or never will, and the listing that decides is
+//! authoritative. Without the wait, a write GitLab applies late (after a proxy dropped the
+//! connection, or after the client's own timeout) would be re-created from a listing taken
+//! too early, and the late copy would appear after the run had verified.
+//!
 //! The sleeper is injectable ([`Sleeper`]) so tests neither sleep nor guess the delays.
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::transport::{Failure, PreparedRequest, RawResponse, Transport, error_message};
 use crate::forge::ForgeError;
@@ -58,7 +65,14 @@ pub struct RetryPolicy {
     pub max_backoff: Duration,
     /// Upper bound of a server-requested delay (`Retry-After`, `RateLimit-Reset`; default 60 s).
     pub retry_after_cap: Duration,
+    /// How long after a write was sent GitLab may still apply it: its request timeout
+    /// (Puma's worker timeout, 60 s by default) plus a margin (default 65 s). An ambiguous
+    /// write waits out the rest of this time before it is reported.
+    pub write_settle: Duration,
 }
+
+/// The default [`RetryPolicy::write_settle`].
+pub const DEFAULT_WRITE_SETTLE: Duration = Duration::from_secs(65);
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -67,6 +81,7 @@ impl Default for RetryPolicy {
             base_delay: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
             retry_after_cap: Duration::from_secs(60),
+            write_settle: DEFAULT_WRITE_SETTLE,
         }
     }
 }
@@ -219,8 +234,21 @@ impl Requester {
         }
     }
 
-    /// Sends a POST/PUT exactly once; returns a 2xx response or the classified error.
+    /// Sends a POST/PUT exactly once; returns a 2xx response or the classified error. An
+    /// ambiguous outcome is reported only after the write has settled (module docs).
     pub(crate) fn write(&self, request: &PreparedRequest) -> Result<RawResponse, ForgeError> {
+        let sent = Instant::now();
+        let outcome = self.write_once(request);
+        if let Err(ForgeError::AmbiguousWrite { .. }) = &outcome {
+            let remaining = self.policy.write_settle.saturating_sub(sent.elapsed());
+            if !remaining.is_zero() {
+                self.sleeper.sleep(remaining);
+            }
+        }
+        outcome
+    }
+
+    fn write_once(&self, request: &PreparedRequest) -> Result<RawResponse, ForgeError> {
         debug_assert!(!request.method.is_read());
         let method = request.method.as_str().to_owned();
         let route = request.route();

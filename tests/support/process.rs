@@ -214,7 +214,10 @@ pub fn assent_command(fake: &FakeGitLab, dir: &Path, head: &str, extra: &[&str])
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", head)
         .env("CI_MERGE_REQUEST_TARGET_BRANCH_SHA", fixtures::TARGET_SHA)
         .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", fixtures::BASE_SHA)
-        .env("ASSENT_TOKEN", fixtures::BOT_TOKEN);
+        .env("ASSENT_TOKEN", fixtures::BOT_TOKEN)
+        // The fake applies a write before it loses the answer, never later: no late write
+        // to wait for (gitlab_adapter_http.rs tests the wait against one that lands late).
+        .env("ASSENT_WRITE_SETTLE_SECS", "0");
     command
 }
 

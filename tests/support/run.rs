@@ -42,6 +42,9 @@ pub fn ci_env(fake: &FakeGitLab) -> Vec<(&'static str, String)> {
             fixtures::BASE_SHA.to_owned(),
         ),
         ("ASSENT_TOKEN", fixtures::BOT_TOKEN.to_owned()),
+        // The fake applies a write before it loses the answer, never later: no late write
+        // to wait for (gitlab_adapter_http.rs tests the wait against one that lands late).
+        ("ASSENT_WRITE_SETTLE_SECS", "0".to_owned()),
     ]
 }
 

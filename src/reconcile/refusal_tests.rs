@@ -1,0 +1,102 @@
+//! The typed refusals (`stale-pipeline`, `mr-not-open`) keep what the listing found: seed
+//! 004 attaches warnings "on every Reconcile return including the typed refusals".
+
+use super::*;
+use crate::core::model::{Effect, Finding, Occurrence, Slot};
+use crate::forge::memory::{InMemoryForge, MR_AUTHOR_USER_ID};
+
+const BOT: u64 = 1;
+const PINNED: &str = "1111111111111111111111111111111111111111";
+const PUSHED: &str = "4444444444444444444444444444444444444444";
+
+fn ctx() -> RunContext {
+    RunContext {
+        project: "42".into(),
+        mr: 7,
+        pins: crate::fixture::runner::fixture_pins(PINNED),
+        web_url: None,
+        dry_run: false,
+        mr_author_id: Some(MR_AUTHOR_USER_ID),
+        target: None,
+    }
+}
+
+fn challenged() -> DesiredState {
+    DesiredState::new(vec![Finding {
+        slot: Slot {
+            rule: "retention-shrink".into(),
+            subject: "topics/orders.yaml#/topics/orders.events.v1/retention_days".into(),
+        },
+        effect: Effect::Challenge,
+        occurrence: Occurrence::digest(b"30 -> 7"),
+        message: "Retention shrinks from 30 to 7 days.".into(),
+    }])
+}
+
+/// A forge whose listing holds a bot note with a marker that does not parse.
+fn forge_with_malformed_marker(head: &str) -> InMemoryForge {
+    let memory = InMemoryForge::new(BOT, head);
+    memory
+        .post(BOT, "<!-- assent:marker {\"v\":1,\"kind\": -->", true, None)
+        .unwrap();
+    memory
+}
+
+fn assert_carries_the_malformed_marker_warning(receipt: &Receipt) {
+    assert!(
+        receipt.warnings.iter().any(|w| w.contains("marker")),
+        "{:?}",
+        receipt.warnings
+    );
+    let json = receipt.to_json();
+    assert!(!json.contains(r#""warnings":[]"#), "{json}");
+}
+
+#[test]
+fn a_stale_pipeline_receipt_keeps_the_listing_warnings() {
+    let memory = forge_with_malformed_marker(PUSHED);
+    let publication = reconcile(&memory, &challenged(), &ctx()).unwrap();
+    assert_eq!(publication.receipt.outcome, Outcome::StalePipeline);
+    assert_eq!(publication.stale, Some(Staleness::HeadMoved));
+    assert_eq!(memory.request_counts().writes, 0);
+    assert_carries_the_malformed_marker_warning(&publication.receipt);
+}
+
+#[test]
+fn a_retargeted_pipeline_receipt_keeps_both_warnings() {
+    let memory = forge_with_malformed_marker(PINNED);
+    let mut info = memory.merge_request().unwrap();
+    info.target_branch = "release".into();
+    memory.set_merge_request(info);
+    let ctx = RunContext {
+        target: Some(TargetBranch {
+            name: "main".into(),
+            has_policies: true,
+        }),
+        ..ctx()
+    };
+    let publication = reconcile(&memory, &challenged(), &ctx).unwrap();
+    assert_eq!(publication.receipt.outcome, Outcome::StalePipeline);
+    assert_eq!(publication.stale, Some(Staleness::Retargeted));
+    assert_carries_the_malformed_marker_warning(&publication.receipt);
+    assert!(
+        publication
+            .receipt
+            .warnings
+            .iter()
+            .any(|w| w.contains("`release`") && w.contains("`main`")),
+        "{:?}",
+        publication.receipt.warnings
+    );
+}
+
+#[test]
+fn an_mr_not_open_receipt_keeps_the_listing_warnings() {
+    let memory = forge_with_malformed_marker(PINNED);
+    memory.set_mr_state(MergeRequestState::Merged);
+    let publication = reconcile(&memory, &challenged(), &ctx()).unwrap();
+    assert_eq!(publication.receipt.outcome, Outcome::MrNotOpen);
+    assert_eq!(publication.stale, None);
+    assert_eq!(memory.request_counts().writes, 0);
+    assert_carries_the_malformed_marker_warning(&publication.receipt);
+}
