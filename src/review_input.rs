@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::core::desired_state::{ChangedFileInput, FileContent, ReviewInputs, is_governed};
 use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::Limits;
-use crate::forge::{ForgeError, Repository};
+use crate::forge::{ForgeError, ForgeErrorKind, Repository};
 
 /// The folder policy files are read from, at the target SHA.
 pub const POLICY_DIR: &str = ".assent/policies";
@@ -146,11 +146,7 @@ enum Side {
 /// than GitLab refusing this one file (403, a body over the limit, an answer that does not
 /// decode).
 fn is_forge_failure(error: &ForgeError) -> bool {
-    match error {
-        ForgeError::Transport { .. } => true,
-        ForgeError::Status { status, .. } => *status == 429 || *status >= 500,
-        _ => false,
-    }
+    error.kind() == ForgeErrorKind::Unavailable
 }
 
 /// Every policy file at `target_sha`, sorted by path, read concurrently. Any failure is an

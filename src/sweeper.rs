@@ -22,11 +22,10 @@
 //! rest are counted in the report and left to the next sweep.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::commands::inputs::Connection;
 use crate::core::inventory::Inventory;
 use crate::core::model::{ListedDiscussion, MergeRequestInfo, MergeRequestState};
 use crate::core::resolutions::resolution_fingerprint;
@@ -36,7 +35,7 @@ use crate::core::sweep::{
 };
 use crate::forge::{Forge, ForgeError, RequestCounts};
 use crate::gitlab::project_endpoints::{CreatedPipeline, ListedMergeRequest};
-use crate::gitlab::{GitLabConfigError, GitLabForge};
+use crate::gitlab::{GitLabClient, GitLabForge};
 
 /// What the sweep needs from the forge.
 pub trait SweepForge {
@@ -57,26 +56,21 @@ pub trait SweepForge {
     fn request_counts(&self) -> RequestCounts;
 }
 
-/// [`SweepForge`] over GitLab: one project-level [`GitLabForge`] for `/user`, the listing and
-/// pipeline creation, and one per-MR forge (the MR currently examined) for its discussions
-/// and the single MR read.
+/// [`SweepForge`] over GitLab: one project [`GitLabClient`] for `/user`, the listing and
+/// pipeline creation, and over it the forge of the MR currently examined, for its
+/// discussions and the single MR read. One connection, one CA bundle read, one request tally.
 pub struct GitLabSweepForge {
-    connection: Connection,
-    project: GitLabForge,
+    client: Arc<GitLabClient>,
     current: Mutex<Option<(u64, GitLabForge)>>,
-    retired: Mutex<RequestCounts>,
 }
 
 impl GitLabSweepForge {
-    /// Builds the project-level forge; a configuration error is exit 2.
-    pub fn new(connection: Connection) -> Result<Self, GitLabConfigError> {
-        let project = GitLabForge::new(connection.gitlab_config(0))?;
-        Ok(GitLabSweepForge {
-            connection,
-            project,
+    /// The sweep's forge over the project's client.
+    pub fn new(client: GitLabClient) -> Self {
+        GitLabSweepForge {
+            client: Arc::new(client),
             current: Mutex::new(None),
-            retired: Mutex::new(RequestCounts::default()),
-        })
+        }
     }
 
     fn with_mr<T>(
@@ -86,20 +80,7 @@ impl GitLabSweepForge {
     ) -> Result<T, ForgeError> {
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         if current.as_ref().is_none_or(|(i, _)| *i != iid) {
-            if let Some((_, old)) = current.take() {
-                let counts = old.request_counts();
-                let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
-                retired.reads += counts.reads;
-                retired.writes += counts.writes;
-            }
-            let forge = GitLabForge::new(self.connection.gitlab_config(iid)).map_err(|e| {
-                ForgeError::Transport {
-                    method: "-".into(),
-                    route: format!("merge request {iid}"),
-                    message: e.to_string(),
-                }
-            })?;
-            *current = Some((iid, forge));
+            *current = Some((iid, GitLabForge::over(self.client.clone(), iid)));
         }
         let (_, forge) = current.as_ref().expect("set above");
         f(forge)
@@ -108,7 +89,7 @@ impl GitLabSweepForge {
 
 impl SweepForge for GitLabSweepForge {
     fn bot_user_id(&self) -> Result<u64, ForgeError> {
-        self.project.bot_user_id()
+        self.client.current_user_id()
     }
 
     fn list_open_merge_requests(
@@ -122,7 +103,7 @@ impl SweepForge for GitLabSweepForge {
                 route: "merge requests".into(),
                 message: format!("window start out of range: {updated_after}"),
             })?;
-        self.project.list_open_merge_requests(after)
+        self.client.list_open_merge_requests(after)
     }
 
     fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError> {
@@ -134,25 +115,11 @@ impl SweepForge for GitLabSweepForge {
     }
 
     fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {
-        self.project.create_merge_request_pipeline(iid)
+        self.client.create_merge_request_pipeline(iid)
     }
 
     fn request_counts(&self) -> RequestCounts {
-        let mut total = self.project.request_counts();
-        let retired = *self.retired.lock().unwrap_or_else(|e| e.into_inner());
-        total.reads += retired.reads;
-        total.writes += retired.writes;
-        if let Some((_, f)) = self
-            .current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            let c = f.request_counts();
-            total.reads += c.reads;
-            total.writes += c.writes;
-        }
-        total
+        self.client.request_counts()
     }
 }
 

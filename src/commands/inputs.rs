@@ -125,11 +125,18 @@ impl ConnectionArgs {
 impl Connection {
     /// The adapter configuration for merge request `mr_iid`.
     pub fn gitlab_config(&self, mr_iid: u64) -> GitLabConfig {
-        let mut config = GitLabConfig::new(
+        GitLabConfig {
+            mr_iid,
+            ..self.project_config()
+        }
+    }
+
+    /// The project-level configuration (for a `GitLabClient` that serves many MRs).
+    pub fn project_config(&self) -> GitLabConfig {
+        let mut config = GitLabConfig::for_project(
             self.api_url.clone(),
             self.token.clone(),
             self.project.clone(),
-            mr_iid,
         );
         config.ca_file = self.ca_file.clone();
         config.retry.write_settle = self.write_settle;

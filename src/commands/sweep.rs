@@ -11,6 +11,7 @@ use clap::{Args, ValueEnum};
 use crate::commands::Exit;
 use crate::commands::inputs::{ConnectionArgs, process_env};
 use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
+use crate::gitlab::GitLabClient;
 use crate::sweeper::{GitLabSweepForge, SweepSettings, sweep};
 
 const SWEEP_HELP: &str = "\
@@ -102,8 +103,8 @@ pub fn run(args: &SweepArgs) -> Exit {
         }
     };
     let project = connection.project.clone();
-    let forge = match GitLabSweepForge::new(connection) {
-        Ok(f) => f,
+    let forge = match GitLabClient::new(&connection.project_config()) {
+        Ok(client) => GitLabSweepForge::new(client),
         Err(e) => {
             eprintln!("error: {e}");
             return Exit::Usage;

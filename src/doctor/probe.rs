@@ -3,7 +3,6 @@
 //! (a validation that writes nothing) when the CI configuration lives outside the project.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use gitlab::api::common::NameOrId;
@@ -20,12 +19,9 @@ use super::serialization::{
 };
 use crate::core::policy::{PolicyFile, PolicySet};
 use crate::forge::{ForgeError, Repository};
-use crate::gitlab::retry::{Requester, RetryPolicy, ThreadSleeper};
-use crate::gitlab::transport::{
-    DEFAULT_BODY_LIMIT, DEFAULT_CONNECT_TIMEOUT, PreparedRequest, ProxyConfig, Token, Transport,
-    TransportSettings, allow_http, cleartext_warning, parse_api_base, select_proxy,
-};
-use crate::gitlab::{GitLabConfig, GitLabConfigError, GitLabForge};
+use crate::gitlab::retry::RetryPolicy;
+use crate::gitlab::transport::{Token, allow_http, cleartext_warning, select_proxy};
+use crate::gitlab::{GitLabClient, GitLabConfig, GitLabConfigError, GitLabForge};
 use crate::review_input::{POLICY_DIR, read_policy_files};
 
 /// Where policies live on the target branch.
@@ -68,33 +64,32 @@ fn doctor_retry() -> RetryPolicy {
 }
 
 struct Prober {
-    requester: Requester,
-    project: String,
+    client: GitLabClient,
 }
 
 impl Prober {
-    fn endpoint(&self, route: Route<'_>) -> Result<PreparedRequest, ForgeError> {
-        let endpoint = DoctorEndpoint {
-            project: NameOrId::Name(self.project.as_str().into()),
-            route,
-        };
-        PreparedRequest::from_endpoint(self.requester.transport.base(), &endpoint)
-    }
-
     /// Sends a route (reads retried, the lint POST sent once) and decodes its JSON.
     fn json(&self, route: Route<'_>) -> Result<Value, ForgeError> {
-        let request = self.endpoint(route)?;
-        let response = if request.method.is_read() {
-            self.requester.read(&request)?
-        } else {
-            self.requester.write(&request)?
-        };
-        serde_json::from_slice(&response.body).map_err(|e| ForgeError::Decode {
-            method: request.method.as_str().to_owned(),
-            route: request.route(),
-            message: self.requester.transport.redact(e.to_string()),
+        self.client.send_json(&DoctorEndpoint {
+            project: NameOrId::Name(self.client.project().into()),
+            route,
         })
     }
+}
+
+/// The client configuration of a diagnosis: the run's, with a shorter request timeout and
+/// [`doctor_retry`], so a broken GitLab is reported quickly.
+fn doctor_config(inputs: &DoctorInputs) -> GitLabConfig {
+    let mut config = GitLabConfig::new(
+        inputs.api_url.clone(),
+        inputs.token.clone(),
+        inputs.project.clone(),
+        inputs.mr.unwrap_or(0),
+    );
+    config.ca_file = inputs.ca_file.clone();
+    config.request_timeout = Duration::from_secs(30);
+    config.retry = doctor_retry();
+    config
 }
 
 fn status_of(e: &ForgeError) -> Option<u16> {
@@ -171,26 +166,10 @@ const AFTER_API: &[&str] = &[
 
 /// Runs every check against GitLab. `Err` only when doctor cannot run at all (exit 2).
 pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
-    let base = parse_api_base(&inputs.api_url).map_err(SetupError)?;
-    let proxy = ProxyConfig::FromEnv;
-    let transport = Transport::new(&TransportSettings {
-        api_url: &inputs.api_url,
-        token: &inputs.token,
-        ca_file: inputs.ca_file.as_deref(),
-        connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-        request_timeout: Duration::from_secs(30),
-        body_limit: DEFAULT_BODY_LIMIT,
-        proxy: &proxy,
-    })
-    .map_err(SetupError)?;
     let prober = Prober {
-        requester: Requester {
-            transport,
-            policy: doctor_retry(),
-            sleeper: Arc::new(ThreadSleeper),
-        },
-        project: inputs.project.trim().to_owned(),
+        client: GitLabClient::new(&doctor_config(inputs)).map_err(SetupError)?,
     };
+    let base = prober.client.api_base().clone();
     let mut checks = vec![inputs_check(inputs)];
     if let Some(warning) = cleartext_warning(&base, allow_http(|n| std::env::var(n).ok())) {
         checks.push(Check::unknown(
@@ -529,7 +508,7 @@ fn finish(
     token: &Token,
 ) -> Report {
     let mut report = Report::new(checks, guarantee, reason).with_gate_enforcement(enforcement);
-    report.redact(token.expose());
+    report.redact(token);
     report
 }
 
@@ -631,15 +610,7 @@ fn p_ci_config_path(project: Option<&Value>) -> Option<String> {
 }
 
 fn policies_check(inputs: &DoctorInputs, branch: &str) -> Check {
-    let mut config = GitLabConfig::new(
-        inputs.api_url.clone(),
-        inputs.token.clone(),
-        inputs.project.clone(),
-        inputs.mr.unwrap_or(0),
-    );
-    config.ca_file = inputs.ca_file.clone();
-    config.retry = doctor_retry();
-    let forge = match GitLabForge::new(config) {
+    let forge = match GitLabForge::new(doctor_config(inputs)) {
         Ok(f) => f,
         Err(e) => {
             return Check::unknown(

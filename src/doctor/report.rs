@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::gitlab::Token;
+
 use super::enforcement::{EnforcementVerdict, THREADS_ONLY_WARNING};
 
 /// The outcome of one check.
@@ -176,15 +178,12 @@ impl Report {
             .collect()
     }
 
-    /// Replaces `secret` everywhere in the report, in every form
+    /// Removes `token` everywhere in the report, in every form
     /// [`redact_secret`](crate::gitlab::transport::redact_secret) knows (defence in depth: no
     /// text built by the doctor contains the token, but a forge message might echo it).
-    pub fn redact(&mut self, secret: &str) {
-        if secret.is_empty() {
-            return;
-        }
+    pub fn redact(&mut self, token: &Token) {
         let clean = |s: &mut String| {
-            *s = crate::gitlab::transport::redact_secret(s, secret);
+            *s = token.redact(s);
         };
         for check in &mut self.checks {
             clean(&mut check.detail);
@@ -317,7 +316,7 @@ mod tests {
         r.gate_enforcement_reason = "glpat-x".into();
         r.gate_enforcement_warning = Some("glpat-x".into());
         r.checks[1].detail = "GLPAT-X and glpat%2Dx".into();
-        r.redact("glpat-x");
+        r.redact(&Token::new("glpat-x"));
         let json = r.to_json().to_ascii_lowercase();
         assert!(
             !json.contains("glpat-x") && !json.contains("glpat%2dx"),

@@ -1,0 +1,376 @@
+//! Who may assent: whether a resolved challenge thread counts as a human's assent (SPEC §10.1).
+//!
+//! GitLab lets anyone with Developer access resolve any thread, including the merge request's
+//! author, so "resolved" alone proves nothing. A resolution counts only when the user who
+//! resolved the thread (its first note's `resolved_by`) is neither the MR's author nor the bot,
+//! and, when the rule or its policy file says `assenters:`, is one of the named users or holds
+//! at least the named role in the project. Anything that cannot be shown (an unknown resolver,
+//! an unknown author, a role that could not be read) does not count: the gate fails closed.
+//!
+//! A resolution that does not count is never re-opened by assent (that would fight a human);
+//! the slot keeps gating and the summary says who resolved it and why it does not count.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::inventory::{Inventory, ThreadArtifact};
+use crate::model::{Assenters, DesiredState, Effect, Role, UserRef};
+
+/// What the run knows about the people involved, read from the forge before deciding.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AssentFacts {
+    /// The token's own user: its resolutions are housekeeping, never assent.
+    pub bot_id: u64,
+    /// The MR author's user id; `None` when the forge did not say.
+    pub author_id: Option<u64>,
+    /// Project roles of resolvers, for rules that name `min_role`: `None` means "not a
+    /// member" (or below Guest). A resolver missing from the map has not been looked up.
+    pub roles: BTreeMap<u64, Option<Role>>,
+}
+
+/// Why a resolution does not count as assent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotCounted {
+    /// The MR's author resolved their own challenge.
+    ByAuthor,
+    /// The forge did not say who resolved the thread.
+    UnknownResolver,
+    /// The forge did not say who authored the MR, so the resolver cannot be shown not to be
+    /// the author.
+    UnknownAuthor,
+    /// The rule names who may assent, and the resolver is neither listed nor of the role.
+    NotAnAssenter {
+        /// The rule's narrowing.
+        assenters: Assenters,
+        /// The resolver's role, when it was read.
+        role: Option<Role>,
+    },
+    /// The rule requires a role and the resolver's role was not read.
+    RoleUnknown,
+}
+
+impl NotCounted {
+    /// One sentence for the summary: why the resolution does not count.
+    pub fn explain(&self) -> String {
+        match self {
+            NotCounted::ByAuthor => {
+                "the merge request's author cannot assent to their own change".to_owned()
+            }
+            NotCounted::UnknownResolver => "GitLab did not say who resolved it".to_owned(),
+            NotCounted::UnknownAuthor => {
+                "GitLab did not say who authored the merge request".to_owned()
+            }
+            NotCounted::NotAnAssenter { assenters, role } => {
+                let mut allowed = Vec::new();
+                if !assenters.users.is_empty() {
+                    allowed.push(format!("one of {}", assenters.users.join(", ")));
+                }
+                if let Some(min) = assenters.min_role {
+                    allowed.push(format!("a {min} or above"));
+                }
+                let held = match role {
+                    Some(r) => format!("a {r}"),
+                    None if assenters.min_role.is_some() => "not a project member".to_owned(),
+                    None => "not listed".to_owned(),
+                };
+                format!(
+                    "this rule's assent needs {}; the resolver is {held}",
+                    allowed.join(" or ")
+                )
+            }
+            NotCounted::RoleUnknown => "the resolver's project role could not be read".to_owned(),
+        }
+    }
+}
+
+/// Whether a desired finding's thread carries assent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Assent {
+    /// The thread is open, or not posted yet.
+    Open,
+    /// Resolved by someone whose resolution counts.
+    Given {
+        /// Who assented.
+        by: UserRef,
+    },
+    /// Resolved, but the resolution does not count: the slot keeps gating.
+    NotCounted {
+        /// Who resolved it, when known.
+        by: Option<UserRef>,
+        /// Why it does not count.
+        reason: NotCounted,
+    },
+}
+
+impl Assent {
+    /// True only for a resolution that counts.
+    pub fn is_given(&self) -> bool {
+        matches!(self, Assent::Given { .. })
+    }
+}
+
+/// Judges one resolved thread of a challenge finding under `assenters` (the rule's, or its
+/// policy file's; `None`: the default, anyone but the author and the bot).
+pub fn judge(
+    thread: &ThreadArtifact,
+    assenters: Option<&Assenters>,
+    facts: &AssentFacts,
+) -> Assent {
+    if !thread.resolved {
+        return Assent::Open;
+    }
+    let Some(by) = thread.resolved_by.clone() else {
+        return Assent::NotCounted {
+            by: None,
+            reason: NotCounted::UnknownResolver,
+        };
+    };
+    let not_counted = |reason| Assent::NotCounted {
+        by: Some(by.clone()),
+        reason,
+    };
+    let Some(author) = facts.author_id else {
+        return not_counted(NotCounted::UnknownAuthor);
+    };
+    if by.id == author {
+        return not_counted(NotCounted::ByAuthor);
+    }
+    if by.id == facts.bot_id {
+        // The bot's own resolutions retire a thread before it gets here (review_state);
+        // should one reach this point, it is still never assent.
+        return not_counted(NotCounted::UnknownResolver);
+    }
+    let Some(assenters) = assenters else {
+        return Assent::Given { by };
+    };
+    if assenters.users.contains(&by.username) {
+        return Assent::Given { by };
+    }
+    let role = match assenters.min_role {
+        None => None,
+        Some(min) => match facts.roles.get(&by.id) {
+            None => return not_counted(NotCounted::RoleUnknown),
+            Some(Some(role)) if *role >= min => return Assent::Given { by },
+            Some(role) => *role,
+        },
+    };
+    not_counted(NotCounted::NotAnAssenter {
+        assenters: assenters.clone(),
+        role,
+    })
+}
+
+/// The resolvers whose project role the run must read before deciding: resolvers of bot
+/// threads in `inventory` whose slot's rule names a `min_role`, minus those already in
+/// `facts`. Reading only these keeps a run without role rules at zero extra requests.
+pub fn roles_to_read(
+    desired: &DesiredState,
+    inventory: &Inventory,
+    facts: &AssentFacts,
+) -> BTreeSet<u64> {
+    inventory
+        .threads
+        .iter()
+        .filter(|t| t.resolved)
+        .filter_map(|t| {
+            let by = t.resolved_by.as_ref()?;
+            let finding = desired.get(&t.slot)?;
+            let needs_role = finding.effect == Effect::Challenge
+                && desired
+                    .assenters_of(&t.slot.rule)
+                    .is_some_and(|a| a.min_role.is_some());
+            (needs_role
+                && by.id != facts.bot_id
+                && Some(by.id) != facts.author_id
+                && !facts.roles.contains_key(&by.id))
+            .then_some(by.id)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::thread;
+
+    const BOT: u64 = 1;
+    const AUTHOR: u64 = 3;
+
+    fn user(id: u64, name: &str) -> UserRef {
+        UserRef {
+            id,
+            username: name.to_owned(),
+        }
+    }
+
+    fn resolved_by(by: Option<UserRef>) -> ThreadArtifact {
+        let mut t = thread(1, "r", true);
+        t.resolved_by = by;
+        t
+    }
+
+    fn facts() -> AssentFacts {
+        AssentFacts {
+            bot_id: BOT,
+            author_id: Some(AUTHOR),
+            roles: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn an_open_thread_is_open() {
+        let t = thread(1, "r", false);
+        assert_eq!(judge(&t, None, &facts()), Assent::Open);
+    }
+
+    #[test]
+    fn the_author_never_assents_to_their_own_change() {
+        let t = resolved_by(Some(user(AUTHOR, "author")));
+        let got = judge(&t, None, &facts());
+        assert_eq!(
+            got,
+            Assent::NotCounted {
+                by: Some(user(AUTHOR, "author")),
+                reason: NotCounted::ByAuthor
+            }
+        );
+        // Even when the policy lists the author by name: being the author wins.
+        let listed = Assenters {
+            users: vec!["author".into()],
+            min_role: None,
+        };
+        assert!(!judge(&t, Some(&listed), &facts()).is_given());
+    }
+
+    #[test]
+    fn anyone_else_assents_by_default() {
+        let t = resolved_by(Some(user(7, "reviewer")));
+        assert_eq!(
+            judge(&t, None, &facts()),
+            Assent::Given {
+                by: user(7, "reviewer")
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_resolver_or_author_fails_closed() {
+        let t = resolved_by(None);
+        assert_eq!(
+            judge(&t, None, &facts()),
+            Assent::NotCounted {
+                by: None,
+                reason: NotCounted::UnknownResolver
+            }
+        );
+        let t = resolved_by(Some(user(7, "reviewer")));
+        let no_author = AssentFacts {
+            author_id: None,
+            ..facts()
+        };
+        assert!(matches!(
+            judge(&t, None, &no_author),
+            Assent::NotCounted {
+                reason: NotCounted::UnknownAuthor,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn the_bot_never_assents() {
+        let t = resolved_by(Some(user(BOT, "assent-bot")));
+        assert!(!judge(&t, None, &facts()).is_given());
+    }
+
+    #[test]
+    fn named_users_and_minimum_role_narrow_who_counts() {
+        let assenters = Assenters {
+            users: vec!["dba".into()],
+            min_role: Some(Role::Maintainer),
+        };
+        let mut f = facts();
+        f.roles.insert(7, Some(Role::Developer));
+        f.roles.insert(8, Some(Role::Maintainer));
+        f.roles.insert(9, None);
+        f.roles.insert(10, Some(Role::Owner));
+        let judged =
+            |id, name: &str| judge(&resolved_by(Some(user(id, name))), Some(&assenters), &f);
+        assert!(judged(8, "m").is_given(), "maintainer");
+        assert!(judged(10, "o").is_given(), "owner is above maintainer");
+        assert!(
+            judged(7, "dba").is_given(),
+            "listed by name whatever the role"
+        );
+        assert_eq!(
+            judged(7, "dev"),
+            Assent::NotCounted {
+                by: Some(user(7, "dev")),
+                reason: NotCounted::NotAnAssenter {
+                    assenters: assenters.clone(),
+                    role: Some(Role::Developer)
+                }
+            }
+        );
+        assert!(matches!(
+            judged(9, "outsider"),
+            Assent::NotCounted {
+                reason: NotCounted::NotAnAssenter { role: None, .. },
+                ..
+            }
+        ));
+        assert_eq!(
+            judged(11, "unread"),
+            Assent::NotCounted {
+                by: Some(user(11, "unread")),
+                reason: NotCounted::RoleUnknown
+            }
+        );
+    }
+
+    #[test]
+    fn usernames_compare_exactly() {
+        let assenters = Assenters {
+            users: vec!["dba".into()],
+            min_role: None,
+        };
+        for name in ["DBA", "dba ", "@dba", "dba2"] {
+            let t = resolved_by(Some(user(7, name)));
+            assert!(
+                !judge(&t, Some(&assenters), &facts()).is_given(),
+                "{name:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn access_levels_map_to_roles() {
+        assert_eq!(Role::from_access_level(0), None);
+        assert_eq!(Role::from_access_level(5), None);
+        assert_eq!(Role::from_access_level(10), Some(Role::Guest));
+        assert_eq!(Role::from_access_level(30), Some(Role::Developer));
+        assert_eq!(Role::from_access_level(40), Some(Role::Maintainer));
+        assert_eq!(Role::from_access_level(50), Some(Role::Owner));
+        assert_eq!(Role::from_access_level(60), Some(Role::Owner));
+        assert!(Role::Maintainer > Role::Developer);
+        for r in Role::ALL {
+            assert_eq!(Role::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(Role::parse("Maintainer"), None);
+    }
+
+    #[test]
+    fn explanations_name_the_cause() {
+        assert!(NotCounted::ByAuthor.explain().contains("author"));
+        let e = NotCounted::NotAnAssenter {
+            assenters: Assenters {
+                users: vec!["a".into(), "b".into()],
+                min_role: Some(Role::Maintainer),
+            },
+            role: Some(Role::Developer),
+        }
+        .explain();
+        assert!(e.contains("one of a, b"), "{e}");
+        assert!(e.contains("maintainer or above"), "{e}");
+        assert!(e.contains("a developer"), "{e}");
+    }
+}

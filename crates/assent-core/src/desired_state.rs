@@ -1,0 +1,1730 @@
+//! The desired review state of a merge request, computed from already-read inputs (SPEC §3).
+//!
+//! [`compute_desired_state`] is pure: the caller (see `crate::review_input`) reads policy
+//! files, the change set and file contents at pinned SHAs, and this module judges them. The
+//! result is a function of its inputs only; the order in which files are given does not matter.
+//!
+//! # Built-in findings (always on, all `block`, fail closed)
+//!
+//! | rule | subject | when |
+//! | --- | --- | --- |
+//! | `assent/policy-error` | `.assent/policies#` | the target's policies do not load |
+//! | `assent/self-edit` | `<path>#` | a changed file's old or new path is under `.assent/` |
+//! | `assent/undecidable` | `merge-request#` | the change set could not be listed completely |
+//! | `assent/undecidable` | `<path>#` | a changed file is withheld, a governed file is unreadable, or the run's CEL budget was spent before every rule was evaluated on the file's changes |
+//! | `assent/parse-error` | `<path>#` | a governed file does not parse at the base or the source |
+//! | `assent/ambiguous-identity` | `<path>#<list pointer>` | an identity-keyed list's entries cannot be told apart |
+//!
+//! # Decisions
+//!
+//! * **Governed file**: a path that is not under `.assent/`, that some rule's `match.files`
+//!   glob matches ([`PolicySet::governs`]) and whose extension names a structured format
+//!   ([`format_for_path`]). Only governed files are parsed and diffed; every other file is
+//!   ignored (apart from the built-ins that look at paths only). Paths under `.assent/` are never
+//!   governed: such an MR is blocked by `assent/self-edit` whatever it changes, and judging
+//!   policy files with the policies they replace would be meaningless.
+//! * **Policy errors**: when the policies do not load, *one* `assent/policy-error` finding lists
+//!   every problem (`file:line: message`). No policy rule is evaluated and no file is known to
+//!   be governed, so no content is read or diffed; the path-only built-ins (`self-edit`,
+//!   `undecidable` for an incomplete or withheld change set) still apply. Its occurrence is
+//!   `Occurrence::of("assent/policy-error", ".assent/policies#", modify, null, [problems as
+//!   strings])`, so it changes (and the thread is superseded) exactly when the problems change.
+//! * **Occurrences of the other built-ins** follow the same shape, `kind` `modify`, `old` null:
+//!   `self-edit` has `new` null (one stable thread per path, however often the policy file is
+//!   pushed again); `undecidable` and `parse-error` have `new` = the list of reasons, so a
+//!   different reason gives a new thread.
+//! * **Withheld files**: any changed file the forge withheld (diff too large or collapsed) is
+//!   `assent/undecidable`, governed or not, as SPEC §3 says an incomplete change set is.
+//! * **Unreadable content** of a governed side makes that file `assent/undecidable`, and the
+//!   file is not diffed at all (a partial diff would be a guess). Reasons for one path are
+//!   merged into one finding, so the slot holds every reason.
+//! * **Parse errors** name `path:line: message` for each side that fails (base and/or source);
+//!   a file with a parse error is not diffed.
+//! * **Renames**: when both paths are governed, `old_path` at the base is diffed against
+//!   `new_path` at the source under `file = new_path` (identities and subjects of the new
+//!   path), so a pure rename is no change. When only one of the two paths is governed, the
+//!   rename is judged as what it is for the governed side: a whole-file delete of `old_path`
+//!   (file moved out of governance) or a whole-file add of `new_path` (moved in). That way a
+//!   rename can never carry a governed file out of sight silently.
+//! * **Ambiguous identities** (SPEC §10.4): a list declared with an identity field whose
+//!   entries cannot be told apart (an entry that is not a map, lacks the field or holds neither
+//!   a string nor an integer there, or two entries with the same value) is not compared at all
+//!   (see [`diff_documents`]), so none of its changes are judged, and one
+//!   `assent/ambiguous-identity` finding per list names, per side, each duplicated value or
+//!   missing key with the `file:line` of every entry involved (the base side under the old
+//!   path, the source side under the new one). Its occurrence is `new` = `{field, base,
+//!   source}`, each side `null` or `{duplicated: [sorted values], unkeyed: count}`: the same
+//!   ambiguity keeps its thread on every run, also when lines move, and a different one (another
+//!   value, another side, more or fewer unkeyed entries) gets a new thread. Lines and
+//!   positions stay out of it, as out of every occurrence. Changes elsewhere in the file are
+//!   judged as usual.
+//! * **Contents that were not read** are [`FileContent::Absent`] in [`ChangedFileInput`]: the
+//!   reader only reads the governed sides (see [`is_governed`]), and this module only looks at
+//!   governed sides, so the two agree by construction.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use crate::inert;
+use crate::model::{Change, ChangeKind, DesiredState, Effect, Finding, Occurrence, Slot};
+use crate::policy::{CelBudget, MrContext, PolicyFile, PolicySet};
+use crate::semantic_diff::{
+    AmbiguousList, EntryAt, Limits, Node, ParseError, SideAmbiguity, Unkeyed, diff_documents,
+    format_for_path, parse_document,
+};
+
+/// Rule id of the finding for policies that do not load.
+pub const RULE_POLICY_ERROR: &str = "assent/policy-error";
+/// Rule id of the finding for an MR touching `.assent/`.
+pub const RULE_SELF_EDIT: &str = "assent/self-edit";
+/// Rule id of the finding for a change set or file that cannot be judged.
+pub const RULE_UNDECIDABLE: &str = "assent/undecidable";
+/// Rule id of the finding for a governed file that does not parse.
+pub const RULE_PARSE_ERROR: &str = "assent/parse-error";
+/// Rule id of the finding for an identity-keyed list whose entries cannot be told apart.
+pub const RULE_AMBIGUOUS_IDENTITY: &str = "assent/ambiguous-identity";
+/// Subject of the `assent/policy-error` finding.
+pub const POLICY_ERROR_SUBJECT: &str = ".assent/policies#";
+/// Subject of the `assent/undecidable` finding for an incomplete change set.
+pub const MERGE_REQUEST_SUBJECT: &str = "merge-request#";
+/// The folder whose changes are always `assent/self-edit`.
+pub const ASSENT_DIR: &str = ".assent/";
+
+/// The content of one side of a changed file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileContent {
+    /// The file does not exist at that SHA (or was not read because it needs no judging).
+    Absent,
+    /// The file's bytes.
+    Present(Vec<u8>),
+    /// The file could not be read; the reason, for the `assent/undecidable` message.
+    Unreadable(String),
+}
+
+/// One changed file with the contents a run needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangedFileInput {
+    /// Path at the base SHA.
+    pub old_path: String,
+    /// Path at the source SHA.
+    pub new_path: String,
+    /// `old_path` at the base SHA.
+    pub base: FileContent,
+    /// `new_path` at the source SHA.
+    pub source: FileContent,
+    /// The forge withheld this file's diff (too large or collapsed).
+    pub withheld: bool,
+}
+
+/// Everything [`compute_desired_state`] judges.
+#[derive(Debug, Clone)]
+pub struct ReviewInputs {
+    /// Every policy file under `.assent/policies` at the **target** SHA.
+    pub policy_files: Vec<PolicyFile>,
+    /// The changed files, or why the change set is incomplete.
+    pub changed_files: Result<Vec<ChangedFileInput>, String>,
+    /// What `when` predicates see of the MR.
+    pub mr: MrContext,
+    /// Parser limits for governed files.
+    pub limits: Limits,
+}
+
+/// The desired state and what it was computed from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredOutcome {
+    /// Findings, one per slot, sorted.
+    pub desired: DesiredState,
+    /// [`PolicySet::digest`] of the policy files.
+    pub policy_digest: String,
+    /// Every semantic change of the governed files, sorted by (file, pointer, kind).
+    pub changes: Vec<Change>,
+}
+
+/// Whether `path` is under `.assent/`.
+pub fn is_assent_path(path: &str) -> bool {
+    path.starts_with(ASSENT_DIR) || path == ASSENT_DIR.trim_end_matches('/')
+}
+
+/// Whether `path` is governed by `policies`: not under `.assent/`, matched by some rule's file
+/// glob, and in a structured format. The reader uses the same test to decide what to read.
+pub fn is_governed(policies: &PolicySet, path: &str) -> bool {
+    !is_assent_path(path) && format_for_path(path).is_some() && policies.governs(path)
+}
+
+/// Computes the desired review state. See the module docs for every rule.
+///
+/// Takes the inputs by value so each file's bytes are freed as soon as they are parsed: for a
+/// large file the two value trees and the two texts would otherwise be held at once.
+pub fn compute_desired_state(inputs: ReviewInputs) -> DesiredOutcome {
+    compute_desired_state_with_budget(inputs, CelBudget::default())
+}
+
+/// [`compute_desired_state`] with the CEL work of the run bounded by `cel_budget` instead of
+/// the default: every file some rule could not be evaluated on, once the budget was spent,
+/// is `assent/undecidable` (subject `<path>#`) naming those rules.
+pub fn compute_desired_state_with_budget(
+    inputs: ReviewInputs,
+    cel_budget: CelBudget,
+) -> DesiredOutcome {
+    let ReviewInputs {
+        policy_files,
+        changed_files,
+        mr,
+        limits,
+    } = inputs;
+    let policy_digest = PolicySet::digest(&policy_files);
+    let mut builtins = Vec::new();
+    // Undecidable reasons per subject, merged into one finding each.
+    let mut undecidable: BTreeMap<String, Vec<Reason>> = BTreeMap::new();
+
+    let mut files: Vec<ChangedFileInput> = match changed_files {
+        Ok(files) => files,
+        Err(reason) => {
+            undecidable
+                .entry(MERGE_REQUEST_SUBJECT.to_owned())
+                .or_default()
+                .push(Reason {
+                    detail: format!("the change set is incomplete: {reason}"),
+                    markdown: format!("the change set is incomplete: {}", inert::code(&reason)),
+                });
+            Vec::new()
+        }
+    };
+    // Input order must not matter.
+    files.sort_by(|a, b| {
+        (&a.new_path, &a.old_path, a.withheld).cmp(&(&b.new_path, &b.old_path, b.withheld))
+    });
+
+    let mut self_edited: Vec<&str> = files
+        .iter()
+        .flat_map(|f| [f.old_path.as_str(), f.new_path.as_str()])
+        .filter(|p| is_assent_path(p))
+        .collect();
+    self_edited.sort_unstable();
+    self_edited.dedup();
+    for path in self_edited {
+        builtins.push(self_edit_finding(path));
+    }
+
+    for file in &files {
+        if file.withheld {
+            undecidable
+                .entry(subject_of(&file.new_path))
+                .or_default()
+                .push(Reason {
+                    detail: format!(
+                        "the forge withheld the diff of `{}` (too large or collapsed)",
+                        file.new_path
+                    ),
+                    markdown: format!(
+                        "the forge withheld the diff of {} (too large or collapsed)",
+                        inert::code(&file.new_path)
+                    ),
+                });
+        }
+    }
+
+    let policies = match PolicySet::load(&policy_files) {
+        Ok(set) => Some(set),
+        Err(problems) => {
+            builtins.push(policy_error_finding(
+                &problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ));
+            None
+        }
+    };
+
+    let mut changes = Vec::new();
+    if let Some(policies) = &policies {
+        for file in files {
+            if file.withheld {
+                continue;
+            }
+            judge_file(
+                policies,
+                file,
+                &limits,
+                &mut changes,
+                &mut undecidable,
+                &mut builtins,
+            );
+        }
+    }
+    changes.sort_by(|a, b| (&a.file, &a.pointer, a.kind).cmp(&(&b.file, &b.pointer, b.kind)));
+    changes.dedup();
+
+    let mut findings = match &policies {
+        Some(policies) => {
+            let evaluation = policies.evaluate_within(&changes, &mr, cel_budget);
+            for (file, rules) in &evaluation.unevaluated {
+                undecidable
+                    .entry(subject_of(file))
+                    .or_default()
+                    .push(budget_spent_reason(file, rules, evaluation.budget.limit()));
+            }
+            evaluation.findings
+        }
+        None => Vec::new(),
+    };
+    findings.extend(builtins);
+    for (subject, reasons) in undecidable {
+        findings.push(undecidable_finding(&subject, &reasons));
+    }
+    let assenters = policies
+        .as_ref()
+        .map(PolicySet::assenters_by_rule)
+        .unwrap_or_default();
+    DesiredOutcome {
+        desired: DesiredState::new(findings).with_assenters(assenters),
+        policy_digest,
+        changes,
+    }
+}
+
+/// From this many bytes in a file's two sides together, they are parsed in parallel. Below it
+/// a thread costs more than it saves.
+const PARALLEL_PARSE_BYTES: usize = 1 << 20;
+
+/// The size of one side's content (0 when absent or unreadable).
+fn side_bytes(content: &FileContent) -> usize {
+    match content {
+        FileContent::Present(bytes) => bytes.len(),
+        _ => 0,
+    }
+}
+
+/// Parses and diffs one file (not withheld) whose sides may be governed.
+fn judge_file(
+    policies: &PolicySet,
+    file: ChangedFileInput,
+    limits: &Limits,
+    changes: &mut Vec<Change>,
+    undecidable: &mut BTreeMap<String, Vec<Reason>>,
+    builtins: &mut Vec<Finding>,
+) {
+    let ChangedFileInput {
+        old_path,
+        new_path,
+        base,
+        source,
+        ..
+    } = file;
+    let (old_path, new_path) = (old_path.as_str(), new_path.as_str());
+    let old_governed = is_governed(policies, old_path);
+    let new_governed = is_governed(policies, new_path);
+    // The path the changes are reported under, and which sides take part.
+    let (path, use_base, use_source) = match (old_governed, new_governed) {
+        (false, false) => return,
+        (_, true) => (new_path, old_governed, true),
+        (true, false) => (old_path, true, false),
+    };
+    let subject = subject_of(path);
+
+    let mut unreadable = Vec::new();
+    for (used, side, content, side_path) in [
+        (use_base, "base", &base, old_path),
+        (use_source, "source", &source, new_path),
+    ] {
+        if let (true, FileContent::Unreadable(reason)) = (used, content) {
+            unreadable.push(Reason {
+                detail: format!("`{side_path}` could not be read at the {side} SHA: {reason}"),
+                markdown: format!(
+                    "{} could not be read at the {side} SHA: {}",
+                    inert::code(side_path),
+                    inert::code(reason)
+                ),
+            });
+        }
+    }
+    if !unreadable.is_empty() {
+        undecidable.entry(subject).or_default().extend(unreadable);
+        return;
+    }
+
+    // Consumes the side's content: its bytes are freed once its tree is built.
+    let parse_side = |used: bool, content: FileContent, side_path: &str| {
+        let FileContent::Present(bytes) = content else {
+            return None;
+        };
+        if !used {
+            return None;
+        }
+        let format = format_for_path(side_path)?;
+        Some(parse_document(side_path, format, &bytes, limits))
+    };
+    let parallel = side_bytes(&base) + side_bytes(&source) >= PARALLEL_PARSE_BYTES;
+    let parse_base = move || parse_side(use_base, base, old_path);
+    let parse_source = move || parse_side(use_source, source, new_path);
+    let (old, new) = if parallel {
+        // Parsing is most of a large file's cost and the sides are independent: one side on a
+        // scoped thread halves the wait. The result is the same either way.
+        std::thread::scope(|scope| {
+            let base = scope.spawn(parse_base);
+            let source = parse_source();
+            let base = base
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (base, source)
+        })
+    } else {
+        (parse_base(), parse_source())
+    };
+
+    let mut errors = Vec::new();
+    let mut tree = |parsed: Option<Result<Node, ParseError>>, side: &str| match parsed? {
+        Ok(tree) => Some(tree),
+        Err(e) => {
+            // `file:line: message`, as `ParseError` displays itself.
+            errors.push(format!("{e} (at the {side} SHA)"));
+            None
+        }
+    };
+    let old = tree(old, "base");
+    let new = tree(new, "source");
+    if !errors.is_empty() {
+        builtins.push(parse_error_finding(&subject, &errors));
+        return;
+    }
+    let identity = |pointer: &str| policies.identity_for(path, pointer);
+    let diff = diff_documents(path, old.as_ref(), new.as_ref(), &identity);
+    changes.extend(diff.changes);
+    let paths = SidePaths {
+        reported: path,
+        base: old_path,
+        source: new_path,
+    };
+    for list in &diff.ambiguities {
+        builtins.push(ambiguous_identity_finding(&paths, list));
+    }
+}
+
+/// The paths a file has on each side of the change, and the one its findings are under.
+struct SidePaths<'a> {
+    reported: &'a str,
+    base: &'a str,
+    source: &'a str,
+}
+
+/// Why a subject is undecidable: `detail` is hashed into the occurrence (its wording is kept
+/// so occurrences stay stable), `markdown` is the message line, contributor text inert.
+#[derive(Debug)]
+struct Reason {
+    detail: String,
+    markdown: String,
+}
+
+fn subject_of(path: &str) -> String {
+    format!("{path}#")
+}
+
+fn builtin(rule: &str, subject: &str, details: Option<Value>, message: String) -> Finding {
+    Finding {
+        slot: Slot {
+            rule: rule.to_owned(),
+            subject: subject.to_owned(),
+        },
+        effect: Effect::Block,
+        occurrence: Occurrence::of(rule, subject, ChangeKind::Modify, None, details.as_ref()),
+        message,
+    }
+}
+
+fn self_edit_finding(path: &str) -> Finding {
+    builtin(
+        RULE_SELF_EDIT,
+        &subject_of(path),
+        None,
+        format!(
+            "This merge request changes {}. A merge request is never judged under policies \
+             it edits itself, so assent blocks it: the gate can only pass once the merge request \
+             no longer touches `.assent/`. Move policy changes into a merge request of their own; \
+             a maintainer must review it (with `assent lint` and `assent test`) and take the merge \
+             decision outside this gate. Later merge requests are then judged under the new \
+             policies.",
+            inert::code(path)
+        ),
+    )
+}
+
+fn policy_error_finding(problems: &[String]) -> Finding {
+    let list: String = problems
+        .iter()
+        .map(|p| format!("\n- {}", inert::code(p)))
+        .collect();
+    builtin(
+        RULE_POLICY_ERROR,
+        POLICY_ERROR_SUBJECT,
+        Some(json!(problems)),
+        format!(
+            "The policies in `.assent/policies` on the target branch do not load, so this merge \
+             request cannot be judged and assent blocks it. Fix them on the target branch (run \
+             `assent lint` to see every problem):{list}"
+        ),
+    )
+}
+
+fn undecidable_finding(subject: &str, reasons: &[Reason]) -> Finding {
+    let list: String = reasons
+        .iter()
+        .map(|r| format!("\n- {}", r.markdown))
+        .collect();
+    let details: Vec<&str> = reasons.iter().map(|r| r.detail.as_str()).collect();
+    builtin(
+        RULE_UNDECIDABLE,
+        subject,
+        Some(json!(details)),
+        format!(
+            "assent cannot see everything this merge request changes, so it blocks rather than \
+             guess. Rerun the pipeline once the cause is gone, or split the merge request:{list}"
+        ),
+    )
+}
+
+/// Names the rules and the limit only (no counts), so the finding keeps its occurrence while
+/// the same rules stay unjudged.
+fn budget_spent_reason(file: &str, rules: &BTreeSet<String>, limit: f64) -> Reason {
+    let names: Vec<String> = rules.iter().map(|r| format!("`{r}`")).collect();
+    let text = |file: &str| {
+        format!(
+            "the run's CEL budget ({limit:e} steps) was spent before rule(s) {} could be evaluated \
+             on every change of {file}: make the predicates cheaper, narrow their \
+             `match.pointer`, or split the merge request",
+            names.join(", ")
+        )
+    };
+    Reason {
+        detail: text(&format!("`{file}`")),
+        markdown: text(&inert::code(file)),
+    }
+}
+
+fn parse_error_finding(subject: &str, errors: &[String]) -> Finding {
+    let list: String = errors
+        .iter()
+        .map(|e| format!("\n- {}", inert::code(e)))
+        .collect();
+    builtin(
+        RULE_PARSE_ERROR,
+        subject,
+        Some(json!(errors)),
+        format!(
+            "A governed file does not parse, so its changes cannot be judged and assent blocks \
+             the merge request. Fix the file:{list}"
+        ),
+    )
+}
+
+/// At most this many duplicated values, and entries per value or unkeyed entries, are
+/// listed per side; the rest is counted. Keeps a hostile file from producing a note beyond
+/// GitLab's size limit.
+const MAX_LISTED: usize = 10;
+
+fn ambiguous_identity_finding(paths: &SidePaths<'_>, list: &AmbiguousList) -> Finding {
+    let field = code_span(&list.field);
+    let mut problems = String::new();
+    for (side, path, ambiguity) in [
+        ("base", paths.base, &list.base),
+        ("source", paths.source, &list.source),
+    ] {
+        let Some(ambiguity) = ambiguity else {
+            continue;
+        };
+        for duplicate in ambiguity.duplicates.iter().take(MAX_LISTED) {
+            problems.push_str(&format!(
+                "\n- at the {side} SHA: {} is the {field} of {} entries: {}",
+                code_span(&duplicate.value),
+                duplicate.entries.len(),
+                entry_locations(path, &duplicate.entries),
+            ));
+        }
+        if ambiguity.duplicates.len() > MAX_LISTED {
+            problems.push_str(&format!(
+                "\n- at the {side} SHA: {} more duplicated values",
+                ambiguity.duplicates.len() - MAX_LISTED
+            ));
+        }
+        for (reason, what) in [
+            (Unkeyed::MissingField, format!("missing key {field}")),
+            (
+                Unkeyed::NotAMap,
+                format!("not a map, so missing key {field}"),
+            ),
+            (
+                Unkeyed::NotStringOrInteger,
+                format!("{field} is neither a string nor an integer"),
+            ),
+        ] {
+            let entries: Vec<EntryAt> = ambiguity
+                .unkeyed
+                .iter()
+                .filter(|u| u.reason == reason)
+                .map(|u| u.entry)
+                .collect();
+            if !entries.is_empty() {
+                problems.push_str(&format!(
+                    "\n- at the {side} SHA: {what}: {}",
+                    entry_locations(path, &entries)
+                ));
+            }
+        }
+    }
+    let base_note = if list.base.is_some() {
+        " The ambiguity at the base SHA is already on the target branch: a merge request that \
+         removes it is blocked as well (its base stays ambiguous), so a maintainer reviews that \
+         fix and merges it outside the gate."
+    } else {
+        ""
+    };
+    let subject = format!("{}#{}", paths.reported, list.pointer);
+    let pointer = if list.pointer.is_empty() {
+        "at the root".to_owned()
+    } else {
+        code_span(&list.pointer)
+    };
+    builtin(
+        RULE_AMBIGUOUS_IDENTITY,
+        &subject,
+        Some(json!({
+            "field": list.field,
+            "base": list.base.as_ref().map(ambiguity_fingerprint),
+            "source": list.source.as_ref().map(ambiguity_fingerprint),
+        })),
+        format!(
+            "The entries of the list {pointer} in {} cannot be told apart by {field}, so assent \
+             blocks rather than compare them by position. No change inside this list is judged \
+             until every entry has a {field} no other entry has:{problems}\n\nGive each entry its own {field} (remove a copied entry, or rename \
+             it).{base_note}",
+            code_span(paths.reported),
+        ),
+    )
+}
+
+/// What of one side's ambiguity enters the occurrence: the duplicated values (sorted, as
+/// the diff gives them) and how many entries have no usable identity. Not lines or positions,
+/// so a push that only moves entries keeps the thread.
+fn ambiguity_fingerprint(ambiguity: &SideAmbiguity) -> Value {
+    let duplicated: Vec<&str> = ambiguity
+        .duplicates
+        .iter()
+        .map(|d| d.value.as_str())
+        .collect();
+    json!({"duplicated": duplicated, "unkeyed": ambiguity.unkeyed.len()})
+}
+
+/// `` `path:line` `` for each entry (at most [`MAX_LISTED`]), or the entry's position when its
+/// line is unknown.
+fn entry_locations(path: &str, entries: &[EntryAt]) -> String {
+    let mut listed: Vec<String> = entries
+        .iter()
+        .take(MAX_LISTED)
+        .map(|entry| match entry.line {
+            Some(line) => code_span(&format!("{path}:{line}")),
+            None => format!(
+                "{} entry {} (line unknown)",
+                code_span(path),
+                entry.index + 1
+            ),
+        })
+        .collect();
+    if entries.len() > MAX_LISTED {
+        listed.push(format!("and {} more", entries.len() - MAX_LISTED));
+    }
+    listed.join(", ")
+}
+
+/// Contributor text (a value, a path) in an ambiguity message: shortened to 120 characters,
+/// then rendered inert by the one shared helper (SPEC §10.7).
+fn code_span(text: &str) -> String {
+    const MAX_CHARS: usize = 120;
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((cut, _)) => crate::inert::code(&format!("{}…", &text[..cut])),
+        None => crate::inert::code(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICY: &str = r#"apiVersion: assent/v1
+kind: Policy
+identities:
+  "topics/*.yaml": { "/topics": name }
+rules:
+  - id: retention-shrink
+    match:
+      files: ["topics/*.yaml"]
+      pointer: "/topics/*/retention_days"
+      kinds: [modify]
+    when: "int(new) < int(old)"
+    effect: challenge
+    message: "Retention of {{ entry }} shrinks from {{ old }} to {{ new }} days."
+  - id: topic-deleted
+    match:
+      files: ["topics/*.yaml"]
+      pointer: "/topics/*"
+      kinds: [delete]
+    effect: block
+  - id: file-deleted
+    match:
+      files: ["topics/*.yaml", "archive/*.yaml"]
+      pointer: ""
+      kinds: [delete]
+    effect: block
+  - id: archived
+    match:
+      files: ["archive/*.yaml"]
+      pointer: ""
+      kinds: [add]
+    effect: comment
+"#;
+
+    const ORDERS_30: &str = "topics:\n  - name: orders.events.v1\n    retention_days: 30\n  - name: orders.audit.v1\n    retention_days: 90\n";
+    const ORDERS_7: &str = "topics:\n  - name: orders.audit.v1\n    retention_days: 90\n  - name: orders.events.v1\n    retention_days: 7\n";
+
+    fn policies() -> Vec<PolicyFile> {
+        vec![PolicyFile {
+            path: ".assent/policies/topics.yaml".into(),
+            bytes: POLICY.as_bytes().to_vec(),
+        }]
+    }
+
+    fn present(text: &str) -> FileContent {
+        FileContent::Present(text.as_bytes().to_vec())
+    }
+
+    fn file(path: &str, base: FileContent, source: FileContent) -> ChangedFileInput {
+        ChangedFileInput {
+            old_path: path.into(),
+            new_path: path.into(),
+            base,
+            source,
+            withheld: false,
+        }
+    }
+
+    fn inputs(files: Vec<ChangedFileInput>) -> ReviewInputs {
+        ReviewInputs {
+            policy_files: policies(),
+            changed_files: Ok(files),
+            mr: MrContext::default(),
+            limits: Limits::default(),
+        }
+    }
+
+    fn slots(outcome: &DesiredOutcome) -> Vec<(String, String, Effect)> {
+        outcome
+            .desired
+            .findings
+            .iter()
+            .map(|f| (f.slot.rule.clone(), f.slot.subject.clone(), f.effect))
+            .collect()
+    }
+
+    fn slot(rule: &str, subject: &str, effect: Effect) -> (String, String, Effect) {
+        (rule.into(), subject.into(), effect)
+    }
+
+    fn finding<'a>(outcome: &'a DesiredOutcome, rule: &str) -> &'a Finding {
+        outcome
+            .desired
+            .findings
+            .iter()
+            .find(|f| f.slot.rule == rule)
+            .unwrap_or_else(|| panic!("no {rule} finding in {:?}", slots(outcome)))
+    }
+
+    #[test]
+    fn policy_rules_judge_identity_keyed_changes() {
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_7),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                "retention-shrink",
+                "topics/orders.yaml#/topics/orders.events.v1/retention_days",
+                Effect::Challenge
+            )]
+        );
+        assert_eq!(
+            out.desired.findings[0].message,
+            "Retention of `orders.events.v1` shrinks from `30` to `7` days."
+        );
+        assert_eq!(out.changes.len(), 1);
+        assert_eq!(out.policy_digest, PolicySet::digest(&policies()));
+    }
+
+    #[test]
+    fn ungoverned_files_are_ignored_even_when_unparseable_or_unreadable() {
+        let out = compute_desired_state(inputs(vec![
+            file("README.md", present("# hi"), present("# ho")),
+            file("services/a.yaml", present("a: ["), present("a: 1")),
+            file(
+                "services/b.yaml",
+                FileContent::Unreadable("boom".into()),
+                present("a: 1"),
+            ),
+            file("topics/notes.txt", present("x"), present("y")),
+        ]));
+        assert!(out.desired.findings.is_empty(), "{:?}", slots(&out));
+        assert!(out.changes.is_empty());
+    }
+
+    #[test]
+    fn policy_errors_give_one_block_finding_listing_every_problem() {
+        let mut inp = inputs(vec![
+            file("topics/orders.yaml", present(ORDERS_30), present(ORDERS_7)),
+            ChangedFileInput {
+                withheld: true,
+                ..file("big.json", FileContent::Absent, FileContent::Absent)
+            },
+        ]);
+        inp.policy_files = vec![
+            PolicyFile {
+                path: ".assent/policies/a.yaml".into(),
+                bytes: b"apiVersion: assent/v1\nkind: Policy\nrules: []\n".to_vec(),
+            },
+            PolicyFile {
+                path: ".assent/policies/b.yaml".into(),
+                bytes: b"apiVersion: assent/v2\nkind: Policy\nrules:\n  - id: x\n    match: {files: [a]}\n    effect: nope\n".to_vec(),
+            },
+        ];
+        let out = compute_desired_state(inp.clone());
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(RULE_POLICY_ERROR, POLICY_ERROR_SUBJECT, Effect::Block),
+                slot(RULE_UNDECIDABLE, "big.json#", Effect::Block),
+            ],
+            "no policy rule is evaluated, other built-ins still apply"
+        );
+        assert!(out.changes.is_empty());
+        let f = finding(&out, RULE_POLICY_ERROR);
+        assert!(
+            f.message
+                .contains(".assent/policies/a.yaml:3: rules must not be empty"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.message
+                .contains(".assent/policies/b.yaml:1: apiVersion must be"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.message
+                .contains(".assent/policies/b.yaml:6: rule `x`: unknown effect"),
+            "{}",
+            f.message
+        );
+
+        // The occurrence follows the problems: same problems, same occurrence; others, new one.
+        let again = compute_desired_state(inp.clone());
+        assert_eq!(finding(&again, RULE_POLICY_ERROR).occurrence, f.occurrence);
+        inp.policy_files.pop();
+        let fewer = compute_desired_state(inp.clone());
+        assert_ne!(finding(&fewer, RULE_POLICY_ERROR).occurrence, f.occurrence);
+        let problems = vec![".assent/policies/a.yaml:3: rules must not be empty".to_owned()];
+        assert_eq!(
+            finding(&fewer, RULE_POLICY_ERROR).occurrence,
+            Occurrence::of(
+                RULE_POLICY_ERROR,
+                POLICY_ERROR_SUBJECT,
+                ChangeKind::Modify,
+                None,
+                Some(&json!(problems))
+            )
+        );
+    }
+
+    #[test]
+    fn touching_assent_is_a_self_edit_block_per_path() {
+        let out = compute_desired_state(inputs(vec![
+            file(
+                ".assent/policies/topics.yaml",
+                present(POLICY),
+                present("garbage: ["),
+            ),
+            ChangedFileInput {
+                old_path: ".assent/tests/a.yaml".into(),
+                new_path: "docs/a.yaml".into(),
+                base: FileContent::Absent,
+                source: FileContent::Absent,
+                withheld: false,
+            },
+            file(".assentish/x.yaml", present("a: 1"), present("a: 2")),
+        ]));
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(
+                    RULE_SELF_EDIT,
+                    ".assent/policies/topics.yaml#",
+                    Effect::Block
+                ),
+                slot(RULE_SELF_EDIT, ".assent/tests/a.yaml#", Effect::Block),
+            ]
+        );
+        let f = finding(&out, RULE_SELF_EDIT);
+        assert!(
+            f.message
+                .contains("never judged under policies it edits itself")
+        );
+        assert!(f.message.contains("maintainer"));
+        assert!(f.message.contains("only pass once"));
+        assert!(!f.message.lines().any(|l| l.starts_with('/')));
+    }
+
+    #[test]
+    fn assent_paths_are_never_governed_even_by_a_catch_all_rule() {
+        let mut inp = inputs(vec![file(
+            ".assent/policies/extra.yaml",
+            present("a: 1"),
+            present("a: ["),
+        )]);
+        inp.policy_files = vec![PolicyFile {
+            path: ".assent/policies/all.yaml".into(),
+            bytes: b"apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: any\n    match: {files: [\"**\"]}\n    effect: comment\n".to_vec(),
+        }];
+        let out = compute_desired_state(inp.clone());
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                RULE_SELF_EDIT,
+                ".assent/policies/extra.yaml#",
+                Effect::Block
+            )]
+        );
+    }
+
+    #[test]
+    fn an_incomplete_change_set_is_undecidable_for_the_whole_mr() {
+        let mut inp = inputs(Vec::new());
+        inp.changed_files = Err("page 3 of the diffs is missing".into());
+        let out = compute_desired_state(inp.clone());
+        assert_eq!(
+            slots(&out),
+            vec![slot(RULE_UNDECIDABLE, MERGE_REQUEST_SUBJECT, Effect::Block)]
+        );
+        let f = finding(&out, RULE_UNDECIDABLE);
+        assert!(f.message.contains("page 3 of the diffs is missing"));
+        inp.changed_files = Err("another reason".into());
+        assert_ne!(
+            finding(&compute_desired_state(inp.clone()), RULE_UNDECIDABLE).occurrence,
+            f.occurrence
+        );
+    }
+
+    #[test]
+    fn withheld_files_are_undecidable_governed_or_not() {
+        let withheld = |path: &str| ChangedFileInput {
+            withheld: true,
+            ..file(path, present(ORDERS_30), present(ORDERS_7))
+        };
+        let out = compute_desired_state(inputs(vec![
+            withheld("topics/orders.yaml"),
+            withheld("vendor/blob.bin"),
+        ]));
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(RULE_UNDECIDABLE, "topics/orders.yaml#", Effect::Block),
+                slot(RULE_UNDECIDABLE, "vendor/blob.bin#", Effect::Block),
+            ],
+            "a withheld governed file is not diffed: no guess from partial data"
+        );
+        assert!(finding(&out, RULE_UNDECIDABLE).message.contains("withheld"));
+    }
+
+    #[test]
+    fn unreadable_governed_content_is_undecidable_and_not_diffed() {
+        let out = compute_desired_state(inputs(vec![
+            file(
+                "topics/orders.yaml",
+                present(ORDERS_30),
+                FileContent::Unreadable("HTTP 500 after 3 attempts".into()),
+            ),
+            file(
+                "topics/billing.yaml",
+                FileContent::Unreadable("timeout".into()),
+                FileContent::Unreadable("reset".into()),
+            ),
+        ]));
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(RULE_UNDECIDABLE, "topics/billing.yaml#", Effect::Block),
+                slot(RULE_UNDECIDABLE, "topics/orders.yaml#", Effect::Block),
+            ]
+        );
+        assert!(out.changes.is_empty());
+        let billing = &out.desired.findings[0];
+        assert!(
+            billing.message.contains("base SHA: `timeout`"),
+            "{}",
+            billing.message
+        );
+        assert!(
+            billing.message.contains("source SHA: `reset`"),
+            "{}",
+            billing.message
+        );
+        assert!(
+            out.desired.findings[1]
+                .message
+                .contains("HTTP 500 after 3 attempts")
+        );
+    }
+
+    #[test]
+    fn built_in_messages_render_paths_and_reasons_inert() {
+        let hostile = "@all `x` <img src=x>\n/close";
+        let out = compute_desired_state(inputs(vec![
+            file(
+                &format!(".assent/{hostile}"),
+                FileContent::Absent,
+                present("a"),
+            ),
+            ChangedFileInput {
+                withheld: true,
+                ..file(&format!("w/{hostile}"), FileContent::Absent, present("a"))
+            },
+            file(
+                "topics/orders.yaml",
+                present(ORDERS_30),
+                FileContent::Unreadable(hostile.into()),
+            ),
+            file(
+                "topics/bad.yaml",
+                present(ORDERS_30),
+                present("topics:\n  - name: a\n    \"@all `x`\": 1\n    \"@all `x`\": 2\n"),
+            ),
+        ]));
+        let rendered = "``@all `x` <img src=x>\\n/close``";
+        let message = |rule: &str, subject: &str| {
+            out.desired
+                .findings
+                .iter()
+                .find(|f| f.slot.rule == rule && f.slot.subject == subject)
+                .map(|f| f.message.clone())
+                .unwrap_or_else(|| panic!("no {rule} {subject}: {:?}", slots(&out)))
+        };
+        let self_edit = message(RULE_SELF_EDIT, &format!(".assent/{hostile}#"));
+        assert!(
+            self_edit.contains("changes ``.assent/@all `x` <img src=x>\\n/close``."),
+            "{self_edit}"
+        );
+        let withheld = message(RULE_UNDECIDABLE, &format!("w/{hostile}#"));
+        assert!(
+            withheld.contains("diff of ``w/@all `x` <img src=x>\\n/close`` (too large"),
+            "{withheld}"
+        );
+        let unreadable = message(RULE_UNDECIDABLE, "topics/orders.yaml#");
+        assert!(
+            unreadable.ends_with(&format!("at the source SHA: {rendered}")),
+            "{unreadable}"
+        );
+        let parse = message(RULE_PARSE_ERROR, "topics/bad.yaml#");
+        assert!(parse.contains("\n- ``topics/bad.yaml:4: "), "{parse}");
+        assert!(parse.contains("duplicate key \"@all `x`\""), "{parse}");
+        for m in [&self_edit, &withheld, &unreadable, &parse] {
+            assert!(!m.lines().any(|l| l.trim_start().starts_with('/')), "{m}");
+        }
+    }
+
+    #[test]
+    fn built_in_occurrences_keep_their_reason_wording() {
+        // Occurrences hash the reasons' wording, not the rendered message: rendering changes
+        // must never supersede a live thread.
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
+            withheld: true,
+            ..file("topics/orders.yaml", present(ORDERS_30), present(ORDERS_7))
+        }]));
+        assert_eq!(
+            out.desired.findings[0].occurrence,
+            Occurrence::of(
+                RULE_UNDECIDABLE,
+                "topics/orders.yaml#",
+                ChangeKind::Modify,
+                None,
+                Some(&json!([
+                    "the forge withheld the diff of `topics/orders.yaml` (too large or collapsed)"
+                ])),
+            )
+        );
+    }
+
+    #[test]
+    fn withheld_and_unreadable_reasons_share_one_slot() {
+        let out = compute_desired_state(inputs(vec![
+            ChangedFileInput {
+                withheld: true,
+                ..file("topics/orders.yaml", present(ORDERS_30), present(ORDERS_7))
+            },
+            ChangedFileInput {
+                old_path: "topics/orders.yaml".into(),
+                new_path: "topics/orders.yaml".into(),
+                base: FileContent::Unreadable("x".into()),
+                source: present(ORDERS_7),
+                withheld: false,
+            },
+        ]));
+        assert_eq!(out.desired.findings.len(), 1);
+        let message = &out.desired.findings[0].message;
+        assert!(
+            message.contains("withheld") && message.contains("could not be read"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn parse_errors_name_file_line_and_side() {
+        let out = compute_desired_state(inputs(vec![
+            file(
+                "topics/orders.yaml",
+                present(ORDERS_30),
+                present("topics:\n  - name: a\n    name: b\n"),
+            ),
+            file(
+                "topics/billing.yaml",
+                present("topics: [\n"),
+                present("topics: {\n"),
+            ),
+        ]));
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(RULE_PARSE_ERROR, "topics/billing.yaml#", Effect::Block),
+                slot(RULE_PARSE_ERROR, "topics/orders.yaml#", Effect::Block),
+            ]
+        );
+        assert!(
+            out.changes.is_empty(),
+            "a file that does not parse is not diffed"
+        );
+        let orders = &out.desired.findings[1].message;
+        assert!(orders.contains("`topics/orders.yaml:3: "), "{orders}");
+        assert!(orders.contains("duplicate"), "{orders}");
+        assert!(orders.contains("(at the source SHA)"), "{orders}");
+        let billing = &out.desired.findings[0].message;
+        assert!(
+            billing.contains("at the base SHA") && billing.contains("at the source SHA"),
+            "{billing}"
+        );
+    }
+
+    #[test]
+    fn large_files_parsed_in_parallel_give_the_same_findings_and_errors_in_side_order() {
+        // Padding past the parallel threshold, with the same edit as the small case.
+        let pad: String = (0..40_000)
+            .map(|i| format!("  - name: pad{i:05}.v1\n    retention_days: 30\n"))
+            .collect();
+        assert!(2 * pad.len() >= PARALLEL_PARSE_BYTES);
+        let big = |text: &str| present(&format!("{text}{pad}"));
+        let small = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_7),
+        )]));
+        let large = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            big(ORDERS_30),
+            big(ORDERS_7),
+        )]));
+        assert_eq!(slots(&large), slots(&small));
+        assert_eq!(large.changes, small.changes);
+
+        let broken = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            big("topics:\n  - name: a\n    name: b\n"),
+            big("topics:\n  - {name: a, name: b}\n"),
+        )]));
+        let message = &broken.desired.findings[0].message;
+        let (base, source) = (
+            message.find("(at the base SHA)").expect(message),
+            message.find("(at the source SHA)").expect(message),
+        );
+        assert!(base < source, "{message}");
+    }
+
+    #[test]
+    fn parse_error_occurrence_follows_the_error() {
+        let run = |text: &str| {
+            let out = compute_desired_state(inputs(vec![file(
+                "topics/orders.yaml",
+                present(ORDERS_30),
+                present(text),
+            )]));
+            finding(&out, RULE_PARSE_ERROR).occurrence.clone()
+        };
+        assert_eq!(run("topics: ["), run("topics: ["));
+        assert_ne!(run("topics: ["), run("a: 1\na: 2\n"));
+    }
+
+    #[test]
+    fn limits_apply_to_governed_files() {
+        let mut inp = inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_7),
+        )]);
+        inp.limits.max_bytes = 10;
+        let out = compute_desired_state(inp.clone());
+        assert_eq!(
+            slots(&out),
+            vec![slot(RULE_PARSE_ERROR, "topics/orders.yaml#", Effect::Block)]
+        );
+        assert!(finding(&out, RULE_PARSE_ERROR).message.contains("bytes"));
+    }
+
+    #[test]
+    fn whole_file_add_and_delete() {
+        let out = compute_desired_state(inputs(vec![
+            file("topics/new.yaml", FileContent::Absent, present(ORDERS_30)),
+            file("topics/gone.yaml", present(ORDERS_30), FileContent::Absent),
+        ]));
+        assert_eq!(
+            slots(&out),
+            vec![slot("file-deleted", "topics/gone.yaml#", Effect::Block)]
+        );
+        assert_eq!(out.changes.len(), 2);
+        assert_eq!(out.changes[0].kind, ChangeKind::Delete);
+        assert_eq!(out.changes[1].kind, ChangeKind::Add);
+    }
+
+    #[test]
+    fn a_rename_between_governed_paths_diffs_old_against_new_under_the_new_path() {
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
+            old_path: "topics/orders.yaml".into(),
+            new_path: "topics/orders-v2.yaml".into(),
+            base: present(ORDERS_30),
+            source: present(ORDERS_7),
+            withheld: false,
+        }]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                "retention-shrink",
+                "topics/orders-v2.yaml#/topics/orders.events.v1/retention_days",
+                Effect::Challenge
+            )]
+        );
+        // A pure rename is no change.
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
+            old_path: "topics/orders.yaml".into(),
+            new_path: "topics/orders-v2.yaml".into(),
+            base: present(ORDERS_30),
+            source: present(ORDERS_30),
+            withheld: false,
+        }]));
+        assert!(out.changes.is_empty());
+        assert!(out.desired.findings.is_empty());
+    }
+
+    #[test]
+    fn a_rename_out_of_or_into_governance_is_a_whole_file_delete_or_add() {
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
+            old_path: "topics/orders.yaml".into(),
+            new_path: "attic/orders.yaml".into(),
+            base: present(ORDERS_30),
+            source: present(ORDERS_30),
+            withheld: false,
+        }]));
+        assert_eq!(
+            slots(&out),
+            vec![slot("file-deleted", "topics/orders.yaml#", Effect::Block)]
+        );
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
+            old_path: "topics/orders.yaml".into(),
+            new_path: "archive/orders.yaml".into(),
+            base: present(ORDERS_30),
+            source: present(ORDERS_30),
+            withheld: false,
+        }]));
+        // Both governed: diffed under the new path, nothing changed, nothing fires.
+        assert!(out.desired.findings.is_empty(), "{:?}", slots(&out));
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
+            old_path: "attic/orders.yaml".into(),
+            new_path: "archive/orders.yaml".into(),
+            base: FileContent::Unreadable("not read".into()),
+            source: present(ORDERS_30),
+            withheld: false,
+        }]));
+        assert_eq!(
+            slots(&out),
+            vec![slot("archived", "archive/orders.yaml#", Effect::Comment)],
+            "the ungoverned side is neither read nor judged"
+        );
+    }
+
+    #[test]
+    fn mr_context_reaches_predicates() {
+        let mut inp = inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_7),
+        )]);
+        inp.policy_files = vec![PolicyFile {
+            path: ".assent/policies/p.yaml".into(),
+            bytes: b"apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: labelled\n    match: {files: [\"topics/*.yaml\"]}\n    when: \"'retention-ok' in mr.labels\"\n    effect: comment\n".to_vec(),
+        }];
+        assert!(
+            compute_desired_state(inp.clone())
+                .desired
+                .findings
+                .is_empty()
+        );
+        inp.mr.labels = vec!["retention-ok".into()];
+        assert!(
+            !compute_desired_state(inp.clone())
+                .desired
+                .findings
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn output_does_not_depend_on_input_order() {
+        let files = vec![
+            file("topics/orders.yaml", present(ORDERS_30), present(ORDERS_7)),
+            file("topics/gone.yaml", present(ORDERS_30), FileContent::Absent),
+            file("topics/bad.yaml", present(ORDERS_30), present("x: [")),
+            file(".assent/policies/x.yaml", FileContent::Absent, present("x")),
+            ChangedFileInput {
+                withheld: true,
+                ..file("topics/huge.yaml", FileContent::Absent, FileContent::Absent)
+            },
+            file(
+                "topics/lost.yaml",
+                FileContent::Unreadable("500".into()),
+                present(ORDERS_7),
+            ),
+            file("README.md", present("a"), present("b")),
+        ];
+        let forward = compute_desired_state(inputs(files.clone()));
+        let mut reversed = files.clone();
+        reversed.reverse();
+        let backward = compute_desired_state(inputs(reversed));
+        let mut rotated = files;
+        rotated.rotate_left(3);
+        let rotated = compute_desired_state(inputs(rotated));
+        assert_eq!(forward, backward);
+        assert_eq!(forward, rotated);
+        assert_eq!(forward.desired.findings.len(), 6, "{:?}", slots(&forward));
+        // Policy file order does not matter either.
+        let mut inp = inputs(Vec::new());
+        inp.policy_files.push(PolicyFile {
+            path: ".assent/policies/a.yaml".into(),
+            bytes: b"x".to_vec(),
+        });
+        let one = compute_desired_state(inp.clone());
+        inp.policy_files.reverse();
+        assert_eq!(one, compute_desired_state(inp.clone()));
+    }
+
+    // ---- assent/ambiguous-identity (SPEC §10.4) ------------------------------------------
+
+    /// The reproduction: the source adds a verbatim copy of `orders.audit.v1` and shrinks
+    /// `orders.events.v1` from 30 to 1 day. Compared by position (as assent once fell back to),
+    /// the shrunk entry lands on position 2, an `add` no rule judges, and the MR passed.
+    const ORDERS_COPIED_AND_SHRUNK: &str = "topics:\n  - name: orders.audit.v1\n    retention_days: 90\n  - name: orders.audit.v1\n    retention_days: 90\n  - name: orders.events.v1\n    retention_days: 1\n";
+
+    fn ambiguity(outcome: &DesiredOutcome) -> &Finding {
+        finding(outcome, RULE_AMBIGUOUS_IDENTITY)
+    }
+
+    #[test]
+    fn a_copied_entry_blocks_and_keeps_the_shrink_next_to_it_from_passing_unjudged() {
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_COPIED_AND_SHRUNK),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                RULE_AMBIGUOUS_IDENTITY,
+                "topics/orders.yaml#/topics",
+                Effect::Block
+            )]
+        );
+        assert!(out.changes.is_empty(), "{:?}", out.changes);
+        let message = &ambiguity(&out).message;
+        assert!(
+            message.contains(
+                "- at the source SHA: `orders.audit.v1` is the `name` of 2 entries: \
+                 `topics/orders.yaml:2`, `topics/orders.yaml:4`"
+            ),
+            "{message}"
+        );
+        assert!(
+            message.contains("rather than compare them by position"),
+            "{message}"
+        );
+        assert!(!message.contains("base SHA"), "{message}");
+
+        // Without the copy, the same shrink is judged by name.
+        let fixed = "topics:\n  - name: orders.audit.v1\n    retention_days: 90\n  - name: orders.events.v1\n    retention_days: 1\n";
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(fixed),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                "retention-shrink",
+                "topics/orders.yaml#/topics/orders.events.v1/retention_days",
+                Effect::Challenge
+            )]
+        );
+    }
+
+    #[test]
+    fn a_duplicate_at_the_base_blocks_under_the_base_path_and_says_how_to_fix_it() {
+        let base = "topics:\n  - name: orders.events.v1\n    retention_days: 30\n  - name: orders.events.v1\n    retention_days: 1\n";
+        let out = compute_desired_state(inputs(vec![ChangedFileInput {
+            old_path: "topics/orders-old.yaml".into(),
+            new_path: "topics/orders.yaml".into(),
+            base: present(base),
+            source: present(ORDERS_7),
+            withheld: false,
+        }]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                RULE_AMBIGUOUS_IDENTITY,
+                "topics/orders.yaml#/topics",
+                Effect::Block
+            )]
+        );
+        let message = &ambiguity(&out).message;
+        assert!(
+            message.contains(
+                "- at the base SHA: `orders.events.v1` is the `name` of 2 entries: \
+                 `topics/orders-old.yaml:2`, `topics/orders-old.yaml:4`"
+            ),
+            "{message}"
+        );
+        assert!(!message.contains("source SHA"), "{message}");
+        assert!(message.contains("outside the gate"), "{message}");
+    }
+
+    #[test]
+    fn ambiguities_on_both_sides_are_one_finding_naming_each_side() {
+        let base = "topics:\n  - name: a\n  - name: a\n  - retention_days: 3\n";
+        let source = "topics:\n  - name: b\n    retention_days: 1\n  - name: b\n";
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(base),
+            present(source),
+        )]));
+        assert_eq!(out.desired.findings.len(), 1, "{:?}", slots(&out));
+        let message = &ambiguity(&out).message;
+        let base_dup = message
+            .find("- at the base SHA: `a` is the `name` of 2 entries: `topics/orders.yaml:2`, `topics/orders.yaml:3`")
+            .expect(message);
+        let base_missing = message
+            .find("- at the base SHA: missing key `name`: `topics/orders.yaml:4`")
+            .expect(message);
+        let source_dup = message
+            .find("- at the source SHA: `b` is the `name` of 2 entries: `topics/orders.yaml:2`, `topics/orders.yaml:4`")
+            .expect(message);
+        assert!(
+            base_dup < base_missing && base_missing < source_dup,
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn entries_without_a_usable_key_block_with_the_reason_and_line() {
+        let source = "topics:\n  - name: orders.events.v1\n    retention_days: 1\n  - retention_days: 5\n  - just-a-string\n  - name: [x]\n";
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(source),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                RULE_AMBIGUOUS_IDENTITY,
+                "topics/orders.yaml#/topics",
+                Effect::Block
+            )],
+            "the shrink of orders.events.v1 is not judged while the list is ambiguous"
+        );
+        let message = &ambiguity(&out).message;
+        for expected in [
+            "- at the source SHA: missing key `name`: `topics/orders.yaml:4`",
+            "- at the source SHA: not a map, so missing key `name`: `topics/orders.yaml:5`",
+            "- at the source SHA: `name` is neither a string nor an integer: `topics/orders.yaml:6`",
+        ] {
+            assert!(message.contains(expected), "{expected}\n{message}");
+        }
+    }
+
+    /// Topics keyed by `name`, each topic's ACLs by `principal`, and rules inside and
+    /// outside the lists.
+    const NESTED_POLICY: &str = r#"apiVersion: assent/v1
+kind: Policy
+identities:
+  "topics/*.yaml": { "/topics": name, "/topics/*/acls": principal }
+rules:
+  - id: retention-shrink
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/retention_days", kinds: [modify] }
+    when: "int(new) < int(old)"
+    effect: challenge
+  - id: acl-change
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/acls/**" }
+    effect: challenge
+  - id: owner-change
+    match: { files: ["topics/*.yaml"], pointer: "/owner" }
+    effect: comment
+"#;
+
+    fn nested_inputs(files: Vec<ChangedFileInput>) -> ReviewInputs {
+        ReviewInputs {
+            policy_files: vec![PolicyFile {
+                path: ".assent/policies/nested.yaml".into(),
+                bytes: NESTED_POLICY.as_bytes().to_vec(),
+            }],
+            ..inputs(files)
+        }
+    }
+
+    const NESTED_BASE: &str = "owner: team-a\ntopics:\n  - name: orders\n    retention_days: 30\n    acls:\n      - principal: svc-a\n        op: read\n  - name: audit\n    retention_days: 90\n    acls:\n      - principal: svc-b\n        op: read\n";
+
+    #[test]
+    fn a_nested_ambiguous_list_blocks_alone_and_everything_else_in_the_file_is_judged() {
+        // orders' ACLs gain a second `svc-a` (granting `all`); audit's ACL changes; orders'
+        // retention shrinks; the owner changes.
+        let source = "owner: team-b\ntopics:\n  - name: orders\n    retention_days: 7\n    acls:\n      - principal: svc-a\n        op: read\n      - principal: svc-a\n        op: all\n  - name: audit\n    retention_days: 90\n    acls:\n      - principal: svc-b\n        op: write\n";
+        let out = compute_desired_state(nested_inputs(vec![file(
+            "topics/orders.yaml",
+            present(NESTED_BASE),
+            present(source),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(
+                    "acl-change",
+                    "topics/orders.yaml#/topics/audit/acls/svc-b/op",
+                    Effect::Challenge
+                ),
+                slot(
+                    RULE_AMBIGUOUS_IDENTITY,
+                    "topics/orders.yaml#/topics/orders/acls",
+                    Effect::Block
+                ),
+                slot("owner-change", "topics/orders.yaml#/owner", Effect::Comment),
+                slot(
+                    "retention-shrink",
+                    "topics/orders.yaml#/topics/orders/retention_days",
+                    Effect::Challenge
+                ),
+            ]
+        );
+        let message = &ambiguity(&out).message;
+        assert!(
+            message.contains(
+                "`svc-a` is the `principal` of 2 entries: `topics/orders.yaml:6`, `topics/orders.yaml:8`"
+            ),
+            "{message}"
+        );
+        assert!(
+            message.contains("The entries of the list `/topics/orders/acls` in"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_ambiguous_outer_list_keeps_a_change_elsewhere_in_the_file_judged() {
+        let source = "owner: team-b\ntopics:\n  - name: orders\n    retention_days: 1\n  - name: orders\n    retention_days: 30\n";
+        let out = compute_desired_state(nested_inputs(vec![file(
+            "topics/orders.yaml",
+            present(NESTED_BASE),
+            present(source),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(
+                    RULE_AMBIGUOUS_IDENTITY,
+                    "topics/orders.yaml#/topics",
+                    Effect::Block
+                ),
+                slot("owner-change", "topics/orders.yaml#/owner", Effect::Comment),
+            ]
+        );
+        assert_eq!(out.changes.len(), 1, "only /owner is compared");
+    }
+
+    #[test]
+    fn a_new_file_with_a_copied_entry_blocks_before_the_ambiguity_reaches_the_target() {
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/new.yaml",
+            FileContent::Absent,
+            present(ORDERS_COPIED_AND_SHRUNK),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                RULE_AMBIGUOUS_IDENTITY,
+                "topics/new.yaml#/topics",
+                Effect::Block
+            )]
+        );
+        assert_eq!(out.changes.len(), 1, "the whole-file add is still reported");
+    }
+
+    #[test]
+    fn json_and_toml_entries_are_located_by_line_too() {
+        let policy = r#"apiVersion: assent/v1
+kind: Policy
+identities:
+  "topics/*": { "/topics": name }
+rules:
+  - id: any
+    match: { files: ["topics/*"] }
+    effect: comment
+"#;
+        let run = |path: &str, base: &str, source: &str| {
+            let mut inp = inputs(vec![file(path, present(base), present(source))]);
+            inp.policy_files = vec![PolicyFile {
+                path: ".assent/policies/p.yaml".into(),
+                bytes: policy.as_bytes().to_vec(),
+            }];
+            ambiguity(&compute_desired_state(inp)).message.clone()
+        };
+        let json = run(
+            "topics/a.json",
+            r#"{"topics": [{"name": "x"}]}"#,
+            "{\"topics\": [\n  {\"name\": \"x\"},\n  {\"name\": \"x\"}\n]}",
+        );
+        assert!(
+            json.contains("`topics/a.json:2`, `topics/a.json:3`"),
+            "{json}"
+        );
+        let toml = run(
+            "topics/a.toml",
+            "[[topics]]\nname = \"x\"\n",
+            "[[topics]]\nname = \"x\"\n\n[[topics]]\nname = \"x\"\n",
+        );
+        assert!(
+            toml.contains("`topics/a.toml:1`, `topics/a.toml:4`"),
+            "{toml}"
+        );
+    }
+
+    #[test]
+    fn the_occurrence_follows_the_ambiguity_not_its_lines() {
+        let occurrence = |source: &str| {
+            ambiguity(&compute_desired_state(inputs(vec![file(
+                "topics/orders.yaml",
+                present(ORDERS_30),
+                present(source),
+            )])))
+            .occurrence
+            .clone()
+        };
+        let first = occurrence(ORDERS_COPIED_AND_SHRUNK);
+        assert_eq!(first, occurrence(ORDERS_COPIED_AND_SHRUNK), "rerun");
+        let moved = format!("# a comment shifts every line\n\n{ORDERS_COPIED_AND_SHRUNK}");
+        assert_eq!(first, occurrence(&moved), "moved lines keep the thread");
+        let reordered = "topics:\n  - name: orders.events.v1\n    retention_days: 1\n  - name: orders.audit.v1\n    retention_days: 90\n  - name: orders.audit.v1\n    retention_days: 90\n";
+        assert_eq!(
+            first,
+            occurrence(reordered),
+            "moved entries keep the thread"
+        );
+        let other_value = ORDERS_COPIED_AND_SHRUNK.replace("orders.audit.v1", "orders.x.v1");
+        assert_ne!(first, occurrence(&other_value), "another duplicated value");
+        let missing_too = format!("{ORDERS_COPIED_AND_SHRUNK}  - retention_days: 3\n");
+        assert_ne!(first, occurrence(&missing_too), "one more problem");
+        assert_eq!(
+            first,
+            Occurrence::of(
+                RULE_AMBIGUOUS_IDENTITY,
+                "topics/orders.yaml#/topics",
+                ChangeKind::Modify,
+                None,
+                Some(&json!({
+                    "field": "name",
+                    "base": null,
+                    "source": {"duplicated": ["orders.audit.v1"], "unkeyed": 0}
+                }))
+            )
+        );
+        // The same ambiguity moved to the base side is a different one.
+        let both_base = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_COPIED_AND_SHRUNK),
+            present(ORDERS_30),
+        )]));
+        assert_ne!(first, ambiguity(&both_base).occurrence);
+    }
+
+    #[test]
+    fn contributor_values_in_the_message_stay_inert() {
+        // A value that tries to close its code span, start a quick action on a new line and
+        // mention everyone.
+        let source = "topics:\n  - name: \"x` @all\\n/close\"\n  - name: \"x` @all\\n/close\"\n";
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(source),
+        )]));
+        let message = &ambiguity(&out).message;
+        assert!(
+            message.contains("``x` @all\\n/close``"),
+            "a longer fence holds the backtick, the newline stays escaped: {message}"
+        );
+        assert!(
+            !message.lines().any(|l| l.trim_start().starts_with('/')),
+            "{message}"
+        );
+        assert_eq!(code_span("`a`"), "`` `a` ``");
+        assert_eq!(code_span("a\r\nb"), "`a\\r\\nb`");
+        let long = "y".repeat(500);
+        assert_eq!(code_span(&long), format!("`{}…`", "y".repeat(120)));
+    }
+
+    #[test]
+    fn a_hostile_number_of_duplicates_keeps_the_message_short() {
+        let mut source = String::from("topics:\n");
+        for i in 0..5_000 {
+            source.push_str(&format!("  - name: t{}\n", i % 50));
+        }
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(&source),
+        )]));
+        let message = &ambiguity(&out).message;
+        assert!(message.len() < 5_000, "{} bytes", message.len());
+        assert!(message.contains("and 90 more"), "{message}");
+        assert!(message.contains("40 more duplicated values"), "{message}");
+    }
+
+    #[test]
+    fn no_policies_and_no_changes_is_an_empty_state() {
+        let out = compute_desired_state(ReviewInputs {
+            policy_files: Vec::new(),
+            changed_files: Ok(vec![file(
+                "topics/a.yaml",
+                present("a: 1"),
+                present("a: 2"),
+            )]),
+            mr: MrContext::default(),
+            limits: Limits::default(),
+        });
+        assert!(out.desired.findings.is_empty());
+        assert_eq!(out.policy_digest, PolicySet::digest(&[]));
+    }
+}

@@ -1,0 +1,256 @@
+//! Step 2 of the protocol: what assent already posted, read from a forge listing.
+//!
+//! Ownership is decided before any marker is parsed: only first notes authored by the bot
+//! user and not written by the forge itself (`system`) can be artifacts. Anyone else's
+//! marker, well-formed or not, is invisible and produces no warning. A bot note whose marker
+//! is malformed is skipped with a warning naming its note id; it is never deleted.
+
+use crate::marker::{self, Marker, SummaryState};
+use crate::model::{ListedDiscussion, Occurrence, Slot, UserRef};
+
+/// A finding thread assent posted earlier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadArtifact {
+    /// The first note's integer id: the thread's forge id.
+    pub forge_id: u64,
+    /// The discussion id, needed to reply and resolve.
+    pub discussion_id: String,
+    /// Where the finding lives.
+    pub slot: Slot,
+    /// The judged content it was posted for.
+    pub occurrence: Occurrence,
+    /// The forge's resolved bit: the only durable record of a human's assent.
+    pub resolved: bool,
+    /// Resolved by the bot itself (outdated, superseded, a repaired duplicate, a comment):
+    /// such a resolution is never a human's assent.
+    pub resolved_by_bot: bool,
+    /// Who resolved the thread (its first note's `resolved_by`), when resolved and known.
+    pub resolved_by: Option<UserRef>,
+    /// Bodies of the bot's own replies in the thread (not system notes), in order: a reply
+    /// an earlier, interrupted run already posted is not posted again.
+    pub bot_replies: Vec<String>,
+}
+
+/// A summary note assent posted earlier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryArtifact {
+    /// The note id: the summary's forge id.
+    pub note_id: u64,
+    /// The full body, compared byte for byte to decide whether an edit is needed.
+    pub body: String,
+    /// The summary's occurrence.
+    pub occurrence: Occurrence,
+    /// `reconciling` or `verified`.
+    pub state: SummaryState,
+    /// The source SHA it was computed for.
+    pub head: String,
+    /// The discussion id when the summary has become an unresolved thread: GitLab turns a
+    /// plain note into a resolvable thread when someone replies to it, and an unresolved
+    /// thread would hold up "all threads must be resolved".
+    pub open_thread: Option<String>,
+    /// The note's `updated_at`, when the forge reports it.
+    pub updated_at: Option<String>,
+}
+
+/// Every artifact in a listing, sorted by forge id, plus warnings about skipped notes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Inventory {
+    /// Finding threads, ascending forge id.
+    pub threads: Vec<ThreadArtifact>,
+    /// Summary notes, ascending note id.
+    pub summaries: Vec<SummaryArtifact>,
+    /// Operator-facing warnings (malformed bot markers), sorted.
+    pub warnings: Vec<String>,
+}
+
+impl Inventory {
+    /// Reads the artifacts out of a complete listing. The result does not depend on the
+    /// listing's order.
+    pub fn from_listing(listing: &[ListedDiscussion], bot_user_id: u64) -> Inventory {
+        let mut inventory = Inventory::default();
+        for discussion in listing {
+            let Some(note) = discussion.notes.first() else {
+                continue;
+            };
+            if note.author_id != bot_user_id || note.system {
+                continue;
+            }
+            match marker::decode_body(&note.body) {
+                Ok(None) => {}
+                Err(malformed) => inventory.warnings.push(format!(
+                    "note {}: malformed assent marker ({}); skipped, delete the note to silence this warning",
+                    note.id, malformed.reason
+                )),
+                Ok(Some(Marker::Finding { slot, occurrence })) => {
+                    if note.resolvable {
+                        inventory.threads.push(ThreadArtifact {
+                            forge_id: note.id,
+                            discussion_id: discussion.id.clone(),
+                            slot,
+                            occurrence,
+                            resolved: note.resolved,
+                            resolved_by_bot: note.resolved
+                                && note.resolved_by.as_ref().is_some_and(|u| u.id == bot_user_id),
+                            resolved_by: note.resolved.then(|| note.resolved_by.clone()).flatten(),
+                            bot_replies: discussion.notes[1..]
+                                .iter()
+                                .filter(|n| n.author_id == bot_user_id && !n.system)
+                                .map(|n| n.body.clone())
+                                .collect(),
+                        });
+                    } else {
+                        inventory.warnings.push(format!(
+                            "note {}: finding marker on a note that is not a resolvable thread; skipped",
+                            note.id
+                        ));
+                    }
+                }
+                Ok(Some(Marker::Summary { occurrence, state, head, .. })) => {
+                    inventory.summaries.push(SummaryArtifact {
+                        note_id: note.id,
+                        body: note.body.clone(),
+                        occurrence,
+                        state,
+                        head,
+                        open_thread: (note.resolvable && !note.resolved).then(|| discussion.id.clone()),
+                        updated_at: note.updated_at.clone(),
+                    })
+                }
+            }
+        }
+        inventory.threads.sort_by_key(|t| t.forge_id);
+        inventory.summaries.sort_by_key(|s| s.note_id);
+        inventory.warnings.sort();
+        inventory.warnings.dedup();
+        inventory
+    }
+
+    /// The canonical summary: the one with the lowest note id.
+    pub fn canonical_summary(&self) -> Option<&SummaryArtifact> {
+        self.summaries.first()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ListedNote;
+
+    fn note(id: u64, author_id: u64, body: &str) -> ListedNote {
+        ListedNote {
+            id,
+            author_id,
+            system: false,
+            resolvable: true,
+            resolved: false,
+            resolved_by: None,
+            body: body.to_owned(),
+            updated_at: None,
+        }
+    }
+
+    fn disc(id: u64, notes: Vec<ListedNote>) -> ListedDiscussion {
+        ListedDiscussion {
+            id: format!("{id:040x}"),
+            individual_note: false,
+            notes,
+        }
+    }
+
+    fn finding_body(rule: &str) -> String {
+        marker::encode(&Marker::Finding {
+            slot: Slot {
+                rule: rule.into(),
+                subject: "f#/x".into(),
+            },
+            occurrence: Occurrence::digest(rule.as_bytes()),
+        })
+    }
+
+    #[test]
+    fn other_authors_markers_are_invisible_without_warning() {
+        let listing = vec![
+            disc(1, vec![note(1, 7, &finding_body("r"))]),
+            disc(2, vec![note(2, 7, "<!-- assent:marker {broken -->")]),
+        ];
+        let inv = Inventory::from_listing(&listing, 1);
+        assert!(inv.threads.is_empty());
+        assert!(inv.warnings.is_empty());
+    }
+
+    #[test]
+    fn system_notes_are_never_artifacts() {
+        let mut n = note(3, 1, &finding_body("r"));
+        n.system = true;
+        let inv = Inventory::from_listing(&[disc(3, vec![n])], 1);
+        assert!(inv.threads.is_empty());
+    }
+
+    #[test]
+    fn malformed_bot_marker_is_skipped_with_a_warning_naming_the_note() {
+        let inv = Inventory::from_listing(
+            &[disc(9, vec![note(9, 1, "<!-- assent:marker {nope -->")])],
+            1,
+        );
+        assert!(inv.threads.is_empty());
+        assert_eq!(inv.warnings.len(), 1);
+        assert!(
+            inv.warnings[0].starts_with("note 9: malformed assent marker"),
+            "{:?}",
+            inv.warnings
+        );
+    }
+
+    #[test]
+    fn only_the_first_note_of_a_discussion_is_read() {
+        let listing = vec![disc(
+            5,
+            vec![note(5, 7, "human"), note(6, 1, &finding_body("r"))],
+        )];
+        assert!(Inventory::from_listing(&listing, 1).threads.is_empty());
+    }
+
+    #[test]
+    fn the_bots_own_replies_are_recorded_and_no_one_elses() {
+        let mut system = note(13, 1, "resolved all threads");
+        system.system = true;
+        let listing = vec![disc(
+            10,
+            vec![
+                note(10, 1, &finding_body("r")),
+                note(11, 7, "a human's reply"),
+                note(12, 1, "Outdated as of x."),
+                system,
+            ],
+        )];
+        let inv = Inventory::from_listing(&listing, 1);
+        assert_eq!(
+            inv.threads[0].bot_replies,
+            vec!["Outdated as of x.".to_owned()]
+        );
+    }
+
+    #[test]
+    fn result_is_sorted_by_forge_id_whatever_the_listing_order() {
+        let listing = vec![
+            disc(30, vec![note(30, 1, &finding_body("a"))]),
+            disc(10, vec![note(10, 1, &finding_body("b"))]),
+            disc(20, vec![note(20, 1, &finding_body("c"))]),
+        ];
+        let ids: Vec<u64> = Inventory::from_listing(&listing, 1)
+            .threads
+            .iter()
+            .map(|t| t.forge_id)
+            .collect();
+        assert_eq!(ids, vec![10, 20, 30]);
+    }
+
+    #[test]
+    fn finding_marker_on_a_plain_note_is_skipped_with_a_warning() {
+        let mut n = note(4, 1, &finding_body("r"));
+        n.resolvable = false;
+        let inv = Inventory::from_listing(&[disc(4, vec![n])], 1);
+        assert!(inv.threads.is_empty());
+        assert_eq!(inv.warnings.len(), 1);
+    }
+}

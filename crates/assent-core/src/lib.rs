@@ -1,0 +1,28 @@
+//! assent's pure logic: no I/O, no clock, no randomness, no environment.
+//!
+//! Everything here is a function of its arguments, so the same inputs give byte-identical
+//! plans and receipts. The crate's dependency list is the guarantee: no HTTP, CLI,
+//! file-system or clock crate may be added (the `assent` package's `crate_graph` test fails
+//! when one is). The ports live in `assent-forge`, the adapters above it.
+
+#![warn(missing_docs)]
+
+pub mod assent;
+pub mod canonical_json;
+pub mod commit_sha;
+pub mod desired_state;
+pub mod inert;
+pub mod inventory;
+pub mod marker;
+pub mod model;
+pub mod planner;
+pub mod policy;
+pub mod receipt;
+pub mod render;
+pub mod rescan;
+pub mod resolutions;
+pub mod review_state;
+pub mod semantic_diff;
+pub mod sweep;
+#[cfg(test)]
+mod test_support;

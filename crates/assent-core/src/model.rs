@@ -1,0 +1,514 @@
+//! The vocabulary of reconciliation: findings, slots, occurrences and artifacts.
+//!
+//! A *finding* is one (rule, concrete change) that fired. Its *slot* `(rule, subject)` says
+//! where it lives across runs; its *occurrence* fingerprints the judged content, so the same
+//! content gives the same occurrence on every run and a change of content gives a new one.
+//! An *artifact* is what a forge listing shows of something assent posted earlier.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::canonical_json;
+
+/// How strongly a finding gates the merge request. Ordered: `Comment < Challenge < Block`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effect {
+    /// Informs; its thread is resolved by assent right after creation, so it never gates.
+    Comment,
+    /// Gates until a human resolves (assents to) its thread.
+    Challenge,
+    /// Gates unconditionally: the decision is `BLOCK`.
+    Block,
+}
+
+impl Effect {
+    /// The lowercase name used in policies, receipts and summaries.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Comment => "comment",
+            Effect::Challenge => "challenge",
+            Effect::Block => "block",
+        }
+    }
+}
+
+/// The kind of a field-level change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    /// The value exists only at the source SHA.
+    Add,
+    /// The value exists at both SHAs and differs.
+    Modify,
+    /// The value exists only at the base SHA.
+    Delete,
+}
+
+impl ChangeKind {
+    /// The lowercase name used in policies and occurrences.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Add => "add",
+            ChangeKind::Modify => "modify",
+            ChangeKind::Delete => "delete",
+        }
+    }
+}
+
+/// One field-level semantic change of a governed file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// Repository path of the file, e.g. `topics/orders.yaml`.
+    pub file: String,
+    /// RFC 6901 JSON pointer inside the file; `""` for a whole-file add or delete.
+    pub pointer: String,
+    /// Add, modify or delete.
+    pub kind: ChangeKind,
+    /// The value at the base SHA; `None` for an add.
+    pub old: Option<Value>,
+    /// The value at the source SHA; `None` for a delete.
+    pub new: Option<Value>,
+}
+
+impl Change {
+    /// The finding subject for this change: `<file>#<pointer>`.
+    pub fn subject(&self) -> String {
+        format!("{}#{}", self.file, self.pointer)
+    }
+}
+
+/// Where a finding lives across runs: `(rule id, subject)`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Slot {
+    /// The rule id, e.g. `retention-shrink` or `assent/self-edit`.
+    pub rule: String,
+    /// `<file>#<pointer>`, or another stable subject for built-in findings.
+    pub subject: String,
+}
+
+impl fmt::Display for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} @ {}", self.rule, self.subject)
+    }
+}
+
+/// The fingerprint of a finding's judged content: `sha256:<64 lowercase hex>`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Occurrence(String);
+
+/// Why a string is not an occurrence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("occurrence must be `sha256:` followed by 64 lowercase hex digits")]
+pub struct InvalidOccurrence;
+
+impl Occurrence {
+    /// The occurrence of a finding: the SHA-256 of the canonical JSON (see
+    /// [`canonical_json`]) of `{"kind","new","old","rule","subject"}`, where an absent
+    /// `old`/`new` is JSON `null`.
+    pub fn of(
+        rule: &str,
+        subject: &str,
+        kind: ChangeKind,
+        old: Option<&Value>,
+        new: Option<&Value>,
+    ) -> Self {
+        let doc = serde_json::json!({
+            "rule": rule,
+            "subject": subject,
+            "kind": kind.as_str(),
+            "old": old.cloned().unwrap_or(Value::Null),
+            "new": new.cloned().unwrap_or(Value::Null),
+        });
+        Self::digest(canonical_json::to_string(&doc).as_bytes())
+    }
+
+    /// `sha256:` of arbitrary bytes (used for the summary occurrence and the policy digest).
+    pub fn digest(bytes: &[u8]) -> Self {
+        Occurrence(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
+    }
+
+    /// Parses `sha256:<64 lowercase hex>`.
+    pub fn parse(text: &str) -> Result<Self, InvalidOccurrence> {
+        let hex = text.strip_prefix("sha256:").ok_or(InvalidOccurrence)?;
+        if hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            Ok(Occurrence(text.to_owned()))
+        } else {
+            Err(InvalidOccurrence)
+        }
+    }
+
+    /// The textual form, `sha256:…`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for Occurrence {
+    type Error = InvalidOccurrence;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Occurrence::parse(&value)
+    }
+}
+
+impl From<Occurrence> for String {
+    fn from(value: Occurrence) -> Self {
+        value.0
+    }
+}
+
+impl fmt::Display for Occurrence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A GitLab project access level, ordered from least to most privileged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Access level 10.
+    Guest,
+    /// Access level 20.
+    Reporter,
+    /// Access level 30.
+    Developer,
+    /// Access level 40.
+    Maintainer,
+    /// Access level 50.
+    Owner,
+}
+
+impl Role {
+    /// Every role, least privileged first (for error messages and "did you mean").
+    pub const ALL: [Role; 5] = [
+        Role::Guest,
+        Role::Reporter,
+        Role::Developer,
+        Role::Maintainer,
+        Role::Owner,
+    ];
+
+    /// The lowercase name used in policies.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Guest => "guest",
+            Role::Reporter => "reporter",
+            Role::Developer => "developer",
+            Role::Maintainer => "maintainer",
+            Role::Owner => "owner",
+        }
+    }
+
+    /// Parses a policy's role name.
+    pub fn parse(name: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
+    /// The role of a GitLab `access_level`: the highest role whose level it reaches, `None`
+    /// below Guest (e.g. 0 "no access", 5 "minimal access").
+    pub fn from_access_level(level: u64) -> Option<Role> {
+        match level {
+            50.. => Some(Role::Owner),
+            40.. => Some(Role::Maintainer),
+            30.. => Some(Role::Developer),
+            20.. => Some(Role::Reporter),
+            10.. => Some(Role::Guest),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A policy's narrowing of who may assent (`assenters:` on a rule or a policy file). Someone
+/// other than the MR's author and the bot counts when they are listed in `users` **or** hold
+/// at least `min_role`; with neither given the narrowing would be empty, which loading
+/// refuses.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Assenters {
+    /// Usernames (without `@`), compared exactly.
+    pub users: Vec<String>,
+    /// The least project role that may assent.
+    pub min_role: Option<Role>,
+}
+
+/// One finding the current run wants to be visible on the merge request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Where it lives.
+    pub slot: Slot,
+    /// How strongly it gates.
+    pub effect: Effect,
+    /// Fingerprint of the judged content.
+    pub occurrence: Occurrence,
+    /// The human-readable message (rendered template), Markdown.
+    pub message: String,
+}
+
+/// Everything the current run wants on the merge request, computed from pinned inputs only.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DesiredState {
+    /// Findings, at most one per slot, sorted by slot.
+    pub findings: Vec<Finding>,
+    /// Rule id → who may assent to its challenges, for rules (or policy files) that narrow
+    /// it; a rule absent here takes the default (anyone but the MR author and the bot).
+    pub assenters: BTreeMap<String, Assenters>,
+}
+
+impl DesiredState {
+    /// Builds a desired state, sorting by slot and keeping the strongest finding when two
+    /// share a slot (ties broken by occurrence, so the result never depends on input order).
+    pub fn new(mut findings: Vec<Finding>) -> Self {
+        findings.sort_by(|a, b| {
+            a.slot
+                .cmp(&b.slot)
+                .then(b.effect.cmp(&a.effect))
+                .then(a.occurrence.cmp(&b.occurrence))
+        });
+        findings.dedup_by(|later, earlier| later.slot == earlier.slot);
+        DesiredState {
+            findings,
+            assenters: BTreeMap::new(),
+        }
+    }
+
+    /// The same state with the policies' narrowing of who may assent, by rule id.
+    pub fn with_assenters(mut self, assenters: BTreeMap<String, Assenters>) -> Self {
+        self.assenters = assenters;
+        self
+    }
+
+    /// Who may assent to challenges of `rule`, when its policy narrows it.
+    pub fn assenters_of(&self, rule: &str) -> Option<&Assenters> {
+        self.assenters.get(rule)
+    }
+
+    /// The finding desired for `slot`, if any.
+    pub fn get(&self, slot: &Slot) -> Option<&Finding> {
+        self.findings
+            .binary_search_by(|f| f.slot.cmp(slot))
+            .ok()
+            .map(|i| &self.findings[i])
+    }
+}
+
+/// The gate's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Decision {
+    /// No block finding and every challenge thread resolved.
+    Approve,
+    /// Some challenge thread is unresolved.
+    Review,
+    /// Some block finding fired.
+    Block,
+}
+
+impl Decision {
+    /// `APPROVE`, `REVIEW` or `BLOCK`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "APPROVE",
+            Decision::Review => "REVIEW",
+            Decision::Block => "BLOCK",
+        }
+    }
+}
+
+/// The pinned inputs a run was computed from (receipt `pins`, summary footer).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pins {
+    /// The MR's source head SHA the run judged.
+    pub source_sha: String,
+    /// The target branch SHA policies were read from.
+    pub target_sha: String,
+    /// The diff base SHA.
+    pub base_sha: String,
+    /// `sha256:` over the loaded policy files (path and bytes, sorted by path).
+    pub policy_digest: String,
+}
+
+/// A forge user as listings name them: the id decides, the username is for people.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct UserRef {
+    /// The forge's integer user id.
+    pub id: u64,
+    /// The username (without `@`), shown to people; never used to decide anything.
+    pub username: String,
+}
+
+/// One note as a forge listing returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedNote {
+    /// The forge's integer note id (global, increasing).
+    pub id: u64,
+    /// The author's user id.
+    pub author_id: u64,
+    /// A note the forge wrote itself (e.g. "resolved all threads"): never an artifact.
+    pub system: bool,
+    /// Whether this note's discussion can be resolved (only thread notes can).
+    pub resolvable: bool,
+    /// Whether it is resolved (false when not resolvable).
+    pub resolved: bool,
+    /// Who resolved it, when the forge says (GitLab's `resolved_by`).
+    pub resolved_by: Option<UserRef>,
+    /// The Markdown body.
+    pub body: String,
+    /// Last update time as the forge reports it (ISO 8601), used only by `sweep`.
+    pub updated_at: Option<String>,
+}
+
+/// One discussion (thread or plain-note wrapper) as a forge listing returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedDiscussion {
+    /// The forge's discussion id (40 hex on GitLab).
+    pub id: String,
+    /// True when the discussion wraps one plain note (not a thread).
+    pub individual_note: bool,
+    /// Notes oldest first; the first note carries the marker.
+    pub notes: Vec<ListedNote>,
+}
+
+/// The identity of a merge request on a forge.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MergeRequestRef {
+    /// Project id or full path, as given.
+    pub project: String,
+    /// The MR's project-scoped IID.
+    pub iid: u64,
+}
+
+/// The state of a merge request as the forge reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MergeRequestState {
+    /// Open for review.
+    Opened,
+    /// Closed without merging.
+    Closed,
+    /// Merged.
+    Merged,
+    /// Locked (transitional, treated as not open).
+    Locked,
+}
+
+/// What a run needs to know about the merge request before writing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeRequestInfo {
+    /// Open, closed, merged or locked.
+    pub state: MergeRequestState,
+    /// The MR's current source head SHA.
+    pub head_sha: String,
+    /// `diff_refs.base_sha`, when the forge reports it.
+    pub base_sha: Option<String>,
+    /// The target branch name.
+    pub target_branch: String,
+    /// `head_pipeline.status`, when the forge reports it.
+    pub head_pipeline_status: Option<String>,
+    /// Web URL of the MR (for links), when known.
+    pub web_url: Option<String>,
+    /// The MR's title (the `mr.title` policy variable).
+    pub title: String,
+    /// The source branch name.
+    pub source_branch: String,
+    /// The author's username.
+    pub author: String,
+    /// The author's user id; `None` when the forge did not say (then no resolution can be
+    /// shown not to be the author's, so none counts as assent).
+    pub author_id: Option<u64>,
+    /// The MR's labels.
+    pub labels: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn occurrence_is_stable_and_content_sensitive() {
+        let a = Occurrence::of(
+            "r",
+            "f#/x",
+            ChangeKind::Modify,
+            Some(&json!(30)),
+            Some(&json!(7)),
+        );
+        let b = Occurrence::of(
+            "r",
+            "f#/x",
+            ChangeKind::Modify,
+            Some(&json!(30)),
+            Some(&json!(7)),
+        );
+        let c = Occurrence::of(
+            "r",
+            "f#/x",
+            ChangeKind::Modify,
+            Some(&json!(30)),
+            Some(&json!(1)),
+        );
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(Occurrence::parse(a.as_str()).is_ok());
+    }
+
+    #[test]
+    fn occurrence_pins_the_documented_canonical_form() {
+        // {"kind":"add","new":1,"old":null,"rule":"r","subject":"s"} hashed by sha256.
+        let got = Occurrence::of("r", "s", ChangeKind::Add, None, Some(&json!(1)));
+        let expected =
+            Occurrence::digest(br#"{"kind":"add","new":1,"old":null,"rule":"r","subject":"s"}"#);
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn occurrence_parse_rejects_bad_forms() {
+        for bad in [
+            "",
+            "sha256:",
+            "sha1:0000000000000000000000000000000000000000000000000000000000000000",
+            "sha256:000000000000000000000000000000000000000000000000000000000000000",
+            "sha256:00000000000000000000000000000000000000000000000000000000000000000",
+            "sha256:ABCDEF0000000000000000000000000000000000000000000000000000000000",
+            "sha256:g000000000000000000000000000000000000000000000000000000000000000",
+        ] {
+            assert_eq!(Occurrence::parse(bad), Err(InvalidOccurrence), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn desired_state_keeps_one_finding_per_slot_strongest_first() {
+        let slot = Slot {
+            rule: "r".into(),
+            subject: "s".into(),
+        };
+        let mk = |effect, n: u8| Finding {
+            slot: slot.clone(),
+            effect,
+            occurrence: Occurrence::digest(&[n]),
+            message: String::new(),
+        };
+        let d1 = DesiredState::new(vec![mk(Effect::Comment, 1), mk(Effect::Block, 2)]);
+        let d2 = DesiredState::new(vec![mk(Effect::Block, 2), mk(Effect::Comment, 1)]);
+        assert_eq!(d1, d2);
+        assert_eq!(d1.findings.len(), 1);
+        assert_eq!(d1.findings[0].effect, Effect::Block);
+        assert!(d1.get(&slot).is_some());
+    }
+}

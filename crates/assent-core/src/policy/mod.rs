@@ -1,0 +1,762 @@
+//! Policies: loading `.assent/policies/*.yaml` strictly, and judging semantic changes.
+//!
+//! A [`PolicySet`] is compiled from the bytes of every policy file (callers do the reading:
+//! this module does no I/O and reads no clock or environment). Loading reports **all**
+//! problems it can find, each with `file:line` whenever a line exists, sorted, so that
+//! `assent lint` shows everything at once and a policy error finding names a place.
+//!
+//! # Decisions
+//!
+//! * **Load order** is files sorted by path, then rules in document order. Evaluation emits
+//!   findings per change (input order), then per rule (load order): the output is a pure
+//!   function of the inputs.
+//! * **Rule ids** match `^[a-z0-9][a-z0-9._-]*$` and are unique across all files; the
+//!   `assent/` prefix is reserved for built-in findings. A duplicate is reported at the later
+//!   definition, naming the earlier one's `file:line`.
+//! * **`match.files`** is required and non-empty: a rule that silently applied to every file
+//!   of the repository is more likely a mistake than an intent. `match.pointer` defaults to
+//!   every pointer, the whole-file pointer `""` included (same as `/**`). `match.kinds`
+//!   defaults to all kinds; an empty list is a problem (it could never fire).
+//! * **Identities** (`file glob → list pointer pattern → identity field`) are consulted
+//!   first-match in load order. Declaring the same glob and pattern twice with different
+//!   fields (in one file or across files) is a problem: the diff of those lists would depend
+//!   on file names.
+//! * **`when`** runs under the limits documented in [`cel_eval`]: the `cel` crate has no cost
+//!   limit, so size, depth and comprehension nesting are capped at load time, and a worst-case
+//!   cost computed from the expression is checked at load time and, with the sizes of the
+//!   change's values, before every evaluation (over the limit: not evaluated). A run-time error
+//!   or a non-bool result is never read as `false`: it becomes a `block` finding for the same
+//!   slot saying the rule could not be evaluated, because failing open would let exactly the
+//!   unexpected data through.
+//! * **The run's CEL budget** ([`CelBudget`], default [`RUN_BUDGET`]): every evaluation is
+//!   charged its cost bound; once the budget is spent the remaining evaluations are not
+//!   performed, and [`Evaluation::unevaluated`] names, per file, the rules left unjudged, so
+//!   the caller can block (`assent/undecidable`) instead of passing what was never judged.
+//! * **Messages** are templates ([`template`]); a missing message renders
+//!   `<rule>: <kind> of <pointer> in <file>`.
+//! * **Digest**: see [`PolicySet::digest`].
+
+pub mod cel_eval;
+pub mod document;
+pub mod excerpt;
+pub mod pattern;
+pub mod template;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::inert;
+use crate::model::{Assenters, Change, ChangeKind, Effect, Finding, Occurrence, Role, Slot};
+
+use cel_eval::{Bindings, EvalError, Predicate};
+
+pub use cel_eval::{CelBudget, RUN_BUDGET};
+use document::{LineMap, RawAssenters, RawDocument};
+use pattern::{FileGlob, PointerPattern};
+use template::{Template, TemplateValues};
+
+/// Largest policy file that loads, in bytes: far more than any real policy, small enough
+/// that a hostile file cannot make `lint` or a run hold or parse much. `assent lint` and
+/// `assent test` read at most this many bytes (plus one) of each file.
+pub const MAX_POLICY_FILE_BYTES: usize = 1 << 20;
+
+/// One policy file as read from the target ref.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyFile {
+    /// Repository path, e.g. `.assent/policies/topics.yaml`; used in problems and the digest.
+    pub path: String,
+    /// The file's bytes, unmodified.
+    pub bytes: Vec<u8>,
+}
+
+/// One reason the policy set does not load.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PolicyProblem {
+    /// The policy file's path.
+    pub file: String,
+    /// 1-based line, when the problem has one.
+    pub line: Option<usize>,
+    /// What is wrong, in one line.
+    pub message: String,
+}
+
+impl fmt::Display for PolicyProblem {
+    /// `file:line: message`, or `file: message` without a line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.file, line, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl std::error::Error for PolicyProblem {}
+
+/// What `when` predicates see of the merge request (the `mr` variable).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MrContext {
+    /// Project-scoped IID.
+    pub iid: u64,
+    /// Title.
+    pub title: String,
+    /// Source branch name.
+    pub source_branch: String,
+    /// Target branch name.
+    pub target_branch: String,
+    /// Author username.
+    pub author: String,
+    /// Label names.
+    pub labels: Vec<String>,
+}
+
+/// What [`PolicySet::evaluate_within`] judged, and what it could not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// The findings, per change in input order, then per rule in load order.
+    pub findings: Vec<Finding>,
+    /// File → ids of the rules whose `when` was not evaluated on at least one change of that
+    /// file because the run's CEL budget was spent. Non-empty means the judgement is
+    /// incomplete: the caller must fail closed (`assent/undecidable`).
+    pub unevaluated: BTreeMap<String, BTreeSet<String>>,
+    /// The budget after the run: how much was spent, and whether it ran out.
+    pub budget: CelBudget,
+}
+
+/// One compiled rule.
+#[derive(Debug)]
+struct Rule {
+    id: String,
+    files: Vec<FileGlob>,
+    pointer: PointerPattern,
+    /// `None`: every kind.
+    kinds: Option<Vec<ChangeKind>>,
+    when: Option<Predicate>,
+    effect: Effect,
+    message: Template,
+    /// The rule's own `assenters`, else its file's; `None`: the default.
+    assenters: Option<Assenters>,
+}
+
+impl Rule {
+    fn matches(&self, change: &Change) -> bool {
+        self.files.iter().any(|g| g.is_match(&change.file))
+            && self.pointer.is_match(&change.pointer)
+            && self.kinds.as_ref().is_none_or(|k| k.contains(&change.kind))
+    }
+}
+
+/// One identity declaration: lists at `list` in files matching `file` are keyed by `field`.
+#[derive(Debug)]
+struct Identity {
+    file: FileGlob,
+    list: PointerPattern,
+    field: String,
+}
+
+/// Compiled rules and identity declarations from all policy files.
+pub struct PolicySet {
+    rules: Vec<Rule>,
+    identities: Vec<Identity>,
+    env: Arc<cel::Env>,
+}
+
+impl fmt::Debug for PolicySet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicySet")
+            .field("rules", &self.rules)
+            .field("identities", &self.identities)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PolicySet {
+    /// Compiles `files`. An empty slice gives a set with no rules. On failure, returns every
+    /// problem found, sorted by (file, line, message).
+    pub fn load(files: &[PolicyFile]) -> Result<PolicySet, Vec<PolicyProblem>> {
+        let mut sorted: Vec<&PolicyFile> = files.iter().collect();
+        sorted.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut loader = Loader {
+            env: Arc::new(cel::Env::stdlib()),
+            problems: Vec::new(),
+            rules: Vec::new(),
+            identities: Vec::new(),
+            seen_ids: HashMap::new(),
+            seen_identities: HashMap::new(),
+        };
+        for (i, file) in sorted.iter().enumerate() {
+            if i > 0 && sorted[i - 1].path == file.path {
+                loader.problem(&file.path, None, "policy file given twice".to_owned());
+                continue;
+            }
+            loader.load_file(file);
+        }
+        let Loader {
+            env,
+            mut problems,
+            rules,
+            identities,
+            ..
+        } = loader;
+        if problems.is_empty() {
+            Ok(PolicySet {
+                rules,
+                identities,
+                env,
+            })
+        } else {
+            problems.sort();
+            problems.dedup();
+            Err(problems)
+        }
+    }
+
+    /// The policy digest pinned in receipts: `sha256:` + 64 lowercase hex over the files
+    /// sorted by path (ties by content), hashing for each file its path bytes, one `0x00`
+    /// byte, the content length as a big-endian `u64`, then the content bytes. The separator
+    /// and length prefix make the encoding injective: moving bytes between a path and a
+    /// content, or between two files, changes the digest. It covers the bytes as given,
+    /// whether or not they load.
+    pub fn digest(files: &[PolicyFile]) -> String {
+        let mut sorted: Vec<&PolicyFile> = files.iter().collect();
+        sorted.sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.bytes.cmp(&b.bytes)));
+        let mut hasher = Sha256::new();
+        for file in sorted {
+            hasher.update(file.path.as_bytes());
+            hasher.update([0u8]);
+            hasher.update((file.bytes.len() as u64).to_be_bytes());
+            hasher.update(&file.bytes);
+        }
+        format!("sha256:{}", hex::encode(hasher.finalize()))
+    }
+
+    /// The identity field of lists at `list_pointer` in `file`: the first declaration (load
+    /// order) whose file glob matches `file` and whose pointer pattern matches `list_pointer`.
+    pub fn identity_for(&self, file: &str, list_pointer: &str) -> Option<String> {
+        self.identities
+            .iter()
+            .find(|i| i.file.is_match(file) && i.list.is_match(list_pointer))
+            .map(|i| i.field.clone())
+    }
+
+    /// The `entry` of a change: the identity value (unescaped token) of the nearest enclosing
+    /// identity-keyed list entry of `pointer` in `file`, or `None`. For
+    /// `/topics/orders.events.v1/retention_days` with lists at `/topics` keyed by identity,
+    /// it is `orders.events.v1`; for `/topics` itself it is `None`.
+    pub fn entry_of(&self, file: &str, pointer: &str) -> Option<String> {
+        if self.identities.is_empty() {
+            return None;
+        }
+        // Byte offsets of each token's leading `/`: the text before it is the list pointer.
+        let slashes: Vec<usize> = pointer.match_indices('/').map(|(i, _)| i).collect();
+        let tokens = pattern::pointer_tokens(pointer);
+        (0..tokens.len())
+            .rev()
+            .find(|&i| self.identity_for(file, &pointer[..slashes[i]]).is_some())
+            .map(|i| tokens[i].clone())
+    }
+
+    /// Judges `changes` within the default per-run budget ([`CelBudget::default`]); see
+    /// [`PolicySet::evaluate_within`].
+    pub fn evaluate(&self, changes: &[Change], mr: &MrContext) -> Evaluation {
+        self.evaluate_within(changes, mr, CelBudget::default())
+    }
+
+    /// Judges `changes`: one finding per (change, rule) that matches and whose `when` is
+    /// absent or true, per change in input order and rule in load order. A `when` that fails
+    /// at run time gives a `block` finding for the same slot (see the module docs). Every
+    /// evaluation is charged to `budget`; once it is spent, no further `when` is evaluated
+    /// and the rules left unjudged are listed per file in [`Evaluation::unevaluated`] (rules
+    /// without `when` still fire: they cost no CEL work).
+    pub fn evaluate_within(
+        &self,
+        changes: &[Change],
+        mr: &MrContext,
+        mut budget: CelBudget,
+    ) -> Evaluation {
+        let mr_value = mr_to_cel(mr);
+        let mut findings = Vec::new();
+        let mut unevaluated: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for change in changes {
+            let mut matching = self.rules.iter().filter(|r| r.matches(change)).peekable();
+            if matching.peek().is_none() {
+                continue;
+            }
+            let subject = change.subject();
+            let entry = self.entry_of(&change.file, &change.pointer);
+            let kind = change.kind.as_str();
+            for rule in matching {
+                let verdict = match &rule.when {
+                    None => Ok(true),
+                    Some(predicate) => predicate.evaluate(
+                        &self.env,
+                        &Bindings {
+                            old: change.old.as_ref(),
+                            new: change.new.as_ref(),
+                            kind,
+                            file: &change.file,
+                            pointer: &change.pointer,
+                            entry: entry.as_deref(),
+                            mr: &mr_value,
+                        },
+                        &mut budget,
+                    ),
+                };
+                let (effect, message) = match verdict {
+                    Ok(false) => continue,
+                    Ok(true) => (
+                        rule.effect,
+                        rule.message.render(&TemplateValues {
+                            old: change.old.as_ref(),
+                            new: change.new.as_ref(),
+                            entry: entry.as_deref(),
+                            file: &change.file,
+                            pointer: &change.pointer,
+                            kind,
+                            rule: &rule.id,
+                        }),
+                    ),
+                    Err(EvalError::BudgetSpent { .. }) => {
+                        unevaluated
+                            .entry(change.file.clone())
+                            .or_default()
+                            .insert(rule.id.clone());
+                        continue;
+                    }
+                    Err(error) => (
+                        Effect::Block,
+                        // The subject and the error (which may quote values) are MR content.
+                        format!(
+                            "rule {} could not be evaluated on {}: {} — fix the rule or the data",
+                            inert::code(&rule.id),
+                            inert::code(&subject),
+                            inert::code(&error.to_string())
+                        ),
+                    ),
+                };
+                findings.push(Finding {
+                    slot: Slot {
+                        rule: rule.id.clone(),
+                        subject: subject.clone(),
+                    },
+                    effect,
+                    occurrence: Occurrence::of(
+                        &rule.id,
+                        &subject,
+                        change.kind,
+                        change.old.as_ref(),
+                        change.new.as_ref(),
+                    ),
+                    message,
+                });
+            }
+        }
+        Evaluation {
+            findings,
+            unevaluated,
+            budget,
+        }
+    }
+
+    /// Whether any rule's `match.files` glob matches `path`: the file is *governed*, so a
+    /// run reads and diffs it. Identity declarations alone do not govern a file.
+    pub fn governs(&self, path: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.files.iter().any(|g| g.is_match(path)))
+    }
+
+    /// Rule id → who may assent to its challenges, for every rule that narrows it (its
+    /// own `assenters:` or its policy file's).
+    pub fn assenters_by_rule(&self) -> BTreeMap<String, Assenters> {
+        self.rules
+            .iter()
+            .filter_map(|r| Some((r.id.clone(), r.assenters.clone()?)))
+            .collect()
+    }
+
+    /// Rule ids in load order.
+    pub fn rule_ids(&self) -> Vec<&str> {
+        self.rules.iter().map(|r| r.id.as_str()).collect()
+    }
+}
+
+fn mr_to_cel(mr: &MrContext) -> cel::Value {
+    let iid = i64::try_from(mr.iid).map_or(cel::Value::UInt(mr.iid), cel::Value::Int);
+    let labels: Vec<cel::Value> = mr
+        .labels
+        .iter()
+        .map(|l| cel::Value::from(l.as_str()))
+        .collect();
+    cel::Value::from(HashMap::from([
+        ("iid", iid),
+        ("title", mr.title.as_str().into()),
+        ("source_branch", mr.source_branch.as_str().into()),
+        ("target_branch", mr.target_branch.as_str().into()),
+        ("author", mr.author.as_str().into()),
+        ("labels", labels.into()),
+    ]))
+}
+
+/// Whether `id` is a well-formed user rule id (`^[a-z0-9][a-z0-9._-]*$`).
+fn valid_rule_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+}
+
+struct Loader {
+    env: Arc<cel::Env>,
+    problems: Vec<PolicyProblem>,
+    rules: Vec<Rule>,
+    identities: Vec<Identity>,
+    /// Rule id → (file, line) of its first definition.
+    seen_ids: HashMap<String, (String, Option<usize>)>,
+    /// (glob, pattern) → (field, file, line) of its first declaration.
+    seen_identities: HashMap<(String, String), (String, String, Option<usize>)>,
+}
+
+impl Loader {
+    /// Records a problem. Its message may quote the file (a field name, an id, a YAML
+    /// error's excerpt): it is cut and escaped here, once for every problem.
+    fn problem(&mut self, file: &str, line: Option<usize>, message: String) {
+        self.problems.push(PolicyProblem {
+            file: file.to_owned(),
+            line,
+            message: excerpt::sanitize_message(&message),
+        });
+    }
+
+    fn load_file(&mut self, file: &PolicyFile) {
+        let path = file.path.as_str();
+        if file.bytes.len() > MAX_POLICY_FILE_BYTES {
+            self.problem(path, None, too_large(file.bytes.len()));
+            return;
+        }
+        let text = match std::str::from_utf8(&file.bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                let valid = &file.bytes[..e.valid_up_to()];
+                let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+                self.problem(path, Some(line), "not valid UTF-8".to_owned());
+                return;
+            }
+        };
+        let doc = match document::parse(text) {
+            Ok(doc) => doc,
+            Err(e) => {
+                self.problem(path, e.line, e.message);
+                return;
+            }
+        };
+        let lines = LineMap::scan(text);
+        self.check_document(path, &doc, &lines);
+    }
+
+    fn check_document(&mut self, path: &str, doc: &RawDocument, lines: &LineMap) {
+        if doc.api_version != document::API_VERSION {
+            self.problem(
+                path,
+                lines.top("apiVersion"),
+                format!(
+                    "apiVersion must be `{}`, found `{}`",
+                    document::API_VERSION,
+                    doc.api_version
+                ),
+            );
+        }
+        if doc.kind != document::KIND {
+            self.problem(
+                path,
+                lines.top("kind"),
+                format!("kind must be `{}`, found `{}`", document::KIND, doc.kind),
+            );
+        }
+        for (glob, lists) in &doc.identities.0 {
+            let glob_line = lines.identity(glob);
+            let file_glob = match FileGlob::new(glob) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    self.problem(path, glob_line, format!("identities: {e}"));
+                    None
+                }
+            };
+            for (list, field) in &lists.0 {
+                let line = lines
+                    .identity(list)
+                    .filter(|_| !list.is_empty())
+                    .or(glob_line);
+                let pattern = match PointerPattern::new(list) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        self.problem(path, line, format!("identities: {e}"));
+                        None
+                    }
+                };
+                if field.is_empty() {
+                    self.problem(
+                        path,
+                        line,
+                        format!("identities: empty identity field for `{list}`"),
+                    );
+                    continue;
+                }
+                let key = (glob.clone(), list.clone());
+                if let Some((first_field, first_file, first_line)) = self.seen_identities.get(&key)
+                {
+                    if first_field != field {
+                        let message = format!(
+                            "identities: `{glob}` `{list}` is keyed by `{field}` here but by `{first_field}` at {}",
+                            place(first_file, *first_line)
+                        );
+                        self.problem(path, line, message);
+                    }
+                    continue;
+                }
+                self.seen_identities
+                    .insert(key, (field.clone(), path.to_owned(), line));
+                if let (Some(file), Some(list)) = (&file_glob, pattern) {
+                    self.identities.push(Identity {
+                        file: file.clone(),
+                        list,
+                        field: field.clone(),
+                    });
+                }
+            }
+        }
+        let file_assenters = doc
+            .assenters
+            .as_ref()
+            .and_then(|raw| self.check_assenters(path, lines.top("assenters"), "", raw));
+        if doc.rules.is_empty() {
+            self.problem(
+                path,
+                lines.top("rules"),
+                "rules must not be empty".to_owned(),
+            );
+        }
+        let count = doc.rules.len();
+        for (index, raw) in doc.rules.iter().enumerate() {
+            let rule_lines = lines.rule(index, count);
+            // `match` sub-fields fall back to the `match:` line (flow style), all to the rule.
+            let at = |field: &str| {
+                let fields: &[&str] = match field {
+                    "files" | "pointer" | "kinds" => &[field, "match"],
+                    _ => &[field],
+                };
+                rule_lines
+                    .map(|r| r.of(fields))
+                    .or_else(|| lines.top("rules"))
+            };
+            let before = self.problems.len();
+
+            let id_line = at("id");
+            if raw.id.starts_with("assent/") {
+                self.problem(
+                    path,
+                    id_line,
+                    format!(
+                        "rule id `{}`: the `assent/` prefix is reserved for built-in rules",
+                        raw.id
+                    ),
+                );
+            } else if !valid_rule_id(&raw.id) {
+                self.problem(
+                    path,
+                    id_line,
+                    format!("rule id `{}` must match ^[a-z0-9][a-z0-9._-]*$", raw.id),
+                );
+            } else if let Some((first_file, first_line)) = self.seen_ids.get(&raw.id) {
+                let message = format!(
+                    "duplicate rule id `{}` (first defined at {})",
+                    raw.id,
+                    place(first_file, *first_line)
+                );
+                self.problem(path, id_line, message);
+            } else {
+                self.seen_ids
+                    .insert(raw.id.clone(), (path.to_owned(), id_line));
+            }
+
+            let mut files = Vec::new();
+            if raw.matcher.files.is_empty() {
+                self.problem(
+                    path,
+                    at("files"),
+                    format!("rule `{}`: match.files must not be empty", raw.id),
+                );
+            }
+            for glob in &raw.matcher.files {
+                match FileGlob::new(glob) {
+                    Ok(g) => files.push(g),
+                    Err(e) => self.problem(path, at("files"), format!("rule `{}`: {e}", raw.id)),
+                }
+            }
+            let pointer = match raw.matcher.pointer.as_deref().map(PointerPattern::new) {
+                None => Some(PointerPattern::everything()),
+                Some(Ok(p)) => Some(p),
+                Some(Err(e)) => {
+                    self.problem(path, at("pointer"), format!("rule `{}`: {e}", raw.id));
+                    None
+                }
+            };
+            let kinds = match &raw.matcher.kinds {
+                None => None,
+                Some(names) => {
+                    if names.is_empty() {
+                        self.problem(path, at("kinds"), format!("rule `{}`: match.kinds must not be empty; omit it to match all kinds", raw.id));
+                    }
+                    let mut kinds = Vec::new();
+                    for name in names {
+                        match name.as_str() {
+                            "add" => kinds.push(ChangeKind::Add),
+                            "modify" => kinds.push(ChangeKind::Modify),
+                            "delete" => kinds.push(ChangeKind::Delete),
+                            other => self.problem(
+                                path,
+                                at("kinds"),
+                                format!("rule `{}`: unknown kind `{other}` (expected add, modify or delete)", raw.id),
+                            ),
+                        }
+                    }
+                    Some(kinds)
+                }
+            };
+            let effect = match raw.effect.as_str() {
+                "comment" => Some(Effect::Comment),
+                "challenge" => Some(Effect::Challenge),
+                "block" => Some(Effect::Block),
+                other => {
+                    self.problem(
+                        path,
+                        at("effect"),
+                        format!("rule `{}`: unknown effect `{other}` (expected comment, challenge or block)", raw.id),
+                    );
+                    None
+                }
+            };
+            let when = match raw
+                .when
+                .as_deref()
+                .map(|src| Predicate::compile(&self.env, src))
+            {
+                None => None,
+                Some(Ok(p)) => Some(p),
+                Some(Err(e)) => {
+                    self.problem(path, at("when"), format!("rule `{}`: {e}", raw.id));
+                    None
+                }
+            };
+            let message = match raw.message.as_deref().map(Template::parse) {
+                None => Some(Template::default_message()),
+                Some(Ok(t)) => Some(t),
+                Some(Err(e)) => {
+                    self.problem(path, at("message"), format!("rule `{}`: {e}", raw.id));
+                    None
+                }
+            };
+            let assenters = match &raw.assenters {
+                None => file_assenters.clone(),
+                Some(own) => {
+                    let context = format!("rule `{}`: ", raw.id);
+                    self.check_assenters(path, at("assenters"), &context, own)
+                }
+            };
+            if self.problems.len() != before {
+                continue;
+            }
+            if let (Some(pointer), Some(effect), Some(message)) = (pointer, effect, message) {
+                self.rules.push(Rule {
+                    id: raw.id.clone(),
+                    files,
+                    pointer,
+                    kinds,
+                    when,
+                    effect,
+                    message,
+                    assenters,
+                });
+            }
+        }
+    }
+
+    /// Validates an `assenters:` block; `None` (with problems recorded) when it is unusable.
+    fn check_assenters(
+        &mut self,
+        path: &str,
+        line: Option<usize>,
+        context: &str,
+        raw: &RawAssenters,
+    ) -> Option<Assenters> {
+        let before = self.problems.len();
+        if raw.users.is_empty() && raw.min_role.is_none() {
+            self.problem(
+                path,
+                line,
+                format!("{context}assenters must name `users` or a `min_role` (omit it to let anyone but the MR author assent)"),
+            );
+        }
+        for user in &raw.users {
+            let valid = !user.is_empty()
+                && user
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+            if let Some(bare) = user.strip_prefix('@') {
+                self.problem(
+                    path,
+                    line,
+                    format!("{context}assenters.users: write `{bare}` without the `@`"),
+                );
+            } else if !valid {
+                self.problem(
+                    path,
+                    line,
+                    format!("{context}assenters.users: `{user}` is not a GitLab username"),
+                );
+            }
+        }
+        let min_role = match raw.min_role.as_deref() {
+            None => None,
+            Some(name) => match Role::parse(name) {
+                Some(role) => Some(role),
+                None => {
+                    let names: Vec<&str> = Role::ALL.iter().map(|r| r.as_str()).collect();
+                    self.problem(
+                        path,
+                        line,
+                        format!(
+                            "{context}assenters.min_role: unknown role `{name}` (expected one of {})",
+                            names.join(", ")
+                        ),
+                    );
+                    None
+                }
+            },
+        };
+        (self.problems.len() == before).then(|| Assenters {
+            users: raw.users.clone(),
+            min_role,
+        })
+    }
+}
+
+/// The problem of a policy file over [`MAX_POLICY_FILE_BYTES`], also used by the local
+/// readers of `assent lint` and `assent test`.
+pub fn too_large(bytes: usize) -> String {
+    format!("file is {bytes} bytes, more than the {MAX_POLICY_FILE_BYTES} allowed")
+}
+
+fn place(file: &str, line: Option<usize>) -> String {
+    match line {
+        Some(line) => format!("{file}:{line}"),
+        None => file.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,636 @@
+//! The Markdown bodies assent writes: finding threads, replies and the summary note.
+//!
+//! Every body is a pure function of its inputs (no clock, no run counter), so a rerun on an
+//! unchanged merge request renders byte-identical bodies and makes zero writes. Every body
+//! line goes through [`marker::compose_body`] or [`marker::escape_body_line`], so none starts
+//! with `/` (a GitLab quick action), and no body ends in whitespace, so a forge that trims
+//! stored bodies cannot make the byte comparison that decides an edit see a change. Rule ids,
+//! subjects and every other string that can come from the merge request are rendered with
+//! [`inert::code`] (SPEC §10.7); messages arrive already composed that way.
+
+use crate::assent::Assent;
+use crate::canonical_json;
+use crate::commit_sha;
+use crate::inert;
+use crate::inventory::Inventory;
+use crate::marker::{self, GateLine, Marker, SummaryState};
+use crate::model::{Decision, DesiredState, Effect, Finding, Occurrence, Pins};
+use crate::resolutions::resolution_fingerprint;
+use crate::review_state::{FindingStatus, decide};
+
+/// The body of a finding thread: marker line, headline, message, what to do.
+pub fn finding_thread_body(finding: &Finding) -> String {
+    let marker = Marker::Finding {
+        slot: finding.slot.clone(),
+        occurrence: finding.occurrence.clone(),
+    };
+    let advice = match finding.effect {
+        Effect::Challenge => {
+            "_A reviewer other than the merge request's author assents by resolving this thread; the author's own resolution does not count. A later change to the judged value opens a fresh thread._"
+        }
+        Effect::Block => {
+            "_This blocks the merge request until the change is reverted or the policy on the target branch allows it._"
+        }
+        Effect::Comment => "_For information; assent resolves this thread itself._",
+    };
+    let text = format!(
+        "**{} {}** · {} · {}\n\n{}\n\n{}",
+        effect_icon(finding.effect, false),
+        finding.effect.as_str(),
+        inert::code(&finding.slot.rule),
+        inert::code(&finding.slot.subject),
+        finding.message,
+        advice
+    );
+    marker::compose_body(&marker, text.trim_end())
+}
+
+/// The reply posted before resolving a thread whose slot no longer fires.
+pub fn outdated_reply(head_sha: &str) -> String {
+    format!("Outdated as of {head_sha}: this finding no longer fires.")
+}
+
+/// The reply posted before resolving a thread whose judged content changed.
+pub fn superseded_reply(head_sha: &str) -> String {
+    format!(
+        "Superseded as of {head_sha}: the judged content changed; see the newer thread for this finding."
+    )
+}
+
+/// The reply posted before resolving a duplicate thread.
+pub fn duplicate_reply(canonical_forge_id: u64, head_sha: &str) -> String {
+    format!(
+        "Duplicate of the thread starting at note {canonical_forge_id}; resolved as of {head_sha}."
+    )
+}
+
+/// The marker-less body a duplicate summary is edited to.
+pub fn collapsed_summary_body(canonical_note_id: u64) -> String {
+    format!("assent: superseded by note {canonical_note_id}.")
+}
+
+/// The target branch a run judged against (SPEC §10.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetBranch {
+    /// The branch name, as the pipeline pinned it.
+    pub name: String,
+    /// False when the branch has no policy file under `.assent/policies/` at the pinned
+    /// target SHA: nothing was judged by a policy, and the summary says so.
+    pub has_policies: bool,
+}
+
+/// Where the summary links to, and what it pins.
+#[derive(Debug, Clone, Copy)]
+pub struct SummaryContext<'a> {
+    /// The pinned inputs of the run.
+    pub pins: &'a Pins,
+    /// The merge request's web URL, for thread links (`<url>#note_<id>`).
+    pub web_url: Option<&'a str>,
+    /// The pinned target branch, recorded as the marker's `target`; `None` records none
+    /// (the sweep then heals the MR once).
+    pub target: Option<&'a TargetBranch>,
+    /// The listing the statuses come from: its [`resolution_fingerprint`] goes on the gate
+    /// line. `None` writes no gate line (the sweep then cannot tell a new resolution from an
+    /// old one, and never heals for one).
+    pub listing: Option<&'a Inventory>,
+}
+
+/// The summary's occurrence: a digest of the desired findings and the head they were
+/// computed for.
+pub fn summary_occurrence(desired: &DesiredState, head_sha: &str) -> Occurrence {
+    let findings: Vec<serde_json::Value> = desired
+        .findings
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "rule": f.slot.rule,
+                "subject": f.slot.subject,
+                "effect": f.effect.as_str(),
+                "occurrence": f.occurrence.as_str(),
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({ "head": head_sha, "findings": findings });
+    Occurrence::digest(canonical_json::to_string(&doc).as_bytes())
+}
+
+/// The summary note body for `statuses` (the desired findings with their threads as the
+/// forge shows them) in `state`.
+pub fn summary_body(
+    ctx: SummaryContext<'_>,
+    desired: &DesiredState,
+    statuses: &[FindingStatus<'_>],
+    state: SummaryState,
+) -> String {
+    let head = &ctx.pins.source_sha;
+    let marker = Marker::Summary {
+        occurrence: summary_occurrence(desired, head),
+        state,
+        head: head.clone(),
+        target: ctx.target.map(|t| t.name.clone()),
+    };
+    let decision = decide(statuses);
+    let mut text = format!(
+        "## assent · {}\n\n{}\n",
+        decision.as_str(),
+        headline(decision, statuses)
+    );
+    if let Some(target) = ctx.target.filter(|t| !t.has_policies) {
+        text.push_str(&no_policies_line(&target.name));
+    }
+    if !statuses.is_empty() {
+        text.push_str("\n| | Effect | Rule | Subject | Finding | Thread |\n| --- | --- | --- | --- | --- | --- |\n");
+        for status in statuses {
+            let f = status.finding;
+            text.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                effect_icon(f.effect, status.assent.is_given()),
+                f.effect.as_str(),
+                inert::table_cell(&inert::code(&f.slot.rule)),
+                inert::table_cell(&inert::code(&f.slot.subject)),
+                inert::table_cell(&first_line(&f.message, 200)),
+                thread_link(ctx.web_url, status.forge_id),
+            ));
+        }
+    }
+    push_unassented_resolutions(&mut text, ctx.web_url, statuses);
+    let state_line = match state {
+        SummaryState::Reconciling => format!(
+            "Reconciling {}: assent is updating this merge request's threads; a later pipeline finishes the job if this one stops.",
+            inert::code(commit_sha::short(head))
+        ),
+        SummaryState::Verified => format!("Verified for {}.", inert::code(commit_sha::short(head))),
+    };
+    text.push_str(&format!(
+        "\n{} Target {} · base {} · policies {}\n",
+        state_line,
+        inert::code(commit_sha::short(&ctx.pins.target_sha)),
+        inert::code(commit_sha::short(&ctx.pins.base_sha)),
+        inert::code(short_digest(&ctx.pins.policy_digest)),
+    ));
+    let mut text = text.trim_end().to_owned();
+    if let Some(listing) = ctx.listing {
+        // Last, so nothing rendered from the MR's content can follow it and pose as it.
+        text.push_str("\n\n");
+        text.push_str(&marker::encode_gate_line(&GateLine {
+            decision,
+            resolutions: resolution_fingerprint(listing),
+        }));
+    }
+    marker::compose_body(&marker, &text)
+}
+
+/// The statement that the target branch has no policies (SPEC §10.5): the decision is not a
+/// policy's judgement, and the summary must not read as if it were.
+fn no_policies_line(branch: &str) -> String {
+    format!(
+        "\n⚠️ **No policies on {}.** The target branch has no `.assent/policies/`, so no policy judged this merge request; only the built-in checks ran.\n",
+        inert::code(branch)
+    )
+}
+
+fn headline(decision: Decision, statuses: &[FindingStatus<'_>]) -> String {
+    let count =
+        |pred: &dyn Fn(&FindingStatus<'_>) -> bool| statuses.iter().filter(|s| pred(s)).count();
+    match decision {
+        Decision::Block => {
+            let n = count(&|s| s.finding.effect == Effect::Block);
+            format!(
+                "⛔ **{n} blocking finding{}.** The merge request cannot pass this gate until they stop firing.",
+                plural(n)
+            )
+        }
+        Decision::Review => {
+            let n = count(&|s| s.finding.effect == Effect::Challenge && !s.assent.is_given());
+            format!(
+                "⏳ **{n} challenge{} await{} assent.** Resolve a challenge's thread to assent to it.",
+                plural(n),
+                if n == 1 { "s" } else { "" }
+            )
+        }
+        Decision::Approve if statuses.is_empty() => {
+            "✅ **No finding.** Nothing in this merge request needs attention.".to_owned()
+        }
+        Decision::Approve => {
+            "✅ **Every challenge has been assented to.** Nothing blocks this merge request."
+                .to_owned()
+        }
+    }
+}
+
+/// Lists every challenge resolved by someone whose resolution does not count (SPEC §10.1):
+/// who resolved it and why it does not count, so the author learns what to ask for instead
+/// of wondering why the gate still says `REVIEW`.
+fn push_unassented_resolutions(
+    text: &mut String,
+    web_url: Option<&str>,
+    statuses: &[FindingStatus<'_>],
+) {
+    let mut lines = statuses.iter().filter_map(|status| match &status.assent {
+        Assent::NotCounted { by, reason } => Some(format!(
+            "- {} {} on {}: resolved by {}, which does not count as assent: {}.",
+            thread_link(web_url, status.forge_id),
+            inert::code(&status.finding.slot.rule),
+            inert::code(&status.finding.slot.subject),
+            by.as_ref().map_or_else(
+                || "an unknown user".to_owned(),
+                |u| inert::code(&u.username)
+            ),
+            reason.explain(),
+        )),
+        _ => None,
+    });
+    let Some(first) = lines.next() else {
+        return;
+    };
+    text.push_str("\n**Resolved without assent.** These threads stay gating; someone who may assent re-opens and resolves them:\n\n");
+    text.push_str(&first);
+    text.push('\n');
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+}
+
+/// `assented` is the resolution that counts (for a challenge), not GitLab's resolved bit.
+fn effect_icon(effect: Effect, assented: bool) -> &'static str {
+    match (effect, assented) {
+        (Effect::Block, _) => "⛔",
+        (Effect::Challenge, false) => "⏳",
+        (Effect::Challenge, true) => "✅",
+        (Effect::Comment, _) => "💬",
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn thread_link(web_url: Option<&str>, forge_id: Option<u64>) -> String {
+    match (web_url, forge_id) {
+        (_, None) => "pending".to_owned(),
+        (Some(url), Some(id)) => format!("[note {id}]({url}#note_{id})"),
+        (None, Some(id)) => format!("note {id}"),
+    }
+}
+
+fn short_digest(digest: &str) -> &str {
+    digest.get(..19).unwrap_or(digest)
+}
+
+/// The first line of `text`, cut at about `max` characters. The cut never leaves a code span
+/// open ([`inert::cut_line`]): an open span would let the rest of the row, a value past the
+/// cut included, render as Markdown.
+fn first_line(text: &str, max: usize) -> String {
+    inert::cut_line(text.lines().next().unwrap_or(""), max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::ThreadArtifact;
+    use crate::model::{Slot, UserRef};
+
+    fn pins() -> Pins {
+        Pins {
+            source_sha: "1".repeat(40),
+            target_sha: "2".repeat(40),
+            base_sha: "3".repeat(40),
+            policy_digest: format!("sha256:{}", "a".repeat(64)),
+        }
+    }
+
+    fn finding(effect: Effect, message: &str) -> Finding {
+        Finding {
+            slot: Slot {
+                rule: "retention-shrink".into(),
+                subject: "topics/a.yaml#/topics/x/retention_days".into(),
+            },
+            effect,
+            occurrence: Occurrence::digest(b"x"),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn finding_body_starts_with_its_marker_and_never_a_quick_action() {
+        let f = finding(Effect::Challenge, "first\n/close\n  /merge");
+        let body = finding_thread_body(&f);
+        let first = body.lines().next().unwrap();
+        assert_eq!(
+            marker::decode_line(first).unwrap(),
+            Marker::Finding {
+                slot: f.slot.clone(),
+                occurrence: f.occurrence.clone()
+            }
+        );
+        assert!(
+            body.lines().all(|l| !l.trim_start().starts_with('/')),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn summary_is_deterministic_and_reflects_resolution() {
+        let desired = DesiredState::new(vec![finding(Effect::Challenge, "Shrinks | a lot")]);
+        let target = main();
+        let listing = Inventory::default();
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: Some("https://gitlab.example/g/p/-/merge_requests/7"),
+            target: Some(&target),
+            listing: Some(&listing),
+        };
+        let open = [FindingStatus {
+            finding: &desired.findings[0],
+            forge_id: Some(12),
+            resolved: false,
+            assent: Assent::Open,
+        }];
+        let a = summary_body(ctx, &desired, &open, SummaryState::Verified);
+        let b = summary_body(ctx, &desired, &open, SummaryState::Verified);
+        assert_eq!(a, b);
+        assert!(a.contains("## assent · REVIEW"));
+        assert!(a.contains("[note 12](https://gitlab.example/g/p/-/merge_requests/7#note_12)"));
+        assert!(a.contains("Shrinks \\| a lot"));
+        let done = [FindingStatus {
+            finding: &desired.findings[0],
+            forge_id: Some(12),
+            resolved: true,
+            assent: Assent::Given {
+                by: crate::model::UserRef {
+                    id: 7,
+                    username: "reviewer".into(),
+                },
+            },
+        }];
+        let c = summary_body(ctx, &desired, &done, SummaryState::Verified);
+        assert!(c.contains("## assent · APPROVE"));
+        assert_ne!(a, c);
+        insta::assert_snapshot!(a);
+    }
+
+    fn main() -> TargetBranch {
+        TargetBranch {
+            name: "main".into(),
+            has_policies: true,
+        }
+    }
+
+    #[test]
+    fn summary_marker_carries_state_head_and_target() {
+        let desired = DesiredState::default();
+        let target = main();
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+            target: Some(&target),
+            listing: None,
+        };
+        let body = summary_body(ctx, &desired, &[], SummaryState::Reconciling);
+        match marker::decode_body(&body).unwrap().unwrap() {
+            Marker::Summary {
+                state,
+                head,
+                target,
+                ..
+            } => {
+                assert_eq!(state, SummaryState::Reconciling);
+                assert_eq!(head, "1".repeat(40));
+                assert_eq!(target.as_deref(), Some("main"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(body.contains("No finding"));
+        assert!(!body.contains("No policies"), "{body}");
+        assert_eq!(
+            marker::gate_line_of(&body),
+            Ok(None),
+            "no fingerprint, no gate line"
+        );
+        let untargeted = summary_body(
+            SummaryContext {
+                target: None,
+                ..ctx
+            },
+            &desired,
+            &[],
+            SummaryState::Reconciling,
+        );
+        match marker::decode_body(&untargeted).unwrap().unwrap() {
+            Marker::Summary { target, .. } => assert_eq!(target, None),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_target_without_policies_is_stated_never_approved_silently() {
+        let desired = DesiredState::default();
+        let target = TargetBranch {
+            name: "release/`x` @all".into(),
+            has_policies: false,
+        };
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+            target: Some(&target),
+            listing: None,
+        };
+        let body = summary_body(ctx, &desired, &[], SummaryState::Verified);
+        assert!(body.contains("## assent · APPROVE"), "{body}");
+        assert!(
+            body.contains("**No policies on ``release/`x` @all``.**"),
+            "the branch is named inside a code span: {body}"
+        );
+        assert!(
+            body.contains("no policy judged this merge request"),
+            "{body}"
+        );
+        let judged = summary_body(
+            SummaryContext {
+                target: Some(&main()),
+                ..ctx
+            },
+            &desired,
+            &[],
+            SummaryState::Verified,
+        );
+        assert!(!judged.contains("No policies"), "{judged}");
+    }
+
+    #[test]
+    fn the_gate_line_is_last_and_records_the_decision_and_the_fingerprint() {
+        let desired = DesiredState::new(vec![finding(Effect::Challenge, "m")]);
+        let open_listing = Inventory {
+            threads: vec![ThreadArtifact {
+                forge_id: 12,
+                discussion_id: "d".repeat(40),
+                slot: desired.findings[0].slot.clone(),
+                occurrence: desired.findings[0].occurrence.clone(),
+                resolved: false,
+                resolved_by_bot: false,
+                resolved_by: None,
+                bot_replies: vec![],
+            }],
+            ..Inventory::default()
+        };
+        let target = main();
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+            target: Some(&target),
+            listing: Some(&open_listing),
+        };
+        let status = |resolved| {
+            [FindingStatus {
+                finding: &desired.findings[0],
+                forge_id: Some(12),
+                resolved,
+                assent: if resolved {
+                    Assent::Given {
+                        by: crate::model::UserRef {
+                            id: 7,
+                            username: "reviewer".into(),
+                        },
+                    }
+                } else {
+                    Assent::Open
+                },
+            }]
+        };
+        let open = summary_body(ctx, &desired, &status(false), SummaryState::Verified);
+        assert_eq!(
+            open.lines().last(),
+            Some(
+                marker::encode_gate_line(&GateLine {
+                    decision: Decision::Review,
+                    resolutions: resolution_fingerprint(&open_listing),
+                })
+                .as_str()
+            )
+        );
+        let done = summary_body(ctx, &desired, &status(true), SummaryState::Verified);
+        assert_eq!(
+            marker::gate_line_of(&done).unwrap().unwrap().decision,
+            Decision::Approve
+        );
+        // The same decision over other resolutions is another body: the run edits it.
+        let mut resolved_listing = open_listing.clone();
+        resolved_listing.threads[0].resolved = true;
+        resolved_listing.threads[0].resolved_by = Some(UserRef {
+            id: 5,
+            username: "author".into(),
+        });
+        let moved = summary_body(
+            SummaryContext {
+                listing: Some(&resolved_listing),
+                ..ctx
+            },
+            &desired,
+            &status(false),
+            SummaryState::Verified,
+        );
+        assert_ne!(open, moved);
+        assert_eq!(
+            marker::gate_line_of(&moved).unwrap().unwrap().resolutions,
+            resolution_fingerprint(&resolved_listing)
+        );
+    }
+
+    #[test]
+    fn subjects_render_inert_in_the_headline_and_the_summary() {
+        let mut f = finding(Effect::Challenge, "m");
+        f.slot.subject = "t/`x`.yaml#/@all|<img src=x>\n/close".into();
+        let body = finding_thread_body(&f);
+        let headline = body.lines().nth(1).unwrap();
+        assert_eq!(
+            headline,
+            "**⏳ challenge** · `retention-shrink` · ``t/`x`.yaml#/@all|<img src=x>\\n/close``"
+        );
+        let desired = DesiredState::new(vec![f]);
+        let status = [FindingStatus {
+            finding: &desired.findings[0],
+            forge_id: None,
+            resolved: false,
+            assent: Assent::Open,
+        }];
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+            target: None,
+            listing: None,
+        };
+        let summary = summary_body(ctx, &desired, &status, SummaryState::Verified);
+        assert!(
+            summary.contains("| ``t/`x`.yaml#/@all\\|<img src=x>\\n/close`` |"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn a_hostile_value_past_the_summary_cut_stays_inside_its_span() {
+        let value = format!(
+            "{}`` @all ![i](http://e.example/i.png) <details>",
+            "v".repeat(190)
+        );
+        let message = format!("New value {} set.", inert::code(&value));
+        let desired = DesiredState::new(vec![finding(Effect::Challenge, &message)]);
+        let status = [FindingStatus {
+            finding: &desired.findings[0],
+            forge_id: None,
+            resolved: false,
+            assent: Assent::Open,
+        }];
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+            target: None,
+            listing: None,
+        };
+        let summary = summary_body(ctx, &desired, &status, SummaryState::Verified);
+        let row = summary
+            .lines()
+            .find(|l| l.starts_with("| ⏳"))
+            .expect(&summary);
+        let cell = row.split(" | ").nth(4).unwrap();
+        // Cut inside the span: the span is shortened to what fits and closed again.
+        assert_eq!(cell, format!("New value `{}`…", "v".repeat(184)));
+        assert!(!summary.contains("@all"), "{summary}");
+    }
+
+    #[test]
+    fn summary_names_who_resolved_without_assent_and_why() {
+        use crate::assent::NotCounted;
+        use crate::model::UserRef;
+        let desired = DesiredState::new(vec![finding(Effect::Challenge, "Shrinks")]);
+        let ctx = SummaryContext {
+            pins: &pins(),
+            web_url: None,
+            target: None,
+            listing: None,
+        };
+        let self_assented = [FindingStatus {
+            finding: &desired.findings[0],
+            forge_id: Some(12),
+            resolved: true,
+            assent: Assent::NotCounted {
+                by: Some(UserRef {
+                    id: 3,
+                    username: "mr-author".into(),
+                }),
+                reason: NotCounted::ByAuthor,
+            },
+        }];
+        let body = summary_body(ctx, &desired, &self_assented, SummaryState::Verified);
+        assert!(body.contains("## assent · REVIEW"), "{body}");
+        assert!(body.contains("1 challenge awaits assent"), "{body}");
+        assert!(body.contains("**Resolved without assent.**"), "{body}");
+        assert!(
+            body.contains("note 12 `retention-shrink` on `topics/a.yaml#/topics/x/retention_days`: resolved by `mr-author`, which does not count as assent: the merge request's author cannot assent to their own change."),
+            "{body}"
+        );
+        // The resolver is named in a code span, never as an @-mention.
+        assert!(!body.contains("@mr-author"), "{body}");
+        assert!(body.contains("| ⏳ | challenge |"), "{body}");
+    }
+}

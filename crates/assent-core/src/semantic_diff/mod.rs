@@ -1,0 +1,151 @@
+//! Semantic diff of governed configuration files (SPEC §3).
+//!
+//! A governed file (JSON, YAML or TOML, chosen by [`format_for_path`]) is parsed into a
+//! [`Node`] tree by [`parse_document`]; two trees are compared by [`diff_documents`] into
+//! field-level [`Change`](crate::model::Change)s addressed by RFC 6901 pointers, whose
+//! values are `serde_json::Value`s. Everything here is pure: no I/O, no clock, no environment.
+//! [`Node`] rather than `Value` because both sides of a large file are held at once: see
+//! `tree.rs` for why it is less than half the size.
+//!
+//! # Parsing: one value model for three formats
+//!
+//! All three formats are read under the same rules into the same tree, so the same data gives
+//! the same changes whatever its syntax, and every limit is enforced the same way. JSON and
+//! TOML go through one `serde` value builder (`build.rs`); YAML is built straight from
+//! libyaml's events (`yaml/`), which is faster and smaller than buffering them through
+//! `serde_yaml`, and lets YAML-only refusals happen at the offending event.
+//!
+//! Decisions, each one failing closed (a refused file becomes an `assent/parse-error` block
+//! finding upstream, never a silently wrong diff):
+//!
+//! * **Input.** Bytes must be UTF-8 (the error names the line of the first bad byte); a leading
+//!   UTF-8 byte-order mark is skipped, since editors add it and it carries no content.
+//! * **Limits** ([`Limits`]): size is checked before any parsing; depth and node count while
+//!   building. Depth counts nested containers (a scalar document has depth 0, `{"a":[1]}` has
+//!   depth 2). The parsers add their own stack guards on top: `serde_json` refuses 128 nested
+//!   containers (so with the default limit JSON stops one level earlier than YAML), the YAML
+//!   builder 129, `toml` 81 nested brackets or a key chain of 80 segments (an error `toml` reports
+//!   without a position, so it has no line). No document can overflow the stack, whatever
+//!   `max_depth` is set to.
+//! * **Duplicate keys** are an error in every format (JSON parsers usually keep the last one
+//!   silently, which would let a reviewer read one value while a program reads another).
+//! * **Numbers** must be representable in JSON: NaN and infinities are refused; YAML integers
+//!   must fit in `i64`/`u64` (TOML's always do). A JSON integer beyond 64 bits is read as a
+//!   float, which is `serde_json`'s own behaviour. `1` and `1.0` are different values (a change
+//!   between them is a `modify`).
+//! * **YAML**: one document per file (a stream of several is refused; an empty file is `null`).
+//!   Aliases are refused outright — the simplest sound defence against alias bombs ("billion
+//!   laughs") and against a value silently changing because its anchor moved; anchors alone are
+//!   harmless and allowed. Application tags (`!secret x`, `!reference [..]`) are refused: assent
+//!   cannot judge what they mean, and stripping them would let a change of tag pass unseen; so
+//!   are tags a `%TAG` directive expands, and standard tags that are not plain data (`!!binary`,
+//!   `!!timestamp`, `!!set`, a `!!map` tag on a list). `!!str`, `!!int`, `!!float`, `!!bool`,
+//!   `!!null`, `!!seq` and `!!map` on their own kind resolve as usual. Plain scalars resolve as
+//!   `serde_yaml` 0.9 resolved them (`yaml/scalar.rs` lists the rules). Scalar keys become
+//!   their string form (`1: a` is key `"1"`, `true: b` key `"true"`, `~: c` key `"null"`);
+//!   two keys with the same string form are duplicates. Lists or maps as keys are refused.
+//! * **TOML** datetimes become their RFC 3339 strings.
+//!
+//! Error messages are the parsers' own, without the trailing position (it is in
+//! [`ParseError::line`]). YAML content errors are prefixed with the path of the offending node
+//! (`topics[3].acls: duplicate key "principal"`), because that helps find the spot in a large
+//! file; syntax errors keep libyaml's context (`…, while parsing a flow sequence at line 2
+//! column 4`).
+//!
+//! # Diffing
+//!
+//! See [`diff_documents`] for the rules. Decisions:
+//!
+//! * Object keys and identity-keyed list entries are visited in sorted order (by their text, so
+//!   `team44` precedes `team9`): a [`Node`] map is sorted, and the two sides are merged.
+//! * An identity-keyed list is diffed as a map only when **both** sides qualify (every element
+//!   an object whose identity field is a string or integer, unique by its text). Otherwise it is
+//!   an [`AmbiguousList`] (SPEC §10.4) and is not compared at all: never by position, since a
+//!   copied entry would shift a change onto a position no rule judges, and not partly by
+//!   identity, since which entry is which is exactly what is unknown. Everything else in the
+//!   file is still diffed, so one ambiguous list fails closed without hiding the rest; the
+//!   caller turns each one into a `block` finding naming the offending entries by line.
+//! * A value that appears whole (added, or replacing a value of another type) is checked for
+//!   ambiguous lists inside it on the source side, so an ambiguity cannot enter a file without
+//!   blocking; a value that disappears whole, and a list equal on both sides, are not, since
+//!   nothing in them is compared.
+//! * `identity_for` is asked with the list's pointer as it appears in the output, so a list
+//!   inside an identity-keyed entry is asked about as `/topics/orders.events.v1/acls`.
+//! * Equal subtrees are skipped without asking anything, so the cost is proportional to what
+//!   changed plus one equality pass per level.
+
+mod build;
+mod diff;
+mod lines;
+mod parse;
+mod tree;
+mod yaml;
+
+#[cfg(test)]
+mod tests;
+
+pub use diff::{
+    AmbiguousList, DocumentDiff, DuplicateIdentity, EntryAt, SideAmbiguity, Unkeyed, UnkeyedEntry,
+    diff_documents, escape_pointer_token,
+};
+pub use parse::{ParseError, parse_document};
+pub use tree::{Key, Line, Node};
+
+/// The syntax of a governed structured file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// `.json`
+    Json,
+    /// `.yaml` or `.yml`
+    Yaml,
+    /// `.toml`
+    Toml,
+}
+
+/// The format of a repository path, by extension (ASCII case-insensitive): `.json`,
+/// `.yaml`/`.yml`, `.toml`. `None` means the file is not a governed structured file.
+pub fn format_for_path(path: &str) -> Option<Format> {
+    // Only the last path segment counts: `conf.json/README` is not JSON.
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let (stem, ext) = name.rsplit_once('.')?;
+    if stem.is_empty() {
+        // `.json` alone is a hidden file named "json", not a JSON file with an empty name.
+        return None;
+    }
+    match ext.to_ascii_lowercase().as_str() {
+        "json" => Some(Format::Json),
+        "yaml" | "yml" => Some(Format::Yaml),
+        "toml" => Some(Format::Toml),
+        _ => None,
+    }
+}
+
+/// Bounds on what [`parse_document`] accepts, so a hostile or accidental file costs bounded
+/// memory and time. Exceeding any of them is a [`ParseError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest accepted input, in bytes.
+    pub max_bytes: usize,
+    /// Deepest accepted nesting of containers (lists and maps).
+    pub max_depth: usize,
+    /// Most values (scalars and containers, not counting map keys) in one document.
+    pub max_nodes: usize,
+}
+
+impl Default for Limits {
+    /// 16 MiB, depth 128, one million nodes.
+    ///
+    /// Why these numbers: hand-written configuration registries are kilobytes to a few
+    /// megabytes, so 16 MiB leaves generous room while bounding the parse (a value tree costs
+    /// several times its text). Depth 128 is far beyond any real configuration and matches the
+    /// parsers' own recursion guards, so the limit is the same whatever the format. A million
+    /// nodes is more than a 16 MiB file of ordinary records holds, yet caps the memory of dense
+    /// documents like `[0,0,0,…]`, whose trees are the most expensive per input byte.
+    fn default() -> Self {
+        Limits {
+            max_bytes: 16 * 1024 * 1024,
+            max_depth: 128,
+            max_nodes: 1_000_000,
+        }
+    }
+}

@@ -1,0 +1,1158 @@
+//! The sweep's decisions (SPEC §9), as pure functions: durations, the window check, the
+//! timestamps GitLab reports, and the classification of one merge request from what the
+//! forge says about it.
+//!
+//! Nothing here reads the clock: the command reads it **once** and passes the same "now" to
+//! every function, so one sweep judges every MR against one instant and every decision is
+//! reproducible from its inputs.
+//!
+//! Classification is a function of (MR facts, canonical bot summary, now, settings):
+//!
+//! | summary (lowest-id bot summary note)        | verdict               | action            |
+//! | ------------------------------------------- | --------------------- | ----------------- |
+//! | MR no longer open                           | `not-open`            | none              |
+//! | `verified` for the MR's head and target branch | `verified`         | none              |
+//! | `verified` for another SHA                  | `verified-older-head` | create a pipeline |
+//! | `verified` for the head, no `target` recorded | `verified-no-target` | create a pipeline |
+//! | `verified` for the head, another target branch | `verified-other-target` | create a pipeline |
+//! | `verified`, gate line `REVIEW`, GitLab: blocking discussions resolved, resolutions changed since | `review-resolved` | create a pipeline |
+//! | `reconciling`, older than `--stuck-after`   | `reconciling-stuck`   | create a pipeline |
+//! | `reconciling`, age unknown (no timestamp)   | `reconciling-stuck`   | create a pipeline |
+//! | `reconciling`, not older than `--stuck-after` | `reconciling-recent` | none (a run is probably in flight) |
+//! | none                                        | `missing`             | create a pipeline |
+//!
+//! A verdict that asks for a pipeline is first checked against the MR's head pipeline: the MR
+//! listing does not carry `head_pipeline`, so the first classification (from the listing)
+//! answers [`Action::InspectMergeRequest`] and the caller reads the single MR and classifies
+//! again with [`HeadPipeline::Status`] or [`HeadPipeline::None`]. A head pipeline that is
+//! `created`, `pending`, `waiting_for_resource`, `preparing` or `running` turns the verdict into
+//! `pipeline-active` (left alone: the normal job will heal it). The second classification
+//! never answers `InspectMergeRequest`.
+//!
+//! Decision freshness (SPEC §10.8): a summary `verified` for the head and target whose gate
+//! line ([`GateLine`]) says `REVIEW`, on an MR GitLab reports with
+//! `blocking_discussions_resolved: true`, is healed only when the resolution fingerprint of
+//! the current listing differs from the one on the gate line. The run that heals it records
+//! the new fingerprint, so a resolution that does not count as assent (the decision stays
+//! `REVIEW`) causes one pipeline, never one per sweep. A summary without a gate line, or with
+//! a malformed one, is never healed for freshness. When the MR listing does not report the
+//! target branch, the recorded one is not compared (a summary without one is still healed).
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::commit_sha::short;
+use crate::inventory::SummaryArtifact;
+use crate::marker::{self, GateLine, Marker, SummaryState};
+use crate::model::{Decision, Occurrence};
+
+/// Largest accepted duration: 100 years, far beyond any sensible schedule, and small enough
+/// that millisecond arithmetic on timestamps never overflows.
+const MAX_DURATION_SECS: u64 = 100 * 366 * 86_400;
+
+/// A whole number with a unit `s`, `m`, `h` or `d` (`48h`, `30m`), strictly positive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SweepDuration {
+    secs: u64,
+    amount: u64,
+    unit: char,
+}
+
+impl SweepDuration {
+    /// The duration in seconds.
+    pub fn as_secs(self) -> u64 {
+        self.secs
+    }
+
+    /// The duration in milliseconds.
+    pub fn as_millis(self) -> i64 {
+        // Bounded by MAX_DURATION_SECS, so this never overflows.
+        (self.secs as i64) * 1000
+    }
+}
+
+impl fmt::Display for SweepDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.amount, self.unit)
+    }
+}
+
+/// Why a duration text is not a duration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid duration {text:?}: {reason} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)"
+)]
+pub struct DurationError {
+    /// The text as given.
+    pub text: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl FromStr for SweepDuration {
+    type Err = DurationError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let error = |reason| DurationError {
+            text: text.to_owned(),
+            reason,
+        };
+        let Some(unit) = text.chars().last() else {
+            return Err(error("empty"));
+        };
+        let per_unit = match unit {
+            's' => 1,
+            'm' => 60,
+            'h' => 3_600,
+            'd' => 86_400,
+            _ => return Err(error("missing or unknown unit")),
+        };
+        let digits = &text[..text.len() - 1];
+        if digits.is_empty() {
+            return Err(error("missing number"));
+        }
+        if !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(error("not a whole number"));
+        }
+        let amount: u64 = digits.parse().map_err(|_| error("number too large"))?;
+        if amount == 0 {
+            return Err(error("must be greater than zero"));
+        }
+        let secs = amount
+            .checked_mul(per_unit)
+            .filter(|s| *s <= MAX_DURATION_SECS)
+            .ok_or_else(|| error("longer than 100 years"))?;
+        Ok(SweepDuration { secs, amount, unit })
+    }
+}
+
+/// The look-back does not reach over the interval: consecutive windows would merely abut (or
+/// leave gaps), and an MR updated on the boundary would be seen by no sweep.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--lookback {lookback} is not wider than --interval {interval}: consecutive sweep windows must overlap, \
+     or an MR updated on the boundary between two sweeps is never examined; use a look-back of at least twice the interval"
+)]
+pub struct WindowError {
+    /// The look-back given.
+    pub lookback: SweepDuration,
+    /// The interval given.
+    pub interval: SweepDuration,
+}
+
+/// Refuses a look-back that is not strictly wider than the interval (SPEC §9).
+pub fn check_window(lookback: SweepDuration, interval: SweepDuration) -> Result<(), WindowError> {
+    if lookback.as_secs() > interval.as_secs() {
+        Ok(())
+    } else {
+        Err(WindowError { lookback, interval })
+    }
+}
+
+/// A warning when a crashed run could go unnoticed although the window check passes: an MR
+/// whose last update is its own "reconciling" summary is only called stuck once that summary
+/// is older than `stuck_after`, and it leaves the window after `lookback`; some sweep falls
+/// in between only when `lookback >= interval + stuck_after`.
+pub fn coverage_warning(
+    lookback: SweepDuration,
+    interval: SweepDuration,
+    stuck_after: SweepDuration,
+) -> Option<String> {
+    let needed = interval.as_secs() + stuck_after.as_secs();
+    (lookback.as_secs() < needed).then(|| {
+        format!(
+            "--lookback {lookback} is shorter than --interval {interval} plus --stuck-after {stuck_after}: \
+             an MR whose run crashed and that sees no other activity may leave the window before it counts as stuck"
+        )
+    })
+}
+
+/// An instant, in Unix milliseconds (UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    /// The instant `millis` after the Unix epoch.
+    pub fn from_unix_millis(millis: i64) -> Self {
+        Timestamp(millis)
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn unix_millis(self) -> i64 {
+        self.0
+    }
+
+    /// Parses a GitLab timestamp: RFC 3339 / ISO 8601 with a zone (`2026-11-30T17:41:36.123Z`,
+    /// `2026-11-30T18:41:36+01:00`). `None` for anything else, including a date-time without
+    /// a zone (ambiguous).
+    pub fn parse(text: &str) -> Option<Timestamp> {
+        DateTime::parse_from_rfc3339(text.trim())
+            .ok()
+            .map(|t| Timestamp(t.timestamp_millis()))
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS[.mmm]Z`; milliseconds only when not zero.
+    pub fn to_rfc3339(self) -> String {
+        match DateTime::<Utc>::from_timestamp_millis(self.0) {
+            Some(t) => t.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+            None => format!("@{}ms", self.0),
+        }
+    }
+
+    /// This instant as a `chrono` UTC date-time (what the `gitlab` crate's builders take).
+    pub fn to_chrono(self) -> Option<DateTime<Utc>> {
+        DateTime::<Utc>::from_timestamp_millis(self.0)
+    }
+
+    /// The instant `duration` earlier.
+    pub fn minus(self, duration: SweepDuration) -> Timestamp {
+        Timestamp(self.0.saturating_sub(duration.as_millis()))
+    }
+
+    /// Rounded down to a whole second (a window start rounded down only widens the window).
+    pub fn floor_to_second(self) -> Timestamp {
+        Timestamp(self.0.div_euclid(1000) * 1000)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_rfc3339())
+    }
+}
+
+/// The start of the window of a sweep at `now`: `now - lookback`, rounded down to the second.
+/// MRs updated at or after it are examined.
+pub fn window_start(now: Timestamp, lookback: SweepDuration) -> Timestamp {
+    now.minus(lookback).floor_to_second()
+}
+
+/// The head pipeline statuses that mean "a job may still run for this head" (SPEC §9).
+pub const ACTIVE_PIPELINE_STATUSES: [&str; 5] = [
+    "created",
+    "pending",
+    "waiting_for_resource",
+    "preparing",
+    "running",
+];
+
+/// True for a head pipeline status in [`ACTIVE_PIPELINE_STATUSES`].
+pub fn is_active_pipeline(status: &str) -> bool {
+    ACTIVE_PIPELINE_STATUSES.contains(&status)
+}
+
+/// What is known about the MR's head pipeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeadPipeline {
+    /// Not read yet (the MR listing does not carry it).
+    NotRead,
+    /// Read: the MR has no head pipeline.
+    None,
+    /// Read: the head pipeline's status.
+    Status(String),
+}
+
+/// What the forge says about one merge request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MrFacts {
+    /// The MR's IID.
+    pub iid: u64,
+    /// The MR's current head SHA.
+    pub head_sha: String,
+    /// False once the MR is closed, merged or locked.
+    pub open: bool,
+    /// Its head pipeline, when read.
+    pub head_pipeline: HeadPipeline,
+    /// The branch it targets now, when the forge says.
+    pub target_branch: Option<String>,
+    /// GitLab's `blocking_discussions_resolved` (every resolvable discussion resolved), when
+    /// the forge says.
+    pub blocking_discussions_resolved: Option<bool>,
+    /// [`crate::resolutions::resolution_fingerprint`] of the MR's current listing.
+    pub resolutions: Occurrence,
+}
+
+/// The sweep's settings that classification depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassifySettings {
+    /// A `reconciling` summary older than this is stuck.
+    pub stuck_after: SweepDuration,
+}
+
+/// The state of one MR's review, as the sweep sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Verdict {
+    /// The summary is `verified` for the MR's head: healthy.
+    Verified,
+    /// The summary is `verified` for another SHA: the head moved and no run verified it.
+    VerifiedOlderHead,
+    /// The summary is `verified` for the head but records no target branch (written before
+    /// targets were recorded): healed once, by a run that records it.
+    VerifiedNoTarget,
+    /// The summary is `verified` for the head against another target branch: the MR was
+    /// retargeted and no run judged it under the new target's policies.
+    VerifiedOtherTarget,
+    /// The summary says `REVIEW` while GitLab reports every blocking discussion resolved, and
+    /// the resolutions changed since the summary was written: a run may now approve.
+    ReviewResolved,
+    /// The summary says `reconciling` for longer than `--stuck-after` (or for an unknown time).
+    ReconcilingStuck,
+    /// The summary says `reconciling`, recently: a run is probably in flight.
+    ReconcilingRecent,
+    /// No bot summary at all: no run ever got as far as its first write.
+    Missing,
+    /// The state needs healing but the head pipeline is still pending or running.
+    PipelineActive,
+    /// The MR is no longer open.
+    NotOpen,
+}
+
+impl Verdict {
+    /// The verdict as reported: `verified`, `verified-older-head`, `verified-no-target`,
+    /// `verified-other-target`, `review-resolved`, `reconciling-stuck`, `reconciling-recent`,
+    /// `missing`, `pipeline-active`, `not-open`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Verified => "verified",
+            Verdict::VerifiedOlderHead => "verified-older-head",
+            Verdict::VerifiedNoTarget => "verified-no-target",
+            Verdict::VerifiedOtherTarget => "verified-other-target",
+            Verdict::ReviewResolved => "review-resolved",
+            Verdict::ReconcilingStuck => "reconciling-stuck",
+            Verdict::ReconcilingRecent => "reconciling-recent",
+            Verdict::Missing => "missing",
+            Verdict::PipelineActive => "pipeline-active",
+            Verdict::NotOpen => "not-open",
+        }
+    }
+
+    /// True for the verdicts that call for a new pipeline (before the head pipeline check).
+    pub fn needs_healing(self) -> bool {
+        matches!(
+            self,
+            Verdict::VerifiedOlderHead
+                | Verdict::VerifiedNoTarget
+                | Verdict::VerifiedOtherTarget
+                | Verdict::ReviewResolved
+                | Verdict::ReconcilingStuck
+                | Verdict::Missing
+        )
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the sweep should do next for one MR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Nothing.
+    None,
+    /// Read the single MR (its head pipeline and current head) and classify again.
+    InspectMergeRequest,
+    /// Create a merge request pipeline so the normal, serialized job heals the MR.
+    CreatePipeline,
+}
+
+/// A verdict, the action it calls for, and a one-line explanation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classification {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The action.
+    pub action: Action,
+    /// Why, for the report (`reconciling for 3h (stuck after 30m)`).
+    pub detail: String,
+}
+
+/// Classifies one MR (see the module documentation for the table).
+pub fn classify(
+    mr: &MrFacts,
+    summary: Option<&SummaryArtifact>,
+    now: Timestamp,
+    settings: &ClassifySettings,
+) -> Classification {
+    if !mr.open {
+        return Classification {
+            verdict: Verdict::NotOpen,
+            action: Action::None,
+            detail: "the merge request is no longer open".into(),
+        };
+    }
+    let (verdict, detail) = match summary {
+        None => (Verdict::Missing, "no assent summary on the MR".to_owned()),
+        Some(s) => match s.state {
+            SummaryState::Verified if s.head == mr.head_sha => verified_for_head(mr, s),
+            SummaryState::Verified => (
+                Verdict::VerifiedOlderHead,
+                format!(
+                    "verified for {}, but the head is {}",
+                    short(&s.head),
+                    short(&mr.head_sha)
+                ),
+            ),
+            SummaryState::Reconciling => {
+                let since = s.updated_at.as_deref().and_then(Timestamp::parse);
+                match since {
+                    None => (
+                        Verdict::ReconcilingStuck,
+                        format!(
+                            "reconciling {} since an unknown time (the summary note has no readable updated_at)",
+                            short(&s.head)
+                        ),
+                    ),
+                    Some(since) => {
+                        let age = now.unix_millis().saturating_sub(since.unix_millis());
+                        let verdict = if age > settings.stuck_after.as_millis() {
+                            Verdict::ReconcilingStuck
+                        } else {
+                            Verdict::ReconcilingRecent
+                        };
+                        (
+                            verdict,
+                            format!(
+                                "reconciling {} for {} (stuck after {})",
+                                short(&s.head),
+                                format_age(age),
+                                settings.stuck_after
+                            ),
+                        )
+                    }
+                }
+            }
+        },
+    };
+    if !verdict.needs_healing() {
+        return Classification {
+            verdict,
+            action: Action::None,
+            detail,
+        };
+    }
+    match &mr.head_pipeline {
+        HeadPipeline::NotRead => Classification {
+            verdict,
+            action: Action::InspectMergeRequest,
+            detail,
+        },
+        HeadPipeline::Status(status) if is_active_pipeline(status) => Classification {
+            verdict: Verdict::PipelineActive,
+            action: Action::None,
+            detail: format!("{detail}; head pipeline is {status}, left alone"),
+        },
+        HeadPipeline::Status(status) => Classification {
+            verdict,
+            action: Action::CreatePipeline,
+            detail: format!("{detail}; head pipeline is {status}"),
+        },
+        HeadPipeline::None => Classification {
+            verdict,
+            action: Action::CreatePipeline,
+            detail: format!("{detail}; no head pipeline"),
+        },
+    }
+}
+
+/// The verdict of a summary `verified` for the MR's head: is it for the MR's target branch,
+/// and is its decision still fresh (see the module documentation)?
+fn verified_for_head(mr: &MrFacts, summary: &SummaryArtifact) -> (Verdict, String) {
+    let head = short(&mr.head_sha);
+    let recorded = match marker::decode_body(&summary.body) {
+        Ok(Some(Marker::Summary { target, .. })) => target,
+        _ => None,
+    };
+    let Some(recorded) = recorded else {
+        return (
+            Verdict::VerifiedNoTarget,
+            format!("verified for head {head}, but no target branch recorded"),
+        );
+    };
+    if let Some(current) = mr.target_branch.as_deref().filter(|c| *c != recorded) {
+        return (
+            Verdict::VerifiedOtherTarget,
+            format!(
+                "verified for head {head} against {}, but the MR now targets {}",
+                branch(&recorded),
+                branch(current)
+            ),
+        );
+    }
+    let verified = format!("verified for head {head}");
+    if mr.blocking_discussions_resolved != Some(true) {
+        return (Verdict::Verified, verified);
+    }
+    match marker::gate_line_of(&summary.body) {
+        Ok(Some(GateLine {
+            decision: Decision::Review,
+            resolutions,
+        })) => {
+            if resolutions != mr.resolutions {
+                (
+                    Verdict::ReviewResolved,
+                    format!(
+                        "REVIEW for head {head}, but every blocking discussion is resolved and the resolutions changed since the summary"
+                    ),
+                )
+            } else {
+                (
+                    Verdict::Verified,
+                    format!(
+                        "{verified}; REVIEW although every blocking discussion is resolved: no resolution changed since the summary (a resolution that does not count as assent)"
+                    ),
+                )
+            }
+        }
+        Ok(_) => (Verdict::Verified, verified),
+        Err(malformed) => (
+            Verdict::Verified,
+            format!("{verified}; malformed gate line ({})", malformed.reason),
+        ),
+    }
+}
+
+/// A branch name for a report line: JSON-quoted, so no name can break the line or pose as
+/// another field.
+fn branch(name: &str) -> String {
+    serde_json::Value::String(name.to_owned()).to_string()
+}
+
+/// A short human age: `45s`, `12m`, `3h5m`, `2d4h`; negative ages (clock skew) read `0s`.
+pub fn format_age(millis: i64) -> String {
+    let secs = millis.max(0) / 1000;
+    let (d, h, m, s) = (
+        secs / 86_400,
+        secs % 86_400 / 3_600,
+        secs % 3_600 / 60,
+        secs % 60,
+    );
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m"),
+        (0, _, 0) => format!("{h}h"),
+        (0, _, _) => format!("{h}h{m}m"),
+        (_, 0, _) => format!("{d}d"),
+        _ => format!("{d}d{h}h"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Occurrence;
+
+    fn dur(text: &str) -> SweepDuration {
+        text.parse().unwrap()
+    }
+
+    const HEAD: &str = "2222222222222222222222222222222222222222";
+    const OLD: &str = "1111111111111111111111111111111111111111";
+    const NOW: &str = "2026-11-30T12:00:00Z";
+
+    fn now() -> Timestamp {
+        Timestamp::parse(NOW).unwrap()
+    }
+
+    fn settings() -> ClassifySettings {
+        ClassifySettings {
+            stuck_after: dur("30m"),
+        }
+    }
+
+    fn summary(state: SummaryState, head: &str, updated_at: Option<&str>) -> SummaryArtifact {
+        summary_with(state, head, updated_at, Some("main"), None)
+    }
+
+    /// A summary note as the run writes it: marker (with `target`) and, when given, a gate line
+    /// as its last line.
+    fn summary_with(
+        state: SummaryState,
+        head: &str,
+        updated_at: Option<&str>,
+        target: Option<&str>,
+        gate: Option<GateLine>,
+    ) -> SummaryArtifact {
+        let marker = Marker::Summary {
+            occurrence: Occurrence::digest(b"s"),
+            state,
+            head: head.into(),
+            target: target.map(str::to_owned),
+        };
+        let mut text = "## assent · REVIEW".to_owned();
+        if let Some(gate) = &gate {
+            text.push_str("\n\n");
+            text.push_str(&marker::encode_gate_line(gate));
+        }
+        SummaryArtifact {
+            open_thread: None,
+            note_id: 1000,
+            body: marker::compose_body(&marker, &text),
+            occurrence: Occurrence::digest(b"s"),
+            state,
+            head: head.into(),
+            updated_at: updated_at.map(str::to_owned),
+        }
+    }
+
+    fn mr(pipeline: HeadPipeline) -> MrFacts {
+        MrFacts {
+            iid: 7,
+            head_sha: HEAD.into(),
+            open: true,
+            head_pipeline: pipeline,
+            target_branch: Some("main".into()),
+            blocking_discussions_resolved: Some(true),
+            resolutions: resolutions("now"),
+        }
+    }
+
+    fn resolutions(tag: &str) -> Occurrence {
+        Occurrence::digest(tag.as_bytes())
+    }
+
+    fn gate(decision: Decision, tag: &str) -> Option<GateLine> {
+        Some(GateLine {
+            decision,
+            resolutions: resolutions(tag),
+        })
+    }
+
+    #[test]
+    fn durations_parse_whole_numbers_with_a_unit() {
+        assert_eq!(dur("45s").as_secs(), 45);
+        assert_eq!(dur("30m").as_secs(), 1_800);
+        assert_eq!(dur("48h").as_secs(), 172_800);
+        assert_eq!(dur("2d").as_secs(), 172_800);
+        assert_eq!(dur("48h").to_string(), "48h");
+        assert_eq!(dur("007m").to_string(), "7m");
+        for bad in [
+            "",
+            "h",
+            "48",
+            "48H",
+            "1.5h",
+            "-1h",
+            "+1h",
+            " 1h",
+            "1 h",
+            "1h30m",
+            "0s",
+            "0d",
+            "1w",
+            "99999999999999999999999d",
+            "36600d0",
+            "40000d",
+            "१h",
+        ] {
+            assert!(bad.parse::<SweepDuration>().is_err(), "{bad:?} accepted");
+        }
+        let err = "48".parse::<SweepDuration>().unwrap_err().to_string();
+        assert!(err.contains("\"48\"") && err.contains("48h"), "{err}");
+        assert_eq!(dur("36600d").as_secs(), 36_600 * 86_400);
+    }
+
+    #[test]
+    fn durations_compare_by_length_not_by_text() {
+        assert!(dur("1d") > dur("23h"));
+        assert!(check_window(dur("1d"), dur("23h")).is_ok());
+        assert!(check_window(dur("1441m"), dur("1d")).is_ok());
+    }
+
+    #[test]
+    fn the_window_must_be_strictly_wider_than_the_interval() {
+        assert!(check_window(dur("48h"), dur("24h")).is_ok());
+        assert!(check_window(dur("25h"), dur("1d")).is_ok());
+        let equal = check_window(dur("24h"), dur("1d")).unwrap_err();
+        assert_eq!(equal.lookback, dur("24h"));
+        let text = equal.to_string();
+        assert!(
+            text.contains("--lookback 24h is not wider than --interval 1d"),
+            "{text}"
+        );
+        assert!(check_window(dur("1h"), dur("2h")).is_err());
+        assert!(check_window(dur("3599s"), dur("1h")).is_err());
+    }
+
+    #[test]
+    fn coverage_warning_when_a_stuck_summary_can_leave_the_window_unseen() {
+        assert_eq!(coverage_warning(dur("3h"), dur("1h"), dur("30m")), None);
+        assert_eq!(coverage_warning(dur("90m"), dur("1h"), dur("30m")), None);
+        let w = coverage_warning(dur("2h"), dur("1h"), dur("2h")).unwrap();
+        assert!(w.contains("--stuck-after 2h"), "{w}");
+    }
+
+    #[test]
+    fn gitlab_timestamps_parse_with_milliseconds_and_offsets() {
+        let z = Timestamp::parse("2026-11-30T17:41:36.123Z").unwrap();
+        assert_eq!(z.unix_millis(), 1_796_060_496_123);
+        let offset = Timestamp::parse("2026-11-30T18:41:36.123+01:00").unwrap();
+        assert_eq!(offset, z);
+        let negative = Timestamp::parse("2026-11-30T12:41:36.123-05:00").unwrap();
+        assert_eq!(negative, z);
+        assert_eq!(
+            Timestamp::parse(" 2026-11-30T17:41:36Z ")
+                .unwrap()
+                .unix_millis(),
+            1_796_060_496_000
+        );
+        assert_eq!(
+            Timestamp::parse("2024-02-29T00:00:00Z")
+                .unwrap()
+                .to_rfc3339(),
+            "2024-02-29T00:00:00Z"
+        );
+        assert_eq!(z.to_rfc3339(), "2026-11-30T17:41:36.123Z");
+        for bad in [
+            "",
+            "2026-11-30",
+            "2026-11-30T17:41:36",
+            "2026-02-30T00:00:00Z",
+            "yesterday",
+            "2026-11-30T25:00:00Z",
+        ] {
+            assert_eq!(Timestamp::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn window_start_is_now_minus_lookback_rounded_down() {
+        let now = Timestamp::parse("2026-11-30T12:00:00.999Z").unwrap();
+        assert_eq!(
+            window_start(now, dur("48h")).to_rfc3339(),
+            "2026-11-28T12:00:00Z"
+        );
+        assert_eq!(
+            window_start(Timestamp::from_unix_millis(500), dur("1s")).unix_millis(),
+            -1000
+        );
+        let chrono = window_start(now, dur("1d")).to_chrono().unwrap();
+        assert_eq!(chrono.to_rfc3339(), "2026-11-29T12:00:00+00:00");
+    }
+
+    #[test]
+    fn verified_for_the_head_needs_nothing_and_no_mr_read() {
+        let s = summary(SummaryState::Verified, HEAD, Some(NOW));
+        let c = classify(&mr(HeadPipeline::NotRead), Some(&s), now(), &settings());
+        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        assert_eq!(c.detail, "verified for head 22222222");
+        // Whatever the pipeline says.
+        for p in [
+            HeadPipeline::None,
+            HeadPipeline::Status("failed".into()),
+            HeadPipeline::Status("running".into()),
+        ] {
+            let c = classify(&mr(p), Some(&s), now(), &settings());
+            assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        }
+    }
+
+    /// (summary, expected base verdict) for every verdict that calls for healing, on an MR
+    /// from [`mr`] whose blocking discussions are all resolved.
+    fn healing_cases() -> Vec<(Option<SummaryArtifact>, Verdict)> {
+        vec![
+            (None, Verdict::Missing),
+            (
+                Some(summary_with(
+                    SummaryState::Verified,
+                    HEAD,
+                    Some(NOW),
+                    None,
+                    None,
+                )),
+                Verdict::VerifiedNoTarget,
+            ),
+            (
+                Some(summary_with(
+                    SummaryState::Verified,
+                    HEAD,
+                    Some(NOW),
+                    Some("release"),
+                    None,
+                )),
+                Verdict::VerifiedOtherTarget,
+            ),
+            (
+                Some(summary_with(
+                    SummaryState::Verified,
+                    HEAD,
+                    Some(NOW),
+                    Some("main"),
+                    gate(Decision::Review, "before"),
+                )),
+                Verdict::ReviewResolved,
+            ),
+            (
+                Some(summary(SummaryState::Verified, OLD, Some(NOW))),
+                Verdict::VerifiedOlderHead,
+            ),
+            (
+                Some(summary(
+                    SummaryState::Reconciling,
+                    HEAD,
+                    Some("2026-11-30T11:29:59.999Z"),
+                )),
+                Verdict::ReconcilingStuck,
+            ),
+            (
+                Some(summary(
+                    SummaryState::Reconciling,
+                    OLD,
+                    Some("2026-11-29T12:00:00+02:00"),
+                )),
+                Verdict::ReconcilingStuck,
+            ),
+            (
+                Some(summary(SummaryState::Reconciling, HEAD, None)),
+                Verdict::ReconcilingStuck,
+            ),
+            (
+                Some(summary(SummaryState::Reconciling, HEAD, Some("garbage"))),
+                Verdict::ReconcilingStuck,
+            ),
+        ]
+    }
+
+    #[test]
+    fn healing_verdicts_first_ask_for_the_single_mr() {
+        for (s, verdict) in healing_cases() {
+            let c = classify(&mr(HeadPipeline::NotRead), s.as_ref(), now(), &settings());
+            assert_eq!(
+                (c.verdict, c.action),
+                (verdict, Action::InspectMergeRequest),
+                "{s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn healing_verdicts_create_a_pipeline_unless_one_is_active() {
+        for (s, verdict) in healing_cases() {
+            for status in ACTIVE_PIPELINE_STATUSES {
+                let c = classify(
+                    &mr(HeadPipeline::Status(status.into())),
+                    s.as_ref(),
+                    now(),
+                    &settings(),
+                );
+                assert_eq!(
+                    (c.verdict, c.action),
+                    (Verdict::PipelineActive, Action::None),
+                    "{status}"
+                );
+                assert!(c.detail.contains(status), "{}", c.detail);
+            }
+            for status in [
+                "success",
+                "failed",
+                "canceled",
+                "skipped",
+                "manual",
+                "scheduled",
+            ] {
+                let c = classify(
+                    &mr(HeadPipeline::Status(status.into())),
+                    s.as_ref(),
+                    now(),
+                    &settings(),
+                );
+                assert_eq!(
+                    (c.verdict, c.action),
+                    (verdict, Action::CreatePipeline),
+                    "{status}"
+                );
+            }
+            let c = classify(&mr(HeadPipeline::None), s.as_ref(), now(), &settings());
+            assert_eq!((c.verdict, c.action), (verdict, Action::CreatePipeline));
+            assert!(c.detail.ends_with("no head pipeline"), "{}", c.detail);
+        }
+    }
+
+    #[test]
+    fn reconciling_is_stuck_only_when_strictly_older_than_stuck_after() {
+        let at = |ts: &str| summary(SummaryState::Reconciling, HEAD, Some(ts));
+        let c =
+            |s: &SummaryArtifact| classify(&mr(HeadPipeline::None), Some(s), now(), &settings());
+        // Exactly 30 minutes: not yet stuck.
+        let exact = c(&at("2026-11-30T11:30:00Z"));
+        assert_eq!(
+            (exact.verdict, exact.action),
+            (Verdict::ReconcilingRecent, Action::None)
+        );
+        assert_eq!(
+            exact.detail,
+            "reconciling 22222222 for 30m (stuck after 30m)"
+        );
+        let older = c(&at("2026-11-30T11:29:59Z"));
+        assert_eq!(older.verdict, Verdict::ReconcilingStuck);
+        assert_eq!(
+            older.detail,
+            "reconciling 22222222 for 30m (stuck after 30m); no head pipeline"
+        );
+        // A timestamp in the future (clock skew) is recent.
+        let future = c(&at("2026-11-30T13:00:00Z"));
+        assert_eq!(future.verdict, Verdict::ReconcilingRecent);
+        assert!(future.detail.contains("for 0s"), "{}", future.detail);
+        // Recent needs no MR read, whatever the head.
+        let recent_old_head = classify(
+            &mr(HeadPipeline::NotRead),
+            Some(&summary(
+                SummaryState::Reconciling,
+                OLD,
+                Some("2026-11-30T11:59:00Z"),
+            )),
+            now(),
+            &settings(),
+        );
+        assert_eq!(
+            (recent_old_head.verdict, recent_old_head.action),
+            (Verdict::ReconcilingRecent, Action::None)
+        );
+    }
+
+    #[test]
+    fn a_closed_mr_is_left_alone_whatever_its_summary() {
+        let closed = MrFacts {
+            open: false,
+            ..mr(HeadPipeline::None)
+        };
+        for (s, _) in healing_cases() {
+            let c = classify(&closed, s.as_ref(), now(), &settings());
+            assert_eq!((c.verdict, c.action), (Verdict::NotOpen, Action::None));
+        }
+    }
+
+    #[test]
+    fn the_second_classification_never_asks_to_inspect_again() {
+        let summaries: Vec<Option<SummaryArtifact>> = healing_cases()
+            .into_iter()
+            .map(|(s, _)| s)
+            .chain([
+                Some(summary(SummaryState::Verified, HEAD, None)),
+                Some(summary(
+                    SummaryState::Reconciling,
+                    HEAD,
+                    Some("2026-11-30T11:59:00Z"),
+                )),
+            ])
+            .collect();
+        for s in &summaries {
+            for p in [
+                HeadPipeline::None,
+                HeadPipeline::Status("running".into()),
+                HeadPipeline::Status("failed".into()),
+            ] {
+                for open in [true, false] {
+                    let facts = MrFacts {
+                        open,
+                        ..mr(p.clone())
+                    };
+                    let c = classify(&facts, s.as_ref(), now(), &settings());
+                    assert_ne!(c.action, Action::InspectMergeRequest);
+                    assert_eq!(
+                        c.action == Action::CreatePipeline,
+                        open && c.verdict.needs_healing()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_summary_for_another_target_branch_is_not_verified() {
+        let s = summary_with(
+            SummaryState::Verified,
+            HEAD,
+            Some(NOW),
+            Some("no-policies"),
+            gate(Decision::Approve, "now"),
+        );
+        let c = classify(&mr(HeadPipeline::None), Some(&s), now(), &settings());
+        assert_eq!(
+            (c.verdict, c.action),
+            (Verdict::VerifiedOtherTarget, Action::CreatePipeline)
+        );
+        assert_eq!(
+            c.detail,
+            "verified for head 22222222 against \"no-policies\", but the MR now targets \"main\"; no head pipeline"
+        );
+        // Names are quoted: no branch name can break the report line.
+        let hostile = summary_with(
+            SummaryState::Verified,
+            HEAD,
+            Some(NOW),
+            Some("a\"; verified for head x\n!1 verified: none"),
+            None,
+        );
+        let c = classify(&mr(HeadPipeline::None), Some(&hostile), now(), &settings());
+        assert_eq!(c.verdict, Verdict::VerifiedOtherTarget);
+        assert!(!c.detail.contains('\n'), "{}", c.detail);
+        // The recorded target is compared only when the forge reports the current one.
+        let unknown = MrFacts {
+            target_branch: None,
+            ..mr(HeadPipeline::None)
+        };
+        let c = classify(&unknown, Some(&s), now(), &settings());
+        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+    }
+
+    #[test]
+    fn a_summary_without_a_target_is_healed_whatever_the_mr_reports() {
+        let s = summary_with(SummaryState::Verified, HEAD, Some(NOW), None, None);
+        for target_branch in [Some("main".to_owned()), None] {
+            let facts = MrFacts {
+                target_branch,
+                ..mr(HeadPipeline::Status("success".into()))
+            };
+            let c = classify(&facts, Some(&s), now(), &settings());
+            assert_eq!(
+                (c.verdict, c.action),
+                (Verdict::VerifiedNoTarget, Action::CreatePipeline)
+            );
+            assert!(
+                c.detail.contains("no target branch recorded"),
+                "{}",
+                c.detail
+            );
+        }
+        // A reconciling summary without target is judged by its age as before.
+        let recent = summary_with(SummaryState::Reconciling, HEAD, Some(NOW), None, None);
+        let c = classify(&mr(HeadPipeline::None), Some(&recent), now(), &settings());
+        assert_eq!(c.verdict, Verdict::ReconcilingRecent);
+    }
+
+    #[test]
+    fn a_review_summary_is_healed_only_when_resolutions_changed_and_gitlab_says_resolved() {
+        let review = |tag: &str| {
+            summary_with(
+                SummaryState::Verified,
+                HEAD,
+                Some(NOW),
+                Some("main"),
+                gate(Decision::Review, tag),
+            )
+        };
+        let facts = |blocking: Option<bool>| MrFacts {
+            blocking_discussions_resolved: blocking,
+            ..mr(HeadPipeline::None)
+        };
+        // Changed resolutions, all blocking discussions resolved: heal.
+        let c = classify(
+            &facts(Some(true)),
+            Some(&review("before")),
+            now(),
+            &settings(),
+        );
+        assert_eq!(
+            (c.verdict, c.action),
+            (Verdict::ReviewResolved, Action::CreatePipeline)
+        );
+        // The same resolutions as the summary was computed from: the run already judged them
+        // (a resolution that does not count as assent), so no pipeline, however often asked.
+        let c = classify(&facts(Some(true)), Some(&review("now")), now(), &settings());
+        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        assert!(c.detail.contains("no resolution changed"), "{}", c.detail);
+        // GitLab does not say every blocking discussion is resolved: nothing to refresh.
+        for blocking in [Some(false), None] {
+            let c = classify(
+                &facts(blocking),
+                Some(&review("before")),
+                now(),
+                &settings(),
+            );
+            assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        }
+        // Other decisions, and summaries without (or with a broken) gate line, are never
+        // refreshed.
+        for gate_line in [
+            gate(Decision::Approve, "before"),
+            gate(Decision::Block, "before"),
+            None,
+        ] {
+            let s = summary_with(
+                SummaryState::Verified,
+                HEAD,
+                Some(NOW),
+                Some("main"),
+                gate_line,
+            );
+            let c = classify(&facts(Some(true)), Some(&s), now(), &settings());
+            assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        }
+        let mut broken = review("before");
+        broken.body = broken.body.replace("REVIEW\"", "MAYBE\"");
+        let c = classify(&facts(Some(true)), Some(&broken), now(), &settings());
+        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        assert!(c.detail.contains("malformed gate line"), "{}", c.detail);
+        // A gate line that is not the last line is not the summary's gate line.
+        let mut buried = review("before");
+        buried.body.push_str("\nmore text");
+        let c = classify(&facts(Some(true)), Some(&buried), now(), &settings());
+        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        // An older head is healed as such, whatever the gate line says.
+        let mut older = review("before");
+        older.head = OLD.into();
+        let c = classify(&facts(Some(true)), Some(&older), now(), &settings());
+        assert_eq!(c.verdict, Verdict::VerifiedOlderHead);
+    }
+
+    #[test]
+    fn verdict_names_are_stable() {
+        let all = [
+            Verdict::Verified,
+            Verdict::VerifiedOlderHead,
+            Verdict::VerifiedNoTarget,
+            Verdict::VerifiedOtherTarget,
+            Verdict::ReviewResolved,
+            Verdict::ReconcilingStuck,
+            Verdict::ReconcilingRecent,
+            Verdict::Missing,
+            Verdict::PipelineActive,
+            Verdict::NotOpen,
+        ];
+        let names: Vec<&str> = all.iter().map(|v| v.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "verified",
+                "verified-older-head",
+                "verified-no-target",
+                "verified-other-target",
+                "review-resolved",
+                "reconciling-stuck",
+                "reconciling-recent",
+                "missing",
+                "pipeline-active",
+                "not-open"
+            ]
+        );
+        let healing: Vec<Verdict> = all.into_iter().filter(|v| v.needs_healing()).collect();
+        assert_eq!(
+            healing,
+            [
+                Verdict::VerifiedOlderHead,
+                Verdict::VerifiedNoTarget,
+                Verdict::VerifiedOtherTarget,
+                Verdict::ReviewResolved,
+                Verdict::ReconcilingStuck,
+                Verdict::Missing
+            ]
+        );
+    }
+
+    #[test]
+    fn ages_and_shas_are_short() {
+        assert_eq!(format_age(-5_000), "0s");
+        assert_eq!(format_age(45_999), "45s");
+        assert_eq!(format_age(12 * 60_000 + 5_000), "12m");
+        assert_eq!(format_age(3 * 3_600_000), "3h");
+        assert_eq!(format_age(3 * 3_600_000 + 5 * 60_000), "3h5m");
+        assert_eq!(format_age(2 * 86_400_000 + 60_000), "2d");
+        assert_eq!(format_age(2 * 86_400_000 + 4 * 3_600_000), "2d4h");
+        assert_eq!(short(HEAD), "22222222");
+        assert_eq!(short("abc"), "abc");
+    }
+}

@@ -1,0 +1,58 @@
+//! Builders shared by the core's unit tests: a finding and its thread, keyed by rule alone.
+
+use std::collections::BTreeMap;
+
+use crate::assent::AssentFacts;
+use crate::inventory::ThreadArtifact;
+use crate::model::{Effect, Finding, Occurrence, Slot, UserRef};
+
+/// The bot's user id in core tests.
+pub(crate) const BOT: u64 = 1;
+/// The MR author's user id in core tests.
+pub(crate) const AUTHOR: u64 = 3;
+/// A reviewer (neither bot nor author): the default resolver of [`thread`].
+pub(crate) const REVIEWER: u64 = 7;
+
+/// Rule `rule` on subject `"s"`.
+fn slot(rule: &str) -> Slot {
+    Slot {
+        rule: rule.into(),
+        subject: "s".into(),
+    }
+}
+
+/// A finding of `rule` whose occurrence is the rule's own name (one occurrence per rule).
+pub(crate) fn finding(rule: &str, effect: Effect) -> Finding {
+    Finding {
+        slot: slot(rule),
+        effect,
+        occurrence: Occurrence::digest(rule.as_bytes()),
+        message: String::new(),
+    }
+}
+
+/// A thread assent posted for [`finding`]`(rule, _)`, with forge id `id`.
+pub(crate) fn thread(id: u64, rule: &str, resolved: bool) -> ThreadArtifact {
+    ThreadArtifact {
+        forge_id: id,
+        discussion_id: String::new(),
+        slot: slot(rule),
+        occurrence: Occurrence::digest(rule.as_bytes()),
+        resolved,
+        resolved_by_bot: false,
+        resolved_by: resolved.then(|| UserRef {
+            id: REVIEWER,
+            username: "reviewer".into(),
+        }),
+        bot_replies: Vec::new(),
+    }
+}
+
+/// The people of core tests: bot [`BOT`], author [`AUTHOR`], no roles read.
+pub(crate) fn facts() -> AssentFacts {
+    AssentFacts {
+        bot_id: BOT,
+        author_id: Some(AUTHOR),
+        roles: BTreeMap::new(),
+    }
+}

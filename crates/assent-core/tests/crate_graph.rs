@@ -1,0 +1,142 @@
+//! The core's purity, enforced by its dependency list: the crate graph is the architecture
+//! (docs/architecture.md), so a core that could reach the network, the terminal, the file
+//! system's temporary files or a random source would be a layering break even before any
+//! code used it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// What the core may depend on directly: parsing, hashing, CEL, globbing, errors. Adding a
+/// crate here is an architecture decision; say why in the commit.
+const ALLOWED_DIRECT: &[&str] = &[
+    "cel",
+    "chrono",
+    "globset",
+    "hex",
+    "serde",
+    "serde_json",
+    "serde_yaml",
+    "sha2",
+    "thiserror",
+    "toml",
+    "unsafe-libyaml",
+];
+
+/// Crates that do I/O or bring a clock or randomness to the caller, which must not appear
+/// anywhere below the core, however indirectly.
+const FORBIDDEN_ANYWHERE: &[&str] = &[
+    "anyhow",
+    "clap",
+    "fastrand",
+    "gitlab",
+    "hyper",
+    "mio",
+    "native-tls",
+    "openssl",
+    "rand",
+    "reqwest",
+    "rustls",
+    "socket2",
+    "tempfile",
+    "tokio",
+    "ureq",
+    "assent-forge",
+    "assent-gitlab",
+    "assent",
+];
+
+fn read_toml(path: &Path) -> toml::Table {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn direct_dependencies() -> BTreeSet<String> {
+    let manifest = read_toml(&Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+    let mut names = BTreeSet::new();
+    for section in ["dependencies", "build-dependencies"] {
+        if let Some(table) = manifest.get(section).and_then(|t| t.as_table()) {
+            names.extend(table.keys().cloned());
+        }
+    }
+    if let Some(targets) = manifest.get("target").and_then(|t| t.as_table()) {
+        for platform in targets.values() {
+            if let Some(table) = platform.get("dependencies").and_then(|t| t.as_table()) {
+                names.extend(table.keys().cloned());
+            }
+        }
+    }
+    names
+}
+
+/// Every package the core's normal dependencies pull in, per the workspace's `Cargo.lock`
+/// (all platforms: a dependency on one platform is a dependency).
+fn transitive_dependencies(direct: &BTreeSet<String>) -> BTreeSet<String> {
+    let lock = read_toml(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock"));
+    let mut graph: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for package in lock["package"].as_array().expect("[[package]] entries") {
+        let name = package["name"].as_str().expect("name").to_owned();
+        let deps = package
+            .get("dependencies")
+            .and_then(|d| d.as_array())
+            .map(|deps| {
+                deps.iter()
+                    .filter_map(|d| d.as_str())
+                    .map(|d| d.split(' ').next().unwrap_or(d).to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        graph.entry(name).or_default().extend(deps);
+    }
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<String> = direct.iter().cloned().collect();
+    while let Some(name) = stack.pop() {
+        if seen.insert(name.clone()) {
+            stack.extend(graph.get(&name).cloned().unwrap_or_default());
+        }
+    }
+    seen
+}
+
+#[test]
+fn the_core_depends_only_on_the_allowed_crates() {
+    let direct = direct_dependencies();
+    let unexpected: Vec<&String> = direct
+        .iter()
+        .filter(|d| !ALLOWED_DIRECT.contains(&d.as_str()))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "assent-core depends on {unexpected:?}: the core is pure (no I/O, clock or randomness); \
+         put code that needs them in assent-forge, assent-gitlab or the application"
+    );
+    assert!(
+        direct.contains("serde_json"),
+        "the manifest was read: {direct:?}"
+    );
+}
+
+#[test]
+fn nothing_below_the_core_does_io() {
+    let all = transitive_dependencies(&direct_dependencies());
+    assert!(
+        all.contains("unsafe-libyaml") && all.len() > 20,
+        "the lock was read: {all:?}"
+    );
+    let found: Vec<&&str> = FORBIDDEN_ANYWHERE
+        .iter()
+        .filter(|f| all.contains(**f))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "assent-core pulls in {found:?} through its dependencies"
+    );
+}
+
+/// The check itself can fail: the application's closure holds the HTTP crate.
+#[test]
+fn the_check_sees_what_the_application_pulls_in() {
+    let app: BTreeSet<String> = ["assent-gitlab".to_owned()].into();
+    let all = transitive_dependencies(&app);
+    assert!(all.contains("ureq"), "{all:?}");
+}

@@ -1,0 +1,254 @@
+//! The ports through which assent talks to a forge, and the in-memory adapter.
+//!
+//! [`Forge`] reads and writes review artifacts of one merge request; [`Repository`] reads the
+//! content a run judges. The planner and executor never know which adapter they talk to:
+//! [`memory::InMemoryForge`] (replay, tests) or the `assent-gitlab` crate (HTTP).
+//!
+//! Invariants: this crate names only `assent-core`; nothing here does I/O. A [`ForgeError`]
+//! never carries the token.
+
+#![warn(missing_docs)]
+
+pub mod faults;
+pub mod memory;
+
+use assent_core::model::{ListedDiscussion, MergeRequestInfo, Role};
+
+/// Why a forge request failed. Texts never contain the token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ForgeError {
+    /// The forge answered with an error status (after retries, for reads).
+    #[error("{method} {route}: HTTP {status}: {message}")]
+    Status {
+        /// HTTP method.
+        method: String,
+        /// Route without host, query secrets or token.
+        route: String,
+        /// HTTP status code.
+        status: u16,
+        /// The forge's message, or a short description.
+        message: String,
+    },
+    /// The request did not get an answer (connection, TLS, timeout), after retries for reads.
+    #[error("{method} {route}: {message}")]
+    Transport {
+        /// HTTP method.
+        method: String,
+        /// Route without host or token.
+        route: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A write whose outcome is unknown (sent, but no usable answer): the next listing decides.
+    #[error("{method} {route}: outcome unknown: {message}")]
+    AmbiguousWrite {
+        /// HTTP method.
+        method: String,
+        /// Route without host or token.
+        route: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A listing that could not be proven complete.
+    #[error("incomplete listing of {what}: {reason}")]
+    IncompleteListing {
+        /// What was being listed.
+        what: String,
+        /// Why it is not provably complete.
+        reason: String,
+    },
+    /// The answer could not be understood.
+    #[error("{method} {route}: unexpected response: {message}")]
+    Decode {
+        /// HTTP method.
+        method: String,
+        /// Route without host or token.
+        route: String,
+        /// What did not parse.
+        message: String,
+    },
+    /// A fault injected by a test or fixture (a simulated crash).
+    #[error("injected fault: {0}")]
+    Injected(String),
+}
+
+/// What a [`ForgeError`] means for the caller, decided here from the status once, so that
+/// the application reasons about kinds and never about HTTP status codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForgeErrorKind {
+    /// The forge says the thing asked for does not exist (404).
+    NotFound,
+    /// The forge refused this request (another 4xx, a refused redirect): retrying it as is
+    /// will not help, and nothing was written.
+    Refused,
+    /// The forge could not answer (transport failure, 429, 5xx, after the read retries): a
+    /// failure of the forge, not of this request.
+    Unavailable,
+    /// A write whose outcome is unknown: the next listing decides.
+    Ambiguous,
+    /// A listing that could not be proven complete.
+    Incomplete,
+    /// An answer that could not be understood.
+    Decode,
+    /// A fault injected by a test or fixture.
+    Injected,
+}
+
+impl ForgeError {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ForgeErrorKind {
+        match self {
+            ForgeError::Status { status: 404, .. } => ForgeErrorKind::NotFound,
+            ForgeError::Status { status, .. } if *status == 429 || *status >= 500 => {
+                ForgeErrorKind::Unavailable
+            }
+            ForgeError::Status { .. } => ForgeErrorKind::Refused,
+            ForgeError::Transport { .. } => ForgeErrorKind::Unavailable,
+            ForgeError::AmbiguousWrite { .. } => ForgeErrorKind::Ambiguous,
+            ForgeError::IncompleteListing { .. } => ForgeErrorKind::Incomplete,
+            ForgeError::Decode { .. } => ForgeErrorKind::Decode,
+            ForgeError::Injected(_) => ForgeErrorKind::Injected,
+        }
+    }
+
+    /// True when a write may have taken effect even though it reported failure.
+    pub fn is_ambiguous_write(&self) -> bool {
+        matches!(self, ForgeError::AmbiguousWrite { .. })
+    }
+
+    /// The HTTP status of a definite refusal, `None` for every other failure.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ForgeError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// A thread just created: its discussion id and first note id (its forge id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedThread {
+    /// The discussion id (40 hex on GitLab).
+    pub discussion_id: String,
+    /// The first note's integer id.
+    pub note_id: u64,
+}
+
+/// Requests made through one adapter so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RequestCounts {
+    /// GET requests (each page counts once).
+    pub reads: u64,
+    /// POST/PUT requests, whatever their outcome.
+    pub writes: u64,
+}
+
+/// Review-artifact access to one merge request.
+///
+/// Implementations count their requests; writes are never retried by the adapter.
+pub trait Forge: Send + Sync {
+    /// The user id behind the token (`GET /user`). Only this author's notes are artifacts.
+    fn bot_user_id(&self) -> Result<u64, ForgeError>;
+    /// The merge request's state, head and diff refs.
+    fn merge_request(&self) -> Result<MergeRequestInfo, ForgeError>;
+    /// Every discussion of the merge request, all pages, notes oldest first; an error when
+    /// the listing cannot be proven complete.
+    fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError>;
+    /// Creates a resolvable thread whose first note has `body`.
+    fn create_thread(&self, body: &str) -> Result<CreatedThread, ForgeError>;
+    /// Replies in a thread; returns the new note id.
+    fn reply_to_thread(&self, discussion_id: &str, body: &str) -> Result<u64, ForgeError>;
+    /// Marks a thread resolved.
+    fn resolve_thread(&self, discussion_id: &str) -> Result<(), ForgeError>;
+    /// Creates a plain (non-resolvable) note; returns its id.
+    fn create_note(&self, body: &str) -> Result<u64, ForgeError>;
+    /// Replaces a note's body.
+    fn edit_note(&self, note_id: u64, body: &str) -> Result<(), ForgeError>;
+    /// The project role of `user_id` (`GET /projects/:id/members/all/:user_id`, inherited
+    /// membership included); `None` when the user is not a member. Read only for rules
+    /// that narrow who may assent by role.
+    fn project_role(&self, user_id: u64) -> Result<Option<Role>, ForgeError>;
+    /// Whether the bot (the token's user) approves the merge request right now
+    /// (`GET …/approvals`, the bot's id among `approved_by[].user.id`).
+    fn bot_approves(&self) -> Result<bool, ForgeError>;
+    /// Approves the merge request as the bot, pinned to `sha`: the forge refuses with 409 when
+    /// the head is no longer `sha`, and with 401 when the bot approves already.
+    fn approve(&self, sha: &str) -> Result<(), ForgeError>;
+    /// Withdraws the bot's approval; the forge answers 404 when the bot does not approve.
+    fn unapprove(&self) -> Result<(), ForgeError>;
+    /// Requests made so far.
+    fn request_counts(&self) -> RequestCounts;
+}
+
+/// One file the merge request changes, as the forge's diff listing reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangedFile {
+    /// Path at the base SHA.
+    pub old_path: String,
+    /// Path at the source SHA.
+    pub new_path: String,
+    /// Created by the MR.
+    pub new_file: bool,
+    /// Deleted by the MR.
+    pub deleted_file: bool,
+    /// Renamed by the MR.
+    pub renamed_file: bool,
+    /// The forge withheld this file's diff (too large or collapsed): the change set is
+    /// incomplete for this file.
+    pub withheld: bool,
+}
+
+/// Read access to repository content at pinned SHAs (no checkout).
+pub trait Repository: Send + Sync {
+    /// Every file the merge request changes, all pages; an error when the listing cannot be
+    /// proven complete.
+    fn changed_files(&self) -> Result<Vec<ChangedFile>, ForgeError>;
+    /// Paths of the blobs under `dir` (recursive) at `sha`; empty when `dir` does not exist.
+    fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError>;
+    /// The bytes of `path` at `sha`; `None` when it does not exist there (404).
+    fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError>;
+    /// The tip SHA of `branch` (used when the target SHA is not pinned by CI).
+    fn branch_head(&self, branch: &str) -> Result<String, ForgeError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(status: u16) -> ForgeError {
+        ForgeError::Status {
+            method: "GET".into(),
+            route: "r".into(),
+            status,
+            message: "m".into(),
+        }
+    }
+
+    #[test]
+    fn every_status_has_one_kind() {
+        assert_eq!(status(404).kind(), ForgeErrorKind::NotFound);
+        for refused in [301, 400, 401, 403, 409, 422] {
+            assert_eq!(status(refused).kind(), ForgeErrorKind::Refused, "{refused}");
+        }
+        for unavailable in [429, 500, 502, 503, 504] {
+            assert_eq!(
+                status(unavailable).kind(),
+                ForgeErrorKind::Unavailable,
+                "{unavailable}"
+            );
+        }
+        let transport = ForgeError::Transport {
+            method: "GET".into(),
+            route: "r".into(),
+            message: "reset".into(),
+        };
+        assert_eq!(transport.kind(), ForgeErrorKind::Unavailable);
+        let ambiguous = ForgeError::AmbiguousWrite {
+            method: "POST".into(),
+            route: "r".into(),
+            message: "lost".into(),
+        };
+        assert_eq!(ambiguous.kind(), ForgeErrorKind::Ambiguous);
+        assert!(ambiguous.is_ambiguous_write());
+    }
+}

@@ -1,0 +1,730 @@
+//! The in-memory forge: a stateful stand-in for one GitLab merge request.
+//!
+//! It behaves like GitLab where assent can tell: 40-hex discussion ids, increasing integer
+//! note ids (a new note gets one more than the highest id ever seen, so seeded ids keep
+//! their order), plain notes are never resolvable, listings are paged (each page counts as a
+//! read) and can be served in any order. Human actions (post, reply, resolve, clone a bot
+//! thread, corrupt a marker) let tests and fixtures play the other people on the MR.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+use crate::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
+use assent_core::model::{
+    ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState, Role, UserRef,
+};
+
+/// The user id human actions act as unless told otherwise.
+pub const HUMAN_USER_ID: u64 = 2;
+
+/// The user who opened the in-memory merge request: their resolutions never count as assent.
+pub const MR_AUTHOR_USER_ID: u64 = 3;
+
+/// How the in-memory forge names user `id`: GitLab-like usernames derived from the id.
+pub fn user_ref(id: u64) -> UserRef {
+    UserRef {
+        id,
+        username: format!("user{id}"),
+    }
+}
+
+/// The order in which listings return discussions.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ListingOrder {
+    /// Oldest first, as GitLab does.
+    #[default]
+    Ascending,
+    /// Newest first.
+    Descending,
+    /// These first-note ids first, in this order; the rest ascending after them.
+    Explicit(Vec<u64>),
+}
+
+#[derive(Debug, Clone)]
+struct Discussion {
+    id: String,
+    individual_note: bool,
+    notes: Vec<ListedNote>,
+}
+
+#[derive(Debug)]
+struct State {
+    bot_user_id: u64,
+    mr: MergeRequestInfo,
+    discussions: Vec<Discussion>,
+    highest_note_id: u64,
+    discussion_seq: u64,
+    page_size: usize,
+    order: ListingOrder,
+    counts: RequestCounts,
+    files: Vec<((String, String), Vec<u8>)>,
+    changed: Vec<ChangedFile>,
+    clock: u64,
+    roles: BTreeMap<u64, Role>,
+    /// Users who approve the MR right now.
+    approved_by: BTreeSet<u64>,
+    /// GitLab's "remove all approvals when commits are added" (on by default).
+    reset_approvals_on_push: bool,
+}
+
+/// A stateful in-memory merge request. All methods take `&self`; state sits behind a mutex.
+#[derive(Debug)]
+pub struct InMemoryForge {
+    state: Mutex<State>,
+}
+
+/// Why a human action could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HumanActionError {
+    /// No note with that id.
+    #[error("no note {0}")]
+    NoSuchNote(u64),
+    /// The note's discussion cannot be resolved.
+    #[error("note {0} is not in a resolvable thread")]
+    NotResolvable(u64),
+    /// The note id is taken.
+    #[error("note id {0} is already used")]
+    DuplicateId(u64),
+}
+
+impl InMemoryForge {
+    /// An open merge request at `head_sha` with no discussions, seen by bot user `bot_user_id`.
+    pub fn new(bot_user_id: u64, head_sha: &str) -> Self {
+        InMemoryForge {
+            state: Mutex::new(State {
+                bot_user_id,
+                mr: MergeRequestInfo {
+                    state: MergeRequestState::Opened,
+                    head_sha: head_sha.to_owned(),
+                    base_sha: None,
+                    target_branch: "main".to_owned(),
+                    head_pipeline_status: None,
+                    web_url: None,
+                    title: String::new(),
+                    source_branch: String::new(),
+                    author: user_ref(MR_AUTHOR_USER_ID).username,
+                    author_id: Some(MR_AUTHOR_USER_ID),
+                    labels: Vec::new(),
+                },
+                discussions: Vec::new(),
+                highest_note_id: 0,
+                discussion_seq: 0,
+                page_size: 100,
+                order: ListingOrder::Ascending,
+                counts: RequestCounts::default(),
+                files: Vec::new(),
+                changed: Vec::new(),
+                clock: 0,
+                roles: BTreeMap::new(),
+                approved_by: BTreeSet::new(),
+                reset_approvals_on_push: true,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves consistent data (each mutation is a single
+        // push or assignment), so poisoning is ignored.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Discussions per listing page (each page counts as one read).
+    pub fn set_page_size(&self, page_size: usize) {
+        self.lock().page_size = page_size.max(1);
+    }
+
+    /// The order listings return discussions in.
+    pub fn set_listing_order(&self, order: ListingOrder) {
+        self.lock().order = order;
+    }
+
+    /// Moves the MR's head (a new push). A push that moves the head removes every approval
+    /// unless [`InMemoryForge::set_reset_approvals_on_push`] turned that off, as on GitLab.
+    pub fn set_head(&self, head_sha: &str) {
+        let mut state = self.lock();
+        if state.mr.head_sha != head_sha && state.reset_approvals_on_push {
+            state.approved_by.clear();
+        }
+        state.mr.head_sha = head_sha.to_owned();
+    }
+
+    /// GitLab's project setting "remove all approvals when commits are added" (default on).
+    pub fn set_reset_approvals_on_push(&self, reset: bool) {
+        self.lock().reset_approvals_on_push = reset;
+    }
+
+    /// Gives (or withdraws) user `by`'s approval, as a person clicking the button would.
+    pub fn set_approved_by(&self, by: u64, approved: bool) {
+        let mut state = self.lock();
+        if approved {
+            state.approved_by.insert(by);
+        } else {
+            state.approved_by.remove(&by);
+        }
+    }
+
+    /// The users who approve the MR right now (uncounted): for assertions.
+    pub fn approvals(&self) -> Vec<u64> {
+        self.lock().approved_by.iter().copied().collect()
+    }
+
+    /// Opens, closes or merges the MR.
+    pub fn set_mr_state(&self, state: MergeRequestState) {
+        self.lock().mr.state = state;
+    }
+
+    /// Replaces what `merge_request` reports (head, state, refs).
+    pub fn set_merge_request(&self, info: MergeRequestInfo) {
+        self.lock().mr = info;
+    }
+
+    /// Stores file content for the [`Repository`] port.
+    pub fn put_file(&self, sha: &str, path: &str, bytes: Vec<u8>) {
+        let mut state = self.lock();
+        state.files.retain(|((s, p), _)| !(s == sha && p == path));
+        state.files.push(((sha.to_owned(), path.to_owned()), bytes));
+    }
+
+    /// Sets the MR's changed files for the [`Repository`] port.
+    pub fn set_changed_files(&self, files: Vec<ChangedFile>) {
+        self.lock().changed = files;
+    }
+
+    /// Posts a thread (resolvable) or a plain note as `author_id`, with an explicit note id
+    /// or the next free one. Returns the note id.
+    pub fn post(
+        &self,
+        author_id: u64,
+        body: &str,
+        resolvable: bool,
+        note_id: Option<u64>,
+    ) -> Result<u64, HumanActionError> {
+        let mut state = self.lock();
+        if let Some(id) = note_id
+            && state.find(id).is_some()
+        {
+            return Err(HumanActionError::DuplicateId(id));
+        }
+        Ok(state.add_discussion(author_id, body, resolvable, note_id))
+    }
+
+    /// Marks a note as written by the forge itself (a `system` note).
+    pub fn mark_system(&self, note_id: u64) -> Result<(), HumanActionError> {
+        let mut state = self.lock();
+        let (d, n) = state
+            .find(note_id)
+            .ok_or(HumanActionError::NoSuchNote(note_id))?;
+        state.discussions[d].notes[n].system = true;
+        Ok(())
+    }
+
+    /// Replies in the thread containing `note_id`; a plain note becomes a thread, as on
+    /// GitLab.
+    pub fn reply_as(
+        &self,
+        note_id: u64,
+        author_id: u64,
+        body: &str,
+    ) -> Result<u64, HumanActionError> {
+        let mut state = self.lock();
+        let (d, _) = state
+            .find(note_id)
+            .ok_or(HumanActionError::NoSuchNote(note_id))?;
+        if !state.discussions[d].notes[0].resolvable {
+            // As on GitLab: a reply turns a plain note into a resolvable (unresolved) thread.
+            let discussion = &mut state.discussions[d];
+            discussion.individual_note = false;
+            discussion.notes[0].resolvable = true;
+            discussion.notes[0].resolved = false;
+        }
+        Ok(state.add_reply(d, author_id, body))
+    }
+
+    /// Resolves or re-opens the thread containing `note_id` as a person (user
+    /// [`HUMAN_USER_ID`]) clicking the button.
+    pub fn set_resolved(&self, note_id: u64, resolved: bool) -> Result<(), HumanActionError> {
+        self.set_resolved_by(note_id, resolved, HUMAN_USER_ID)
+    }
+
+    /// Gives user `user_id` the project role `role` (everyone else is not a member).
+    pub fn set_role(&self, user_id: u64, role: Role) {
+        self.lock().roles.insert(user_id, role);
+    }
+
+    /// Resolves or re-opens the thread containing `note_id` as user `by`.
+    pub fn set_resolved_by(
+        &self,
+        note_id: u64,
+        resolved: bool,
+        by: u64,
+    ) -> Result<(), HumanActionError> {
+        let mut state = self.lock();
+        let (d, _) = state
+            .find(note_id)
+            .ok_or(HumanActionError::NoSuchNote(note_id))?;
+        state
+            .resolve(d, resolved, by)
+            .map_err(|_| HumanActionError::NotResolvable(note_id))
+    }
+
+    /// Replaces a note's body (e.g. corrupting a marker).
+    pub fn set_body(&self, note_id: u64, body: &str) -> Result<(), HumanActionError> {
+        let mut state = self.lock();
+        let (d, n) = state
+            .find(note_id)
+            .ok_or(HumanActionError::NoSuchNote(note_id))?;
+        state.replace_body(d, n, body);
+        Ok(())
+    }
+
+    /// Copies the thread whose first note is `note_id` (same author, same first body,
+    /// unresolved): what a racing or buggy publisher leaves behind.
+    pub fn clone_thread(&self, note_id: u64, new_id: Option<u64>) -> Result<u64, HumanActionError> {
+        let mut state = self.lock();
+        let (d, _) = state
+            .find(note_id)
+            .ok_or(HumanActionError::NoSuchNote(note_id))?;
+        let first = state.discussions[d].notes[0].clone();
+        if let Some(id) = new_id
+            && state.find(id).is_some()
+        {
+            return Err(HumanActionError::DuplicateId(id));
+        }
+        Ok(state.add_discussion(first.author_id, &first.body, first.resolvable, new_id))
+    }
+
+    /// Every discussion as a listing would show it (ascending, uncounted): for assertions.
+    pub fn snapshot(&self) -> Vec<ListedDiscussion> {
+        self.lock()
+            .discussions
+            .iter()
+            .map(Discussion::listed)
+            .collect()
+    }
+}
+
+impl State {
+    /// Edits note `n` of discussion `d`, as GitLab does: a new body and a new `updated_at`.
+    fn replace_body(&mut self, d: usize, n: usize, body: &str) {
+        self.clock += 1;
+        let note = &mut self.discussions[d].notes[n];
+        note.body = body.to_owned();
+        note.updated_at = Some(timestamp(self.clock));
+    }
+
+    fn find(&self, note_id: u64) -> Option<(usize, usize)> {
+        self.discussions.iter().enumerate().find_map(|(d, disc)| {
+            disc.notes
+                .iter()
+                .position(|n| n.id == note_id)
+                .map(|n| (d, n))
+        })
+    }
+
+    fn next_note_id(&mut self, explicit: Option<u64>) -> u64 {
+        let id = explicit.unwrap_or(self.highest_note_id + 1);
+        self.highest_note_id = self.highest_note_id.max(id);
+        id
+    }
+
+    fn add_discussion(
+        &mut self,
+        author_id: u64,
+        body: &str,
+        resolvable: bool,
+        note_id: Option<u64>,
+    ) -> u64 {
+        let id = self.next_note_id(note_id);
+        self.discussion_seq += 1;
+        self.clock += 1;
+        let discussion_id =
+            hex::encode(&Sha256::digest(format!("discussion-{}", self.discussion_seq))[..20]);
+        self.discussions.push(Discussion {
+            id: discussion_id,
+            individual_note: !resolvable,
+            notes: vec![ListedNote {
+                id,
+                author_id,
+                system: false,
+                resolvable,
+                resolved: false,
+                resolved_by: None,
+                body: body.to_owned(),
+                updated_at: Some(timestamp(self.clock)),
+            }],
+        });
+        id
+    }
+
+    fn add_reply(&mut self, d: usize, author_id: u64, body: &str) -> u64 {
+        let id = self.next_note_id(None);
+        self.clock += 1;
+        let resolved = self.discussions[d].notes[0].resolved;
+        let resolved_by = self.discussions[d].notes[0].resolved_by.clone();
+        self.discussions[d].notes.push(ListedNote {
+            id,
+            author_id,
+            system: false,
+            resolvable: true,
+            resolved,
+            resolved_by,
+            body: body.to_owned(),
+            updated_at: Some(timestamp(self.clock)),
+        });
+        id
+    }
+
+    fn resolve(&mut self, d: usize, resolved: bool, by: u64) -> Result<(), ()> {
+        let discussion = &mut self.discussions[d];
+        if !discussion.notes[0].resolvable {
+            return Err(());
+        }
+        for note in &mut discussion.notes {
+            note.resolved = resolved;
+            note.resolved_by = resolved.then(|| user_ref(by));
+        }
+        Ok(())
+    }
+
+    fn discussion_index(&self, discussion_id: &str) -> Option<usize> {
+        self.discussions.iter().position(|d| d.id == discussion_id)
+    }
+}
+
+impl Discussion {
+    fn listed(&self) -> ListedDiscussion {
+        ListedDiscussion {
+            id: self.id.clone(),
+            individual_note: self.individual_note,
+            notes: self.notes.clone(),
+        }
+    }
+
+    fn first_id(&self) -> u64 {
+        self.notes[0].id
+    }
+}
+
+/// A fixed, increasing fake clock: the in-memory forge has no wall time.
+fn timestamp(tick: u64) -> String {
+    format!("2026-01-01T00:00:00.{tick:06}Z")
+}
+
+fn not_found(method: &str, route: String) -> ForgeError {
+    ForgeError::Status {
+        method: method.into(),
+        route,
+        status: 404,
+        message: "404 Not Found".into(),
+    }
+}
+
+impl Forge for InMemoryForge {
+    fn bot_user_id(&self) -> Result<u64, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        Ok(state.bot_user_id)
+    }
+
+    fn merge_request(&self) -> Result<MergeRequestInfo, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        Ok(state.mr.clone())
+    }
+
+    fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError> {
+        let mut state = self.lock();
+        let mut listed: Vec<&Discussion> = state.discussions.iter().collect();
+        listed.sort_by_key(|d| d.first_id());
+        match &state.order {
+            ListingOrder::Ascending => {}
+            ListingOrder::Descending => listed.reverse(),
+            ListingOrder::Explicit(first) => {
+                listed.sort_by_key(|d| {
+                    first
+                        .iter()
+                        .position(|id| *id == d.first_id())
+                        .unwrap_or(usize::MAX)
+                });
+            }
+        }
+        let out: Vec<ListedDiscussion> = listed.iter().map(|d| d.listed()).collect();
+        let pages = out.len().div_ceil(state.page_size).max(1) as u64;
+        state.counts.reads += pages;
+        Ok(out)
+    }
+
+    fn create_thread(&self, body: &str) -> Result<CreatedThread, ForgeError> {
+        let mut state = self.lock();
+        state.counts.writes += 1;
+        let bot = state.bot_user_id;
+        let note_id = state.add_discussion(bot, body, true, None);
+        let discussion_id = state
+            .discussions
+            .last()
+            .map(|d| d.id.clone())
+            .unwrap_or_default();
+        Ok(CreatedThread {
+            discussion_id,
+            note_id,
+        })
+    }
+
+    fn reply_to_thread(&self, discussion_id: &str, body: &str) -> Result<u64, ForgeError> {
+        let mut state = self.lock();
+        state.counts.writes += 1;
+        let d = state
+            .discussion_index(discussion_id)
+            .ok_or_else(|| not_found("POST", format!("discussions/{discussion_id}/notes")))?;
+        let bot = state.bot_user_id;
+        Ok(state.add_reply(d, bot, body))
+    }
+
+    fn resolve_thread(&self, discussion_id: &str) -> Result<(), ForgeError> {
+        let mut state = self.lock();
+        state.counts.writes += 1;
+        let route = format!("discussions/{discussion_id}");
+        let d = state
+            .discussion_index(discussion_id)
+            .ok_or_else(|| not_found("PUT", route.clone()))?;
+        let bot = state.bot_user_id;
+        state
+            .resolve(d, true, bot)
+            .map_err(|()| ForgeError::Status {
+                method: "PUT".into(),
+                route,
+                status: 403,
+                message: "403 Forbidden".into(),
+            })
+    }
+
+    fn create_note(&self, body: &str) -> Result<u64, ForgeError> {
+        let mut state = self.lock();
+        state.counts.writes += 1;
+        let bot = state.bot_user_id;
+        Ok(state.add_discussion(bot, body, false, None))
+    }
+
+    fn edit_note(&self, note_id: u64, body: &str) -> Result<(), ForgeError> {
+        let mut state = self.lock();
+        state.counts.writes += 1;
+        let route = format!("notes/{note_id}");
+        let (d, n) = state
+            .find(note_id)
+            .ok_or_else(|| not_found("PUT", route.clone()))?;
+        if state.discussions[d].notes[n].author_id != state.bot_user_id {
+            return Err(ForgeError::Status {
+                method: "PUT".into(),
+                route,
+                status: 403,
+                message: "403 Forbidden".into(),
+            });
+        }
+        state.replace_body(d, n, body);
+        Ok(())
+    }
+
+    fn project_role(&self, user_id: u64) -> Result<Option<Role>, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        Ok(state.roles.get(&user_id).copied())
+    }
+
+    fn bot_approves(&self) -> Result<bool, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        Ok(state.approved_by.contains(&state.bot_user_id))
+    }
+
+    fn approve(&self, sha: &str) -> Result<(), ForgeError> {
+        let mut state = self.lock();
+        state.counts.writes += 1;
+        let refused = |status: u16, message: String| ForgeError::Status {
+            method: "POST".into(),
+            route: "approve".into(),
+            status,
+            message,
+        };
+        if state.mr.head_sha != sha {
+            return Err(refused(
+                409,
+                format!(
+                    "SHA does not match HEAD of source branch: {}",
+                    state.mr.head_sha
+                ),
+            ));
+        }
+        let bot = state.bot_user_id;
+        // GitLab answers 401 to a second approval by the same user and to an MR that is no
+        // longer open.
+        if state.mr.state != MergeRequestState::Opened || !state.approved_by.insert(bot) {
+            return Err(refused(401, "401 Unauthorized".into()));
+        }
+        Ok(())
+    }
+
+    fn unapprove(&self) -> Result<(), ForgeError> {
+        let mut state = self.lock();
+        state.counts.writes += 1;
+        let bot = state.bot_user_id;
+        if !state.approved_by.remove(&bot) {
+            return Err(not_found("POST", "unapprove".into()));
+        }
+        Ok(())
+    }
+
+    fn request_counts(&self) -> RequestCounts {
+        self.lock().counts
+    }
+}
+
+impl Repository for InMemoryForge {
+    fn changed_files(&self) -> Result<Vec<ChangedFile>, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        Ok(state.changed.clone())
+    }
+
+    fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        let prefix = format!("{}/", dir.trim_end_matches('/'));
+        let mut paths: Vec<String> = state
+            .files
+            .iter()
+            .filter(|((s, p), _)| s == sha && p.starts_with(&prefix))
+            .map(|((_, p), _)| p.clone())
+            .collect();
+        paths.sort();
+        Ok(paths)
+    }
+
+    fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        Ok(state
+            .files
+            .iter()
+            .find(|((s, p), _)| s == sha && p == path)
+            .map(|(_, b)| b.clone()))
+    }
+
+    fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        Err(not_found("GET", format!("repository/branches/{branch}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_look_like_gitlab_and_increase() {
+        let forge = InMemoryForge::new(1, "h");
+        let a = forge.create_thread("a").unwrap();
+        let b = forge.create_note("b").unwrap();
+        assert_eq!(a.discussion_id.len(), 40);
+        assert!(a.discussion_id.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert!(b > a.note_id);
+        let seeded = forge.post(2, "human", false, Some(500)).unwrap();
+        assert_eq!(seeded, 500);
+        assert_eq!(forge.create_note("c").unwrap(), 501);
+        assert_eq!(
+            forge.post(2, "dup", false, Some(500)),
+            Err(HumanActionError::DuplicateId(500))
+        );
+    }
+
+    #[test]
+    fn plain_notes_are_not_resolvable() {
+        let forge = InMemoryForge::new(1, "h");
+        let id = forge.create_note("plain").unwrap();
+        let disc = forge.snapshot()[0].id.clone();
+        assert!(matches!(
+            forge.resolve_thread(&disc),
+            Err(ForgeError::Status { status: 403, .. })
+        ));
+        assert_eq!(
+            forge.set_resolved(id, true),
+            Err(HumanActionError::NotResolvable(id))
+        );
+    }
+
+    #[test]
+    fn listing_counts_pages_and_honours_order() {
+        let forge = InMemoryForge::new(1, "h");
+        for _ in 0..5 {
+            forge.create_thread("t").unwrap();
+        }
+        forge.set_page_size(2);
+        let before = forge.request_counts().reads;
+        let ids: Vec<u64> = forge
+            .list_discussions()
+            .unwrap()
+            .iter()
+            .map(|d| d.notes[0].id)
+            .collect();
+        assert_eq!(forge.request_counts().reads - before, 3);
+        assert_eq!(ids, vec![1, 2, 3, 4, 5]);
+        forge.set_listing_order(ListingOrder::Explicit(vec![4, 2]));
+        let ids: Vec<u64> = forge
+            .list_discussions()
+            .unwrap()
+            .iter()
+            .map(|d| d.notes[0].id)
+            .collect();
+        assert_eq!(ids, vec![4, 2, 1, 3, 5]);
+    }
+
+    #[test]
+    fn approvals_answer_like_gitlab_and_a_push_resets_them() {
+        let forge = InMemoryForge::new(1, "h");
+        assert_eq!(forge.bot_approves(), Ok(false));
+        assert_eq!(
+            forge.approve("old").map_err(|e| e.status()),
+            Err(Some(409)),
+            "a sha that is not the head is refused"
+        );
+        assert_eq!(forge.approvals(), Vec::<u64>::new());
+        assert_eq!(forge.unapprove().map_err(|e| e.status()), Err(Some(404)));
+        forge.approve("h").unwrap();
+        assert_eq!(forge.bot_approves(), Ok(true));
+        assert_eq!(
+            forge.approve("h").map_err(|e| e.status()),
+            Err(Some(401)),
+            "approving twice is refused"
+        );
+        forge.set_approved_by(HUMAN_USER_ID, true);
+        forge.set_head("h2");
+        assert_eq!(
+            forge.approvals(),
+            Vec::<u64>::new(),
+            "a push removes approvals"
+        );
+        forge.approve("h2").unwrap();
+        forge.set_reset_approvals_on_push(false);
+        forge.set_head("h3");
+        assert_eq!(forge.bot_approves(), Ok(true), "kept when reset is off");
+        forge.unapprove().unwrap();
+        assert_eq!(forge.bot_approves(), Ok(false));
+        let counts = forge.request_counts();
+        assert_eq!((counts.reads, counts.writes), (4, 6));
+    }
+
+    #[test]
+    fn only_the_author_may_edit() {
+        let forge = InMemoryForge::new(1, "h");
+        let human = forge.post(2, "mine", false, None).unwrap();
+        assert!(matches!(
+            forge.edit_note(human, "x"),
+            Err(ForgeError::Status { status: 403, .. })
+        ));
+        assert_eq!(forge.snapshot()[0].notes[0].body, "mine");
+    }
+}

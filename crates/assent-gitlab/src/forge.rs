@@ -1,0 +1,593 @@
+//! [`GitLabForge`]: the [`Forge`] and [`Repository`] ports over GitLab's REST API v4.
+//!
+//! Requests are described with the `gitlab` crate's endpoint builders (or the project's own,
+//! [`super::endpoints`]) and sent through the one transport with the read retry policy; every
+//! listing goes through the pagination driver. Writes are sent once.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use gitlab::api::projects::members::AllProjectMember;
+use gitlab::api::projects::merge_requests::approvals::MergeRequestApprovals;
+use gitlab::api::projects::merge_requests::discussions::{
+    CreateMergeRequestDiscussion, MergeRequestDiscussions,
+};
+use gitlab::api::projects::merge_requests::notes::{CreateMergeRequestNote, EditMergeRequestNote};
+use gitlab::api::projects::merge_requests::{
+    ApproveMergeRequest, MergeRequest, MergeRequestDiffs, UnapproveMergeRequest,
+};
+use gitlab::api::projects::repository::Tree;
+use gitlab::api::projects::repository::branches::Branch;
+use gitlab::api::projects::repository::files::FileRaw;
+use serde::Deserialize;
+
+use super::GitLabConfigError;
+use super::client::{GitLabClient, is_absent_content};
+use super::endpoints::{
+    CreateMergeRequestDiscussionNote, MergeRequestNote, ResolveMergeRequestDiscussion,
+};
+use super::pagination::{DEFAULT_MAX_PAGES, list_all};
+use super::retry::{RetryPolicy, Sleeper, ThreadSleeper};
+use super::transport::{
+    DEFAULT_BODY_LIMIT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, ProxyConfig, Token,
+};
+use assent_core::model::{
+    ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState, Role, UserRef,
+};
+use assent_forge::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
+
+/// Everything a [`GitLabForge`] needs. `Debug` never shows the token.
+#[derive(Clone, Debug)]
+pub struct GitLabConfig {
+    /// The API v4 base, e.g. `https://gitlab.example.com/api/v4` (`CI_API_V4_URL`).
+    pub api_url: String,
+    /// The access token, sent only as `PRIVATE-TOKEN`.
+    pub token: Token,
+    /// The project id (`42`) or full path (`group/sub/proj`).
+    pub project: String,
+    /// The merge request IID.
+    pub mr_iid: u64,
+    /// A PEM bundle (one or several certificates) trusted in addition to the public roots.
+    pub ca_file: Option<PathBuf>,
+    /// TCP/TLS connect timeout (default 10 s).
+    pub connect_timeout: Duration,
+    /// Whole-request timeout, body included (default 60 s).
+    pub request_timeout: Duration,
+    /// Largest accepted response body in bytes (default 64 MiB).
+    pub body_limit: u64,
+    /// Proxy selection (default: from the environment).
+    pub proxy: ProxyConfig,
+    /// Read retry policy.
+    pub retry: RetryPolicy,
+    /// Page cap of one listing (default 2,000 pages of 100).
+    pub max_pages: u32,
+}
+
+impl GitLabConfig {
+    /// A project-level configuration (for a [`GitLabClient`]) with default timeouts, limits,
+    /// proxy and retry policy. Its `mr_iid` is 0: only [`GitLabForge::new`] reads it.
+    pub fn for_project(
+        api_url: impl Into<String>,
+        token: Token,
+        project: impl Into<String>,
+    ) -> Self {
+        Self::new(api_url, token, project, 0)
+    }
+
+    /// A configuration with default timeouts, limits, proxy and retry policy.
+    pub fn new(
+        api_url: impl Into<String>,
+        token: Token,
+        project: impl Into<String>,
+        mr_iid: u64,
+    ) -> Self {
+        GitLabConfig {
+            api_url: api_url.into(),
+            token,
+            project: project.into(),
+            mr_iid,
+            ca_file: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            body_limit: DEFAULT_BODY_LIMIT,
+            proxy: ProxyConfig::FromEnv,
+            retry: RetryPolicy::default(),
+            max_pages: DEFAULT_MAX_PAGES,
+        }
+    }
+}
+
+/// The GitLab HTTP adapter of one merge request, over a project's [`GitLabClient`].
+/// `Send + Sync`; request counters are the client's.
+pub struct GitLabForge {
+    client: Arc<GitLabClient>,
+    mr_iid: u64,
+    bot_user: OnceLock<u64>,
+}
+
+impl fmt::Debug for GitLabForge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GitLabForge")
+            .field("client", &self.client)
+            .field("mr_iid", &self.mr_iid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GitLabForge {
+    /// Builds the forge; read retries sleep the calling thread.
+    pub fn new(config: GitLabConfig) -> Result<Self, GitLabConfigError> {
+        Self::with_sleeper(config, Arc::new(ThreadSleeper))
+    }
+
+    /// Builds the forge with an injected sleeper (tests record the delays asked for).
+    pub fn with_sleeper(
+        config: GitLabConfig,
+        sleeper: Arc<dyn Sleeper>,
+    ) -> Result<Self, GitLabConfigError> {
+        let client = GitLabClient::with_sleeper(&config, sleeper)?;
+        Ok(Self::over(Arc::new(client), config.mr_iid))
+    }
+
+    /// The forge of MR `mr_iid` over an existing client: the sweep reviews many MRs of one
+    /// project through one connection.
+    pub fn over(client: Arc<GitLabClient>, mr_iid: u64) -> Self {
+        GitLabForge {
+            client,
+            mr_iid,
+            bot_user: OnceLock::new(),
+        }
+    }
+
+    /// The client this forge sends through.
+    pub fn client(&self) -> &GitLabClient {
+        &self.client
+    }
+
+    /// One note of the merge request (`GET …/notes/:note_id`).
+    pub fn note(&self, note_id: u64) -> Result<ListedNote, ForgeError> {
+        let request = self.client.prepare(&MergeRequestNote {
+            project: self.client.project_ref(),
+            merge_request: self.mr_iid,
+            note: note_id,
+        })?;
+        let response = self.client.requester.read(&request)?;
+        let note: ApiNote = self.client.decode_read(&request, &response)?;
+        Ok(note.into_listed())
+    }
+}
+
+#[derive(Deserialize)]
+struct ApiUser {
+    id: u64,
+    #[serde(default)]
+    username: String,
+}
+
+#[derive(Deserialize)]
+struct ApiMember {
+    access_level: u64,
+}
+
+#[derive(Deserialize)]
+struct ApiNote {
+    id: u64,
+    body: Option<String>,
+    author: Option<ApiUser>,
+    system: Option<bool>,
+    resolvable: Option<bool>,
+    resolved: Option<bool>,
+    resolved_by: Option<ApiUser>,
+    updated_at: Option<String>,
+}
+
+impl ApiNote {
+    fn into_listed(self) -> ListedNote {
+        let resolvable = self.resolvable.unwrap_or(false);
+        ListedNote {
+            id: self.id,
+            author_id: self.author.map_or(0, |a| a.id),
+            system: self.system.unwrap_or(false),
+            resolvable,
+            resolved: resolvable && self.resolved.unwrap_or(false),
+            resolved_by: self.resolved_by.map(|u| UserRef {
+                id: u.id,
+                username: u.username,
+            }),
+            body: self.body.unwrap_or_default(),
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ApiDiscussion {
+    id: String,
+    individual_note: Option<bool>,
+    notes: Option<Vec<ApiNote>>,
+}
+
+#[derive(Deserialize)]
+struct ApiCreated {
+    id: u64,
+}
+
+#[derive(Deserialize)]
+struct ApiCreatedDiscussion {
+    id: String,
+    notes: Vec<ApiCreated>,
+}
+
+#[derive(Deserialize)]
+struct ApiDiffRefs {
+    base_sha: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ApiPipeline {
+    status: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ApiMergeRequest {
+    state: String,
+    sha: Option<String>,
+    diff_refs: Option<ApiDiffRefs>,
+    target_branch: String,
+    head_pipeline: Option<ApiPipeline>,
+    web_url: Option<String>,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    source_branch: String,
+    author: Option<ApiAuthorName>,
+    #[serde(default)]
+    labels: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct ApiAuthorName {
+    id: Option<u64>,
+    username: String,
+}
+
+/// `GET …/approvals`: only who approves matters to assent.
+#[derive(Deserialize)]
+struct ApiApprovals {
+    #[serde(default)]
+    approved_by: Vec<ApiApprover>,
+}
+
+#[derive(Deserialize)]
+struct ApiApprover {
+    user: ApiUser,
+}
+
+#[derive(Deserialize)]
+struct ApiDiff {
+    old_path: String,
+    new_path: String,
+    new_file: Option<bool>,
+    deleted_file: Option<bool>,
+    renamed_file: Option<bool>,
+    too_large: Option<bool>,
+    collapsed: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct ApiTreeItem {
+    path: String,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct ApiCommit {
+    id: String,
+}
+
+#[derive(Deserialize)]
+struct ApiBranch {
+    commit: ApiCommit,
+}
+
+pub(crate) fn build_error(what: &str, e: impl fmt::Display) -> ForgeError {
+    ForgeError::Decode {
+        method: "-".into(),
+        route: what.into(),
+        message: format!("cannot build the request: {e}"),
+    }
+}
+
+impl Forge for GitLabForge {
+    fn bot_user_id(&self) -> Result<u64, ForgeError> {
+        if let Some(id) = self.bot_user.get() {
+            return Ok(*id);
+        }
+        let id = self.client.current_user_id()?;
+        Ok(*self.bot_user.get_or_init(|| id))
+    }
+
+    fn project_role(&self, user_id: u64) -> Result<Option<Role>, ForgeError> {
+        let endpoint = AllProjectMember::builder()
+            .project(self.client.project_ref())
+            .user(user_id)
+            .build()
+            .map_err(|e| build_error("project member", e))?;
+        let request = self.client.prepare(&endpoint)?;
+        match self.client.requester.read(&request) {
+            Ok(response) => {
+                let member: ApiMember = self.client.decode_read(&request, &response)?;
+                Ok(Role::from_access_level(member.access_level))
+            }
+            // The project was just read, so a 404 here is "not a member".
+            Err(ForgeError::Status { status: 404, .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    fn merge_request(&self) -> Result<MergeRequestInfo, ForgeError> {
+        let endpoint = MergeRequest::builder()
+            .project(self.client.project_ref())
+            .merge_request(self.mr_iid)
+            .build()
+            .map_err(|e| build_error("merge request", e))?;
+        let request = self.client.prepare(&endpoint)?;
+        let response = self.client.requester.read(&request)?;
+        let mr: ApiMergeRequest = self.client.decode_read(&request, &response)?;
+        let decode_error = |message: String| ForgeError::Decode {
+            method: "GET".into(),
+            route: request.route(),
+            message,
+        };
+        let state = match mr.state.as_str() {
+            "opened" => MergeRequestState::Opened,
+            "closed" => MergeRequestState::Closed,
+            "merged" => MergeRequestState::Merged,
+            "locked" => MergeRequestState::Locked,
+            other => {
+                return Err(decode_error(format!(
+                    "unknown merge request state {other:?}"
+                )));
+            }
+        };
+        let head_sha = mr
+            .sha
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| decode_error("the merge request has no head sha".into()))?;
+        Ok(MergeRequestInfo {
+            state,
+            head_sha,
+            base_sha: mr.diff_refs.and_then(|d| d.base_sha),
+            target_branch: mr.target_branch,
+            head_pipeline_status: mr.head_pipeline.and_then(|p| p.status),
+            web_url: mr.web_url,
+            title: mr.title,
+            source_branch: mr.source_branch,
+            author_id: mr.author.as_ref().and_then(|a| a.id),
+            author: mr.author.map(|a| a.username).unwrap_or_default(),
+            labels: mr.labels,
+        })
+    }
+
+    fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError> {
+        let endpoint = MergeRequestDiscussions::builder()
+            .project(self.client.project_ref())
+            .merge_request(self.mr_iid)
+            .build()
+            .map_err(|e| build_error("discussions", e))?;
+        let what = format!("discussions of merge request {}", self.mr_iid);
+        let pages: Vec<ApiDiscussion> = list_all(
+            &self.client.requester,
+            self.client.prepare(&endpoint)?,
+            &self.client.listing(&what, false),
+        )?;
+        Ok(pages
+            .into_iter()
+            .map(|d| ListedDiscussion {
+                id: d.id,
+                individual_note: d.individual_note.unwrap_or(false),
+                notes: d
+                    .notes
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(ApiNote::into_listed)
+                    .collect(),
+            })
+            .collect())
+    }
+
+    fn create_thread(&self, body: &str) -> Result<CreatedThread, ForgeError> {
+        let endpoint = CreateMergeRequestDiscussion::builder()
+            .project(self.client.project_ref())
+            .merge_request(self.mr_iid)
+            .body(body)
+            .build()
+            .map_err(|e| build_error("discussions", e))?;
+        let request = self.client.prepare(&endpoint)?;
+        let response = self.client.requester.write(&request)?;
+        let created: ApiCreatedDiscussion = self.client.decode_write(&request, &response)?;
+        let first = created
+            .notes
+            .first()
+            .ok_or_else(|| ForgeError::AmbiguousWrite {
+                method: "POST".into(),
+                route: request.route(),
+                message: "the created discussion lists no note".into(),
+            })?;
+        Ok(CreatedThread {
+            discussion_id: created.id,
+            note_id: first.id,
+        })
+    }
+
+    fn reply_to_thread(&self, discussion_id: &str, body: &str) -> Result<u64, ForgeError> {
+        let endpoint = CreateMergeRequestDiscussionNote {
+            project: self.client.project_ref(),
+            merge_request: self.mr_iid,
+            discussion: discussion_id.into(),
+            body: body.into(),
+        };
+        let request = self.client.prepare(&endpoint)?;
+        let response = self.client.requester.write(&request)?;
+        let created: ApiCreated = self.client.decode_write(&request, &response)?;
+        Ok(created.id)
+    }
+
+    fn resolve_thread(&self, discussion_id: &str) -> Result<(), ForgeError> {
+        let endpoint = ResolveMergeRequestDiscussion {
+            project: self.client.project_ref(),
+            merge_request: self.mr_iid,
+            discussion: discussion_id.into(),
+            resolved: true,
+        };
+        self.client
+            .requester
+            .write(&self.client.prepare(&endpoint)?)
+            .map(drop)
+    }
+
+    fn create_note(&self, body: &str) -> Result<u64, ForgeError> {
+        let endpoint = CreateMergeRequestNote::builder()
+            .project(self.client.project_ref())
+            .merge_request(self.mr_iid)
+            .body(body)
+            .build()
+            .map_err(|e| build_error("notes", e))?;
+        let request = self.client.prepare(&endpoint)?;
+        let response = self.client.requester.write(&request)?;
+        let created: ApiCreated = self.client.decode_write(&request, &response)?;
+        Ok(created.id)
+    }
+
+    fn edit_note(&self, note_id: u64, body: &str) -> Result<(), ForgeError> {
+        let endpoint = EditMergeRequestNote::builder()
+            .project(self.client.project_ref())
+            .merge_request(self.mr_iid)
+            .note(note_id)
+            .body(body)
+            .build()
+            .map_err(|e| build_error("notes", e))?;
+        self.client
+            .requester
+            .write(&self.client.prepare(&endpoint)?)
+            .map(drop)
+    }
+
+    fn bot_approves(&self) -> Result<bool, ForgeError> {
+        let bot = self.bot_user_id()?;
+        let endpoint = MergeRequestApprovals::builder()
+            .project(self.client.project_ref())
+            .merge_request(self.mr_iid)
+            .build()
+            .map_err(|e| build_error("approvals", e))?;
+        let approvals: ApiApprovals = self.client.get(&endpoint)?;
+        Ok(approvals.approved_by.iter().any(|a| a.user.id == bot))
+    }
+
+    fn approve(&self, sha: &str) -> Result<(), ForgeError> {
+        let endpoint = ApproveMergeRequest::builder()
+            .project(self.client.project_ref())
+            .merge_request(self.mr_iid)
+            .sha(sha)
+            .build()
+            .map_err(|e| build_error("approve", e))?;
+        self.client
+            .requester
+            .write(&self.client.prepare(&endpoint)?)
+            .map(drop)
+    }
+
+    fn unapprove(&self) -> Result<(), ForgeError> {
+        let endpoint = UnapproveMergeRequest::builder()
+            .project(self.client.project_ref())
+            .merge_request(self.mr_iid)
+            .build()
+            .map_err(|e| build_error("unapprove", e))?;
+        self.client
+            .requester
+            .write(&self.client.prepare(&endpoint)?)
+            .map(drop)
+    }
+
+    fn request_counts(&self) -> RequestCounts {
+        self.client.requester.transport.counts()
+    }
+}
+
+impl Repository for GitLabForge {
+    fn changed_files(&self) -> Result<Vec<ChangedFile>, ForgeError> {
+        let endpoint = MergeRequestDiffs::builder()
+            .project(self.client.project_ref())
+            .merge_request(self.mr_iid)
+            .build()
+            .map_err(|e| build_error("diffs", e))?;
+        let what = format!("diffs of merge request {}", self.mr_iid);
+        let diffs: Vec<ApiDiff> = list_all(
+            &self.client.requester,
+            self.client.prepare(&endpoint)?,
+            &self.client.listing(&what, false),
+        )?;
+        Ok(diffs
+            .into_iter()
+            .map(|d| ChangedFile {
+                old_path: d.old_path,
+                new_path: d.new_path,
+                new_file: d.new_file.unwrap_or(false),
+                deleted_file: d.deleted_file.unwrap_or(false),
+                renamed_file: d.renamed_file.unwrap_or(false),
+                withheld: d.too_large.unwrap_or(false) || d.collapsed.unwrap_or(false),
+            })
+            .collect())
+    }
+
+    fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
+        let dir = dir.trim_matches('/');
+        let mut builder = Tree::builder();
+        builder
+            .project(self.client.project_ref())
+            .ref_(sha)
+            .recursive(true);
+        if !dir.is_empty() {
+            builder.path(dir);
+        }
+        let endpoint = builder.build().map_err(|e| build_error("tree", e))?;
+        let what = format!("tree {dir:?} at {sha}");
+        let items: Vec<ApiTreeItem> = list_all(
+            &self.client.requester,
+            self.client.prepare(&endpoint)?,
+            &self.client.listing(&what, true),
+        )?;
+        Ok(items
+            .into_iter()
+            .filter(|i| i.kind == "blob")
+            .map(|i| i.path)
+            .collect())
+    }
+
+    fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
+        let endpoint = FileRaw::builder()
+            .project(self.client.project_ref())
+            .file_path(path)
+            .ref_(sha)
+            .build()
+            .map_err(|e| build_error("file", e))?;
+        match self.client.requester.read(&self.client.prepare(&endpoint)?) {
+            Ok(response) => Ok(Some(response.body)),
+            Err(error) if is_absent_content(&error) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+        let endpoint = Branch::builder()
+            .project(self.client.project_ref())
+            .branch(branch)
+            .build()
+            .map_err(|e| build_error("branch", e))?;
+        let branch: ApiBranch = self.client.get(&endpoint)?;
+        Ok(branch.commit.id)
+    }
+}

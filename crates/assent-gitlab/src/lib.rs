@@ -1,0 +1,67 @@
+//! The GitLab HTTP adapter: [`GitLabForge`] implements the [`assent_forge::Forge`] and
+//! [`assent_forge::Repository`] ports over GitLab's REST API v4.
+//!
+//! Invariants: every request goes through one transport and one retry policy; the token is
+//! sent only as `PRIVATE-TOKEN` and never appears in an error, a log or a `Debug`; writes
+//! are never retried blindly. This crate names `assent-core` and `assent-forge`, never the
+//! application.
+//!
+//! One concept per file:
+//!
+//! * [`transport`]: the one `ureq` agent (token header, redirects refused, body limit,
+//!   timeouts, proxy, CA bundle) and the token's redaction.
+//! * [`retry`]: reads retried (bounded, jittered, `Retry-After` honoured), writes never.
+//! * [`pagination`]: every page of a listing via `X-Next-Page`/`Link`, or an error.
+//! * [`endpoints`]: the routes the `gitlab` crate has no builder for.
+//! * [`client`]: one project's connection (transport, retry, typed sends); every command's
+//!   requests go through one.
+//! * [`forge`]: the ports, per merge request, over a client.
+//! * [`project_endpoints`]: the sweep's project-level routes (open MRs in a window, MR
+//!   pipeline creation).
+//!
+//! ```no_run
+//! use assent_gitlab::{GitLabConfig, GitLabForge, Token};
+//! let mut config = GitLabConfig::new("https://gitlab.example.com/api/v4", Token::new("glpat-…"), "group/proj", 7);
+//! config.ca_file = Some("/etc/ssl/private-ca.pem".into());
+//! let forge = GitLabForge::new(config)?;
+//! # Ok::<(), assent_gitlab::GitLabConfigError>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod client;
+pub mod endpoints;
+pub mod forge;
+pub mod pagination;
+pub mod project_endpoints;
+pub mod retry;
+pub mod transport;
+
+#[cfg(test)]
+mod tests;
+
+pub use self::client::GitLabClient;
+pub use self::forge::{GitLabConfig, GitLabForge};
+pub use self::retry::{DEFAULT_WRITE_SETTLE, RetryPolicy, Sleeper, ThreadSleeper};
+pub use self::transport::{ProxyConfig, Token};
+
+/// A configuration the adapter cannot work with (exit 2, before any request). Texts never
+/// contain the token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GitLabConfigError {
+    /// The API URL is unusable.
+    #[error("invalid GitLab API URL: {0}")]
+    ApiUrl(String),
+    /// The token is unusable (the text describes why, never the token).
+    #[error("invalid GitLab token: {0}")]
+    Token(String),
+    /// The project is unusable.
+    #[error("invalid GitLab project: {0}")]
+    Project(String),
+    /// The CA bundle cannot be read or holds no certificate.
+    #[error("invalid CA bundle: {0}")]
+    CaFile(String),
+    /// The proxy setting is unusable.
+    #[error("invalid proxy: {0}")]
+    Proxy(String),
+}
