@@ -3,21 +3,12 @@
 //! Exit 0 when every check passes, 1 when any check fails or cannot be verified, 2 when
 //! doctor itself cannot run (a missing input, an unreadable CA file, an unusable URL).
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
-use crate::commands::Exit;
 use crate::commands::inputs::{ConnectionArgs, EnvLookup, first_of, process_env, resolve_mr};
+use crate::commands::{Exit, Format};
 use crate::doctor::enforcement::EnforcementVerdict;
 use crate::doctor::{self, Check, DoctorInputs, DuplicatePrevention, Report};
-
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// One line per check.
-    Text,
-    /// The typed report.
-    Json,
-}
 
 /// Arguments of `assent doctor`.
 #[derive(Debug, Args)]
@@ -37,7 +28,7 @@ pub struct DoctorArgs {
     /// Merge request IID to check [env: CI_MERGE_REQUEST_IID].
     #[arg(long, value_name = "IID")]
     pub mr: Option<u64>,
-    /// Output format on stdout.
+    /// Output format on stdout: one line per check (`text`), or the typed report (`json`).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }

@@ -33,6 +33,54 @@ impl From<Exit> for ExitCode {
     }
 }
 
+/// What a command prints on stdout, for `--format`: one enum for every command, each
+/// command's flag says what its JSON document is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Lines for a person.
+    Text,
+    /// One JSON document, for a machine.
+    Json,
+}
+
+/// A usage or configuration error: exit 2, found before any forge write. Any other error a
+/// command returns is a forge or runtime failure (exit 3).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+impl From<inputs::InputError> for UsageError {
+    fn from(error: inputs::InputError) -> Self {
+        UsageError(error.0)
+    }
+}
+
+/// What a command returns: its exit code, or an error whose chain says what failed (the
+/// outermost context first) and whose kind decides the exit code ([`exit_of`]).
+pub type CommandResult = anyhow::Result<Exit>;
+
+/// The exit code of a failed command: 2 when a [`UsageError`] is anywhere in the chain,
+/// else 3.
+pub fn exit_of(error: &anyhow::Error) -> Exit {
+    if error.chain().any(|cause| cause.is::<UsageError>()) {
+        Exit::Usage
+    } else {
+        Exit::Runtime
+    }
+}
+
+/// Prints a failed command's error on stderr (one `error:` line, causes joined by `: `) and
+/// returns its exit code: the one place commands' errors are printed.
+pub fn finish(result: CommandResult) -> Exit {
+    match result {
+        Ok(exit) => exit,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            exit_of(&error)
+        }
+    }
+}
+
 const EXAMPLES: &str = "\
 Examples:
   assent run                         The MR pipeline job (inputs from the CI environment)
@@ -84,9 +132,30 @@ pub fn main() -> ExitCode {
         Command::Lint(args) => lint::run(&args),
         Command::Test(args) => policy_test::run(&args),
         Command::Replay(args) => replay::run(&args),
-        Command::Run(args) => run::run(&args),
-        Command::Sweep(args) => sweep::run(&args),
+        Command::Run(args) => finish(run::run(&args)),
+        Command::Sweep(args) => finish(sweep::run(&args)),
         Command::Doctor(args) => doctor::run(&args),
     };
     exit.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context as _;
+
+    #[test]
+    fn a_usage_error_anywhere_in_the_chain_is_exit_2_and_anything_else_3() {
+        let usage = anyhow::Error::new(UsageError("no token".into()));
+        assert_eq!(exit_of(&usage), Exit::Usage);
+        let wrapped = Err::<(), _>(UsageError("bad SHA".into()))
+            .context("reading the inputs")
+            .unwrap_err();
+        assert_eq!(exit_of(&wrapped), Exit::Usage);
+        assert_eq!(format!("{wrapped:#}"), "reading the inputs: bad SHA");
+        let runtime = anyhow::anyhow!("GET /projects/1: HTTP 500");
+        assert_eq!(exit_of(&runtime), Exit::Runtime);
+        assert_eq!(finish(Ok(Exit::GateFailed)), Exit::GateFailed);
+        assert_eq!(finish(Err(runtime)), Exit::Runtime);
+    }
 }

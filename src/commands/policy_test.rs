@@ -52,9 +52,10 @@ use crate::commands::local_tree::{
 use crate::core::desired_state::{
     ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
 };
-use crate::core::model::{Decision, DesiredState, Effect};
+use crate::core::model::{Decision, Effect};
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt, sanitize_message};
 use crate::core::policy::{MrContext, PolicyFile};
+use crate::core::review_state::unresolved_decision;
 use crate::core::semantic_diff::Limits;
 use crate::review_input::is_policy_file_name;
 
@@ -192,16 +193,6 @@ pub struct Actual {
     pub decision: Decision,
     /// Sorted findings.
     pub findings: Vec<ExpectedFinding>,
-}
-
-/// The decision when no thread is resolved: `BLOCK` on any block, `REVIEW` on any challenge.
-pub fn unresolved_decision(desired: &DesiredState) -> Decision {
-    let strongest = desired.findings.iter().map(|f| f.effect).max();
-    match strongest {
-        Some(Effect::Block) => Decision::Block,
-        Some(Effect::Challenge) => Decision::Review,
-        _ => Decision::Approve,
-    }
 }
 
 /// Runs one case against `policy_files`.

@@ -5,11 +5,13 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use crate::commands::Exit;
+use anyhow::Context as _;
+
 use crate::commands::inputs::{
     ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr,
 };
-use crate::core::commit_sha::parse_commit_sha;
+use crate::commands::{CommandResult, Exit, Format, UsageError};
+use crate::core::commit_sha::{self, parse_commit_sha};
 use crate::core::model::Decision;
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
 use crate::core::semantic_diff::Limits;
@@ -43,15 +45,6 @@ pub enum FailOn {
     Review,
     /// Never fail on the decision.
     Never,
-}
-
-/// Output format on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A few lines for a person.
-    Text,
-    /// Exactly the receipt document.
-    Json,
 }
 
 /// Arguments of `assent run`.
@@ -90,20 +83,14 @@ pub struct RunArgs {
     /// the pinned head, and withdraw the bot's approval otherwise [env: ASSENT_APPROVE=true|false].
     #[arg(long)]
     pub approve: bool,
-    /// Output format on stdout.
+    /// Output format on stdout: a few lines for a person (`text`), or exactly the receipt document (`json`).
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
 }
 
 /// Runs `assent run` with the process environment.
-pub fn run(args: &RunArgs) -> Exit {
-    match execute(args, &process_env) {
-        Ok(exit) => exit,
-        Err((exit, message)) => {
-            eprintln!("error: {message}");
-            exit
-        }
-    }
+pub fn run(args: &RunArgs) -> CommandResult {
+    execute(args, &process_env)
 }
 
 fn sha_input(
@@ -141,12 +128,12 @@ fn approve_input(flag: bool, env: EnvLookup<'_>) -> Result<bool, InputError> {
     }
 }
 
-fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
-    let usage = |e: InputError| (Exit::Usage, e.0);
+fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
+    let usage = UsageError::from;
     let connection = args.connection.resolve(env).map_err(usage)?;
     let mr = resolve_mr(args.mr, env)
         .map_err(usage)?
-        .ok_or_else(|| (Exit::Usage, "no merge request: pass --mr or set CI_MERGE_REQUEST_IID (run assent in merge request pipelines)".to_owned()))?;
+        .ok_or_else(|| UsageError("no merge request: pass --mr or set CI_MERGE_REQUEST_IID (run assent in merge request pipelines)".to_owned()))?;
     let source_sha = sha_input(
         args.source_sha.as_deref(),
         &["CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", "CI_COMMIT_SHA"],
@@ -154,7 +141,7 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
         "the source SHA",
     )
     .map_err(usage)?
-    .ok_or_else(|| (Exit::Usage, "no source SHA: pass --source-sha or set CI_MERGE_REQUEST_SOURCE_BRANCH_SHA or CI_COMMIT_SHA".to_owned()))?;
+    .ok_or_else(|| UsageError("no source SHA: pass --source-sha or set CI_MERGE_REQUEST_SOURCE_BRANCH_SHA or CI_COMMIT_SHA".to_owned()))?;
     let target_sha = sha_input(
         args.target_sha.as_deref(),
         &["CI_MERGE_REQUEST_TARGET_BRANCH_SHA"],
@@ -176,7 +163,7 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
         env,
     );
     let forge =
-        GitLabForge::new(connection.gitlab_config(mr)).map_err(|e| (Exit::Usage, e.to_string()))?;
+        GitLabForge::new(connection.gitlab_config(mr)).map_err(|e| UsageError(e.to_string()))?;
 
     let request = RunRequest {
         project: connection.project.clone(),
@@ -189,19 +176,11 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
         approve,
         limits: Limits::default(),
     };
-    let report =
-        run_review(&forge, &forge, &request).map_err(|e| (Exit::Runtime, e.to_string()))?;
+    let report = run_review(&forge, &forge, &request)?;
     let receipt = &report.publication.receipt;
     let exit = exit_for(receipt, args.fail_on);
-    write_receipt(&args.receipt, receipt).map_err(|e| {
-        (
-            Exit::Runtime,
-            format!(
-                "cannot write the receipt to {}: {e}",
-                args.receipt.display()
-            ),
-        )
-    })?;
+    write_receipt(&args.receipt, receipt)
+        .with_context(|| format!("cannot write the receipt to {}", args.receipt.display()))?;
     match args.format {
         Format::Json => print!("{}", receipt.to_json()),
         Format::Text => print!("{}", describe(&report, &args.receipt)),
@@ -267,7 +246,7 @@ fn write_receipt(path: &Path, receipt: &Receipt) -> std::io::Result<()> {
 /// The text report: what happened, in a few lines.
 pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
     let receipt = &report.publication.receipt;
-    let short = |sha: &str| sha.get(..8).unwrap_or(sha).to_owned();
+    let short = |sha: &str| commit_sha::short(sha).to_owned();
     let mut out = String::new();
     match receipt.outcome {
         Outcome::StalePipeline

@@ -6,10 +6,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
-use crate::commands::Exit;
 use crate::commands::inputs::{ConnectionArgs, process_env};
+use crate::commands::{CommandResult, Exit, Format, UsageError};
 use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
 use crate::gitlab::GitLabClient;
 use crate::sweeper::{GitLabSweepForge, SweepSettings, sweep};
@@ -34,15 +34,6 @@ Examples:
 Exit codes: 0 the sweep ran (whatever N), 2 usage or configuration error (including a look-back
 not wider than the interval), 3 forge failure (the report shows the progress made).";
 
-/// Output format of the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// One line per MR, then `healed: N`.
-    Text,
-    /// One JSON document with the same content.
-    Json,
-}
-
 /// Arguments of `assent sweep`.
 #[derive(Debug, Args)]
 #[command(after_help = SWEEP_HELP)]
@@ -62,7 +53,7 @@ pub struct SweepArgs {
     /// Classify and report, create no pipeline (zero writes).
     #[arg(long)]
     pub dry_run: bool,
-    /// Report format on stdout.
+    /// Report format on stdout: one line per MR then `healed: N` (`text`), or one JSON document with the same content (`json`).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Examine at most this many MRs (oldest update first); the rest wait for the next sweep.
@@ -90,26 +81,16 @@ fn now() -> Timestamp {
 }
 
 /// Runs `assent sweep`.
-pub fn run(args: &SweepArgs) -> Exit {
-    if let Err(e) = check_window(args.lookback, args.interval) {
-        eprintln!("error: {e}");
-        return Exit::Usage;
-    }
-    let connection = match args.connection.resolve(&process_env) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Exit::Usage;
-        }
-    };
+pub fn run(args: &SweepArgs) -> CommandResult {
+    check_window(args.lookback, args.interval).map_err(|e| UsageError(e.to_string()))?;
+    let connection = args
+        .connection
+        .resolve(&process_env)
+        .map_err(UsageError::from)?;
     let project = connection.project.clone();
-    let forge = match GitLabClient::new(&connection.project_config()) {
-        Ok(client) => GitLabSweepForge::new(client),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Exit::Usage;
-        }
-    };
+    let client =
+        GitLabClient::new(&connection.project_config()).map_err(|e| UsageError(e.to_string()))?;
+    let forge = GitLabSweepForge::new(client);
     let settings = SweepSettings {
         lookback: args.lookback,
         interval: args.interval,
@@ -130,8 +111,8 @@ pub fn run(args: &SweepArgs) -> Exit {
         ),
     }
     if let Some(line) = report.failure_line() {
-        eprintln!("error: {line}");
-        return Exit::Runtime;
+        // The report is printed; the failure is the run's error (exit 3).
+        anyhow::bail!(line);
     }
     if report.not_examined > 0 {
         eprintln!(
@@ -139,5 +120,5 @@ pub fn run(args: &SweepArgs) -> Exit {
             settings.max_mrs, report.not_examined
         );
     }
-    Exit::Success
+    Ok(Exit::Success)
 }

@@ -384,15 +384,6 @@ pub struct ListedDiscussion {
     pub notes: Vec<ListedNote>,
 }
 
-/// The identity of a merge request on a forge.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct MergeRequestRef {
-    /// Project id or full path, as given.
-    pub project: String,
-    /// The MR's project-scoped IID.
-    pub iid: u64,
-}
-
 /// The state of a merge request as the forge reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

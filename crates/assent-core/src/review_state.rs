@@ -104,6 +104,16 @@ pub fn decide(statuses: &[FindingStatus<'_>]) -> Decision {
     }
 }
 
+/// The decision before anyone has resolved a thread (what `assent test` cases expect):
+/// [`decide`] over the desired findings with no thread posted.
+pub fn unresolved_decision(desired: &DesiredState) -> Decision {
+    decide(&finding_statuses(
+        desired,
+        &Inventory::default(),
+        &AssentFacts::default(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +241,27 @@ mod tests {
         };
         let statuses = finding_statuses(&desired, &inv, &facts());
         assert!(statuses.iter().all(|s| s.assent == Assent::Open));
+    }
+
+    #[test]
+    fn the_unresolved_decision_is_the_strongest_effect() {
+        let decision = |effects: &[Effect]| {
+            let findings = effects
+                .iter()
+                .enumerate()
+                .map(|(i, e)| finding(&format!("r{i}"), *e))
+                .collect();
+            unresolved_decision(&DesiredState::new(findings))
+        };
+        assert_eq!(decision(&[]), Decision::Approve);
+        assert_eq!(decision(&[Effect::Comment]), Decision::Approve);
+        assert_eq!(
+            decision(&[Effect::Comment, Effect::Challenge]),
+            Decision::Review
+        );
+        assert_eq!(
+            decision(&[Effect::Challenge, Effect::Block]),
+            Decision::Block
+        );
     }
 }
