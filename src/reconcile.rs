@@ -16,7 +16,7 @@ use crate::core::model::{Decision, DesiredState, MergeRequestState, Pins};
 use crate::core::planner::{Plan, Write, plan_reconciliation};
 use crate::core::receipt::{
     ActionKind, ApprovalOutcome, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptRepair,
-    RequestTally, Rescan,
+    RequestCounts, Rescan,
 };
 use crate::core::render::{self, SummaryContext, TargetBranch};
 use crate::core::rescan::{WriteRecord, verify_rescan};
@@ -189,10 +189,7 @@ pub fn reconcile(
             repairs,
             warnings.iter().cloned().collect(),
             Rescan { verified },
-            RequestTally {
-                reads: used.reads - start.reads,
-                writes: used.writes - start.writes,
-            },
+            used.since(start),
         )
     };
     let repairs_of = |plan: &Plan| -> Vec<ReceiptRepair> {
@@ -529,7 +526,7 @@ pub fn refusal_receipt(
         vec![],
         warnings,
         Rescan { verified: false },
-        RequestTally { reads, writes: 0 },
+        RequestCounts { reads, writes: 0 },
     )
 }
 

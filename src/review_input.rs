@@ -29,6 +29,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::core::desired_state::{ChangedFileInput, FileContent, ReviewInputs, is_governed};
+use crate::core::model::Pins;
 use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::Limits;
 use crate::forge::{ForgeError, ForgeErrorKind, Repository};
@@ -39,27 +40,17 @@ pub const POLICY_DIR: &str = ".assent/policies";
 /// Most reads in flight at once.
 pub const MAX_READERS: usize = 8;
 
-/// The SHAs a run is pinned to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReviewPins {
-    /// Target branch SHA: policies are read here.
-    pub target_sha: String,
-    /// Diff base SHA: old sides of changed files are read here.
-    pub base_sha: String,
-    /// Source head SHA: new sides of changed files are read here.
-    pub source_sha: String,
-}
-
 /// Whether `path` names a policy file by its extension (`.yaml`/`.yml`, any ASCII case).
 pub fn is_policy_file_name(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     lower.ends_with(".yaml") || lower.ends_with(".yml")
 }
 
-/// Reads the policies, the change set and the governed contents at `pins`.
+/// Reads the policies, the change set and the governed contents at `pins` (its
+/// `policy_digest` is not read: the digest is computed from what this reads).
 pub fn gather_review_inputs(
     repo: &dyn Repository,
-    pins: &ReviewPins,
+    pins: &Pins,
     mr: MrContext,
     limits: Limits,
 ) -> Result<ReviewInputs, ForgeError> {
@@ -230,11 +221,12 @@ mod tests {
 
     const POLICY: &str = "apiVersion: assent/v1\nkind: Policy\nidentities:\n  \"topics/*.yaml\": { \"/topics\": name }\nrules:\n  - id: retention-shrink\n    match:\n      files: [\"topics/*.yaml\"]\n      pointer: \"/topics/*/retention_days\"\n    when: \"int(new) < int(old)\"\n    effect: challenge\n";
 
-    fn pins() -> ReviewPins {
-        ReviewPins {
+    fn pins() -> Pins {
+        Pins {
             target_sha: TARGET.into(),
             base_sha: BASE.into(),
             source_sha: SOURCE.into(),
+            policy_digest: String::new(),
         }
     }
 

@@ -5,7 +5,7 @@
 use crate::core::desired_state::compute_desired_state;
 use crate::core::model::{DesiredState, MergeRequestState, Pins};
 use crate::core::policy::MrContext;
-use crate::core::receipt::{Outcome, RequestTally};
+use crate::core::receipt::Outcome;
 use crate::core::render::TargetBranch;
 use crate::core::semantic_diff::Limits;
 use crate::forge::{Forge, ForgeError, Repository};
@@ -13,7 +13,7 @@ use crate::reconcile::{
     Publication, ReconcileError, RunContext, Staleness, reconcile_with_approval, refusal_receipt,
     retargeted_warning,
 };
-use crate::review_input::{ReviewPins, gather_review_inputs};
+use crate::review_input::gather_review_inputs;
 
 /// What the pipeline pinned, and how to run.
 #[derive(Debug, Clone)]
@@ -140,10 +140,11 @@ pub fn run_review(
         .clone()
         .or_else(|| mr.base_sha.clone())
         .ok_or(RunError::NoBaseSha)?;
-    let pins = ReviewPins {
-        target_sha: target_sha.clone(),
-        base_sha: base_sha.clone(),
+    let mut pins = Pins {
         source_sha: request.source_sha.clone(),
+        target_sha,
+        base_sha,
+        policy_digest: String::new(),
     };
     let context = MrContext {
         iid: request.mr,
@@ -157,16 +158,12 @@ pub fn run_review(
     // No policy file at all is not "judged and nothing fired": the summary says so.
     let has_policies = !inputs.policy_files.is_empty();
     let outcome = compute_desired_state(inputs);
+    pins.policy_digest = outcome.policy_digest.clone();
 
     let ctx = RunContext {
         project: request.project.clone(),
         mr: request.mr,
-        pins: Pins {
-            source_sha: request.source_sha.clone(),
-            target_sha,
-            base_sha,
-            policy_digest: outcome.policy_digest.clone(),
-        },
+        pins,
         web_url: mr.web_url.clone(),
         dry_run: request.dry_run,
         mr_author_id: mr.author_id,
@@ -176,11 +173,8 @@ pub fn run_review(
         }),
     };
     let mut publication = reconcile_with_approval(forge, &outcome.desired, &ctx, request.approve)?;
-    let used = forge.request_counts();
-    publication.receipt.requests = RequestTally {
-        reads: used.reads - start.reads,
-        writes: used.writes - start.writes,
-    };
+    // The receipt counts the whole run, the reads before reconciling included.
+    publication.receipt.requests = forge.request_counts().since(start);
     Ok(RunReport {
         publication,
         desired: outcome.desired,

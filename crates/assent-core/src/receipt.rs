@@ -176,14 +176,25 @@ impl ApprovalOutcome {
     }
 }
 
-/// How many forge requests the run made, so "a rerun makes zero writes" is checkable.
+/// How many forge requests were made: counted by the adapters (`Forge::request_counts`) and
+/// recorded in the receipt, so "a rerun makes zero writes" is checkable. One type for both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RequestTally {
+pub struct RequestCounts {
     /// Read requests (GETs, one per page).
     pub reads: u64,
     /// Write requests (POST/PUT), whether or not they succeeded.
     pub writes: u64,
+}
+
+impl RequestCounts {
+    /// The requests made since `start` was read from the same counter.
+    pub fn since(self, start: RequestCounts) -> RequestCounts {
+        RequestCounts {
+            reads: self.reads - start.reads,
+            writes: self.writes - start.writes,
+        }
+    }
 }
 
 /// The publication receipt.
@@ -225,7 +236,7 @@ pub struct Receipt {
     /// it. [`Receipt::new`] leaves it `None`: only the approval step sets it.
     pub approval: Option<ApprovalOutcome>,
     /// Forge request counts.
-    pub requests: RequestTally,
+    pub requests: RequestCounts,
 }
 
 fn api_version<'de, D: Deserializer<'de>>(de: D) -> Result<String, D::Error> {
@@ -264,7 +275,7 @@ impl Receipt {
         repairs: Vec<ReceiptRepair>,
         warnings: Vec<String>,
         rescan: Rescan,
-        requests: RequestTally,
+        requests: RequestCounts,
     ) -> Receipt {
         let mut receipt = Receipt {
             api_version: API_VERSION.to_owned(),
@@ -394,7 +405,7 @@ mod tests {
             repairs,
             warnings,
             Rescan { verified: true },
-            RequestTally {
+            RequestCounts {
                 reads: 6,
                 writes: 3,
             },
@@ -482,7 +493,7 @@ mod tests {
             vec![repair(130, 123, RepairAction::Resolve)],
             vec!["w".into()],
             Rescan { verified: true },
-            RequestTally {
+            RequestCounts {
                 reads: 6,
                 writes: 3,
             },
@@ -516,7 +527,7 @@ mod tests {
             vec![],
             vec![],
             Rescan::default(),
-            RequestTally {
+            RequestCounts {
                 reads: 1,
                 writes: 0,
             },

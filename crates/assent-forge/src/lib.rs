@@ -134,14 +134,8 @@ pub struct CreatedThread {
     pub note_id: u64,
 }
 
-/// Requests made through one adapter so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RequestCounts {
-    /// GET requests (each page counts once).
-    pub reads: u64,
-    /// POST/PUT requests, whatever their outcome.
-    pub writes: u64,
-}
+/// Requests made through one adapter so far: the receipt's own type.
+pub use assent_core::receipt::RequestCounts;
 
 /// Review-artifact access to one merge request.
 ///
