@@ -1,8 +1,8 @@
 //! The shipped CI templates: both forms parse, and the properties the gate depends on hold
 //! (MR pipelines only, the per-MR resource group, no checkout, the receipt kept always, the
 //! token from a variable, the image pinned, the job failing on REVIEW and never allowed to
-//! fail, the bot's approval off unless asked for), including that `assent doctor`'s own
-//! evidence rules accept the template's job.
+//! fail, retried on exit 3 only, the bot's approval off unless asked for), including that
+//! `assent doctor`'s own evidence rules accept the template's job.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -100,6 +100,7 @@ fn assert_publisher(job: &Value, form: &str) {
         assert_ne!(rule["when"], "always");
     }
     assert!(job.get("only").is_none() && job.get("except").is_none());
+    assert_retries_on_exit_3_only(job, form);
     let script: Vec<&str> = job["script"]
         .as_sequence()
         .unwrap()
@@ -134,6 +135,22 @@ fn assert_publisher(job: &Value, form: &str) {
     );
 }
 
+/// Exit 3 (a forge or runtime failure, SPEC §2) is retried twice; nothing else is: a retry
+/// of exit 1 (the gate) or 2 (configuration) gives the same answer.
+fn assert_retries_on_exit_3_only(job: &Value, form: &str) {
+    let retry = &job["retry"];
+    assert_eq!(retry["max"], 2, "{form}: {retry:?}");
+    assert_eq!(
+        retry["exit_codes"],
+        serde_yaml::from_str::<Value>("[3]").unwrap(),
+        "{form}: {retry:?}"
+    );
+    assert!(
+        retry.get("when").is_none(),
+        "{form}: `when` would retry other failures too: {retry:?}"
+    );
+}
+
 fn assert_sweep(job: &Value, form: &str) {
     let rules = job["rules"].as_sequence().unwrap();
     assert!(
@@ -147,6 +164,7 @@ fn assert_sweep(job: &Value, form: &str) {
         "{form}: two sweeps never overlap, and never share a group with an MR job"
     );
     assert_eq!(job["variables"]["GIT_STRATEGY"], "none");
+    assert_retries_on_exit_3_only(job, form);
 }
 
 #[test]
@@ -161,7 +179,6 @@ fn component_declares_the_inputs_the_issue_names() {
         "image",
         "version",
         "fail_on",
-        "policy_dir",
         "token_variable",
         "extra_args",
         "approve",
@@ -194,6 +211,27 @@ fn component_declares_the_inputs_the_issue_names() {
     assert_eq!(inputs(&spec)["approve"]["default"], false);
     assert_eq!(inputs(&spec)["approve"]["type"], "boolean");
     assert_ne!(inputs(&spec)["version"]["default"], "latest");
+}
+
+#[test]
+fn no_template_offers_a_policy_folder_setting() {
+    // assent/v1 reads `.assent/policies/` on the target branch and nothing else (SPEC); a
+    // setting that nothing reads would suggest otherwise.
+    let (spec, _) = component();
+    assert!(!inputs(&spec).contains_key("policy_dir"));
+    for file in [
+        "templates/assent/template.yml",
+        "assent.gitlab-ci.yml",
+        "Dockerfile",
+    ] {
+        let text = read(&format!("ci-templates/{file}"));
+        for dead in ["policy_dir", "ASSENT_POLICY_DIR"] {
+            assert!(!text.contains(dead), "ci-templates/{file} mentions {dead}");
+        }
+    }
+    for doc in ["docs/setup.md", "docs/run.md", "README.md"] {
+        assert!(!read(doc).contains("ASSENT_POLICY_DIR"), "{doc}");
+    }
 }
 
 #[test]
