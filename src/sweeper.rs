@@ -246,7 +246,8 @@ impl SweepReport {
         })
     }
 
-    /// The text report: one line per examined MR, warnings, then `healed: N` last.
+    /// The text report: one line per examined MR, warnings, in a dry run `would heal: K (dry
+    /// run)`, then `healed: N` last.
     pub fn to_text(&self) -> String {
         let s = &self.settings;
         let mut out = format!(
@@ -275,14 +276,13 @@ impl SweepReport {
         if let Some(f) = &self.failure {
             out.push_str(&format!("error: sweep stopped: {f}\n"));
         }
+        // `healed: N` stays the last line in every mode (SPEC §9), so a dry run's count gets
+        // its own line before it: a scraper reading the last line never sees a dry run's
+        // hypothetical pipelines as real ones.
         if s.dry_run {
-            out.push_str(&format!(
-                "healed: {} (dry run: {} would be healed)\n",
-                self.healed, self.would_heal
-            ));
-        } else {
-            out.push_str(&format!("healed: {}\n", self.healed));
+            out.push_str(&format!("would heal: {} (dry run)\n", self.would_heal));
         }
+        out.push_str(&format!("healed: {}\n", self.healed));
         out
     }
 
@@ -820,10 +820,10 @@ mod tests {
         );
         assert!(!forge.log.borrow().iter().any(|l| l.starts_with("create")));
         assert_eq!((report.healed, report.would_heal), (0, 2));
+        let text = report.to_text();
         assert!(
-            report
-                .to_text()
-                .ends_with("healed: 0 (dry run: 2 would be healed)\n")
+            text.ends_with("\nwould heal: 2 (dry run)\nhealed: 0\n"),
+            "{text}"
         );
     }
 

@@ -13,7 +13,9 @@
 //! For each: the MR pipeline's job publishes (threads and a verified summary on the fake) and
 //! keeps the receipt as an artifact, a second MR pipeline makes zero writes, a push pipeline
 //! does not run the job at all (zero requests), and a scheduled pipeline with
-//! `ASSENT_SWEEP=true` runs only the sweep job, which finds nothing to heal.
+//! `ASSENT_SWEEP=true` runs only the sweep job, which finds nothing to heal. The CI
+//! configuration project, laid out as its README says (the contents of `ci-templates/` at its
+//! root), validates against the schema and runs its release jobs for version tags only.
 //!
 //! Prerequisites: `gitlab-ci-local` and `rsync` on `PATH`:
 //!
@@ -410,4 +412,105 @@ fn classic_include_runs_in_mr_pipelines_only_and_a_rerun_writes_nothing() {
 #[ignore = "needs gitlab-ci-local 4.64.1 and rsync; run with `cargo test --test ci_local -- --ignored` (.ci/run installs both and does)"]
 fn component_runs_in_mr_pipelines_only_and_a_rerun_writes_nothing() {
     drive(Form::Component);
+}
+
+/// The CI configuration project as its README says to lay it out: the *contents* of
+/// `ci-templates/` at its root, its own `.gitlab-ci.yml` being the release pipeline.
+fn config_project() -> Project {
+    let root = tempfile::tempdir().unwrap();
+    let project = Project { root };
+    let dir = project.dir();
+    std::fs::create_dir_all(project.home()).unwrap();
+    let status = Command::new("cp")
+        .arg("-R")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("ci-templates/."))
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(dir.join(".gitlab-ci.yml").is_file(), "dotfiles are copied");
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["config", "user.name", "Example User"],
+        &["config", "user.email", "user@example.invalid"],
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://gitlab.example.com/platform/assent-ci.git",
+        ],
+        &["add", "-A"],
+        &["commit", "-q", "-m", "assent"],
+        &["update-ref", "refs/remotes/origin/main", "HEAD"],
+        &[
+            "symbolic-ref",
+            "refs/remotes/origin/HEAD",
+            "refs/remotes/origin/main",
+        ],
+    ] {
+        let out = project.command("git").args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+    project
+}
+
+#[test]
+#[ignore = "needs gitlab-ci-local 4.64.1 and rsync; run with `cargo test --test ci_local -- --ignored` (.ci/run installs both and does)"]
+fn the_release_pipeline_runs_for_version_tags_only() {
+    require_runner();
+    let project = config_project();
+    let pipeline = |vars: &[(&str, &str)]| -> Vec<(String, String)> {
+        let mut cmd = project.command("gitlab-ci-local");
+        cmd.args([
+            "--json-schema-validation",
+            "--no-color",
+            "--ignore-predefined-vars",
+            "CI_PIPELINE_SOURCE,CI_COMMIT_TAG",
+            "--list-json",
+        ]);
+        for (k, v) in vars {
+            cmd.arg("--variable").arg(format!("{k}={v}"));
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{vars:?}: {}", text(&out));
+        let list: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("--list-json: {e}\n{}", text(&out)));
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|j| {
+                (
+                    j["name"].as_str().unwrap().to_owned(),
+                    j["when"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let both = |when: &str| {
+        vec![
+            ("assent-image".to_owned(), when.to_owned()),
+            ("assent-release".to_owned(), when.to_owned()),
+        ]
+    };
+    for tag in ["0.1.0", "0.1.0-2", "12.0.3"] {
+        assert_eq!(
+            pipeline(&[("CI_PIPELINE_SOURCE", "push"), ("CI_COMMIT_TAG", tag)]),
+            both("on_success"),
+            "tag {tag}"
+        );
+    }
+    for tag in ["v0.1.0", "latest", "0.1", "0.1.0 "] {
+        assert_eq!(
+            pipeline(&[("CI_PIPELINE_SOURCE", "push"), ("CI_COMMIT_TAG", tag)]),
+            both("never"),
+            "tag {tag:?} is not a version"
+        );
+    }
+    for source in ["push", "merge_request_event", "schedule", "web"] {
+        assert_eq!(
+            pipeline(&[("CI_PIPELINE_SOURCE", source), ("CI_COMMIT_TAG", "")]),
+            both("never"),
+            "{source} pipeline without a tag"
+        );
+    }
 }

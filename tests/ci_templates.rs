@@ -1,16 +1,24 @@
 //! The shipped CI templates: both forms parse, and the properties the gate depends on hold
 //! (MR pipelines only, the per-MR resource group, no checkout, the receipt kept always, the
 //! token from a variable, the image pinned, the job failing on REVIEW and never allowed to
-//! fail, the bot's approval off unless asked for), including that `assent doctor`'s own
-//! evidence rules accept the template's job.
+//! fail, retried on exit 3 only, the bot's approval off unless asked for), including that
+//! `assent doctor`'s own evidence rules accept the template's job. The release pipeline runs
+//! on version tags only, pushes the image the templates default to, and never puts a secret
+//! on a command line or in the log (its script is run here against a stand-in `docker`). The
+//! component project's README names every shipped file and documents every input.
 
-use std::collections::BTreeSet;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use assent::doctor::enforcement::{AssentJob, assent_jobs};
 use assent::doctor::serialization::{expand_key, job_resource_group};
 use serde::Deserialize;
 use serde_yaml::Value;
+
+/// The CI configuration project's path the docs use; the templates' default image lives in
+/// its registry.
+const CONFIG_PROJECT: &str = "platform/assent-ci";
 
 fn read(rel: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel))
@@ -100,6 +108,7 @@ fn assert_publisher(job: &Value, form: &str) {
         assert_ne!(rule["when"], "always");
     }
     assert!(job.get("only").is_none() && job.get("except").is_none());
+    assert_retries_on_exit_3_only(job, form);
     let script: Vec<&str> = job["script"]
         .as_sequence()
         .unwrap()
@@ -134,6 +143,22 @@ fn assert_publisher(job: &Value, form: &str) {
     );
 }
 
+/// Exit 3 (a forge or runtime failure, SPEC §2) is retried twice; nothing else is: a retry
+/// of exit 1 (the gate) or 2 (configuration) gives the same answer.
+fn assert_retries_on_exit_3_only(job: &Value, form: &str) {
+    let retry = &job["retry"];
+    assert_eq!(retry["max"], 2, "{form}: {retry:?}");
+    assert_eq!(
+        retry["exit_codes"],
+        serde_yaml::from_str::<Value>("[3]").unwrap(),
+        "{form}: {retry:?}"
+    );
+    assert!(
+        retry.get("when").is_none(),
+        "{form}: `when` would retry other failures too: {retry:?}"
+    );
+}
+
 fn assert_sweep(job: &Value, form: &str) {
     let rules = job["rules"].as_sequence().unwrap();
     assert!(
@@ -147,6 +172,7 @@ fn assert_sweep(job: &Value, form: &str) {
         "{form}: two sweeps never overlap, and never share a group with an MR job"
     );
     assert_eq!(job["variables"]["GIT_STRATEGY"], "none");
+    assert_retries_on_exit_3_only(job, form);
 }
 
 #[test]
@@ -161,7 +187,6 @@ fn component_declares_the_inputs_the_issue_names() {
         "image",
         "version",
         "fail_on",
-        "policy_dir",
         "token_variable",
         "extra_args",
         "approve",
@@ -194,6 +219,23 @@ fn component_declares_the_inputs_the_issue_names() {
     assert_eq!(inputs(&spec)["approve"]["default"], false);
     assert_eq!(inputs(&spec)["approve"]["type"], "boolean");
     assert_ne!(inputs(&spec)["version"]["default"], "latest");
+}
+
+#[test]
+fn no_template_offers_a_policy_folder_setting() {
+    // assent/v1 reads `.assent/policies/` on the target branch and nothing else (SPEC); a
+    // setting that nothing reads would suggest otherwise.
+    let (spec, _) = component();
+    assert!(!inputs(&spec).contains_key("policy_dir"));
+    for file in shipped_files() {
+        let text = read(&format!("ci-templates/{file}"));
+        for dead in ["policy_dir", "ASSENT_POLICY_DIR"] {
+            assert!(!text.contains(dead), "ci-templates/{file} mentions {dead}");
+        }
+    }
+    for doc in ["docs/setup.md", "docs/run.md", "README.md"] {
+        assert!(!read(doc).contains("ASSENT_POLICY_DIR"), "{doc}");
+    }
 }
 
 #[test]
@@ -260,24 +302,62 @@ fn classic_include_has_every_required_property() {
 }
 
 #[test]
-fn both_forms_pin_the_same_image_built_by_the_dockerfile() {
-    let dockerfile = read("ci-templates/Dockerfile");
+fn both_forms_default_to_the_image_the_release_pipeline_pushes() {
+    // The release pipeline of the CI configuration project pushes `$CI_REGISTRY_IMAGE:<tag>`,
+    // which for the project at CONFIG_PROJECT is `$CI_REGISTRY/<CONFIG_PROJECT>:<tag>`. The
+    // templates must name it through `$CI_REGISTRY`: in a gated project's pipeline
+    // `$CI_REGISTRY_IMAGE` is the gated project's own registry, where nothing is pushed.
     let (spec, _) = component();
     let repo = inputs(&spec)["image"]["default"].as_str().unwrap();
     let version = inputs(&spec)["version"]["default"].as_str().unwrap();
-    assert!(
-        dockerfile.contains(&format!("org.opencontainers.image.ref.name=\"{repo}\"")),
-        "the Dockerfile names the default image"
-    );
+    assert_eq!(repo, format!("$CI_REGISTRY/{CONFIG_PROJECT}"));
     let classic: Value = serde_yaml::from_str(&read("ci-templates/assent.gitlab-ci.yml")).unwrap();
     assert_eq!(
         classic["variables"]["ASSENT_IMAGE"]["value"],
         format!("{repo}:{version}")
     );
+    assert_eq!(
+        version,
+        env!("CARGO_PKG_VERSION"),
+        "the templates default to the release they ship with"
+    );
+    let release = release_jobs();
+    let script = script_text(&release["assent-image"]);
+    assert!(
+        script.contains("docker push \"$CI_REGISTRY_IMAGE:$CI_COMMIT_TAG\""),
+        "{script}"
+    );
+    assert!(
+        script.contains("--tag \"$CI_REGISTRY_IMAGE:$CI_COMMIT_TAG\""),
+        "{script}"
+    );
+    for doc in ["ci-templates/README.md", "docs/setup.md"] {
+        assert!(
+            read(doc).contains(CONFIG_PROJECT),
+            "{doc} uses {CONFIG_PROJECT}, the path the default image assumes"
+        );
+    }
+}
+
+#[test]
+fn the_dockerfile_builds_a_static_binary_that_does_not_run_as_root() {
+    let dockerfile = read("ci-templates/Dockerfile");
+    assert!(dockerfile.contains("-alpine AS build"), "a musl builder");
     assert!(dockerfile.contains("cargo build --release --locked --bin assent"));
     assert!(
         dockerfile.contains("USER 65534"),
         "the image does not run as root"
+    );
+    let ignore = read("ci-templates/Dockerfile.dockerignore");
+    assert!(
+        ignore.lines().any(|l| l == "target"),
+        "a checkout's target/ stays out of the build context"
+    );
+    assert!(
+        !ignore
+            .lines()
+            .any(|l| l.trim_end_matches('/') == "tests" || l.starts_with("tests/fake_gitlab")),
+        "the workspace member tests/fake_gitlab must stay in the context"
     );
 }
 
@@ -361,4 +441,351 @@ fn the_approve_input_turns_on_the_bots_approval() {
         the_assent_job(&text, "component").fail_on,
         Ok("block".to_owned())
     );
+}
+
+/// Every file under `ci-templates/`, relative to it: what a component project's root holds.
+fn shipped_files() -> Vec<String> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, root, out);
+            } else {
+                let rel = path.strip_prefix(root).unwrap();
+                out.push(rel.to_str().unwrap().replace('\\', "/"));
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci-templates");
+    let mut out = Vec::new();
+    walk(&root, &root, &mut out);
+    out.sort();
+    out
+}
+
+/// The release pipeline's jobs, as the component project's own `.gitlab-ci.yml` includes them.
+fn release_jobs() -> Value {
+    let own: Value = serde_yaml::from_str(&read("ci-templates/.gitlab-ci.yml")).unwrap();
+    assert_eq!(
+        own["include"],
+        serde_yaml::from_str::<Value>("[{local: release.gitlab-ci.yml}]").unwrap(),
+        "the component project's pipeline is the release pipeline"
+    );
+    serde_yaml::from_str(&read("ci-templates/release.gitlab-ci.yml")).unwrap()
+}
+
+/// A job's script as the runner runs it: its entries in order.
+fn script_text(job: &Value) -> String {
+    job["script"]
+        .as_sequence()
+        .expect("script")
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_release_pipeline_runs_on_version_tags_only() {
+    let doc = release_jobs();
+    let jobs = doc.as_mapping().unwrap();
+    let names: BTreeSet<&str> = jobs.keys().map(|k| k.as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        BTreeSet::from(["assent-image", "assent-release"]),
+        "no global keys: the file is included into the project's own pipeline"
+    );
+    for (name, job) in jobs {
+        let rules = job["rules"].as_sequence().expect("rules");
+        assert!(!rules.is_empty(), "{name:?}");
+        for rule in rules {
+            let cond = rule["if"].as_str().unwrap_or_else(|| {
+                panic!("{name:?}: a rule without if runs in every pipeline: {rule:?}")
+            });
+            assert!(
+                cond.starts_with("$CI_COMMIT_TAG =~ /^"),
+                "{name:?}: tag pipelines only: {cond}"
+            );
+            assert!(rule.get("when").is_none(), "{name:?}: {rule:?}");
+        }
+        assert!(job.get("only").is_none() && job.get("except").is_none());
+        assert!(job.get("when").is_none(), "{name:?}");
+    }
+    let image = &doc["assent-image"];
+    assert_eq!(image["variables"]["GIT_SUBMODULE_STRATEGY"], "recursive");
+    assert_eq!(
+        image["variables"]["DOCKER_TLS_CERTDIR"], "/certs",
+        "TLS to the dind service"
+    );
+    let cli = image["image"].as_str().unwrap();
+    let dind = image["services"][0].as_str().unwrap();
+    assert!(
+        cli.starts_with("docker:") && !cli.contains("latest"),
+        "{cli}"
+    );
+    assert_eq!(
+        dind,
+        cli.replace("-cli", "-dind"),
+        "client and daemon of one version"
+    );
+    let release = &doc["assent-release"];
+    assert_eq!(
+        release["needs"],
+        serde_yaml::from_str::<Value>("[assent-image]").unwrap(),
+        "a component version is released only once its image is pushed"
+    );
+    assert_eq!(release["release"]["tag_name"], "$CI_COMMIT_TAG");
+    assert!(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("ci-templates")
+            .join(
+                script_text(image)
+                    .split("--file ")
+                    .nth(1)
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap()
+            )
+            .is_file(),
+        "the Dockerfile the job builds is shipped next to it"
+    );
+}
+
+#[test]
+fn the_release_pipeline_never_puts_a_secret_on_a_command_line_or_in_the_log() {
+    let doc = release_jobs();
+    for (name, job) in doc.as_mapping().unwrap() {
+        let script = script_text(job);
+        assert!(
+            !script.contains("set -x"),
+            "{name:?}: tracing prints secrets"
+        );
+        for line in script.lines() {
+            for secret in ["CI_REGISTRY_PASSWORD", "CI_JOB_TOKEN", "ASSENT_TOKEN"] {
+                if line.contains(secret) {
+                    assert!(
+                        line.starts_with(&format!("printf '%s' \"${secret}\" | docker login "))
+                            && line.contains("--password-stdin"),
+                        "{name:?}: {secret} may only reach docker login on stdin: {line}"
+                    );
+                }
+            }
+            assert!(
+                !line.contains(" -p ") && !line.contains("--password "),
+                "{name:?}: a password on a command line: {line}"
+            );
+        }
+    }
+}
+
+/// A stand-in `docker` that records its arguments, one call per line, and what `login` reads
+/// on stdin.
+struct FakeDocker {
+    dir: tempfile::TempDir,
+}
+
+impl FakeDocker {
+    fn new() -> FakeDocker {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let docker = bin.join("docker");
+        std::fs::write(
+            &docker,
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$FAKE_DOCKER_DIR/calls\"\n\
+             if [ \"$1\" = login ]; then cat > \"$FAKE_DOCKER_DIR/stdin\"; fi\n",
+        )
+        .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::create_dir(dir.path().join("project")).unwrap();
+        FakeDocker { dir }
+    }
+
+    fn project(&self) -> PathBuf {
+        self.dir.path().join("project")
+    }
+
+    fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("calls"))
+            .map(|t| t.lines().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
+    fn stdin(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stdin")).unwrap_or_default()
+    }
+
+    /// Runs `job`'s script as a runner would (`sh -e`, the job's variables and GitLab's
+    /// predefined ones for a tag pipeline) in the project directory.
+    fn run(&self, job: &Value, tag: &str) -> std::process::Output {
+        let mut vars: BTreeMap<String, String> = BTreeMap::new();
+        for (k, v) in job["variables"].as_mapping().unwrap() {
+            vars.insert(
+                k.as_str().unwrap().to_owned(),
+                v.as_str().unwrap().to_owned(),
+            );
+        }
+        let path = format!("{}:/usr/bin:/bin", self.dir.path().join("bin").display());
+        Command::new("sh")
+            .args(["-e", "-c", &script_text(job)])
+            .current_dir(self.project())
+            .env_clear()
+            .envs(vars)
+            .env("PATH", path)
+            .env("FAKE_DOCKER_DIR", self.dir.path())
+            .env("CI_COMMIT_TAG", tag)
+            .env("CI_REGISTRY", "registry.example.com")
+            .env(
+                "CI_REGISTRY_IMAGE",
+                "registry.example.com/platform/assent-ci",
+            )
+            .env("CI_REGISTRY_USER", "gitlab-ci-token")
+            .env("CI_REGISTRY_PASSWORD", REGISTRY_PASSWORD)
+            .output()
+            .unwrap()
+    }
+}
+
+const REGISTRY_PASSWORD: &str = "glcbt-64_registry-secret-0123456789";
+
+fn with_source(fake: &FakeDocker) {
+    let source = fake.project().join("assent");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(source.join("Cargo.toml"), read("Cargo.toml")).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn the_image_job_builds_the_tagged_release_and_pushes_it() {
+    let job = &release_jobs()["assent-image"];
+    let version = env!("CARGO_PKG_VERSION");
+    for tag in [version.to_owned(), format!("{version}-2")] {
+        let fake = FakeDocker::new();
+        with_source(&fake);
+        let out = fake.run(job, &tag);
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "{tag}: {log}");
+        let image = format!("registry.example.com/platform/assent-ci:{tag}");
+        assert_eq!(
+            fake.calls(),
+            [
+                "login --username gitlab-ci-token --password-stdin registry.example.com".to_owned(),
+                format!(
+                    "build --pull --file Dockerfile --build-arg ASSENT_VERSION={tag} --tag {image} assent"
+                ),
+                format!("push {image}"),
+            ],
+            "{tag}"
+        );
+        assert_eq!(
+            fake.stdin(),
+            REGISTRY_PASSWORD,
+            "the password, on stdin only"
+        );
+        assert!(
+            !log.contains(REGISTRY_PASSWORD),
+            "{tag}: password in the log"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn the_image_job_refuses_a_tag_that_names_another_release_or_no_source() {
+    let job = &release_jobs()["assent-image"];
+    let version = env!("CARGO_PKG_VERSION");
+
+    let fake = FakeDocker::new();
+    with_source(&fake);
+    let out = fake.run(job, "9.9.9");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("tag 9.9.9 does not name the assent release")
+            && stderr.contains(&format!("({version}): tag {version}")),
+        "names both versions and the fix: {stderr}"
+    );
+    assert!(fake.calls().is_empty(), "nothing built: {:?}", fake.calls());
+
+    let fake = FakeDocker::new();
+    let out = fake.run(job, version);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("no assent source at assent/") && stderr.contains("git submodule add"),
+        "{stderr}"
+    );
+    assert!(fake.calls().is_empty());
+}
+
+#[test]
+fn the_component_readme_names_every_shipped_file() {
+    let readme = read("ci-templates/README.md");
+    for file in shipped_files() {
+        assert!(
+            readme.contains(&format!("`{file}`")),
+            "ci-templates/README.md does not say where {file} goes"
+        );
+    }
+    assert!(
+        readme.contains("cp -R ci-templates/. "),
+        "the copy command copies the folder's contents, dotfiles included"
+    );
+    for license in ["LICENSE-MIT", "LICENSE-APACHE"] {
+        assert!(readme.contains(license));
+        assert!(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(license)
+                .is_file(),
+            "{license} is shipped"
+        );
+    }
+}
+
+#[test]
+fn the_component_readme_documents_every_input_with_its_default() {
+    let readme = read("ci-templates/README.md");
+    let table: BTreeMap<String, String> = readme
+        .split("## Inputs")
+        .nth(1)
+        .expect("an Inputs section")
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            let name = cells[0].trim_start_matches("| ").trim_matches('`');
+            let default = cells[2].trim_matches('`');
+            let default = if default == "\"\"" { "" } else { default };
+            (name.to_owned(), default.to_owned())
+        })
+        .collect();
+    let (spec, _) = component();
+    let mut declared = BTreeMap::new();
+    for (name, def) in inputs(&spec) {
+        let default = match &def["default"] {
+            Value::String(s) => s.clone(),
+            Value::Bool(b) => b.to_string(),
+            other => panic!("{other:?}"),
+        };
+        declared.insert(name.as_str().unwrap().to_owned(), default);
+    }
+    assert_eq!(table, declared, "the README's table is the spec's inputs");
+    for topic in [
+        "workflow:",
+        "$CI_OPEN_MERGE_REQUESTS",
+        "Pipelines must succeed",
+        "assent-receipt.json",
+        "exit_codes: [3]",
+    ] {
+        assert!(readme.contains(topic), "the README covers {topic:?}");
+    }
 }

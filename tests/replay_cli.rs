@@ -70,3 +70,61 @@ fn an_unparseable_fixture_exits_2_naming_file_and_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn every_path_in_the_help_examples_exists() {
+    let out = assent().args(["replay", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{help}");
+    let examples = help
+        .split_once("Examples:")
+        .unwrap_or_else(|| panic!("no Examples: section in\n{help}"))
+        .1;
+    let paths: Vec<&str> = examples
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("assent replay "))
+        .flat_map(str::split_whitespace)
+        .collect();
+    assert!(paths.len() >= 2, "no example paths found in\n{help}");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for path in paths {
+        assert!(
+            root.join(path).exists(),
+            "`assent replay --help` names {path}, which does not exist"
+        );
+    }
+}
+
+#[test]
+fn the_readmes_sample_output_is_what_replay_prints_first_and_last() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let sample: Vec<&str> = readme
+        .split("`replay` prints one line per fixture and a tally:\n\n```\n")
+        .nth(1)
+        .expect("the README's sample replay output")
+        .split("\n```")
+        .next()
+        .unwrap()
+        .lines()
+        .collect();
+    let gap = sample
+        .iter()
+        .position(|l| *l == "…")
+        .expect("the sample elides the middle with …");
+    let (head, tail) = (&sample[..gap], &sample[gap + 1..]);
+    let out = assent()
+        .args(["replay", "fixtures/"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let printed: Vec<&str> = stdout.lines().collect();
+    assert!(printed.len() > head.len() + tail.len(), "{stdout}");
+    assert_eq!(&printed[..head.len()], head, "the first lines: {stdout}");
+    assert_eq!(
+        &printed[printed.len() - tail.len()..],
+        tail,
+        "the last lines: {stdout}"
+    );
+}

@@ -12,7 +12,7 @@ use crate::fixture::{InMemoryWorld, load_fixture, replay_fixture};
 /// Arguments of `assent replay`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  assent replay fixtures/\n  assent replay fixtures/duplicate-repair.yaml fixtures/rows/"
+    after_help = "Examples:\n  assent replay fixtures/\n  assent replay fixtures/duplicate-repair.yaml fixtures/state-table/"
 )]
 pub struct ReplayArgs {
     /// Fixture files, or folders searched recursively for `*.yaml`/`*.yml`.
