@@ -15,12 +15,12 @@ use crate::core::marker::SummaryState;
 use crate::core::model::{Decision, DesiredState, MergeRequestState, Pins};
 use crate::core::planner::{Plan, Write, plan_reconciliation};
 use crate::core::receipt::{
-    ActionKind, ApprovalOutcome, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptRepair,
-    RequestCounts, Rescan,
+    ApprovalOutcome, Outcome, Receipt, ReceiptRepair, RequestCounts, Rescan,
 };
 use crate::core::render::{self, SummaryContext, TargetBranch};
 use crate::core::rescan::{WriteRecord, verify_rescan};
-use crate::core::review_state::{decide, finding_statuses};
+use crate::core::review_state::finding_statuses;
+use crate::core::run_receipt::{RunFacts, receipt_of};
 use crate::forge::{Forge, ForgeError};
 
 /// How many times an ambiguous write may send the executor back to listing and planning.
@@ -143,64 +143,24 @@ pub fn reconcile(
                   facts: &AssentFacts,
                   inventory: &Inventory,
                   plan: &Plan,
-                  repairs: Vec<ReceiptRepair>,
+                  repairs: &[ReceiptRepair],
                   warnings: &BTreeSet<String>,
                   verified| {
-        let statuses = finding_statuses(desired, inventory, facts);
-        let decision = decide(&statuses);
-        let findings = statuses
-            .iter()
-            .map(|s| ReceiptFinding {
-                rule: s.finding.slot.rule.clone(),
-                subject: s.finding.slot.subject.clone(),
-                effect: s.finding.effect,
-                occurrence: s.finding.occurrence.clone(),
-                forge_id: s.forge_id,
-                resolved: s.resolved,
-                assented: s.assent.is_given(),
-            })
-            .collect();
-        let actions = plan
-            .actions
-            .iter()
-            .map(|a| ReceiptAction {
-                rule: a.slot.rule.clone(),
-                subject: a.slot.subject.clone(),
-                action: a.action,
-                forge_id: a.forge_id.or_else(|| match a.action {
-                    // Statuses follow the desired findings, sorted by slot.
-                    ActionKind::Create | ActionKind::Supersede => statuses
-                        .binary_search_by(|s| s.finding.slot.cmp(&a.slot))
-                        .ok()
-                        .and_then(|i| statuses[i].forge_id),
-                    _ => None,
-                }),
-            })
-            .collect();
-        let used = forge.request_counts();
-        Receipt::new(
-            ctx.project.clone(),
-            ctx.mr,
-            ctx.pins.clone(),
+        let warnings: Vec<String> = warnings.iter().cloned().collect();
+        receipt_of(RunFacts {
+            project: &ctx.project,
+            mr: ctx.mr,
+            pins: &ctx.pins,
             outcome,
-            Some(decision),
-            findings,
-            actions,
+            desired,
+            inventory,
+            assent: facts,
+            plan,
             repairs,
-            warnings.iter().cloned().collect(),
-            Rescan { verified },
-            used.since(start),
-        )
-    };
-    let repairs_of = |plan: &Plan| -> Vec<ReceiptRepair> {
-        plan.repairs
-            .iter()
-            .map(|r| ReceiptRepair {
-                repaired_forge_id: r.repaired_forge_id,
-                canonical_forge_id: r.canonical_forge_id,
-                action: r.action,
-            })
-            .collect()
+            warnings: &warnings,
+            verified,
+            requests: forge.request_counts().since(start),
+        })
     };
 
     let summary_body = |facts: &AssentFacts, inventory: &Inventory, state| {
@@ -225,7 +185,7 @@ pub fn reconcile(
             &facts,
             &inventory,
             &first_plan,
-            repairs_of(&first_plan),
+            &first_plan.repairs,
             &warnings,
             false,
         );
@@ -241,7 +201,7 @@ pub fn reconcile(
             &facts,
             &inventory,
             &first_plan,
-            vec![],
+            &[],
             &warnings,
             true,
         );
@@ -292,7 +252,7 @@ pub fn reconcile(
     let mut record = WriteRecord::default();
     let mut plan = first_plan.clone();
     for _round in 0..MAX_PLANNING_ROUNDS {
-        all_repairs.extend(repairs_of(&plan));
+        all_repairs.extend(plan.repairs.iter().cloned());
         let summary = summary_body(&facts, &inventory, round_summary_state(&plan));
         match execute_round(forge, &summary, &inventory, &plan, &mut record) {
             Ok(()) => {}
@@ -340,7 +300,7 @@ pub fn reconcile(
             &facts,
             &rescan,
             &first_plan,
-            all_repairs,
+            &all_repairs,
             &warnings,
             true,
         );

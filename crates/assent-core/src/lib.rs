@@ -22,6 +22,7 @@ pub mod render;
 pub mod rescan;
 pub mod resolutions;
 pub mod review_state;
+pub mod run_receipt;
 pub mod semantic_diff;
 pub mod sweep;
 #[cfg(test)]

@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::inventory::{Inventory, ThreadArtifact};
 use crate::model::{DesiredState, Effect, Finding, Slot};
-use crate::receipt::{ActionKind, RepairAction};
+use crate::receipt::{ActionKind, ReceiptRepair, RepairAction};
 use crate::render;
 use crate::review_state::is_retired;
 
@@ -94,16 +94,8 @@ pub struct SlotAction {
     pub forge_id: Option<u64>,
 }
 
-/// A duplicate the plan repairs.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Repair {
-    /// The duplicate's forge id.
-    pub repaired_forge_id: u64,
-    /// The canonical artifact's forge id.
-    pub canonical_forge_id: u64,
-    /// `resolve` for threads, `collapse` for summaries.
-    pub action: RepairAction,
-}
+/// A duplicate the plan repairs: the receipt's own entry, so the receipt records it as is.
+pub type Repair = ReceiptRepair;
 
 /// Everything a run will do, decided before the first write.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

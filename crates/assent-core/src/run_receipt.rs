@@ -1,0 +1,143 @@
+//! The receipt of a run that published (or would publish), built from the run's facts by
+//! one pure function: the executor gathers facts, this decides what the receipt says.
+
+use crate::assent::AssentFacts;
+use crate::inventory::Inventory;
+use crate::model::{DesiredState, Pins};
+use crate::planner::Plan;
+use crate::receipt::{
+    ActionKind, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptRepair, RequestCounts,
+    Rescan,
+};
+use crate::review_state::{decide, finding_statuses};
+
+/// What a run knows when it writes its receipt.
+#[derive(Debug, Clone, Copy)]
+pub struct RunFacts<'a> {
+    /// Project id or path, as given.
+    pub project: &'a str,
+    /// The MR's IID.
+    pub mr: u64,
+    /// The pinned inputs.
+    pub pins: &'a Pins,
+    /// How the run ended (`published` or `dry-run`; the refusals have their own receipt).
+    pub outcome: Outcome,
+    /// The desired findings.
+    pub desired: &'a DesiredState,
+    /// The bot's artifacts as last listed.
+    pub inventory: &'a Inventory,
+    /// Who may assent.
+    pub assent: &'a AssentFacts,
+    /// The first plan: the receipt's `actions` are its rows.
+    pub plan: &'a Plan,
+    /// Every duplicate repaired, over all rounds.
+    pub repairs: &'a [ReceiptRepair],
+    /// Warnings gathered on the way (any order; the receipt sorts them).
+    pub warnings: &'a [String],
+    /// Whether the last listing matched the plan.
+    pub verified: bool,
+    /// Requests the run made.
+    pub requests: RequestCounts,
+}
+
+/// The receipt `facts` describe: findings with their thread and assent, the decision, the
+/// state-table row per slot (a created thread named by the id the listing shows).
+pub fn receipt_of(facts: RunFacts<'_>) -> Receipt {
+    let statuses = finding_statuses(facts.desired, facts.inventory, facts.assent);
+    let decision = decide(&statuses);
+    let findings = statuses
+        .iter()
+        .map(|s| ReceiptFinding {
+            rule: s.finding.slot.rule.clone(),
+            subject: s.finding.slot.subject.clone(),
+            effect: s.finding.effect,
+            occurrence: s.finding.occurrence.clone(),
+            forge_id: s.forge_id,
+            resolved: s.resolved,
+            assented: s.assent.is_given(),
+        })
+        .collect();
+    let actions = facts
+        .plan
+        .actions
+        .iter()
+        .map(|a| ReceiptAction {
+            rule: a.slot.rule.clone(),
+            subject: a.slot.subject.clone(),
+            action: a.action,
+            forge_id: a.forge_id.or_else(|| match a.action {
+                // Statuses follow the desired findings, sorted by slot.
+                ActionKind::Create | ActionKind::Supersede => statuses
+                    .binary_search_by(|s| s.finding.slot.cmp(&a.slot))
+                    .ok()
+                    .and_then(|i| statuses[i].forge_id),
+                _ => None,
+            }),
+        })
+        .collect();
+    Receipt::new(
+        facts.project.to_owned(),
+        facts.mr,
+        facts.pins.clone(),
+        facts.outcome,
+        Some(decision),
+        findings,
+        actions,
+        facts.repairs.to_vec(),
+        facts.warnings.to_vec(),
+        Rescan {
+            verified: facts.verified,
+        },
+        facts.requests,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Decision, Effect};
+    use crate::planner::plan_reconciliation;
+    use crate::test_support::finding;
+
+    #[test]
+    fn a_first_run_receipt_names_every_create_and_the_decision() {
+        let desired = DesiredState::new(vec![
+            finding("c", Effect::Challenge),
+            finding("b", Effect::Block),
+        ]);
+        let inventory = Inventory::default();
+        let plan = plan_reconciliation(&desired, &inventory, "1111");
+        let pins = Pins::default();
+        let warnings = vec!["z".to_owned(), "a".to_owned(), "a".to_owned()];
+        let receipt = receipt_of(RunFacts {
+            project: "42",
+            mr: 7,
+            pins: &pins,
+            outcome: Outcome::DryRun,
+            desired: &desired,
+            inventory: &inventory,
+            assent: &AssentFacts::default(),
+            plan: &plan,
+            repairs: &[],
+            warnings: &warnings,
+            verified: false,
+            requests: RequestCounts {
+                reads: 2,
+                writes: 0,
+            },
+        });
+        assert_eq!(receipt.decision, Some(Decision::Block));
+        assert_eq!(receipt.findings.len(), 2);
+        assert!(receipt.findings.iter().all(|f| f.forge_id.is_none()));
+        assert_eq!(receipt.actions.len(), 2);
+        assert!(
+            receipt
+                .actions
+                .iter()
+                .all(|a| a.action == ActionKind::Create)
+        );
+        assert_eq!(receipt.warnings, vec!["a".to_owned(), "z".to_owned()]);
+        assert_eq!(receipt.requests.reads, 2);
+        assert!(!receipt.rescan.verified);
+    }
+}
