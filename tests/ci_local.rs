@@ -28,7 +28,7 @@
 //! installing both tools. Run that way without the tools, they FAIL, saying how to install
 //! them: a missing tool never passes silently.
 
-mod support;
+use assent_test_support as support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

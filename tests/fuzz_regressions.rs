@@ -1,6 +1,6 @@
 //! The fuzz targets' properties in the ordinary test suite.
 //!
-//! `tests/fuzz/checks.rs` holds the checks the `cargo fuzz` targets run (see
+//! `assent_test_support::fuzz` holds the checks the `cargo fuzz` targets run (see
 //! `docs/reliability.md` for the commands). This file runs the same checks:
 //!
 //! * on every input kept under `tests/fuzz/regressions/<target>/` (crashes, hangs and
@@ -10,12 +10,9 @@
 //!   target's checks also run on their own: the helper on hostile strings, and whole finding
 //!   and summary bodies built from hostile values, read by a CommonMark/GFM parser.
 
-#[path = "fuzz/checks.rs"]
-mod checks;
-
+use assent_test_support::fuzz::checks;
 #[cfg(unix)]
-#[path = "fuzz/tree_checks.rs"]
-mod tree_checks;
+use assent_test_support::fuzz::tree_checks;
 
 use std::path::Path;
 
@@ -288,7 +285,7 @@ fn kept_policy_tree_inputs() {
     }
 }
 
-/// Records of the `policy_tree` layout (`tests/fuzz/tree_checks.rs`): a kind, a place, a
+/// Records of the `policy_tree` layout (`assent_test_support::fuzz::tree_checks`): a kind, a place, a
 /// path, then `0x01` and a payload.
 #[cfg(unix)]
 fn tree_record() -> impl Strategy<Value = Vec<u8>> {

@@ -1,8 +1,8 @@
 //! The GitLab adapter against the stateful fake GitLab over loopback HTTP: pagination,
 //! retries, lost acknowledgements, refused redirects, token hygiene, project paths and a
-//! full reconcile run. See `tests/support/mod.rs` for how the fake is started.
+//! full reconcile run. See the `assent_test_support` crate for how the fake is started.
 
-mod support;
+use assent_test_support as support;
 
 use std::time::Duration;
 

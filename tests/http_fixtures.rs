@@ -1,8 +1,8 @@
 //! Every protocol fixture replays over HTTP: the shared runner drives the real GitLab adapter
-//! against an in-process fake GitLab (see `tests/support/mod.rs`), with the same
+//! against an in-process fake GitLab (see the `assent_test_support` crate), with the same
 //! expectations as the in-memory replay, and the two replays agree request for request.
 
-mod support;
+use assent_test_support as support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

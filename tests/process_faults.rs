@@ -6,7 +6,7 @@
 //! binary and captured as a fake state; each case starts a fresh fake from it. The
 //! reference is a clean run's final state with note ids normalised.
 
-mod support;
+use assent_test_support as support;
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -18,6 +18,9 @@ use support::process::{
     HEAD_A, Scenario, assent_run, check_invariants, describe, desired_slots_b, inventory,
     normalized_state, receipt, spawn_assent, wait_bounded,
 };
+
+/// The `assent` binary Cargo built for these tests.
+const ASSENT: &str = env!("CARGO_BIN_EXE_assent");
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -33,10 +36,10 @@ struct Reference {
 fn reference() -> &'static Reference {
     static REFERENCE: OnceLock<Reference> = OnceLock::new();
     REFERENCE.get_or_init(|| {
-        let scenario = Scenario::many_writes();
+        let scenario = Scenario::many_writes(ASSENT);
         let fake = scenario.start();
         let dir = tempfile::tempdir().unwrap();
-        let out = assent_run(&fake, dir.path(), scenario.head, &[]);
+        let out = assent_run(ASSENT, &fake, dir.path(), scenario.head, &[]);
         assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
         check_invariants(&fake, &desired_slots_b(), scenario.head).unwrap();
         let r = receipt(dir.path());
@@ -59,7 +62,7 @@ fn reference() -> &'static Reference {
 fn rerun_converges(fake: &FakeGitLab, head: &str, case: &str) {
     let reference = reference();
     let dir = tempfile::tempdir().unwrap();
-    let out = assent_run(fake, dir.path(), head, &[]);
+    let out = assent_run(ASSENT, fake, dir.path(), head, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -70,7 +73,7 @@ fn rerun_converges(fake: &FakeGitLab, head: &str, case: &str) {
     assert_same_state(fake, &reference.state, case);
     check_invariants(fake, &desired_slots_b(), head).unwrap_or_else(|e| panic!("{case}: {e}"));
     let writes = fake.writes();
-    let out = assent_run(fake, dir.path(), head, &[]);
+    let out = assent_run(ASSENT, fake, dir.path(), head, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -133,7 +136,7 @@ fn sigkill_after_every_write_then_a_rerun_converges_on_the_clean_state() {
             .nth(k as u64 + 1),
         );
         let dir = tempfile::tempdir().unwrap();
-        let mut child = spawn_assent(&fake, dir.path(), reference.scenario.head);
+        let mut child = spawn_assent(ASSENT, &fake, dir.path(), reference.scenario.head);
         assert!(fake.wait_for_held(1, WAIT), "{case}: write never held");
         child.kill().unwrap();
         child.wait().unwrap();
@@ -164,7 +167,7 @@ fn sigkill_while_an_applied_write_awaits_its_answer_then_a_rerun_converges() {
             .nth(k as u64),
         );
         let dir = tempfile::tempdir().unwrap();
-        let mut child = spawn_assent(&fake, dir.path(), reference.scenario.head);
+        let mut child = spawn_assent(ASSENT, &fake, dir.path(), reference.scenario.head);
         assert!(fake.wait_for_held(1, WAIT), "{case}: write never held");
         child.kill().unwrap();
         child.wait().unwrap();
@@ -184,7 +187,7 @@ fn assert_converged(fake: &FakeGitLab, case: &str) {
     check_invariants(fake, &desired_slots_b(), head).unwrap_or_else(|e| panic!("{case}: {e}"));
     let writes = fake.writes();
     let dir = tempfile::tempdir().unwrap();
-    let out = assent_run(fake, dir.path(), head, &[]);
+    let out = assent_run(ASSENT, fake, dir.path(), head, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -299,7 +302,7 @@ fn transient_read_faults_are_retried_and_the_run_leaves_the_clean_state() {
         fake.inject(rule);
         let dir = tempfile::tempdir().unwrap();
         let started = Instant::now();
-        let out = assent_run(&fake, dir.path(), reference.scenario.head, &[]);
+        let out = assent_run(ASSENT, &fake, dir.path(), reference.scenario.head, &[]);
         assert_eq!(out.status.code(), Some(0), "{case}\n{}", describe(&out));
         let faulted: Vec<_> = fake
             .requests()
@@ -352,7 +355,7 @@ fn write_faults_send_the_run_back_to_the_listing_and_never_duplicate() {
             let fake = reference.scenario.start();
             fake.inject(FaultRule::new(action.clone()).any_write().nth(n));
             let dir = tempfile::tempdir().unwrap();
-            let out = assent_run(&fake, dir.path(), reference.scenario.head, &[]);
+            let out = assent_run(ASSENT, &fake, dir.path(), reference.scenario.head, &[]);
             assert_eq!(out.status.code(), Some(0), "{case}\n{}", describe(&out));
             assert_eq!(receipt(dir.path())["rescan"]["verified"], true, "{case}");
             assert_no_blind_write_retry(&fake, &case);
@@ -387,7 +390,7 @@ fn when_retries_run_out_the_run_exits_3_and_the_next_run_repairs() {
             .route(RouteKind::Discussions),
     );
     let dir = tempfile::tempdir().unwrap();
-    let out = assent_run(&fake, dir.path(), head, &[]);
+    let out = assent_run(ASSENT, &fake, dir.path(), head, &[]);
     assert_eq!(out.status.code(), Some(3), "{case}\n{}", describe(&out));
     assert_one_clear_line(&out, "429", case);
     assert_eq!(fake.writes(), 0, "{case}: wrote");
@@ -410,7 +413,7 @@ fn when_retries_run_out_the_run_exits_3_and_the_next_run_repairs() {
             .route(RouteKind::Discussions)
             .from_nth(2),
     );
-    let out = assent_run(&fake, dir.path(), head, &[]);
+    let out = assent_run(ASSENT, &fake, dir.path(), head, &[]);
     assert_eq!(out.status.code(), Some(3), "{case}\n{}", describe(&out));
     assert_one_clear_line(&out, "429", case);
     assert!(!dir.path().join("assent-receipt.json").exists(), "{case}");
@@ -427,7 +430,7 @@ fn when_retries_run_out_the_run_exits_3_and_the_next_run_repairs() {
             .any_write()
             .from_nth(3),
     );
-    let out = assent_run(&fake, dir.path(), head, &[]);
+    let out = assent_run(ASSENT, &fake, dir.path(), head, &[]);
     assert_eq!(out.status.code(), Some(3), "{case}\n{}", describe(&out));
     assert_one_clear_line(&out, "ambiguous", case);
     assert_no_blind_write_retry(&fake, case);
@@ -490,7 +493,7 @@ fn concurrent_unserialized_runs_converge_after_one_more_run() {
             let dirs: Vec<_> = (0..n).map(|_| tempfile::tempdir().unwrap()).collect();
             let mut children: Vec<_> = dirs
                 .iter()
-                .map(|d| spawn_assent(&fake, d.path(), scenario.head))
+                .map(|d| spawn_assent(ASSENT, &fake, d.path(), scenario.head))
                 .collect();
             let codes: Vec<_> = children
                 .iter_mut()
@@ -504,7 +507,7 @@ fn concurrent_unserialized_runs_converge_after_one_more_run() {
 
             let expected = expected_repairs(&fake);
             let dir = tempfile::tempdir().unwrap();
-            let out = assent_run(&fake, dir.path(), scenario.head, &[]);
+            let out = assent_run(ASSENT, &fake, dir.path(), scenario.head, &[]);
             assert_eq!(out.status.code(), Some(0), "{case}\n{}", describe(&out));
             let r = receipt(dir.path());
             assert_eq!(r["rescan"]["verified"], true, "{case}");
@@ -524,7 +527,7 @@ fn concurrent_unserialized_runs_converge_after_one_more_run() {
             check_invariants(&fake, desired, scenario.head)
                 .unwrap_or_else(|e| panic!("{case}: {e}"));
             let writes = fake.writes();
-            let out = assent_run(&fake, dir.path(), scenario.head, &[]);
+            let out = assent_run(ASSENT, &fake, dir.path(), scenario.head, &[]);
             assert_eq!(out.status.code(), Some(0), "{case}\n{}", describe(&out));
             assert_eq!(fake.writes(), writes, "{case}: a further run wrote");
             assert!(fake.violations().is_empty(), "{case}");
@@ -626,12 +629,12 @@ fn client_timeouts_on_reads_and_writes() {
     let before = expected_repairs(&fake);
     assert_eq!(before.len(), 1, "{case}: the late create is one duplicate");
     let dir = tempfile::tempdir().unwrap();
-    let out = assent_run(&fake, dir.path(), head, &[]);
+    let out = assent_run(ASSENT, &fake, dir.path(), head, &[]);
     assert_eq!(out.status.code(), Some(0), "{case}\n{}", describe(&out));
     assert_eq!(receipt(dir.path())["repairs"].as_array().unwrap().len(), 1);
     check_invariants(&fake, &desired_slots_b(), head).unwrap_or_else(|e| panic!("{case}: {e}"));
     let writes = fake.writes();
-    let out = assent_run(&fake, dir.path(), head, &[]);
+    let out = assent_run(ASSENT, &fake, dir.path(), head, &[]);
     assert_eq!(out.status.code(), Some(0), "{case}\n{}", describe(&out));
     assert_eq!(fake.writes(), writes, "{case}: a further run wrote");
 }
@@ -658,7 +661,7 @@ fn race_after_the_verified_edit(fake: &FakeGitLab, head: &str, case: &str) {
         .nth(1),
     );
     let dir = tempfile::tempdir().unwrap();
-    let mut child = spawn_assent(fake, dir.path(), head);
+    let mut child = spawn_assent(ASSENT, fake, dir.path(), head);
     assert!(
         fake.wait_for_held(1, WAIT),
         "{case}: summary edit never held"
@@ -688,7 +691,7 @@ fn race_after_the_verified_edit(fake: &FakeGitLab, head: &str, case: &str) {
         "{case}: a failed run never leaves `verified` behind"
     );
     let dir = tempfile::tempdir().unwrap();
-    let out = assent_run(fake, dir.path(), head, &[]);
+    let out = assent_run(ASSENT, fake, dir.path(), head, &[]);
     assert_eq!(out.status.code(), Some(0), "{case}: {}", describe(&out));
     assert_eq!(summary_state(fake), SummaryState::Verified, "{case}");
     assert_eq!(
@@ -708,7 +711,7 @@ fn a_race_after_the_verified_edit_sets_the_summary_back_to_reconciling() {
     // "verified", and the rescan after it is what must catch the race.
     let fake = Scenario::fresh().start();
     let dir = tempfile::tempdir().unwrap();
-    let out = assent_run(&fake, dir.path(), HEAD_A, &[]);
+    let out = assent_run(ASSENT, &fake, dir.path(), HEAD_A, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     let challenge = fake
         .discussions(fixtures::PROJECT_ID, fixtures::MR_IID)

@@ -3,9 +3,7 @@
 //! discussion, per finding or per file fails here. The formulas and their derivation are in
 //! `docs/performance-e2e.md`.
 
-#[path = "perf_world/mod.rs"]
-mod perf_world;
-mod support;
+use assent_test_support::{self as support, perf_world};
 
 use std::path::Path;
 use std::process::{Command, Output};

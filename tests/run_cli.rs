@@ -4,16 +4,15 @@
 //! final state (threads, resolution, note bodies) and its request log (writes, violations),
 //! and that the token shows up nowhere but in the `PRIVATE-TOKEN` header.
 
-#[path = "support/run.rs"]
-mod run_support;
-mod support;
-
 use std::time::Duration;
 
 use fake_gitlab::{DiffFile, FaultAction, FaultRule, HoldApply, MrState, RouteKind, fixtures};
 use serde_json::{Value, json};
 
-use run_support::{ORDERS_BASE, RunResult, World, orders};
+use assent_test_support::run::{Invocation, ORDERS_BASE, RunResult, World, orders};
+
+/// The `assent` binary Cargo built for these tests.
+const ASSENT: &str = env!("CARGO_BIN_EXE_assent");
 
 const RETENTION: &str = "retention-shrink";
 const RETENTION_SUBJECT: &str = "topics/orders.yaml#/topics/orders.events.v1/retention_days";
@@ -79,7 +78,7 @@ fn assert_refusal(receipt: &Value, outcome: &str) {
 
 #[test]
 fn first_run_publishes_a_thread_and_a_verified_summary() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let r = w.run(&[]);
     r.expect_code(0);
     assert_eq!(r.stderr, "", "a successful run is quiet on stderr");
@@ -198,7 +197,7 @@ fn marker_occurrence(body: &str) -> Value {
 
 #[test]
 fn fail_on_review_fails_the_job_on_an_unresolved_challenge() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let r = w.run(&["--fail-on", "review"]);
     r.expect_code(1);
     let line = r.error_line();
@@ -217,7 +216,7 @@ fn fail_on_review_fails_the_job_on_an_unresolved_challenge() {
 
 #[test]
 fn a_rerun_writes_nothing_and_its_receipt_is_byte_identical() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let first = w.run(&[]);
     first.expect_code(0);
     let discussions = w.discussions();
@@ -272,7 +271,7 @@ fn a_rerun_writes_nothing_and_its_receipt_is_byte_identical() {
 
 #[test]
 fn a_resolved_challenge_is_preserved_and_only_the_summary_is_edited() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.run(&[]).expect_code(0);
     let thread = w.thread(RETENTION);
     let summary_id = w.summary().id;
@@ -335,7 +334,7 @@ fn a_resolved_challenge_is_preserved_and_only_the_summary_is_edited() {
 
 #[test]
 fn the_authors_own_resolution_is_not_assent_and_the_summary_says_why() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.run(&[]).expect_code(0);
     let thread = w.thread(RETENTION);
     // GitLab lets the MR's author resolve the challenge on their own change.
@@ -406,7 +405,7 @@ rules:
 #[test]
 fn a_policy_can_require_a_minimum_role_to_assent() {
     const CAROL: u64 = 400;
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.put_file(
         fixtures::TARGET_SHA,
         ".assent/policies/gate.yaml",
@@ -481,7 +480,7 @@ fn a_policy_can_require_a_minimum_role_to_assent() {
 
 #[test]
 fn a_push_that_changes_the_judged_value_supersedes_a_resolved_thread() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.run(&[]).expect_code(0);
     let old = w.thread(RETENTION);
     w.fake
@@ -545,7 +544,7 @@ fn a_push_that_changes_the_judged_value_supersedes_a_resolved_thread() {
 /// variables, flags, the MR's head, the marker) takes them as it takes 40-hex ones.
 #[test]
 fn a_sha256_repository_is_gated_like_any_other() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let sha256 = "5".repeat(64);
     w.push(&sha256, &[("topics/orders.yaml", &orders(3))]);
     let r = w
@@ -580,7 +579,7 @@ fn a_sha256_repository_is_gated_like_any_other() {
 
 #[test]
 fn a_push_that_changes_the_judged_value_retires_an_unresolved_thread() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.run(&[]).expect_code(0);
     let old = w.thread(RETENTION);
 
@@ -612,7 +611,7 @@ fn a_push_that_changes_the_judged_value_retires_an_unresolved_thread() {
 
 #[test]
 fn a_revert_resolves_the_thread_as_outdated_and_approves() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.run(&[]).expect_code(0);
     let thread = w.thread(RETENTION);
 
@@ -674,7 +673,7 @@ fn a_revert_resolves_the_thread_as_outdated_and_approves() {
 
 #[test]
 fn an_mr_that_edits_its_own_policies_is_blocked() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.push(
         NEW_SHA,
         &[
@@ -724,7 +723,7 @@ fn an_mr_that_edits_its_own_policies_is_blocked() {
 
 #[test]
 fn policies_that_do_not_load_on_the_target_block_with_file_and_line() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.put_file(
         fixtures::TARGET_SHA,
         ".assent/policies/broken.yaml",
@@ -750,7 +749,7 @@ fn policies_that_do_not_load_on_the_target_block_with_file_and_line() {
 
 #[test]
 fn an_unparseable_governed_file_blocks_naming_file_and_line() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.push(
         NEW_SHA,
         &[(
@@ -789,7 +788,7 @@ fn an_unparseable_governed_file_blocks_naming_file_and_line() {
 
 #[test]
 fn an_incomplete_diff_listing_is_undecidable() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.set_diffs(vec![DiffFile {
         too_large: Some(true),
         diff: String::new(),
@@ -814,7 +813,7 @@ fn an_incomplete_diff_listing_is_undecidable() {
     assert_eq!(receipt["findings"][0]["rule"], "assent/undecidable");
 
     // Collapsed is the same.
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.set_diffs(vec![DiffFile {
         collapsed: Some(true),
         ..DiffFile::modified("topics/orders.yaml")
@@ -828,7 +827,7 @@ fn an_incomplete_diff_listing_is_undecidable() {
 
 #[test]
 fn a_stale_pipeline_writes_nothing() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.fake.set_head(project(), mr(), NEW_SHA);
     let r = w.run(&[]);
     r.expect_code(0);
@@ -852,7 +851,7 @@ fn a_stale_pipeline_writes_nothing() {
 #[test]
 fn a_closed_or_merged_mr_writes_nothing() {
     for state in [MrState::Closed, MrState::Merged] {
-        let w = World::new();
+        let w = World::new(ASSENT);
         w.fake.set_mr_state(project(), mr(), state);
         let r = w.run(&["--fail-on", "review"]);
         r.expect_code(0);
@@ -872,7 +871,7 @@ fn a_closed_or_merged_mr_writes_nothing() {
 
 #[test]
 fn a_dry_run_prints_the_plan_and_writes_nothing() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let r = w.run(&["--dry-run"]);
     r.expect_code(0);
     assert!(
@@ -930,7 +929,7 @@ fn a_dry_run_prints_the_plan_and_writes_nothing() {
 
 #[test]
 fn format_json_prints_exactly_the_receipt() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     for args in [
         &["--format", "json"][..],
         &["--format", "json", "--dry-run"][..],
@@ -954,7 +953,7 @@ fn format_json_prints_exactly_the_receipt() {
 
 #[test]
 fn the_receipt_goes_where_receipt_says() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let path = w.dir.path().join("out/receipt.json");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let r = w.run(&["--receipt", path.to_str().unwrap()]);
@@ -974,7 +973,7 @@ fn the_receipt_goes_where_receipt_says() {
 
 #[test]
 fn a_missing_token_is_a_usage_error_before_any_request() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let r = w.invocation().without("ASSENT_TOKEN").run();
     r.expect_code(2);
     let line = r.error_line();
@@ -995,9 +994,9 @@ fn a_missing_token_is_a_usage_error_before_any_request() {
 
 #[test]
 fn missing_or_malformed_inputs_are_usage_errors_before_any_request() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let bad_sha = "not-a-sha-but-close-0000000000000000000000";
-    let cases: Vec<(run_support::Invocation<'_>, &str)> = vec![
+    let cases: Vec<(Invocation<'_>, &str)> = vec![
         (
             w.invocation().without("CI_MERGE_REQUEST_IID"),
             "CI_MERGE_REQUEST_IID",
@@ -1044,7 +1043,7 @@ fn missing_or_malformed_inputs_are_usage_errors_before_any_request() {
 
 #[test]
 fn a_wrong_token_is_a_forge_failure_with_one_line() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let r = w
         .invocation()
         .env("ASSENT_TOKEN", "glpat-wrong-token")
@@ -1063,7 +1062,7 @@ fn a_wrong_token_is_a_forge_failure_with_one_line() {
 
 #[test]
 fn a_discussion_listing_that_keeps_failing_aborts_before_any_write() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.run(&[]).expect_code(0);
     // A human assents, so the next run has a write to make; then the discussions listing
     // answers 500 to every attempt.
@@ -1129,7 +1128,7 @@ fn run_changed_before_first_write(w: &World, meanwhile: impl FnOnce(&World)) -> 
 
 #[test]
 fn a_head_that_moves_before_the_first_write_stops_the_run_without_writing() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let r = run_changed_before_first_write(&w, |w| w.fake.set_head(project(), mr(), NEW_SHA));
     r.expect_code(0);
     assert!(
@@ -1155,7 +1154,7 @@ fn a_head_that_moves_before_the_first_write_stops_the_run_without_writing() {
 
 #[test]
 fn an_mr_merged_before_the_first_write_is_not_written_to() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let r = run_changed_before_first_write(&w, |w| {
         w.fake.set_mr_state(project(), mr(), MrState::Merged)
     });
@@ -1171,7 +1170,7 @@ fn an_mr_merged_before_the_first_write_is_not_written_to() {
 /// finding instead would resolve the pending challenge as "Outdated" on a guess.
 #[test]
 fn a_diff_listing_that_keeps_failing_is_a_forge_failure() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.run(&[]).expect_code(0);
     w.fake.inject(
         FaultRule::new(FaultAction::ServerError)
@@ -1193,7 +1192,7 @@ fn a_diff_listing_that_keeps_failing_is_a_forge_failure() {
 /// assent: the old thread is retired and a fresh challenge asks again (REVIEW).
 #[test]
 fn a_revert_then_reapply_asks_again() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.run(&[]).expect_code(0);
     w.push(NEW_SHA, &[("topics/orders.yaml", ORDERS_BASE)]);
     w.invocation()
@@ -1229,7 +1228,7 @@ const REGISTRY_SHRUNK: &str = "topics:\n  - name: orders.audit.v1\n    partition
 
 /// A world whose base holds [`REGISTRY_BASE`], with the source pushed at `NEW_SHA`.
 fn registry_world(source: &str) -> World {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.put_file(fixtures::BASE_SHA, "topics/orders.yaml", REGISTRY_BASE);
     w.push(NEW_SHA, &[("topics/orders.yaml", source)]);
     w
@@ -1296,7 +1295,7 @@ fn a_copied_topic_entry_blocks_instead_of_hiding_a_retention_shrink() {
 
 #[test]
 fn a_duplicate_already_on_the_target_branch_blocks_naming_the_base_side() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let base = "topics:\n  - name: orders.events.v1\n    retention_days: 30\n  - name: orders.events.v1\n    retention_days: 1\n";
     w.put_file(fixtures::BASE_SHA, "topics/orders.yaml", base);
     // The MR "fixes" the duplicate by keeping the 1-day entry: a shrink from 30, or no change?
@@ -1368,7 +1367,7 @@ fn approval_requests(w: &World) -> Vec<fake_gitlab::LoggedRequest> {
 
 #[test]
 fn approve_on_approve_approves_at_the_pinned_head_after_the_verified_summary() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     revert_to_base(&w);
     let r = run_at_with(&w, NEW_SHA, &["--approve", "--fail-on", "review"]);
     r.expect_code(0);
@@ -1413,7 +1412,7 @@ fn approve_on_approve_approves_at_the_pinned_head_after_the_verified_summary() {
 
 #[test]
 fn the_approval_follows_the_verified_edit_when_threads_are_retired() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     w.run(&["--approve"]).expect_code(0);
     assert!(approvals(&w).is_empty(), "REVIEW is not approved");
     revert_to_base(&w);
@@ -1446,7 +1445,7 @@ fn the_approval_follows_the_verified_edit_when_threads_are_retired() {
 
 #[test]
 fn an_approved_rerun_makes_zero_writes() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     revert_to_base(&w);
     run_at_with(&w, NEW_SHA, &["--approve"]).expect_code(0);
     w.fake.reset_log();
@@ -1473,7 +1472,7 @@ fn an_approved_rerun_makes_zero_writes() {
 
 #[test]
 fn a_push_that_makes_it_review_withdraws_the_approval() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     // A project that keeps approvals on push: only assent takes the approval back.
     w.fake
         .with_state(|s| s.projects[0].approvals.reset_approvals_on_push = false);
@@ -1498,7 +1497,7 @@ fn a_push_that_makes_it_review_withdraws_the_approval() {
 
 #[test]
 fn with_gitlabs_default_reset_a_push_leaves_nothing_to_withdraw() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     revert_to_base(&w);
     run_at_with(&w, NEW_SHA, &["--approve"]).expect_code(0);
     w.push(NEWER_SHA, &[("topics/orders.yaml", &orders(7))]);
@@ -1517,7 +1516,7 @@ fn with_gitlabs_default_reset_a_push_leaves_nothing_to_withdraw() {
 
 #[test]
 fn a_head_that_moves_before_the_approval_is_a_stale_pipeline() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     revert_to_base(&w);
     // Hold the approval read (the step after the verified summary) and push meanwhile.
     w.fake.inject(
@@ -1575,7 +1574,7 @@ fn a_head_that_moves_before_the_approval_is_a_stale_pipeline() {
 
 #[test]
 fn without_approve_the_approval_is_never_touched() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     revert_to_base(&w);
     let r = run_at_with(&w, NEW_SHA, &[]);
     r.expect_code(0);
@@ -1603,7 +1602,7 @@ fn without_approve_the_approval_is_never_touched() {
 
 #[test]
 fn assent_approve_in_the_environment_is_a_boolean() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     revert_to_base(&w);
     let r = w
         .invocation()
@@ -1631,7 +1630,7 @@ fn assent_approve_in_the_environment_is_a_boolean() {
 
 #[test]
 fn a_lost_approval_answer_is_settled_by_reading_again_not_by_resending() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     revert_to_base(&w);
     w.fake.inject(
         FaultRule::new(FaultAction::LostAck { close: false })
@@ -1656,7 +1655,7 @@ fn a_lost_approval_answer_is_settled_by_reading_again_not_by_resending() {
 
 #[test]
 fn an_approval_gitlab_did_not_take_is_sent_again_after_a_read() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     revert_to_base(&w);
     w.fake.inject(
         FaultRule::new(FaultAction::ServerError)
@@ -1682,7 +1681,7 @@ fn an_approval_gitlab_did_not_take_is_sent_again_after_a_read() {
 
 #[test]
 fn a_refused_approval_is_a_forge_failure_and_the_summary_is_not_left_verified() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     // The bot's token as a Reporter: it may post notes but not approve (403).
     w.fake.with_state(|s| {
         s.tokens.push(
@@ -1738,7 +1737,7 @@ fn discussion_page_sizes(w: &World) -> Vec<String> {
 /// past the 64 MiB body limit: the page is asked again smaller and the run completes.
 #[test]
 fn seventy_comments_of_almost_a_million_characters_do_not_stop_the_run() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     for i in 0..70 {
         let (_, id) = w.fake.post_note(
             project(),
@@ -1768,7 +1767,7 @@ fn seventy_comments_of_almost_a_million_characters_do_not_stop_the_run() {
 
 #[test]
 fn a_socks_proxy_carries_the_run() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let relay = relay_to(&w);
     for (var, scheme) in [
         ("ALL_PROXY", "socks5"),
@@ -1793,7 +1792,7 @@ fn a_socks_proxy_carries_the_run() {
 
 #[test]
 fn an_unusable_proxy_is_a_usage_error_naming_the_variable_and_never_a_panic() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     for var in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
         for value in [
             "ftp://proxy.example:21",
@@ -1840,7 +1839,7 @@ fn an_unusable_proxy_is_a_usage_error_naming_the_variable_and_never_a_panic() {
 
 #[test]
 fn a_plain_http_api_url_to_a_remote_host_warns_once_on_stderr_only() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let relay = relay_to(&w);
     let remote = |allow: Option<&str>| {
         let mut invocation = w
@@ -1880,7 +1879,7 @@ fn a_plain_http_api_url_to_a_remote_host_warns_once_on_stderr_only() {
 
 #[test]
 fn a_next_link_with_user_info_aborts_the_run_before_any_write() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     for i in 0..120 {
         w.fake
             .post_thread(project(), mr(), fixtures::HUMAN_ID, &format!("thread {i}"));
@@ -1971,7 +1970,7 @@ fn assert_retargeted_refusal(r: &RunResult, pinned: &str, current: &str) {
 
 #[test]
 fn a_retargeted_mr_is_a_stale_pipeline_that_writes_nothing() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     add_bare_branch(&w);
     // The pipeline ran for `main`; the MR has since been retargeted.
     w.fake.set_target_branch(project(), mr(), BARE_BRANCH);
@@ -2003,7 +2002,7 @@ fn a_retargeted_mr_is_a_stale_pipeline_that_writes_nothing() {
 
 #[test]
 fn a_retarget_between_the_first_check_and_the_first_write_stops_the_run_without_writing() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     add_bare_branch(&w);
     // No target in the environment: the run pins the MR's `target_branch` read at start.
     let r = run_changed_before_first_write(&w, |w| {
@@ -2027,7 +2026,7 @@ fn a_retarget_between_the_first_check_and_the_first_write_stops_the_run_without_
 
 #[test]
 fn a_target_without_policies_is_stated_in_the_summary_and_judged_again_after_a_retarget() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     add_bare_branch(&w);
     w.fake.set_target_branch(project(), mr(), BARE_BRANCH);
     let r = w
@@ -2084,7 +2083,7 @@ fn a_target_without_policies_is_stated_in_the_summary_and_judged_again_after_a_r
 
 #[test]
 fn the_summary_records_the_pinned_target_and_a_rerun_stays_at_zero_writes() {
-    let w = World::new();
+    let w = World::new(ASSENT);
     let pinned = || {
         w.invocation()
             .env("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "main")

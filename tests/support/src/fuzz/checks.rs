@@ -1,6 +1,7 @@
-//! The properties the fuzz targets check, shared with `tests/fuzz_regressions.rs` (which
-//! replays the kept inputs and runs the same checks under proptest in the ordinary test
-//! suite). Each function panics exactly when a property is violated.
+//! The properties of the `marker`, `policy`, `semantic_diff` and `inert` fuzz targets, shared
+//! with `tests/it/fuzz_regressions.rs` (which replays the kept inputs and runs the same checks
+//! under proptest in the ordinary test suite). Each function panics exactly when a property
+//! is violated.
 
 use std::ops::Range;
 
@@ -527,7 +528,7 @@ fn summary_of(findings: Vec<Finding>) -> String {
 
 /// A finding thread body and a summary built from `change` through policy templates: their
 /// Markdown outside code spans is exactly that of the same bodies built from a harmless
-/// stand-in of the same shape ([`neutral`]), so contributor text decides nothing but what code
+/// stand-in of the same shape (`neutral`), so contributor text decides nothing but what code
 /// spans show; every value shows in full inside a code span of the thread body; and nothing
 /// outside code spans is a mention, link, image, HTML or quick action.
 pub fn finding_bodies(change: &HostileChange) {

@@ -1,4 +1,5 @@
-//! Test helpers shared by the HTTP test files (`mod support;` in each).
+//! Helpers shared by assent's integration tests (`tests/it/`), the end-to-end benchmark
+//! (`benches/e2e.rs`) and the fuzz targets (`tests/fuzz/`).
 //!
 //! How the tests reach a GitLab: they do not. Each test starts its own fake GitLab in
 //! process with `fake_gitlab::FakeGitLab::start(state)`: it binds `127.0.0.1:0` (an
@@ -13,17 +14,36 @@
 //!   `group/sub/proj`, MR !7, bot user 100) and an adapter for it.
 //! * [`http_world::FakeGitLabWorld`]: a [`assent::fixture::FixtureWorld`] over HTTP, so the
 //!   protocol fixtures replay against the fake exactly as they do in memory.
+//! * [`run`]: the compiled `assent run` against the basic world, one [`run::World`] per test.
+//! * [`process`]: the binary as a real process under faults, and the forge state it leaves.
+//! * [`perf_world`]: generated merge requests of a chosen size, and the request counts the
+//!   protocol implies for them.
+//! * [`fuzz`]: the properties the fuzz targets check, also run by the ordinary test suite.
+//!
+//! A library crate cannot see `env!("CARGO_BIN_EXE_assent")` (Cargo sets it only for the
+//! integration tests and benchmarks of the package that owns the binary), so every helper
+//! that starts the binary takes its path from the caller.
 
-#![allow(dead_code)] // each test crate uses its own subset
+#![warn(missing_docs)]
 
+pub mod fuzz;
 pub mod http_world;
+pub mod perf_world;
 pub mod process;
+pub mod run;
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use assent::gitlab::{GitLabConfig, GitLabForge, ProxyConfig, RetryPolicy, Sleeper, Token};
 use fake_gitlab::{FakeGitLab, fixtures};
+
+/// The root of the assent repository, where `fixtures/` lives: this crate sits two levels
+/// below it (`tests/support`), and `CARGO_MANIFEST_DIR` names this crate, not the caller.
+pub fn repo_root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
 
 /// A sleeper that records every delay and returns at once.
 #[derive(Debug, Default)]
@@ -80,8 +100,7 @@ pub fn start_basic() -> FakeGitLab {
 /// Commits the example repository's policies (`fixtures/repos/topic-registry/.assent/policies`)
 /// at the basic world's target SHA, where `assent run` reads them.
 pub fn add_example_policies(state: &mut fake_gitlab::State) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/repos/topic-registry/.assent/policies");
+    let dir = repo_root().join("fixtures/repos/topic-registry/.assent/policies");
     let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
         .expect("example policies")
         .map(|e| e.expect("entry").path())

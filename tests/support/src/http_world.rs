@@ -27,7 +27,7 @@ use fake_gitlab::{
     DiscussionOrder, FakeGitLab, MergeRequest, Project, State, Token as FakeToken, User,
 };
 
-use super::{RecordingSleeper, config_for, forge_with};
+use crate::{RecordingSleeper, config_for, forge_with};
 
 /// The fake's project id.
 pub const PROJECT_ID: u64 = 42;
@@ -231,6 +231,6 @@ impl FixtureWorld for FakeGitLabWorld {
     }
 
     fn snapshot(&self) -> Result<Vec<ListedDiscussion>, String> {
-        Ok(super::listed_discussions(&self.fake, PROJECT_ID, MR_IID))
+        Ok(crate::listed_discussions(&self.fake, PROJECT_ID, MR_IID))
     }
 }

@@ -1,4 +1,4 @@
-//! The properties of the `policy_tree` fuzz target, shared with `tests/fuzz_regressions.rs`:
+//! The properties of the `policy_tree` fuzz target, shared with `tests/it/fuzz_regressions.rs`:
 //! `assent lint` and `assent test` reading a hostile `.assent/` tree (links to a secret file,
 //! to `/dev/zero`, to folders outside; sockets; sparse files over the size limit; folders with
 //! too many entries or nested too deep; arbitrary file names and contents).

@@ -1,13 +1,11 @@
-//! Helpers for driving the compiled `assent run` binary against the fake GitLab, included by
-//! `tests/run_cli.rs` as `#[path = "support/run.rs"] mod run_support;` next to `mod support;`.
+//! Helpers for driving the compiled `assent run` binary against the fake GitLab
+//! (`tests/it/run_cli.rs`).
 //!
 //! [`World`] owns a fake started on `fixtures::basic()` (MR !7 of `group/sub/proj` changes
 //! `topics/orders.yaml`, retention 30 → 7 days) with the example topic registry's policies
 //! committed at the target SHA, and a temporary working directory for the receipt. A run is
 //! the binary with a cleared environment and the CI variables of a merge request pipeline;
 //! [`Invocation`] changes or removes them.
-
-#![allow(dead_code)] // each test uses its own subset
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -51,8 +49,11 @@ pub fn ci_env(fake: &FakeGitLab) -> Vec<(&'static str, String)> {
 /// What one run of the binary left behind.
 #[derive(Debug)]
 pub struct RunResult {
+    /// The exit code (`None` when a signal ended the process).
     pub code: Option<i32>,
+    /// Everything the run printed on stdout.
     pub stdout: String,
+    /// Everything the run printed on stderr.
     pub stderr: String,
     /// The receipt file's bytes, when one was written.
     pub receipt_text: Option<String>,
@@ -134,20 +135,25 @@ impl RunResult {
     }
 }
 
-/// A fake GitLab seeded for `assent run`, and a working directory.
+/// A fake GitLab seeded for `assent run`, a working directory, and the binary to run.
 pub struct World {
+    /// The fake GitLab the runs talk to.
     pub fake: FakeGitLab,
+    /// The runs' working directory (where the receipt is written).
     pub dir: tempfile::TempDir,
+    bin: PathBuf,
 }
 
 impl World {
-    /// `fixtures::basic()` with the topic registry's policies at the target SHA.
-    pub fn new() -> World {
-        let fake = crate::support::start_basic();
-        super::support::seed_example_policies(&fake);
+    /// `fixtures::basic()` with the topic registry's policies at the target SHA; runs start
+    /// `bin` (the caller's `env!("CARGO_BIN_EXE_assent")`).
+    pub fn new(bin: impl AsRef<Path>) -> World {
+        let fake = crate::start_basic();
+        crate::seed_example_policies(&fake);
         World {
             fake,
             dir: tempfile::tempdir().expect("temporary directory"),
+            bin: bin.as_ref().to_owned(),
         }
     }
 
@@ -288,12 +294,6 @@ impl World {
     }
 }
 
-impl Default for World {
-    fn default() -> Self {
-        World::new()
-    }
-}
-
 fn project(state: &mut fake_gitlab::State) -> &mut fake_gitlab::Project {
     state
         .project_mut(fixtures::PROJECT_ID)
@@ -308,6 +308,7 @@ pub struct Invocation<'a> {
 }
 
 impl Invocation<'_> {
+    /// Appends arguments after `run`.
     pub fn args(mut self, args: &[&str]) -> Self {
         self.args.extend(args.iter().map(|a| (*a).to_owned()));
         self
@@ -328,7 +329,7 @@ impl Invocation<'_> {
 
     fn command(&self) -> Command {
         let _ = std::fs::remove_file(self.world.receipt_path());
-        let mut command = Command::new(env!("CARGO_BIN_EXE_assent"));
+        let mut command = Command::new(&self.world.bin);
         command
             .arg("run")
             .args(&self.args)
@@ -338,6 +339,7 @@ impl Invocation<'_> {
         command
     }
 
+    /// Runs to completion.
     pub fn run(self) -> RunResult {
         let output = self.command().output().expect("run the assent binary");
         RunResult::from_output(output, &self.world.receipt_path())
@@ -365,6 +367,7 @@ pub struct Running {
 }
 
 impl Running {
+    /// Waits for the run to finish.
     pub fn wait(self) -> RunResult {
         let output = self.child.wait_with_output().expect("wait for assent");
         RunResult::from_output(output, &self.receipt)

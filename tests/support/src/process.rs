@@ -4,8 +4,9 @@
 //! * [`Scenario`]: a merge request whose reconciliation has many writes (findings to create
 //!   and supersede, a stale thread, an undesired thread, a duplicate thread and a duplicate
 //!   summary), captured once as a fake [`State`] and started afresh for every case.
-//! * [`assent_run`] / [`spawn_assent`]: the binary with the CI environment a merge request
-//!   pipeline gives it, in its own working directory (so every run has its own receipt).
+//! * [`assent_run`] / [`spawn_assent`]: the binary (its path passed in: the caller's
+//!   `env!("CARGO_BIN_EXE_assent")`) with the CI environment a merge request pipeline gives
+//!   it, in its own working directory (so every run has its own receipt).
 //! * [`normalized_state`]: every discussion of the MR as text with note ids normalised,
 //!   sorted: equal for two histories that left the same review state.
 //! * [`check_invariants`]: SPEC §5's promises about the final forge state.
@@ -119,7 +120,7 @@ pub fn desired_slots_a() -> Vec<Slot> {
 /// the base, head A and head B; the MR's head is A.
 pub fn fresh_state() -> State {
     let mut state = fixtures::basic();
-    super::add_example_policies(&mut state);
+    crate::add_example_policies(&mut state);
     let project = state
         .projects
         .iter_mut()
@@ -161,11 +162,12 @@ impl Scenario {
 
     /// The many-writes scenario: assent published head A; a racing publisher left a second
     /// copy of the partitions thread and of the summary; a human resolved the owner comment
-    /// (already resolved by assent) and left a note; then the head moved to B.
-    pub fn many_writes() -> Scenario {
+    /// (already resolved by assent) and left a note; then the head moved to B. The first run
+    /// is `bin`'s.
+    pub fn many_writes(bin: impl AsRef<Path>) -> Scenario {
         let fake = FakeGitLab::start(fresh_state());
         let dir = tempfile::tempdir().unwrap();
-        let out = assent_run(&fake, dir.path(), HEAD_A, &[]);
+        let out = assent_run(bin, &fake, dir.path(), HEAD_A, &[]);
         assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
         let discussions = fake.discussions(fixtures::PROJECT_ID, fixtures::MR_IID);
         let first_with = |needle: &str| {
@@ -199,9 +201,16 @@ impl Scenario {
     }
 }
 
-/// `assent run` with the merge request pipeline's environment for `head`, in `dir`.
-pub fn assent_command(fake: &FakeGitLab, dir: &Path, head: &str, extra: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_assent"));
+/// `bin run` (`bin` being an `assent` binary) with the merge request pipeline's environment
+/// for `head`, in `dir`.
+pub fn assent_command(
+    bin: impl AsRef<Path>,
+    fake: &FakeGitLab,
+    dir: &Path,
+    head: &str,
+    extra: &[&str],
+) -> Command {
+    let mut command = Command::new(bin.as_ref());
     command
         .arg("run")
         .args(["--fail-on", "never"])
@@ -222,13 +231,21 @@ pub fn assent_command(fake: &FakeGitLab, dir: &Path, head: &str, extra: &[&str])
 }
 
 /// Runs `assent run` to completion.
-pub fn assent_run(fake: &FakeGitLab, dir: &Path, head: &str, extra: &[&str]) -> Output {
-    assent_command(fake, dir, head, extra).output().unwrap()
+pub fn assent_run(
+    bin: impl AsRef<Path>,
+    fake: &FakeGitLab,
+    dir: &Path,
+    head: &str,
+    extra: &[&str],
+) -> Output {
+    assent_command(bin, fake, dir, head, extra)
+        .output()
+        .unwrap()
 }
 
 /// Starts `assent run` without waiting (output discarded).
-pub fn spawn_assent(fake: &FakeGitLab, dir: &Path, head: &str) -> Child {
-    assent_command(fake, dir, head, &[])
+pub fn spawn_assent(bin: impl AsRef<Path>, fake: &FakeGitLab, dir: &Path, head: &str) -> Child {
+    assent_command(bin, fake, dir, head, &[])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -270,7 +287,7 @@ pub fn receipt(dir: &Path) -> serde_json::Value {
 
 /// The MR's discussions as the adapter would list them.
 pub fn listing(fake: &FakeGitLab) -> Vec<ListedDiscussion> {
-    super::listed_discussions(fake, fixtures::PROJECT_ID, fixtures::MR_IID)
+    crate::listed_discussions(fake, fixtures::PROJECT_ID, fixtures::MR_IID)
 }
 
 /// The bot's artifacts on the MR.

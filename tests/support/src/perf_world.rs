@@ -1,5 +1,5 @@
 //! Generated merge requests of a chosen size for the request-count tests
-//! (`tests/request_counts.rs`) and the end-to-end benchmark (`benches/e2e.rs`).
+//! (`tests/it/request_counts.rs`) and the end-to-end benchmark (`benches/e2e.rs`).
 //!
 //! A [`Scenario`] is seeded into the fake GitLab's basic world (project 42, MR !7, bot 100,
 //! human 200) with the example policies of `fixtures/repos/topic-registry/.assent/policies`
@@ -17,10 +17,8 @@
 //! Nothing else fires with the example policies, so a first run has exactly `findings`
 //! findings, all `challenge`.
 
-#![allow(dead_code)] // each including crate uses its own subset
-
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use fake_gitlab::{DiffFile, Discussion, FakeGitLab, FileContent, Note, fixtures};
@@ -58,8 +56,7 @@ pub fn policy_file_count() -> usize {
 }
 
 fn policy_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/repos/topic-registry/.assent/policies");
+    let dir = crate::repo_root().join("fixtures/repos/topic-registry/.assent/policies");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
