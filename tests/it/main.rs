@@ -3,8 +3,8 @@
 //! (docs/performance.md, "Test build").
 //!
 //! Select tests by module path: `cargo test --test it run_cli::` runs one module,
-//! `cargo test --test it -- run_cli::a sweep_cli::b` several filters at once. The
-//! gitlab-ci-local tests are opt-in: `cargo test --test it ci_local -- --ignored`.
+//! `cargo test --test it -- run_cli::first_run sweep_cli::a_dry_run` several filters at
+//! once. The gitlab-ci-local tests are opt-in: `cargo test --test it ci_local -- --ignored`.
 //!
 //! The helpers shared with the benchmarks and fuzz targets are the `assent_test_support`
 //! crate (`tests/support/`). The modules share one process and run in parallel, which holds
