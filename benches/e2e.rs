@@ -29,15 +29,13 @@
 //! phase (policy files at the target SHA; governed files at the base and source SHAs) run on
 //! a pool of `MAX_READERS`, so a phase of `n` reads costs `⌈n / MAX_READERS⌉` latencies.
 
-#[path = "../tests/perf_world/mod.rs"]
-mod perf_world;
-
 use std::fs::File;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use assent::review_input::MAX_READERS;
+use assent_test_support::perf_world;
 use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, LoggedRequest, RouteKind, fixtures};
 use perf_world::{Expected, Scenario, discussion_count, expected_first_run, expected_rerun};
 

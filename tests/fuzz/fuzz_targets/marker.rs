@@ -1,9 +1,7 @@
-//! Fuzz target `marker`: see `checks::marker` in `tests/fuzz/checks.rs` for the properties.
+//! Fuzz target `marker`: see `assent_test_support::fuzz::checks::marker` for the properties.
 #![no_main]
 
-#[allow(dead_code)] // each target uses one of the checks
-#[path = "../checks.rs"]
-mod checks;
+use assent_test_support::fuzz::checks;
 
 use libfuzzer_sys::fuzz_target;
 

@@ -1,9 +1,7 @@
-//! Fuzz target `policy`: see `checks::policy` in `tests/fuzz/checks.rs` for the properties.
+//! Fuzz target `policy`: see `assent_test_support::fuzz::checks::policy` for the properties.
 #![no_main]
 
-#[allow(dead_code)] // each target uses one of the checks
-#[path = "../checks.rs"]
-mod checks;
+use assent_test_support::fuzz::checks;
 
 use libfuzzer_sys::fuzz_target;
 

@@ -1,10 +1,9 @@
-//! Fuzz target `policy_tree`: see `tree_checks::policy_tree` in `tests/fuzz/tree_checks.rs`
+//! Fuzz target `policy_tree`: see `assent_test_support::fuzz::tree_checks::policy_tree`
 //! for the input layout and the properties. Each input builds a small tree in the system's
 //! temporary folder and removes it again.
 #![no_main]
 
-#[path = "../tree_checks.rs"]
-mod tree_checks;
+use assent_test_support::fuzz::tree_checks;
 
 use libfuzzer_sys::fuzz_target;
 

@@ -1,9 +1,8 @@
-//! Fuzz target `semantic_diff`: see `checks::semantic_diff` in `tests/fuzz/checks.rs` for the properties.
+//! Fuzz target `semantic_diff`: see `assent_test_support::fuzz::checks::semantic_diff`
+//! for the properties.
 #![no_main]
 
-#[allow(dead_code)] // each target uses one of the checks
-#[path = "../checks.rs"]
-mod checks;
+use assent_test_support::fuzz::checks;
 
 use libfuzzer_sys::fuzz_target;
 

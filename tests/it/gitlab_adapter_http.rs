@@ -1,0 +1,840 @@
+//! The GitLab adapter against the stateful fake GitLab over loopback HTTP: pagination,
+//! retries, lost acknowledgements, refused redirects, token hygiene, project paths and a
+//! full reconcile run. See the `assent_test_support` crate for how the fake is started.
+
+use std::time::Duration;
+
+use assent::core::inventory::Inventory;
+use assent::core::model::DesiredState;
+use assent::fixture::runner::fixture_pins;
+use assent::fixture::schema::FindingSpec;
+use assent::forge::{Forge, ForgeError};
+use assent::gitlab::ThreadSleeper;
+use assent::reconcile::{RunContext, reconcile};
+use assent_test_support::{config_for, forge_for, forge_with, start_basic};
+use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, RouteKind, fixtures};
+
+const P: u64 = fixtures::PROJECT_ID;
+const MR: u64 = fixtures::MR_IID;
+
+fn seed_threads(fake: &FakeGitLab, n: usize) -> Vec<u64> {
+    (0..n)
+        .map(|i| {
+            fake.post_thread(P, MR, fixtures::HUMAN_ID, &format!("thread {i}"))
+                .1
+        })
+        .collect()
+}
+
+fn discussion_pages(fake: &FakeGitLab) -> usize {
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.route == RouteKind::Discussions)
+        .count()
+}
+
+fn finding(yaml: &str) -> assent::core::model::Finding {
+    serde_yaml::from_str::<FindingSpec>(yaml)
+        .expect("finding spec")
+        .to_finding()
+}
+
+fn desired() -> DesiredState {
+    DesiredState::new(vec![
+        finding(
+            r#"{ rule: retention-shrink, subject: "topics/orders.yaml#/topics/orders.events.v1/retention_days", change: { kind: modify, old: 30, new: 7 } }"#,
+        ),
+        finding(
+            r#"{ rule: topic-delete, effect: block, subject: "topics/payments.yaml#/topics/payments.v2", change: { kind: delete, old: 1 } }"#,
+        ),
+    ])
+}
+
+fn ctx() -> RunContext {
+    RunContext {
+        project: fixtures::PROJECT_PATH.into(),
+        mr: MR,
+        pins: fixture_pins(fixtures::HEAD_SHA),
+        web_url: None,
+        dry_run: false,
+        mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
+        target: None,
+    }
+}
+
+/// The bot's artifacts as a fresh adapter lists them.
+fn inventory(fake: &FakeGitLab) -> Inventory {
+    let (forge, _) = forge_for(fake);
+    Inventory::from_listing(&forge.list_discussions().unwrap(), fixtures::BOT_ID)
+}
+
+fn assert_no_violations(fake: &FakeGitLab) {
+    assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+// ---- pagination ---------------------------------------------------------------------------
+
+#[test]
+fn discussions_are_listed_completely_across_pages() {
+    for omit_totals in [false, true] {
+        for n in [0usize, 1, 100, 101, 250] {
+            let fake = start_basic();
+            fake.set_omit_totals(omit_totals);
+            let ids = seed_threads(&fake, n);
+            let (forge, sleeper) = forge_for(&fake);
+            let listed = forge.list_discussions().unwrap();
+            let got: Vec<u64> = listed.iter().map(|d| d.notes[0].id).collect();
+            assert_eq!(got, ids, "n={n} omit_totals={omit_totals}");
+            assert!(
+                listed
+                    .iter()
+                    .all(|d| d.notes[0].author_id == fixtures::HUMAN_ID)
+            );
+            let pages = n.div_ceil(100).max(1);
+            assert_eq!(
+                discussion_pages(&fake),
+                pages,
+                "n={n} omit_totals={omit_totals}"
+            );
+            assert_eq!(forge.request_counts().reads, pages as u64);
+            assert!(sleeper.delays().is_empty());
+            for request in fake.requests() {
+                assert!(request.query.contains("per_page=100"), "{}", request.query);
+            }
+            assert_no_violations(&fake);
+        }
+    }
+}
+
+#[test]
+fn listing_order_does_not_matter_and_small_server_pages_are_followed() {
+    let fake = start_basic();
+    let mut ids = seed_threads(&fake, 7);
+    fake.set_discussion_order(P, MR, fake_gitlab::DiscussionOrder::Reversed);
+    fake.set_max_per_page(Some(3));
+    fake.set_omit_totals(true);
+    let (forge, _) = forge_for(&fake);
+    let got: Vec<u64> = forge
+        .list_discussions()
+        .unwrap()
+        .iter()
+        .map(|d| d.notes[0].id)
+        .collect();
+    ids.reverse();
+    assert_eq!(got, ids);
+    assert_eq!(discussion_pages(&fake), 3);
+}
+
+#[test]
+fn a_page_that_keeps_failing_fails_the_listing_and_the_run_writes_nothing() {
+    let fake = start_basic();
+    seed_threads(&fake, 150);
+    fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .method("GET")
+            .route(RouteKind::Discussions)
+            .query_contains("&page=2"),
+    );
+    let (forge, sleeper) = forge_for(&fake);
+    let err = forge.list_discussions().unwrap_err();
+    // A request that still fails after its retries is a forge failure (exit 3), never a
+    // listing "GitLab says is incomplete" that a run could publish a finding about.
+    assert!(
+        matches!(&err, ForgeError::Status { status: 500, message, .. } if message.contains("(page 2)")),
+        "{err:?}"
+    );
+    // Page 1 once, page 2 as often as the read policy allows.
+    let attempts = assent::gitlab::RetryPolicy::default().max_attempts as usize;
+    assert_eq!(discussion_pages(&fake), 1 + attempts);
+    assert_eq!(sleeper.delays().len(), attempts - 1);
+
+    let result = reconcile(&forge, &desired(), &ctx());
+    assert!(result.is_err(), "the run must abort");
+    assert_eq!(fake.writes(), 0, "no write after an incomplete listing");
+    assert_eq!(forge.request_counts().writes, 0);
+    assert_no_violations(&fake);
+}
+
+// ---- retries ------------------------------------------------------------------------------
+
+#[test]
+fn both_forms_of_429_are_retried_after_the_delay_they_ask_for() {
+    let fake = start_basic();
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitText { retry_after: 7 })
+            .route(RouteKind::User)
+            .first_n(1),
+    );
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitJson { retry_after: 3 })
+            .route(RouteKind::MergeRequest)
+            .first_n(2),
+    );
+    let (forge, sleeper) = forge_for(&fake);
+    assert_eq!(forge.bot_user_id().unwrap(), fixtures::BOT_ID);
+    assert_eq!(sleeper.delays(), vec![Duration::from_secs(7)]);
+    let mr = forge.merge_request().unwrap();
+    assert_eq!(mr.head_sha, fixtures::HEAD_SHA);
+    assert_eq!(
+        sleeper.delays(),
+        vec![
+            Duration::from_secs(7),
+            Duration::from_secs(3),
+            Duration::from_secs(3)
+        ]
+    );
+    assert_eq!(forge.request_counts().reads, 2 + 3);
+    assert_eq!(fake.reads(), 5);
+}
+
+#[test]
+fn server_errors_and_html_bad_gateways_are_retried_until_an_answer() {
+    let fake = start_basic();
+    seed_threads(&fake, 2);
+    fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .route(RouteKind::Discussions)
+            .nth(1),
+    );
+    fake.inject(
+        FaultRule::new(FaultAction::BadGateway)
+            .route(RouteKind::Discussions)
+            .nth(2),
+    );
+    fake.inject(
+        FaultRule::new(FaultAction::Unavailable)
+            .route(RouteKind::Discussions)
+            .nth(3),
+    );
+    let (forge, sleeper) = forge_for(&fake);
+    assert_eq!(forge.list_discussions().unwrap().len(), 2);
+    assert_eq!(sleeper.delays().len(), 3);
+    assert_eq!(discussion_pages(&fake), 4);
+    let statuses: Vec<Option<u16>> = fake.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, vec![Some(500), Some(502), Some(503), Some(200)]);
+}
+
+#[test]
+fn a_read_that_never_recovers_fails_after_the_bounded_retries() {
+    let fake = start_basic();
+    fake.inject(FaultRule::new(FaultAction::BadGateway).route(RouteKind::MergeRequest));
+    let (forge, sleeper) = forge_for(&fake);
+    let err = forge.merge_request().unwrap_err();
+    assert!(
+        matches!(err, ForgeError::Status { status: 502, .. }),
+        "{err:?}"
+    );
+    let attempts = assent::gitlab::RetryPolicy::default().max_attempts as usize;
+    assert_eq!(fake.reads(), attempts);
+    assert_eq!(sleeper.delays().len(), attempts - 1);
+}
+
+#[test]
+fn writes_are_never_retried() {
+    let fake = start_basic();
+    fake.inject(FaultRule::new(FaultAction::ServerError).method("POST"));
+    let (forge, sleeper) = forge_for(&fake);
+    let err = forge.create_note("hello").unwrap_err();
+    assert!(err.is_ambiguous_write(), "{err:?}");
+    assert_eq!(fake.writes(), 1);
+    // No retry: the one wait is for the write to settle (docs/transport.md).
+    let delays = sleeper.delays();
+    assert_eq!(delays.len(), 1, "{delays:?}");
+    assert!(
+        delays[0] <= assent::gitlab::DEFAULT_WRITE_SETTLE,
+        "{delays:?}"
+    );
+}
+
+// ---- lost acknowledgements ---------------------------------------------------------------
+
+#[test]
+fn a_lost_ack_during_reconcile_leaves_no_duplicate_after_the_run_and_a_rerun() {
+    for close in [false, true] {
+        for (method, route, nth) in [
+            ("POST", RouteKind::Discussions, 1),
+            ("POST", RouteKind::Discussions, 2),
+            ("POST", RouteKind::Notes, 1),
+            ("PUT", RouteKind::Note, 1),
+        ] {
+            let fake = start_basic();
+            // That write is applied, then its answer is lost.
+            fake.inject(
+                FaultRule::new(FaultAction::LostAck { close })
+                    .method(method)
+                    .route(route)
+                    .nth(nth),
+            );
+            let label = format!("close={close} {method} {route:?} #{nth}");
+            let (forge, _) = forge_for(&fake);
+            let first =
+                reconcile(&forge, &desired(), &ctx()).unwrap_or_else(|e| panic!("{label}: {e}"));
+            assert!(first.receipt.rescan.verified, "{label}");
+            let lost = fake
+                .requests()
+                .iter()
+                .filter(|r| r.fault.as_deref() == Some("lost_ack"))
+                .count();
+            assert_eq!(lost, 1, "{label}: the fault fired once");
+
+            let check = |when: &str| {
+                let inv = inventory(&fake);
+                assert_eq!(inv.summaries.len(), 1, "{label} {when}: summaries");
+                assert_eq!(inv.threads.len(), 2, "{label} {when}: threads");
+                let slots: std::collections::BTreeSet<_> =
+                    inv.threads.iter().map(|t| t.slot.clone()).collect();
+                assert_eq!(slots.len(), 2, "{label} {when}: one thread per slot");
+            };
+            check("after the run");
+
+            let writes_before = fake.writes();
+            let (rerun_forge, _) = forge_for(&fake);
+            let rerun = reconcile(&rerun_forge, &desired(), &ctx()).unwrap();
+            assert_eq!(rerun.receipt.requests.writes, 0, "{label}");
+            assert_eq!(fake.writes(), writes_before, "{label}: rerun writes");
+            check("after the rerun");
+            assert_no_violations(&fake);
+        }
+    }
+}
+
+/// SPEC §5's matching, against a write GitLab applies late: the thread POST is held past
+/// the client's timeout and applied afterwards, as GitLab does when Puma finishes a request
+/// whose client gave up. `write_settle` (GitLab's request timeout plus margin, scaled down
+/// here) makes the ambiguous write wait until the server is done with it, so the listing
+/// that decides sees the late thread and nothing is created twice.
+fn late_applied_thread_run(write_settle: Duration) -> (FakeGitLab, assent::reconcile::Publication) {
+    let fake = start_basic();
+    fake.inject(
+        FaultRule::new(FaultAction::Hold {
+            apply: fake_gitlab::HoldApply::Before,
+            timeout_ms: Some(1_500),
+        })
+        .method("POST")
+        .route(RouteKind::Discussions)
+        .nth(1),
+    );
+    let mut config = config_for(
+        &fake,
+        fixtures::BOT_TOKEN,
+        fixtures::PROJECT_PATH,
+        fixtures::MR_IID,
+    );
+    config.request_timeout = Duration::from_millis(500);
+    config.retry.write_settle = write_settle;
+    let forge =
+        assent::gitlab::GitLabForge::with_sleeper(config, std::sync::Arc::new(ThreadSleeper))
+            .unwrap();
+    let publication = reconcile(&forge, &desired(), &ctx()).expect("the run completes");
+    // Whatever the run did, wait until the held POST has been applied before judging.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while fake
+        .requests()
+        .iter()
+        .any(|r| r.write && r.status.is_none())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the held POST never completed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (fake, publication)
+}
+
+#[test]
+fn a_thread_gitlab_applies_after_the_client_timed_out_is_not_created_twice() {
+    let (fake, publication) = late_applied_thread_run(Duration::from_secs(3));
+    assert!(publication.receipt.rescan.verified);
+    let inv = inventory(&fake);
+    assert_eq!(inv.threads.len(), 2, "{:#?}", inv.threads);
+    let slots: std::collections::BTreeSet<_> = inv.threads.iter().map(|t| t.slot.clone()).collect();
+    assert_eq!(slots.len(), 2, "one thread per slot");
+    let posts = fake
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.route == RouteKind::Discussions)
+        .count();
+    assert_eq!(posts, 2, "the late thread was adopted, not posted again");
+    assert_no_violations(&fake);
+}
+
+/// The hazard the settle closes: deciding at once, from a listing taken while GitLab still
+/// works on the write, posts the thread again and the late copy lands after "verified".
+#[test]
+fn without_the_write_settle_a_late_thread_would_be_duplicated() {
+    let (fake, publication) = late_applied_thread_run(Duration::ZERO);
+    assert!(
+        publication.receipt.rescan.verified,
+        "the run believed it was done"
+    );
+    let inv = inventory(&fake);
+    assert_eq!(inv.threads.len(), 3, "{:#?}", inv.threads);
+}
+
+// ---- redirects ----------------------------------------------------------------------------
+
+#[test]
+fn a_redirect_is_refused_and_its_target_never_requested() {
+    let fake = start_basic();
+    fake.inject(
+        FaultRule::new(FaultAction::Redirect { location: None }).route(RouteKind::MergeRequest),
+    );
+    let (forge, sleeper) = forge_for(&fake);
+    let err = forge.merge_request().unwrap_err();
+    assert!(
+        matches!(&err, ForgeError::Status { status: 301, message, .. } if message.contains("refused")),
+        "{err:?}"
+    );
+    assert_eq!(fake.reads(), 1, "not retried");
+    assert!(sleeper.delays().is_empty());
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|r| !r.path.starts_with("/moved")),
+        "{:?}",
+        fake.requests()
+    );
+}
+
+// ---- the token ----------------------------------------------------------------------------
+
+#[test]
+fn the_token_appears_in_no_error_and_no_request_url() {
+    let token = fixtures::BOT_TOKEN;
+    let fake = start_basic();
+    let mut errors: Vec<ForgeError> = Vec::new();
+    let (forge, _) = forge_for(&fake);
+
+    // A redirect whose target carries the token in its path, query and userinfo.
+    fake.inject(
+        FaultRule::new(FaultAction::Redirect {
+            location: Some(format!(
+                "http://user:{token}@127.0.0.1:9/{token}/api?private_token={token}"
+            )),
+        })
+        .route(RouteKind::MergeRequest)
+        .first_n(1),
+    );
+    errors.push(forge.merge_request().unwrap_err());
+    // A read that keeps failing, a listing that cannot complete, a lost write.
+    fake.inject(FaultRule::new(FaultAction::BadGateway).route(RouteKind::MergeRequest));
+    errors.push(forge.merge_request().unwrap_err());
+    seed_threads(&fake, 101);
+    fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .route(RouteKind::Discussions)
+            .method("GET")
+            .query_contains("&page=2"),
+    );
+    errors.push(forge.list_discussions().unwrap_err());
+    fake.inject(
+        FaultRule::new(FaultAction::LostAck { close: true })
+            .method("POST")
+            .route(RouteKind::Notes),
+    );
+    errors.push(forge.create_note("summary").unwrap_err());
+    fake.inject(FaultRule::new(FaultAction::Reset).method("PUT"));
+    errors.push(forge.edit_note(1, "x").unwrap_err());
+    // Refusals: an unknown note, an unknown project, a wrong token.
+    fake.clear_faults();
+    errors.push(forge.edit_note(999_999, "x").unwrap_err());
+    let (elsewhere, _) = forge_with(config_for(&fake, token, "no/such/project", 7));
+    errors.push(elsewhere.merge_request().unwrap_err());
+    let (wrong, _) = forge_with(config_for(&fake, "glpat-wrong", fixtures::PROJECT_PATH, MR));
+    errors.push(wrong.bot_user_id().unwrap_err());
+    // A server that is gone.
+    let gone_url = {
+        let gone = start_basic();
+        config_for(&gone, token, fixtures::PROJECT_PATH, MR)
+    };
+    let (gone, _) = forge_with(gone_url);
+    errors.push(gone.bot_user_id().unwrap_err());
+
+    assert_eq!(errors.len(), 9);
+    for err in &errors {
+        let shown = format!("{err}");
+        let debug = format!("{err:?}");
+        assert!(!shown.contains(token), "{shown}");
+        assert!(!debug.contains(token), "{debug}");
+    }
+    assert!(!format!("{forge:?}").contains(token));
+    let requests = fake.requests();
+    assert!(requests.len() > 10);
+    for request in &requests {
+        assert!(!request.path.contains(token), "{}", request.path);
+        assert!(!request.query.contains(token), "{}", request.query);
+    }
+    assert_no_violations(&fake);
+}
+
+// ---- project paths ------------------------------------------------------------------------
+
+#[test]
+fn a_nested_project_path_is_one_percent_encoded_segment() {
+    let fake = start_basic();
+    let (forge, _) = forge_for(&fake);
+    assert_eq!(forge.merge_request().unwrap().head_sha, fixtures::HEAD_SHA);
+    forge.create_thread("a thread").unwrap();
+    assert_eq!(forge.list_discussions().unwrap().len(), 1);
+    let api_requests: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.route != RouteKind::User)
+        .collect();
+    assert_eq!(api_requests.len(), 3);
+    for request in api_requests {
+        assert!(
+            request
+                .path
+                .starts_with("/api/v4/projects/group%2Fsub%2Fproj/merge_requests/7"),
+            "{}",
+            request.path
+        );
+        assert_eq!(request.status, Some(if request.write { 201 } else { 200 }));
+    }
+    // The numeric id reaches the same project.
+    let (by_id, _) = forge_with(config_for(&fake, fixtures::BOT_TOKEN, "42", MR));
+    assert_eq!(by_id.list_discussions().unwrap().len(), 1);
+}
+
+// ---- a full run -----------------------------------------------------------------------------
+
+#[test]
+fn a_full_run_then_a_rerun_over_http_converges_with_zero_writes() {
+    let fake = start_basic();
+    let (forge, sleeper) = forge_for(&fake);
+    let first = reconcile(&forge, &desired(), &ctx()).unwrap();
+    assert!(first.receipt.rescan.verified);
+    // summary "reconciling", two threads, summary "verified"
+    assert_eq!(first.receipt.requests.writes, 4);
+    assert_eq!(fake.writes(), 4);
+
+    let (rerun_forge, _) = forge_for(&fake);
+    let rerun = reconcile(&rerun_forge, &desired(), &ctx()).unwrap();
+    assert_eq!(rerun.receipt.requests.writes, 0);
+    assert_eq!(fake.writes(), 4, "the rerun wrote");
+    assert_eq!(rerun.receipt.decision, first.receipt.decision);
+
+    let inv = inventory(&fake);
+    assert_eq!(inv.summaries.len(), 1, "exactly one summary");
+    assert_eq!(inv.threads.len(), 2);
+    assert!(inv.warnings.is_empty());
+    // The summary is a plain note, the findings resolvable threads, all by the bot.
+    let discussions = fake.discussions(P, MR);
+    assert_eq!(discussions.len(), 3);
+    let plain: Vec<_> = discussions.iter().filter(|d| d.individual_note).collect();
+    assert_eq!(plain.len(), 1);
+    assert!(!plain[0].resolvable());
+    assert!(
+        discussions
+            .iter()
+            .flat_map(|d| &d.notes)
+            .all(|n| n.author_id == fixtures::BOT_ID && !n.system)
+    );
+    assert!(sleeper.delays().is_empty());
+    assert_no_violations(&fake);
+}
+
+// ---- hostile servers and transport edges --------------------------------------------------
+
+/// Every discussions request's `per_page`, in order.
+fn discussion_page_sizes(fake: &FakeGitLab) -> Vec<u64> {
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.route == RouteKind::Discussions)
+        .map(|r| {
+            form_urlencoded_value(&r.query, "per_page")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+fn form_urlencoded_value(query: &str, key: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// Seeds `n` human threads; the ones in `heavy` are listed with `text` repeated `times`
+/// times after their body. Returns each thread's note id and full listed body.
+fn seed_heavy_threads(
+    fake: &FakeGitLab,
+    n: usize,
+    heavy: &[(std::ops::Range<usize>, &str, usize)],
+) -> Vec<(u64, String)> {
+    (0..n)
+        .map(|i| {
+            let body = format!("thread {i}");
+            let id = fake.post_thread(P, MR, fixtures::HUMAN_ID, &body).1;
+            match heavy.iter().find(|(range, _, _)| range.contains(&i)) {
+                Some((_, text, times)) => {
+                    fake.inflate_note(id, text, *times);
+                    (id, format!("{body}{}", text.repeat(*times)))
+                }
+                None => (id, body),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn pages_over_the_body_limit_are_asked_again_smaller_and_nothing_is_skipped_or_repeated() {
+    // Multi-byte characters, JSON escapes (a control character is six bytes on the wire, a
+    // quote two) and a four-byte emoji: the limit is in bytes, notes are in characters.
+    let heavy: &[(std::ops::Range<usize>, &str, usize)] = &[
+        (40..70, "ü", 20_000),
+        (150..151, "\u{1}", 12_000),
+        (151..152, "\"", 30_000),
+        (152..153, "😀", 15_000),
+        (229..230, "x", 70_000),
+    ];
+    for (cap, omit_totals, link_only) in [
+        (None, false, false),
+        (None, true, false),
+        (Some(30), false, false),
+        (None, false, true),
+    ] {
+        let label = format!("cap={cap:?} omit_totals={omit_totals} link_only={link_only}");
+        let fake = start_basic();
+        fake.set_max_per_page(cap);
+        fake.set_omit_totals(omit_totals);
+        fake.set_link_pagination(link_only, None);
+        let expected = seed_heavy_threads(&fake, 230, heavy);
+        let mut config = config_for(&fake, fixtures::BOT_TOKEN, fixtures::PROJECT_PATH, MR);
+        config.body_limit = 256 * 1024;
+        let (forge, sleeper) = forge_with(config);
+        let listed = forge
+            .list_discussions()
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let got: Vec<(u64, String)> = listed
+            .iter()
+            .map(|d| (d.notes[0].id, d.notes[0].body.clone()))
+            .collect();
+        assert_eq!(got.len(), expected.len(), "{label}");
+        assert!(
+            got == expected,
+            "{label}: an item was skipped, repeated or cut"
+        );
+        let sizes = discussion_page_sizes(&fake);
+        let first_full = cap.unwrap_or(100);
+        let smallest = *sizes.iter().min().unwrap();
+        assert!(smallest < first_full, "{label}: {sizes:?}");
+        // After the heavy pages the size grows back: the light tail is not read item by item.
+        assert!(*sizes.last().unwrap() >= 4 * smallest, "{label}: {sizes:?}");
+        assert!(
+            sizes.len() < 30,
+            "{label}: {} requests: {sizes:?}",
+            sizes.len()
+        );
+        assert!(
+            sleeper.delays().is_empty(),
+            "{label}: an over-limit page is not retried as is"
+        );
+        assert_no_violations(&fake);
+    }
+}
+
+#[test]
+fn one_item_over_the_limit_fails_naming_the_page_and_the_limit_and_the_run_writes_nothing() {
+    let fake = start_basic();
+    let expected = seed_heavy_threads(&fake, 3, &[(1..2, "ü", 40_000)]);
+    assert_eq!(expected.len(), 3);
+    let mut config = config_for(&fake, fixtures::BOT_TOKEN, fixtures::PROJECT_PATH, MR);
+    config.body_limit = 64 * 1024;
+    let (forge, _) = forge_with(config.clone());
+    let err = forge.list_discussions().unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, ForgeError::Decode { .. }), "{err:?}");
+    for part in [
+        "discussions of merge request 7",
+        "(from item 2)",
+        "65536-byte",
+        "per_page=1",
+        "page 2",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from: {text}");
+    }
+    assert_eq!(discussion_page_sizes(&fake).last(), Some(&1));
+
+    let (forge, _) = forge_with(config);
+    assert!(
+        reconcile(&forge, &desired(), &ctx()).is_err(),
+        "the run must abort"
+    );
+    assert_eq!(
+        fake.writes(),
+        0,
+        "no write after a listing that cannot complete"
+    );
+}
+
+#[test]
+fn a_diff_listing_over_the_body_limit_is_asked_again_smaller() {
+    let fake = start_basic();
+    let files: Vec<fake_gitlab::DiffFile> = (0..120)
+        .map(|i| {
+            let mut file = fake_gitlab::DiffFile::modified(&format!("topics/t{i:03}.yaml"));
+            if (10..30).contains(&i) {
+                file.diff = format!(
+                    "@@ -1 +1 @@\n-{}\n+{}\n",
+                    "a".repeat(9_000),
+                    "ä".repeat(9_000)
+                );
+            }
+            file
+        })
+        .collect();
+    fake.with_state(|s| {
+        s.project_mut(P).unwrap().mr_mut(MR).unwrap().diffs = files;
+    });
+    let mut config = config_for(&fake, fixtures::BOT_TOKEN, fixtures::PROJECT_PATH, MR);
+    config.body_limit = 128 * 1024;
+    let (forge, _) = forge_with(config);
+    let listed = assent::forge::Repository::changed_files(&forge).unwrap();
+    let paths: Vec<String> = listed.iter().map(|f| f.new_path.clone()).collect();
+    let expected: Vec<String> = (0..120).map(|i| format!("topics/t{i:03}.yaml")).collect();
+    assert_eq!(paths, expected);
+    let sizes: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.route == RouteKind::Diffs)
+        .filter_map(|r| form_urlencoded_value(&r.query, "per_page"))
+        .collect();
+    assert!(sizes.iter().any(|s| s != "100"), "{sizes:?}");
+}
+
+#[test]
+fn a_next_link_with_user_info_is_refused_and_never_requested() {
+    let fake = start_basic();
+    seed_threads(&fake, 150);
+    fake.set_link_pagination(true, Some("assent:s3cret"));
+    let (forge, _) = forge_for(&fake);
+    let err = forge.list_discussions().unwrap_err();
+    let text = format!("{err} {err:?}");
+    assert!(
+        matches!(err, ForgeError::IncompleteListing { .. }),
+        "{err:?}"
+    );
+    assert!(text.contains("user-info"), "{text}");
+    assert!(
+        !text.contains("s3cret") && !text.contains("assent:"),
+        "{text}"
+    );
+    assert_eq!(discussion_pages(&fake), 1, "the link was not followed");
+    for request in fake.requests() {
+        assert!(
+            request
+                .headers
+                .iter()
+                .all(|(k, _)| !k.eq_ignore_ascii_case("authorization")),
+            "{request:?}"
+        );
+    }
+    let result = reconcile(&forge, &desired(), &ctx());
+    assert!(result.is_err());
+    assert_eq!(fake.writes(), 0);
+
+    // The same Link pagination without credentials is followed to the end.
+    fake.set_link_pagination(true, None);
+    let (forge, _) = forge_for(&fake);
+    assert_eq!(forge.list_discussions().unwrap().len(), 150);
+}
+
+#[test]
+fn a_token_echoed_case_folded_or_percent_encoded_is_redacted() {
+    let token = fixtures::BOT_TOKEN;
+    let upper = token.to_ascii_uppercase();
+    let encoded: String = token.bytes().map(|b| format!("%{b:02X}")).collect();
+    let fake = start_basic();
+    let (forge, _) = forge_for(&fake);
+    for location in [
+        format!("http://127.0.0.1:9/{upper}/api"),
+        format!("http://127.0.0.1:9/{encoded}/api"),
+        format!("http://127.0.0.1:9/%67lpat{}/api", &token[5..]),
+        format!("http://{token}.example/api"),
+    ] {
+        fake.clear_faults();
+        fake.inject(
+            FaultRule::new(FaultAction::Redirect {
+                location: Some(location.clone()),
+            })
+            .route(RouteKind::MergeRequest),
+        );
+        let err = forge.merge_request().unwrap_err();
+        for shown in [format!("{err}"), format!("{err:?}")] {
+            let folded = shown.to_ascii_lowercase();
+            assert!(!folded.contains(token), "{location}: {shown}");
+            assert!(!folded.contains(&encoded.to_ascii_lowercase()), "{shown}");
+            assert!(!folded.contains("%67lpat"), "{shown}");
+            assert!(shown.contains("<redacted>"), "{shown}");
+        }
+    }
+}
+
+#[test]
+fn socks_proxies_carry_every_request() {
+    use assent::gitlab::{GitLabConfig, ProxyConfig, Token};
+    let fake = start_basic();
+    seed_threads(&fake, 120);
+    let relay = fake_gitlab::SocksRelay::start(([127, 0, 0, 1], fake.port()).into());
+    let fake_target = format!("127.0.0.1:{}", fake.port());
+    // (proxy URL, API base, the target the relay must be asked for, user name given)
+    let cases = [
+        (
+            format!("socks5://{}", relay.authority()),
+            fake.base_url(),
+            fake_target.clone(),
+            None,
+        ),
+        (
+            format!("socks5h://bot:pw@{}", relay.authority()),
+            "http://gitlab.example.test/api/v4".to_owned(),
+            "gitlab.example.test:80".to_owned(),
+            Some("bot"),
+        ),
+        (
+            format!("socks4a://{}", relay.authority()),
+            "http://gitlab.example.test:8080/api/v4".to_owned(),
+            "gitlab.example.test:8080".to_owned(),
+            None,
+        ),
+        (
+            format!("socks4://{}", relay.authority()),
+            fake.base_url(),
+            fake_target.clone(),
+            None,
+        ),
+    ];
+    for (created_before, (proxy, api, target, username)) in cases.into_iter().enumerate() {
+        let before = relay.connects().len();
+        let mut config = GitLabConfig::new(
+            api,
+            Token::new(fixtures::BOT_TOKEN),
+            fixtures::PROJECT_PATH,
+            MR,
+        );
+        config.proxy = ProxyConfig::Url(proxy.clone());
+        config.request_timeout = Duration::from_secs(5);
+        let (forge, _) = forge_with(config);
+        // The seeded threads and the note each earlier case created.
+        assert_eq!(
+            forge.list_discussions().unwrap().len(),
+            120 + created_before,
+            "{proxy}"
+        );
+        let created = forge.create_note("through the proxy").unwrap();
+        assert!(created > 0);
+        let connects = relay.connects();
+        let new = &connects[before..];
+        assert!(!new.is_empty(), "{proxy}: the relay saw no CONNECT");
+        for connect in new {
+            assert_eq!(connect.target, target, "{proxy}");
+            assert_eq!(connect.username.as_deref(), username, "{proxy}");
+        }
+    }
+    assert_no_violations(&fake);
+}
