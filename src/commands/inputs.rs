@@ -88,12 +88,14 @@ impl ConnectionArgs {
                     .into(),
             )
         })?;
-        let token = first_of(None, &["ASSENT_TOKEN", "GITLAB_TOKEN"], env).ok_or_else(|| {
-            InputError(
-                "no token: set ASSENT_TOKEN (or GITLAB_TOKEN) to a project access token with the api scope; the token is never a flag"
+        let token =
+            first_of(None, &["ASSENT_TOKEN", "GITLAB_TOKEN"], env).ok_or_else(|| no_token(env))?;
+        if is_job_token(&token, env) {
+            return Err(InputError(
+                "ASSENT_TOKEN holds a CI job token (CI_JOB_TOKEN or a glcbt- token), which GitLab does not let post merge request notes or resolve threads: create a project access token with the api scope and the Developer role, store it as a masked CI/CD variable ASSENT_TOKEN, then run `assent doctor`"
                     .into(),
-            )
-        })?;
+            ));
+        }
         let ca_file = self.ca_file.clone().or_else(|| {
             first_of(None, &["ASSENT_CA_FILE", "CI_SERVER_TLS_CA_FILE"], env).map(PathBuf::from)
         });
@@ -142,6 +144,25 @@ impl Connection {
         config.retry.write_settle = self.write_settle;
         config
     }
+}
+
+/// The error for a missing token. Inside a merge request pipeline the likely causes are
+/// GitLab's own rules for CI/CD variables, so the message names them.
+fn no_token(env: EnvLookup<'_>) -> InputError {
+    let base = "no token: set ASSENT_TOKEN (or GITLAB_TOKEN) to a project access token with the api scope; the token is never a flag";
+    if env("CI_MERGE_REQUEST_IID").is_none() {
+        return InputError(base.into());
+    }
+    InputError(format!(
+        "{base}. This is a merge request pipeline and ASSENT_TOKEN is empty: a protected variable is given only to pipelines of protected branches (untick \"Protect variable\", keep it masked), and pipelines of merge requests from forks get no project variables at all (run them in the parent project)"
+    ))
+}
+
+/// True when `token` is the job's own token: equal to `CI_JOB_TOKEN`, or in the job-token
+/// form (`glcbt-`). Such a token can read some APIs but never write notes.
+fn is_job_token(token: &str, env: EnvLookup<'_>) -> bool {
+    let token = token.trim();
+    token.starts_with("glcbt-") || env("CI_JOB_TOKEN").is_some_and(|job| job.trim() == token)
 }
 
 /// Parses an MR IID from a flag or `CI_MERGE_REQUEST_IID`.
@@ -262,5 +283,48 @@ mod tests {
             let err = with(bad).unwrap_err();
             assert!(err.0.contains("ASSENT_WRITE_SETTLE_SECS"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_job_token_is_refused_with_what_to_use_instead() {
+        for (token, job) in [("glcbt-64_abc", None), ("job-secret", Some("job-secret"))] {
+            let mut pairs = vec![
+                ("CI_API_V4_URL", "u"),
+                ("CI_PROJECT_ID", "1"),
+                ("ASSENT_TOKEN", token),
+            ];
+            if let Some(job) = job {
+                pairs.push(("CI_JOB_TOKEN", job));
+            }
+            let err = args().resolve(&env(&pairs)).unwrap_err();
+            assert!(err.0.contains("CI job token"), "{err}");
+            assert!(err.0.contains("project access token"), "{err}");
+            assert!(!err.0.contains(token), "the token never shows: {err}");
+        }
+        // Another token beside CI_JOB_TOKEN is fine.
+        let ok = args().resolve(&env(&[
+            ("CI_API_V4_URL", "u"),
+            ("CI_PROJECT_ID", "1"),
+            ("ASSENT_TOKEN", "glpat-bot"),
+            ("CI_JOB_TOKEN", "job-secret"),
+        ]));
+        assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn an_empty_token_in_a_merge_request_pipeline_names_protected_variables_and_forks() {
+        let outside = args()
+            .resolve(&env(&[("CI_API_V4_URL", "u"), ("CI_PROJECT_ID", "1")]))
+            .unwrap_err();
+        assert!(!outside.0.contains("protected"), "{outside}");
+        let inside = args()
+            .resolve(&env(&[
+                ("CI_API_V4_URL", "u"),
+                ("CI_PROJECT_ID", "1"),
+                ("CI_MERGE_REQUEST_IID", "7"),
+            ]))
+            .unwrap_err();
+        assert!(inside.0.contains("Protect variable"), "{inside}");
+        assert!(inside.0.contains("forks"), "{inside}");
     }
 }

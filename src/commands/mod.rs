@@ -14,6 +14,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::forge::ForgeError;
+use crate::review_run::RunError;
+
 /// Exit codes shared by every command (SPEC §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -69,13 +72,30 @@ pub fn exit_of(error: &anyhow::Error) -> Exit {
     }
 }
 
-/// Prints a failed command's error on stderr (one `error:` line, causes joined by `: `) and
+/// What the operator can do about `error`, when a failed forge request caused it.
+pub fn help_for(error: &anyhow::Error) -> Option<&'static str> {
+    error
+        .chain()
+        .find_map(|cause| {
+            cause
+                .downcast_ref::<RunError>()
+                .and_then(RunError::forge_error)
+                .or_else(|| cause.downcast_ref::<ForgeError>())
+        })
+        .and_then(crate::gitlab::advice)
+}
+
+/// Prints a failed command's error on stderr (one `error:` line, causes joined by `: `, then a
+/// `help:` line when the operator can fix the cause) and
 /// returns its exit code: the one place commands' errors are printed.
 pub fn finish(result: CommandResult) -> Exit {
     match result {
         Ok(exit) => exit,
         Err(error) => {
             eprintln!("error: {error:#}");
+            if let Some(help) = help_for(&error) {
+                eprintln!("help: {help}");
+            }
             exit_of(&error)
         }
     }

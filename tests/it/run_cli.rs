@@ -976,6 +976,11 @@ fn a_missing_token_is_a_usage_error_before_any_request() {
     r.expect_code(2);
     let line = r.error_line();
     assert!(line.contains("ASSENT_TOKEN"), "{line}");
+    // In a merge request pipeline the likely causes are GitLab's variable rules.
+    assert!(
+        line.contains("Protect variable") && line.contains("forks"),
+        "{line}"
+    );
     assert_eq!(r.stdout, "");
     assert!(r.receipt_text.is_none());
     assert!(w.fake.requests().is_empty(), "{:#?}", w.fake.requests());
@@ -1051,9 +1056,44 @@ fn a_wrong_token_is_a_forge_failure_with_one_line() {
     assert!(line.contains("401"), "{line}");
     assert!(!line.contains("glpat-wrong-token"), "{line}");
     assert!(!r.stdout.contains("glpat-wrong-token"));
+    assert!(!r.stderr.contains("glpat-wrong-token"));
+    // The line after the error says what to do.
+    let help = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("help: "))
+        .unwrap_or_else(|| panic!("no help line: {}", r.stderr));
+    assert!(
+        help.contains("ASSENT_TOKEN") && help.contains("assent doctor"),
+        "{help}"
+    );
     assert!(r.receipt_text.is_none());
     assert_eq!(w.writes().len(), 0);
     assert!(w.fake.requests().len() <= 2, "a 401 is not retried");
+}
+
+/// `CI_JOB_TOKEN` cannot post notes: given as the token, it is refused before any request,
+/// with the token to use instead.
+#[test]
+fn a_ci_job_token_is_refused_before_any_request() {
+    let w = World::new(ASSENT);
+    for (token, job) in [
+        ("glcbt-64_0123456789abcdef", ""),
+        ("job-token-value", "job-token-value"),
+    ] {
+        let r = w
+            .invocation()
+            .env("ASSENT_TOKEN", token)
+            .env("CI_JOB_TOKEN", job)
+            .run();
+        r.expect_code(2);
+        let line = r.error_line();
+        assert!(line.contains("CI job token"), "{line}");
+        assert!(line.contains("project access token"), "{line}");
+        assert!(!r.stderr.contains(token), "{}", r.stderr);
+        assert!(r.receipt_text.is_none());
+    }
+    assert!(w.fake.requests().is_empty(), "{:#?}", w.fake.requests());
 }
 
 // ---- 14: a listing that cannot be completed -------------------------------------------------

@@ -13,6 +13,7 @@
 //! * [`retry`]: reads retried (bounded, jittered, `Retry-After` honoured), writes never.
 //! * [`pagination`]: every page of a listing via `X-Next-Page`/`Link`, or an error.
 //! * [`endpoints`]: the routes the `gitlab` crate has no builder for.
+//! * [`advice`]: what an operator can do about a failed request (one line each).
 //! * [`client`]: one project's connection (transport, retry, typed sends); every command's
 //!   requests go through one.
 //! * [`forge`]: the ports, per merge request, over a client.
@@ -29,6 +30,7 @@
 
 #![warn(missing_docs)]
 
+pub mod advice;
 pub mod client;
 pub mod endpoints;
 pub mod forge;
@@ -40,6 +42,7 @@ pub mod transport;
 #[cfg(test)]
 mod tests;
 
+pub use self::advice::advice;
 pub use self::client::GitLabClient;
 pub use self::forge::{GitLabConfig, GitLabForge};
 pub use self::retry::{DEFAULT_WRITE_SETTLE, RetryPolicy, Sleeper, ThreadSleeper};

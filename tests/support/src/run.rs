@@ -108,11 +108,16 @@ impl RunResult {
     /// The single stderr line of a failed run.
     #[track_caller]
     pub fn error_line(&self) -> &str {
-        let lines: Vec<&str> = self.stderr.lines().collect();
+        // A `help:` line may follow the error: it says what to do, and is not a second error.
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| !l.starts_with("help: "))
+            .collect();
         assert_eq!(
             lines.len(),
             1,
-            "expected one stderr line, got:\n{}",
+            "expected one stderr line besides help, got:\n{}",
             self.stderr
         );
         lines[0]
