@@ -132,9 +132,9 @@ fn grouped(rule: &str, threshold: usize, members: &[Fired<'_>]) -> Finding {
 
 fn group_message(threshold: usize, effect: Effect, members: &[Fired<'_>]) -> String {
     let mut text = format!(
-        "**This rule fired {} times** in this merge request, more than the {threshold} above \
-         which its findings share one thread. This thread stands for all of them: its \
-         resolution counts for every one, and a change to any of them (or one more or fewer) \
+        "**This rule fired {} times** in this merge request, more than its threshold of \
+         {threshold} (`group_above`), so its findings share this one thread: its resolution \
+         counts for every one of them, and a change to any of them (or one more or fewer) \
          opens a fresh thread.",
         members.len()
     );
