@@ -533,7 +533,12 @@ fn million_character_bot_notes_are_artifacts_or_warnings() {
         occurrence: assent::core::model::Occurrence::digest(b"1"),
         message: big.clone(),
     };
-    let desired = DesiredState::new(vec![finding.clone()]);
+    // Built directly: `DesiredState::new` bounds a subject this long (SPEC §11.2), but a note
+    // posted before that bound, or by hand, can still carry one, and must still be read.
+    let desired = DesiredState {
+        findings: vec![finding.clone()],
+        ..DesiredState::default()
+    };
     let forge = InMemoryForge::new(BOT, HEAD);
 
     // A valid marker with a 1,000,000-character subject and body: an artifact.

@@ -142,8 +142,73 @@ fn an_unknown_field_is_reported_at_its_line() {
 }
 
 #[test]
+fn group_above_must_be_a_positive_integer() {
+    let repo = broken("bad-group-above");
+    let (code, out, _) = assent(&["lint", &repo], &[]);
+    assert_eq!(code, 1, "{out}");
+    let why = "group_above must be a positive integer (the number of findings above which they share one thread)";
+    assert_eq!(
+        out,
+        format!(
+            "{repo}/.assent/policies/topics.yaml:7: rule `retention-shrink`: {why}, found `0`\n\
+             {repo}/.assent/policies/topics.yaml:11: rule `topic-deleted`: {why}, found `many`\n\
+             2 problem(s) in 1 file(s)\n"
+        )
+    );
+}
+
+#[test]
+fn test_cases_pin_both_sides_of_a_rule_s_group_above() {
+    let repo = "fixtures/repos/grouped-registry";
+    let (code, out, err) = assent(&["lint", repo], &[]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "ok: 2 rule(s) in 1 file(s)\n"),
+        "{err}"
+    );
+    let (code, out, err) = assent(&["test", repo], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.lines().last(), Some("3 passed, 0 failed"), "{out}");
+    assert!(
+        out.contains("four-shrinks-are-one-grouped-challenge.yaml"),
+        "{out}"
+    );
+
+    // A case that expects one thread per finding above the threshold fails, naming the group.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join(repo), dir.path());
+    let case = dir
+        .path()
+        .join(".assent/tests/four-shrinks-are-one-grouped-challenge.yaml");
+    let text = std::fs::read_to_string(&case).unwrap();
+    let ungrouped = text.replace(
+        "    - { rule: retention-shrink, subject: \"*\", effect: challenge }\n",
+        &["a", "b", "c", "d"]
+            .map(|t| format!("    - {{ rule: retention-shrink, subject: \"topics/orders.yaml#/topics/orders.{t}.v1/retention_days\", effect: challenge }}\n"))
+            .concat(),
+    );
+    assert_ne!(ungrouped, text);
+    std::fs::write(&case, ungrouped).unwrap();
+    let (code, out, _) = assent(&["test", dir.path().to_str().unwrap()], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("    + { rule: \"retention-shrink\", subject: \"*\", effect: challenge }\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    - { rule: \"retention-shrink\", subject: \"topics/orders.yaml#/topics/orders.d.v1/retention_days\", effect: challenge }\n"),
+        "{out}"
+    );
+}
+
+#[test]
 fn test_refuses_to_run_cases_under_policies_that_do_not_load() {
-    for name in ["bad-yaml", "duplicate-rule-id", "unknown-field"] {
+    for name in [
+        "bad-yaml",
+        "duplicate-rule-id",
+        "unknown-field",
+        "bad-group-above",
+    ] {
         let repo = broken(name);
         let (code, out, err) = assent(&["test", &repo], &[]);
         assert_eq!(code, 1, "{name}: {out}{err}");

@@ -28,6 +28,7 @@ mod protocol_properties;
 mod replay_cli;
 mod request_counts;
 mod run_cli;
+mod scale_cli;
 mod sweep_cli;
 
 /// The `assent` binary Cargo built for these tests (the helpers that start it take its path:

@@ -362,10 +362,10 @@ fn write_faults_send_the_run_back_to_the_listing_and_never_duplicate() {
     }
 }
 
-/// One clear line on stderr naming the cause.
+/// One clear line on stderr naming the cause (a `help:` line saying what to do may follow).
 fn assert_one_clear_line(out: &std::process::Output, needle: &str, case: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<_> = stderr.lines().collect();
+    let lines: Vec<_> = stderr.lines().filter(|l| !l.starts_with("help: ")).collect();
     assert_eq!(lines.len(), 1, "{case}: {stderr}");
     assert!(
         lines[0].starts_with("error: ") && lines[0].contains(needle),

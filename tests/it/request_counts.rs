@@ -8,7 +8,9 @@ use std::process::{Command, Output};
 
 use assent_test_support::{self as support, perf_world};
 use fake_gitlab::{FakeGitLab, LoggedRequest, RouteKind, fixtures};
-use perf_world::{Expected, Scenario, discussion_count, expected_first_run, expected_rerun};
+use perf_world::{
+    Expected, GROUP_ABOVE, Scenario, discussion_count, expected_first_run, expected_rerun, threads,
+};
 
 fn run(fake: &FakeGitLab, dir: &Path) -> Output {
     perf_world::pipeline_env(
@@ -80,23 +82,28 @@ fn check(scenario: Scenario) {
     perf_world::seed(&fake, &scenario);
     let dir = tempfile::tempdir().unwrap();
 
-    // First run: exactly one write per finding plus the summary's two.
+    // First run: exactly one write per published finding (one for a grouped rule) plus the
+    // summary's two.
     let (first, receipt) = run_and_count(&fake, dir.path(), &label);
+    let published = threads(&scenario);
     assert_eq!(
         receipt["findings"].as_array().map(Vec::len),
-        Some(scenario.findings),
+        Some(published),
         "{label}: generated findings"
     );
+    if scenario.findings > GROUP_ABOVE {
+        assert_eq!(receipt["findings"][0]["subject"], "*", "{label}: grouped");
+    }
     assert_eq!(
         first,
         as_seen(expected_first_run(&scenario)),
         "{label}: first run"
     );
-    assert_eq!(first.writes, scenario.findings as u64 + 2, "{label}");
+    assert_eq!(first.writes, published as u64 + 2, "{label}");
 
     // Rerun on the unchanged MR: zero writes, one discussion listing.
     let d = discussion_count(&fake);
-    assert_eq!(d, scenario.discussions + scenario.findings + 1, "{label}");
+    assert_eq!(d, scenario.discussions + published + 1, "{label}");
     let (rerun, receipt) = run_and_count(&fake, dir.path(), &label);
     assert_eq!(
         rerun,
@@ -127,6 +134,21 @@ fn counts_with_no_other_discussions() {
     check(scenario(0, 1, 1));
     check(scenario(0, 3, 2));
     check(scenario(0, 120, 3));
+}
+
+/// At the threshold every finding is a thread; one more and the rule is one grouped thread,
+/// whatever the number of findings: 3 writes for 26 findings and for 2,000.
+#[test]
+fn counts_at_and_above_the_grouping_threshold() {
+    check(scenario(0, GROUP_ABOVE, 2));
+    check(scenario(0, GROUP_ABOVE + 1, 2));
+    check(scenario(150, 2_000, 4));
+    assert_eq!(expected_first_run(&scenario(0, GROUP_ABOVE, 1)).writes, 27);
+    assert_eq!(
+        expected_first_run(&scenario(0, GROUP_ABOVE + 1, 1)).writes,
+        3
+    );
+    assert_eq!(expected_first_run(&scenario(150, 2_000, 4)).writes, 3);
 }
 
 #[test]

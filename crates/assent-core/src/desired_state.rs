@@ -58,6 +58,9 @@
 //!   value, another side, more or fewer unkeyed entries) gets a new thread. Lines and
 //!   positions stay out of it, as out of every occurrence. Changes elsewhere in the file are
 //!   judged as usual.
+//! * **Grouping** (SPEC §11.3): the policy findings of a rule that fires more than its
+//!   `group_above` (default 25) times are one finding `(rule, "*")` ([`crate::grouping`]);
+//!   the built-in findings above are never grouped.
 //! * **Contents that were not read** are [`FileContent::Absent`] in [`ChangedFileInput`]: the
 //!   reader only reads the governed sides (see [`is_governed`]), and this module only looks at
 //!   governed sides, so the two agree by construction.
@@ -66,6 +69,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+use crate::grouping::{Fired, group_findings};
 use crate::inert;
 use crate::model::{Change, ChangeKind, DesiredState, Effect, Finding, Occurrence, Slot};
 use crate::policy::{CelBudget, MrContext, PolicyFile, PolicySet};
@@ -263,7 +267,21 @@ pub fn compute_desired_state_with_budget(
                     .or_default()
                     .push(budget_spent_reason(file, rules, evaluation.budget.limit()));
             }
-            evaluation.findings
+            let fired = evaluation
+                .findings
+                .into_iter()
+                .zip(evaluation.sources)
+                .map(|(finding, index)| {
+                    let change = &changes[index];
+                    Fired {
+                        finding,
+                        kind: change.kind,
+                        old: change.old.as_ref(),
+                        new: change.new.as_ref(),
+                    }
+                })
+                .collect();
+            group_findings(fired, |rule| policies.group_above(rule))
         }
         None => Vec::new(),
     };
@@ -1726,5 +1744,100 @@ rules:
         });
         assert!(out.desired.findings.is_empty());
         assert_eq!(out.policy_digest, PolicySet::digest(&[]));
+    }
+
+    /// `n` topics whose retention shrinks from 30 to 7 days.
+    fn shrinking(n: usize) -> (String, String) {
+        let (mut base, mut source) = ("topics:\n".to_owned(), "topics:\n".to_owned());
+        for i in 0..n {
+            base.push_str(&format!("  - name: t{i:03}\n    retention_days: 30\n"));
+            source.push_str(&format!("  - name: t{i:03}\n    retention_days: 7\n"));
+        }
+        (base, source)
+    }
+
+    #[test]
+    fn a_rule_firing_more_than_25_times_is_one_grouped_finding_builtins_never() {
+        let judge = |n: usize| {
+            let (base, source) = shrinking(n);
+            compute_desired_state(inputs(vec![
+                file("topics/orders.yaml", present(&base), present(&source)),
+                file("topics/broken.yaml", present("a: ["), present("a: 1")),
+            ]))
+        };
+        let at = judge(25);
+        assert_eq!(
+            at.desired
+                .findings
+                .iter()
+                .filter(|f| f.slot.rule == "retention-shrink")
+                .count(),
+            25
+        );
+        let above = judge(26);
+        assert_eq!(
+            slots(&above),
+            vec![
+                slot(RULE_PARSE_ERROR, "topics/broken.yaml#", Effect::Block),
+                slot("retention-shrink", "*", Effect::Challenge),
+            ]
+        );
+        assert_eq!(above.changes.len(), 26, "the changes are all still there");
+        let group = finding(&above, "retention-shrink");
+        let subjects: Vec<String> = above.changes.iter().map(Change::subject).collect();
+        let members: Vec<_> = above
+            .changes
+            .iter()
+            .zip(&subjects)
+            .map(|(c, subject)| crate::model::GroupMember {
+                subject,
+                kind: c.kind,
+                old: c.old.as_ref(),
+                new: c.new.as_ref(),
+            })
+            .collect();
+        assert_eq!(
+            group.occurrence,
+            Occurrence::of_group("retention-shrink", &members)
+        );
+        assert!(
+            group
+                .message
+                .contains("- `topics/orders.yaml#/topics/t000/retention_days`: `30` → `7`"),
+            "{}",
+            group.message
+        );
+        assert!(
+            group.message.contains(
+                "For the first of them the rule says: Retention of `t000` shrinks from `30` to `7` days."
+            ),
+            "{}",
+            group.message
+        );
+    }
+
+    #[test]
+    fn a_rule_s_group_above_replaces_the_default() {
+        let mut inp = inputs(Vec::new());
+        let policy = POLICY.replace(
+            "    effect: challenge\n",
+            "    effect: challenge\n    group_above: 2\n",
+        );
+        inp.policy_files[0].bytes = policy.into_bytes();
+        let judge = |n: usize| {
+            let (base, source) = shrinking(n);
+            let mut inp = inp.clone();
+            inp.changed_files = Ok(vec![file(
+                "topics/orders.yaml",
+                present(&base),
+                present(&source),
+            )]);
+            slots(&compute_desired_state(inp))
+        };
+        assert_eq!(judge(2).len(), 2);
+        assert_eq!(
+            judge(3),
+            vec![slot("retention-shrink", "*", Effect::Challenge)]
+        );
     }
 }

@@ -23,13 +23,40 @@
 //! backslash to its fence (the policy template renderer keeps that true for messages), and in
 //! a GFM table every `|` of the row, inside spans too, is written `\|` ([`table_cell`]).
 //! Cutting a rendered line must not split a span: [`cut_line`] cuts only between spans, or
-//! shortens the span it falls in and closes it again.
+//! shortens the span it falls in and closes it again; [`cut_markdown`] does the same for a
+//! text of many lines.
+//!
+//! # Long text (SPEC §11.2)
+//!
+//! GitLab refuses a note over 1,000,000 characters, and a merge request can hold a value of
+//! any size. [`shortened`] keeps the first characters of a long text and names the full
+//! text's length and SHA-256, so a reader can still tell two long values apart and check one
+//! against the file; occurrences are always computed from the full value, never from this.
 
+use std::borrow::Cow;
 use std::ops::Range;
+
+use sha2::{Digest, Sha256};
 
 /// `text` as one inert code span: [`escape`], then [`fence`].
 pub fn code(text: &str) -> String {
     fence(&escape(text))
+}
+
+/// `text` when it has at most `max_chars` characters; otherwise its first `max_chars`
+/// characters, then `…[<n> characters, sha256:<64 hex>]`, where `n` counts the full text's
+/// characters and the digest is of its UTF-8 bytes (`printf %s "$value" | sha256sum` gives
+/// the same hex). Render the result with [`code`] like any contributor text.
+pub fn shortened(text: &str, max_chars: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max_chars) {
+        None => Cow::Borrowed(text),
+        Some((cut, _)) => Cow::Owned(format!(
+            "{}…[{} characters, sha256:{}]",
+            &text[..cut],
+            text.chars().count(),
+            hex::encode(Sha256::digest(text.as_bytes()))
+        )),
+    }
 }
 
 /// Whether `c` is shown as an escape: it breaks a line, controls the terminal or the text
@@ -225,6 +252,39 @@ pub fn cut_line(line: &str, max: usize) -> String {
     finish(out)
 }
 
+/// `markdown` (any number of lines) cut to at most about `max` characters: whole lines while
+/// they fit, the line the limit falls in cut by [`cut_line`] (so no code span is left open),
+/// then a line saying how long the full text was. Text within the limit is returned as it
+/// is.
+pub fn cut_markdown(markdown: &str, max: usize) -> Cow<'_, str> {
+    let total = markdown.chars().count();
+    if total <= max {
+        return Cow::Borrowed(markdown);
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for line in markdown.split('\n') {
+        let len = line.chars().count();
+        if used + len > max {
+            // `used` counts the line breaks too, so it can pass `max` by one.
+            let room = max.saturating_sub(used);
+            if room > 0 {
+                out.push_str(&cut_line(line, room));
+            }
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+        used += len + 1;
+    }
+    let kept = out.trim_end().len();
+    out.truncate(kept);
+    out.push_str(&format!(
+        "\n\n_(shortened: the full text has {total} characters, more than a note can hold)_"
+    ));
+    Cow::Owned(out)
+}
+
 /// The first `n` characters of `text` when it has more, else `None`.
 fn take_chars(text: &str, n: usize) -> Option<&str> {
     text.char_indices().nth(n).map(|(at, _)| &text[..at])
@@ -309,6 +369,47 @@ mod tests {
         );
         assert_eq!(shown("``a` b"), Vec::<String>::new(), "no partner: literal");
         assert_eq!(shown("`   `"), ["   "]);
+    }
+
+    #[test]
+    fn shortened_keeps_short_text_and_names_length_and_digest_of_long_text() {
+        assert!(matches!(shortened("abc", 3), Cow::Borrowed("abc")));
+        let long = "é".repeat(5);
+        assert_eq!(
+            shortened(&long, 2),
+            format!(
+                "éé…[5 characters, sha256:{}]",
+                hex::encode(Sha256::digest(long.as_bytes()))
+            )
+        );
+        // Two long values that share their first characters stay apart.
+        assert_ne!(shortened("aaaa1", 3), shortened("aaaa2", 3));
+    }
+
+    #[test]
+    fn cut_markdown_keeps_whole_lines_and_never_leaves_a_span_open() {
+        assert!(matches!(cut_markdown("a\nb", 3), Cow::Borrowed("a\nb")));
+        let text = format!("first line\nsecond {} tail\nthird", code("@all `x` <b>"));
+        let cut = cut_markdown(&text, 20);
+        assert!(cut.starts_with("first line\nsecond"), "{cut}");
+        assert!(
+            cut.ends_with(&format!(
+                "\n\n_(shortened: the full text has {} characters, more than a note can hold)_",
+                text.chars().count()
+            )),
+            "{cut}"
+        );
+        assert!(!cut.contains("third"), "{cut}");
+        for line in cut.lines() {
+            let ticks = line.matches('`').count();
+            assert!(ticks % 2 == 0, "an open span in {line:?}");
+        }
+        assert!(!cut.contains("@all"), "{cut}");
+        let huge = "x\n".repeat(1_000_000);
+        assert!(cut_markdown(&huge, 1_000).chars().count() < 1_100);
+        // A limit that falls right after a line break.
+        assert!(cut_markdown("ab\ncd\nef", 3).starts_with("ab\n\n_(shortened"));
+        assert!(cut_markdown("ab\ncd\nef", 2).starts_with("ab\n\n_(shortened"));
     }
 
     #[test]

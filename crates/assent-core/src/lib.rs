@@ -11,6 +11,7 @@ pub mod assent;
 pub mod canonical_json;
 pub mod commit_sha;
 pub mod desired_state;
+pub mod grouping;
 pub mod inert;
 pub mod inventory;
 pub mod marker;

@@ -128,6 +128,38 @@ impl Occurrence {
         Self::digest(canonical_json::to_string(&doc).as_bytes())
     }
 
+    /// The occurrence of a grouped finding (SPEC §11.3): the SHA-256 of the canonical JSON of
+    /// `{"members":[{"kind","new","old","subject"}, …],"rule","subject":"*"}`, members sorted
+    /// by subject (then kind, then the occurrence of their content, so the result never
+    /// depends on input order), an absent `old`/`new` being JSON `null`. Any member added,
+    /// removed or changed gives a new occurrence.
+    pub fn of_group(rule: &str, members: &[GroupMember<'_>]) -> Self {
+        let mut sorted: Vec<&GroupMember<'_>> = members.iter().collect();
+        sorted.sort_by(|a, b| {
+            a.subject
+                .cmp(b.subject)
+                .then(a.kind.cmp(&b.kind))
+                .then_with(|| member_json(a).cmp(&member_json(b)))
+        });
+        let members: Vec<Value> = sorted
+            .into_iter()
+            .map(|m| {
+                serde_json::json!({
+                    "subject": m.subject,
+                    "kind": m.kind.as_str(),
+                    "old": m.old.cloned().unwrap_or(Value::Null),
+                    "new": m.new.cloned().unwrap_or(Value::Null),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "rule": rule,
+            "subject": GROUP_SUBJECT,
+            "members": members,
+        });
+        Self::digest(canonical_json::to_string(&doc).as_bytes())
+    }
+
     /// `sha256:` of arbitrary bytes (used for the summary occurrence and the policy digest).
     pub fn digest(bytes: &[u8]) -> Self {
         Occurrence(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
@@ -170,6 +202,55 @@ impl fmt::Display for Occurrence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// The subject of a grouped finding's slot: `(rule, "*")` (SPEC §11.3).
+pub const GROUP_SUBJECT: &str = "*";
+
+/// One member of a grouped finding: the judged content of one finding it stands for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupMember<'a> {
+    /// The member's own subject, `<file>#<pointer>`.
+    pub subject: &'a str,
+    /// Add, modify or delete.
+    pub kind: ChangeKind,
+    /// The value at the base SHA; `None` for an add.
+    pub old: Option<&'a Value>,
+    /// The value at the source SHA; `None` for a delete.
+    pub new: Option<&'a Value>,
+}
+
+/// Tie-break for two members with the same subject and kind (which a policy cannot produce,
+/// but a caller could): their values in canonical form.
+fn member_json(m: &GroupMember<'_>) -> (String, String) {
+    let text = |v: Option<&Value>| v.map(canonical_json::to_string).unwrap_or_default();
+    (text(m.old), text(m.new))
+}
+
+/// Longest subject a slot keeps as it is, in characters. Subjects come from the merge
+/// request (file paths, keys) and sit in full in every marker, so an unbounded one could
+/// push a body past GitLab's note limit (SPEC §11.2); real subjects are far shorter.
+pub const MAX_SUBJECT_CHARS: usize = 2_000;
+
+/// `subject`, or for one longer than [`MAX_SUBJECT_CHARS`] its first 1,900 characters, `…`,
+/// and `[<n> characters, sha256:<hex of the full subject's UTF-8>]` (about
+/// [`MAX_SUBJECT_CHARS`] in all): still one stable slot per full subject, and short enough
+/// for any marker. The occurrence is computed from the full subject before this is applied.
+pub fn bounded_subject(subject: &str) -> std::borrow::Cow<'_, str> {
+    let Some((cut, _)) = subject.char_indices().nth(MAX_SUBJECT_CHARS) else {
+        return std::borrow::Cow::Borrowed(subject);
+    };
+    // Room for the suffix.
+    let keep = subject[..cut]
+        .char_indices()
+        .nth(MAX_SUBJECT_CHARS - 100)
+        .map_or(cut, |(at, _)| at);
+    std::borrow::Cow::Owned(format!(
+        "{}…[{} characters, sha256:{}]",
+        &subject[..keep],
+        subject.chars().count(),
+        hex::encode(Sha256::digest(subject.as_bytes()))
+    ))
 }
 
 /// A GitLab project access level, ordered from least to most privileged.
@@ -272,7 +353,13 @@ pub struct DesiredState {
 impl DesiredState {
     /// Builds a desired state, sorting by slot and keeping the strongest finding when two
     /// share a slot (ties broken by occurrence, so the result never depends on input order).
+    /// A subject longer than [`MAX_SUBJECT_CHARS`] is shortened first ([`bounded_subject`]).
     pub fn new(mut findings: Vec<Finding>) -> Self {
+        for finding in &mut findings {
+            if let std::borrow::Cow::Owned(short) = bounded_subject(&finding.slot.subject) {
+                finding.slot.subject = short;
+            }
+        }
         findings.sort_by(|a, b| {
             a.slot
                 .cmp(&b.slot)
@@ -466,6 +553,80 @@ mod tests {
         let expected =
             Occurrence::digest(br#"{"kind":"add","new":1,"old":null,"rule":"r","subject":"s"}"#);
         assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn long_subjects_are_bounded_with_their_digest_and_short_ones_kept() {
+        let short = "f.yaml#/a/b";
+        assert_eq!(bounded_subject(short), short);
+        let long = format!("f.yaml#/{}", "k".repeat(MAX_SUBJECT_CHARS));
+        let other = format!("f.yaml#/{}x", "k".repeat(MAX_SUBJECT_CHARS));
+        let bounded = bounded_subject(&long);
+        assert!(
+            bounded.chars().count() <= MAX_SUBJECT_CHARS,
+            "{}",
+            bounded.len()
+        );
+        assert!(bounded.starts_with("f.yaml#/kkk"));
+        assert!(bounded.ends_with(&format!(
+            "…[{} characters, sha256:{}]",
+            long.chars().count(),
+            hex::encode(Sha256::digest(long.as_bytes()))
+        )));
+        assert_ne!(
+            bounded,
+            bounded_subject(&other),
+            "one slot per full subject"
+        );
+
+        // The desired state bounds every subject; the occurrence stays the full one's.
+        let occurrence = Occurrence::of("r", &long, ChangeKind::Add, None, None);
+        let desired = DesiredState::new(vec![Finding {
+            slot: Slot {
+                rule: "r".into(),
+                subject: long.clone(),
+            },
+            effect: Effect::Comment,
+            occurrence: occurrence.clone(),
+            message: String::new(),
+        }]);
+        assert_eq!(desired.findings[0].slot.subject, bounded);
+        assert_eq!(desired.findings[0].occurrence, occurrence);
+    }
+
+    #[test]
+    fn group_occurrence_ignores_member_order_and_follows_every_member() {
+        let (a, b, c) = (json!(1), json!(2), json!("x"));
+        let m = |subject, old, new| GroupMember {
+            subject,
+            kind: ChangeKind::Modify,
+            old: Some(old),
+            new: Some(new),
+        };
+        let one = Occurrence::of_group("r", &[m("s1", &a, &b), m("s2", &a, &c)]);
+        let same = Occurrence::of_group("r", &[m("s2", &a, &c), m("s1", &a, &b)]);
+        assert_eq!(one, same);
+        assert_ne!(
+            one,
+            Occurrence::of_group("r", &[m("s1", &a, &b), m("s2", &a, &b)])
+        );
+        assert_ne!(
+            one,
+            Occurrence::of_group("q", &[m("s1", &a, &b), m("s2", &a, &c)])
+        );
+        assert_ne!(one, Occurrence::of_group("r", &[m("s1", &a, &b)]));
+        let absent = GroupMember {
+            subject: "s",
+            kind: ChangeKind::Add,
+            old: None,
+            new: None,
+        };
+        assert_eq!(
+            Occurrence::of_group("r", &[absent]),
+            Occurrence::digest(
+                br#"{"members":[{"kind":"add","new":null,"old":null,"subject":"s"}],"rule":"r","subject":"*"}"#
+            )
+        );
     }
 
     #[test]

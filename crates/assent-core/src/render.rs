@@ -7,6 +7,22 @@
 //! stored bodies cannot make the byte comparison that decides an edit see a change. Rule ids,
 //! subjects and every other string that can come from the merge request are rendered with
 //! [`inert::code`] (SPEC §10.7); messages arrive already composed that way.
+//!
+//! # Note size (SPEC §11.2)
+//!
+//! GitLab refuses a note over 1,000,000 characters, and a refused summary or thread would
+//! fail every run on the merge request. Every body rendered here stays under
+//! [`BODY_BUDGET_CHARS`] by construction, whatever the desired state:
+//!
+//! * a thread's message is cut at [`MAX_MESSAGE_CHARS`] ([`inert::cut_markdown`]); values
+//!   inside it were already shortened with their digest kept (`policy::template`);
+//! * subjects are at most about [`crate::model::MAX_SUBJECT_CHARS`]
+//!   ([`crate::model::DesiredState::new`]) and rule ids at most
+//!   [`crate::policy::MAX_RULE_ID_CHARS`], so a marker and a headline are small;
+//! * the summary's table lists at most [`MAX_SUMMARY_ROWS`] findings, gating ones first,
+//!   and says how many more the receipt holds; each cell is cut at [`MAX_CELL_CHARS`];
+//!   the "Resolved without assent" list is capped the same way;
+//! * replies and the collapsed summary are fixed sentences.
 
 use crate::assent::Assent;
 use crate::canonical_json;
@@ -18,7 +34,21 @@ use crate::model::{Decision, DesiredState, Effect, Finding, Occurrence, Pins};
 use crate::resolutions::resolution_fingerprint;
 use crate::review_state::{FindingStatus, decide};
 
-/// The body of a finding thread: marker line, headline, message, what to do.
+/// What every body assent writes stays under, in characters: well below GitLab's
+/// 1,000,000-character note limit, leaving room for anything GitLab counts differently.
+pub const BODY_BUDGET_CHARS: usize = 900_000;
+
+/// A thread's message is cut after this many characters.
+pub const MAX_MESSAGE_CHARS: usize = 100_000;
+
+/// The summary's table lists at most this many findings (the receipt lists every one).
+pub const MAX_SUMMARY_ROWS: usize = 200;
+
+/// A summary table cell (rule, subject, message) shows at most about this many characters.
+pub const MAX_CELL_CHARS: usize = 200;
+
+/// The body of a finding thread: marker line, headline, message (cut at
+/// [`MAX_MESSAGE_CHARS`]), what to do.
 pub fn finding_thread_body(finding: &Finding) -> String {
     let marker = Marker::Finding {
         slot: finding.slot.clone(),
@@ -39,7 +69,7 @@ pub fn finding_thread_body(finding: &Finding) -> String {
         finding.effect.as_str(),
         inert::code(&finding.slot.rule),
         inert::code(&finding.slot.subject),
-        finding.message,
+        inert::cut_markdown(&finding.message, MAX_MESSAGE_CHARS),
         advice
     );
     marker::compose_body(&marker, text.trim_end())
@@ -140,16 +170,32 @@ pub fn summary_body(
     }
     if !statuses.is_empty() {
         text.push_str("\n| | Effect | Rule | Subject | Finding | Thread |\n| --- | --- | --- | --- | --- | --- |\n");
-        for status in statuses {
+        let shown = rows_shown(statuses);
+        for status in statuses
+            .iter()
+            .zip(&shown)
+            .filter(|(_, s)| **s)
+            .map(|(st, _)| st)
+        {
             let f = status.finding;
             text.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} |\n",
                 effect_icon(f.effect, status.assent.is_given()),
                 f.effect.as_str(),
-                inert::table_cell(&inert::code(&f.slot.rule)),
-                inert::table_cell(&inert::code(&f.slot.subject)),
-                inert::table_cell(&first_line(&f.message, 200)),
+                inert::table_cell(&inert::cut_line(&inert::code(&f.slot.rule), MAX_CELL_CHARS)),
+                inert::table_cell(&inert::cut_line(
+                    &inert::code(&f.slot.subject),
+                    MAX_CELL_CHARS
+                )),
+                inert::table_cell(&first_line(&f.message, MAX_CELL_CHARS)),
                 thread_link(ctx.web_url, status.forge_id),
+            ));
+        }
+        let hidden = statuses.len() - shown.iter().filter(|s| **s).count();
+        if hidden > 0 {
+            text.push_str(&format!(
+                "\n… and {hidden} more finding{}, not listed so that this note stays within GitLab's size limit; the receipt lists every finding.\n",
+                plural(hidden)
             ));
         }
     }
@@ -178,6 +224,28 @@ pub fn summary_body(
         }));
     }
     marker::compose_body(&marker, &text)
+}
+
+/// Which rows of the summary's table are shown: all of them up to [`MAX_SUMMARY_ROWS`];
+/// beyond it the ones that matter most for the gate (block, then challenges without assent,
+/// then assented challenges, then comments, each in slot order), still shown in slot order.
+fn rows_shown(statuses: &[FindingStatus<'_>]) -> Vec<bool> {
+    if statuses.len() <= MAX_SUMMARY_ROWS {
+        return vec![true; statuses.len()];
+    }
+    let rank = |s: &FindingStatus<'_>| match (s.finding.effect, s.assent.is_given()) {
+        (Effect::Block, _) => 0,
+        (Effect::Challenge, false) => 1,
+        (Effect::Challenge, true) => 2,
+        (Effect::Comment, _) => 3,
+    };
+    let mut order: Vec<usize> = (0..statuses.len()).collect();
+    order.sort_by_key(|&i| (rank(&statuses[i]), i));
+    let mut shown = vec![false; statuses.len()];
+    for &i in order.iter().take(MAX_SUMMARY_ROWS) {
+        shown[i] = true;
+    }
+    shown
 }
 
 /// The statement that the target branch has no policies (SPEC §10.5): the decision is not a
@@ -226,17 +294,16 @@ fn push_unassented_resolutions(
     web_url: Option<&str>,
     statuses: &[FindingStatus<'_>],
 ) {
+    let cell = |t: &str| inert::cut_line(&inert::code(t), MAX_CELL_CHARS);
     let mut lines = statuses.iter().filter_map(|status| match &status.assent {
         Assent::NotCounted { by, reason } => Some(format!(
             "- {} {} on {}: resolved by {}, which does not count as assent: {}.",
             thread_link(web_url, status.forge_id),
-            inert::code(&status.finding.slot.rule),
-            inert::code(&status.finding.slot.subject),
-            by.as_ref().map_or_else(
-                || "an unknown user".to_owned(),
-                |u| inert::code(&u.username)
-            ),
-            reason.explain(),
+            cell(&status.finding.slot.rule),
+            cell(&status.finding.slot.subject),
+            by.as_ref()
+                .map_or_else(|| "an unknown user".to_owned(), |u| cell(&u.username)),
+            inert::cut_line(&reason.explain(), 2 * MAX_CELL_CHARS),
         )),
         _ => None,
     });
@@ -246,9 +313,15 @@ fn push_unassented_resolutions(
     text.push_str("\n**Resolved without assent.** These threads stay gating; someone who may assent re-opens and resolves them:\n\n");
     text.push_str(&first);
     text.push('\n');
-    for line in lines {
+    for line in lines.by_ref().take(MAX_SUMMARY_ROWS - 1) {
         text.push_str(&line);
         text.push('\n');
+    }
+    let more = lines.count();
+    if more > 0 {
+        text.push_str(&format!(
+            "- … and {more} more; the receipt lists every finding with `\"resolved\":true,\"assented\":false`.\n"
+        ));
     }
 }
 
@@ -632,5 +705,141 @@ mod tests {
         // The resolver is named in a code span, never as an @-mention.
         assert!(!body.contains("@mr-author"), "{body}");
         assert!(body.contains("| ⏳ | challenge |"), "{body}");
+    }
+
+    fn ctx_without_listing(pins: &Pins) -> SummaryContext<'_> {
+        SummaryContext {
+            pins,
+            web_url: None,
+            target: None,
+            listing: None,
+        }
+    }
+
+    #[test]
+    fn a_huge_message_is_cut_inside_the_budget() {
+        let message = format!(
+            "Value {}\n{}",
+            inert::code(&"v".repeat(50_000)),
+            "line\n".repeat(500_000)
+        );
+        let body = finding_thread_body(&finding(Effect::Challenge, &message));
+        let chars = body.chars().count();
+        assert!(chars <= MAX_MESSAGE_CHARS + 1_000, "{chars}");
+        assert!(
+            body.contains("_(shortened: the full text has"),
+            "the cut says so"
+        );
+        assert!(
+            body.ends_with("opens a fresh thread._"),
+            "the advice survives the cut"
+        );
+    }
+
+    #[test]
+    fn the_summary_table_is_capped_gating_rows_first_and_points_at_the_receipt() {
+        let n = MAX_SUMMARY_ROWS + 50;
+        let findings: Vec<Finding> = (0..n)
+            .map(|i| {
+                let mut f = finding(
+                    if i % 10 == 0 {
+                        Effect::Block
+                    } else {
+                        Effect::Comment
+                    },
+                    &format!("Finding {i}"),
+                );
+                f.slot.subject = format!("f.yaml#/{i:04}");
+                f
+            })
+            .collect();
+        let desired = DesiredState::new(findings);
+        let statuses: Vec<FindingStatus<'_>> = desired
+            .findings
+            .iter()
+            .map(|f| FindingStatus {
+                finding: f,
+                forge_id: Some(1),
+                resolved: f.effect == Effect::Comment,
+                assent: Assent::Open,
+            })
+            .collect();
+        let pins = pins();
+        let body = summary_body(
+            ctx_without_listing(&pins),
+            &desired,
+            &statuses,
+            SummaryState::Verified,
+        );
+        let rows: Vec<&str> = body
+            .lines()
+            .filter(|l| l.starts_with("| ⛔") || l.starts_with("| 💬"))
+            .collect();
+        assert_eq!(rows.len(), MAX_SUMMARY_ROWS);
+        assert_eq!(
+            rows.iter().filter(|r| r.starts_with("| ⛔")).count(),
+            n.div_ceil(10),
+            "every block row is shown"
+        );
+        assert!(
+            body.contains("… and 50 more findings, not listed so that this note stays within GitLab's size limit; the receipt lists every finding."),
+            "{body}"
+        );
+        // Shown rows keep slot order.
+        let subjects: Vec<&str> = rows
+            .iter()
+            .map(|r| r.split(" | ").nth(3).unwrap())
+            .collect();
+        let mut sorted = subjects.clone();
+        sorted.sort();
+        assert_eq!(subjects, sorted);
+        // At the cap, nothing is left out.
+        let at = DesiredState::new(desired.findings[..MAX_SUMMARY_ROWS].to_vec());
+        let body = summary_body(
+            ctx_without_listing(&pins),
+            &at,
+            &statuses[..MAX_SUMMARY_ROWS],
+            SummaryState::Verified,
+        );
+        assert!(!body.contains("more finding"), "{body}");
+    }
+
+    #[test]
+    fn the_list_of_resolutions_without_assent_is_capped() {
+        use crate::assent::NotCounted;
+        let findings: Vec<Finding> = (0..MAX_SUMMARY_ROWS + 7)
+            .map(|i| {
+                let mut f = finding(Effect::Challenge, "m");
+                f.slot.subject = format!("f.yaml#/{i:04}");
+                f
+            })
+            .collect();
+        let desired = DesiredState::new(findings);
+        let statuses: Vec<FindingStatus<'_>> = desired
+            .findings
+            .iter()
+            .map(|f| FindingStatus {
+                finding: f,
+                forge_id: Some(1),
+                resolved: true,
+                assent: Assent::NotCounted {
+                    by: None,
+                    reason: NotCounted::ByAuthor,
+                },
+            })
+            .collect();
+        let pins = pins();
+        let body = summary_body(
+            ctx_without_listing(&pins),
+            &desired,
+            &statuses,
+            SummaryState::Verified,
+        );
+        let listed = body.lines().filter(|l| l.starts_with("- note 1 ")).count();
+        assert_eq!(listed, MAX_SUMMARY_ROWS);
+        assert!(
+            body.contains("- … and 7 more; the receipt lists every finding"),
+            "{body}"
+        );
     }
 }

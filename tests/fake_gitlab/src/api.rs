@@ -244,13 +244,8 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
     let check_body = |b: &str| -> Option<Response> {
         if b.is_empty() {
             Some(Response::error(400, "body is missing"))
-        } else if b.chars().count() > MAX_NOTE_CHARS {
-            Some(Response::json(
-                400,
-                &json!({"message": {"note": ["is too long (maximum is 1000000 characters)"]}}),
-            ))
         } else {
-            None
+            note_too_long(b)
         }
     };
     match (route.kind, method) {
@@ -518,6 +513,17 @@ fn can_resolve(st: &State, pid: u64, iid: u64, uid: u64, level: u32) -> Result<(
     }
 }
 
+/// GitLab's note length validation (`Note` is at most 1,000,000 characters), on creation
+/// and on edits alike.
+fn note_too_long(body: &str) -> Option<Response> {
+    (body.chars().count() > MAX_NOTE_CHARS).then(|| {
+        Response::json(
+            400,
+            &json!({"message": {"note": ["is too long (maximum is 1000000 characters)"]}}),
+        )
+    })
+}
+
 fn note_route(
     st: &mut State,
     pid: u64,
@@ -548,6 +554,9 @@ fn note_route(
             if let Some(b) = &body {
                 if b.is_empty() {
                     return Response::error(400, "body is empty");
+                }
+                if let Some(refused) = note_too_long(b) {
+                    return refused;
                 }
                 if let Err(e) = st.edit_note(pid, route.iid, route.note, Some(uid), b) {
                     return op_err(e);

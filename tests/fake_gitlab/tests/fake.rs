@@ -1046,3 +1046,46 @@ fn seeding_with_explicit_ids_system_notes_and_new_authors() {
     // The next generated id follows the note id start (1000), not the small seeded id.
     assert_eq!(fake.post_note(PROJECT_ID, MR_IID, HUMAN_ID, "next").1, 1000);
 }
+
+#[test]
+fn notes_over_a_million_characters_are_refused_on_create_reply_and_edit() {
+    let fake = FakeGitLab::start(basic());
+    let limit = "x".repeat(1_000_000);
+    let over = "é".repeat(1_000_001); // characters count, not bytes
+    let too_long = |r: &Resp| {
+        assert_eq!(r.status, 400);
+        assert_eq!(
+            r.json()["message"]["note"][0],
+            "is too long (maximum is 1000000 characters)"
+        );
+    };
+    too_long(&form(&fake, "POST", &mr_path("/notes"), &[("body", &over)]));
+    too_long(&form(
+        &fake,
+        "POST",
+        &mr_path("/discussions"),
+        &[("body", &over)],
+    ));
+    let t = form(&fake, "POST", &mr_path("/discussions"), &[("body", &limit)]);
+    assert_eq!(t.status, 201, "exactly the limit is accepted");
+    let did = t.json()["id"].as_str().unwrap().to_owned();
+    let nid = t.json()["notes"][0]["id"].as_u64().unwrap();
+    too_long(&form(
+        &fake,
+        "POST",
+        &mr_path(&format!("/discussions/{did}/notes")),
+        &[("body", &over)],
+    ));
+    too_long(&form(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/notes/{nid}")),
+        &[("body", &over)],
+    ));
+    let unchanged = fake.discussion(PROJECT_ID, MR_IID, &did).unwrap();
+    assert_eq!(unchanged.notes.len(), 1, "the refused reply was not added");
+    assert_eq!(
+        unchanged.notes[0].body, limit,
+        "the refused edit changed nothing"
+    );
+}

@@ -76,6 +76,10 @@ pub struct RawRule {
     /// Who may assent to this rule's challenges; replaces the file's `assenters`.
     #[serde(default)]
     pub assenters: Option<RawAssenters>,
+    /// Above this many findings in one merge request the rule's findings share one thread
+    /// (SPEC §11.3); any YAML value here, checked to be a positive integer when loading.
+    #[serde(default)]
+    pub group_above: Option<serde_yaml::Value>,
 }
 
 /// A rule's `match` as written.

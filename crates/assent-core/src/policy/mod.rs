@@ -34,6 +34,11 @@
 //!   the caller can block (`assent/undecidable`) instead of passing what was never judged.
 //! * **Messages** are templates ([`template`]); a missing message renders
 //!   `<rule>: <kind> of <pointer> in <file>`.
+//! * **`group_above`** is a positive integer (YAML integer, `1` or more); without it a rule
+//!   is grouped above [`DEFAULT_GROUP_ABOVE`] findings ([`crate::grouping`]). Evaluation
+//!   itself never groups: [`PolicySet::group_above`] tells the caller the threshold.
+//! * **Rule ids** are at most [`MAX_RULE_ID_CHARS`] characters: an id sits in every marker,
+//!   headline and summary row, so its length counts against GitLab's note limit.
 //! * **Digest**: see [`PolicySet::digest`].
 
 pub mod cel_eval;
@@ -48,6 +53,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+pub use crate::grouping::DEFAULT_GROUP_ABOVE;
 use crate::inert;
 use crate::model::{Assenters, Change, ChangeKind, Effect, Finding, Occurrence, Role, Slot};
 
@@ -62,6 +68,9 @@ use template::{Template, TemplateValues};
 /// that a hostile file cannot make `lint` or a run hold or parse much. `assent lint` and
 /// `assent test` read at most this many bytes (plus one) of each file.
 pub const MAX_POLICY_FILE_BYTES: usize = 1 << 20;
+
+/// Longest rule id that loads, in characters.
+pub const MAX_RULE_ID_CHARS: usize = 100;
 
 /// One policy file as read from the target ref.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +126,9 @@ pub struct MrContext {
 pub struct Evaluation {
     /// The findings, per change in input order, then per rule in load order.
     pub findings: Vec<Finding>,
+    /// For each finding (same index), the index in the evaluated `changes` of the change it
+    /// judged: what a grouped finding's members are made of ([`crate::grouping::Fired`]).
+    pub sources: Vec<usize>,
     /// File → ids of the rules whose `when` was not evaluated on at least one change of that
     /// file because the run's CEL budget was spent. Non-empty means the judgement is
     /// incomplete: the caller must fail closed (`assent/undecidable`).
@@ -138,6 +150,8 @@ struct Rule {
     message: Template,
     /// The rule's own `assenters`, else its file's; `None`: the default.
     assenters: Option<Assenters>,
+    /// Above this many findings the rule's findings are grouped.
+    group_above: usize,
 }
 
 impl Rule {
@@ -278,8 +292,9 @@ impl PolicySet {
     ) -> Evaluation {
         let mr_value = mr_to_cel(mr);
         let mut findings = Vec::new();
+        let mut sources = Vec::new();
         let mut unevaluated: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for change in changes {
+        for (index, change) in changes.iter().enumerate() {
             let mut matching = self.rules.iter().filter(|r| r.matches(change)).peekable();
             if matching.peek().is_none() {
                 continue;
@@ -351,10 +366,12 @@ impl PolicySet {
                     ),
                     message,
                 });
+                sources.push(index);
             }
         }
         Evaluation {
             findings,
+            sources,
             unevaluated,
             budget,
         }
@@ -375,6 +392,15 @@ impl PolicySet {
             .iter()
             .filter_map(|r| Some((r.id.clone(), r.assenters.clone()?)))
             .collect()
+    }
+
+    /// Above how many findings in one merge request `rule`'s findings share one thread: the
+    /// rule's `group_above`, else [`DEFAULT_GROUP_ABOVE`] (also for an id no rule has).
+    pub fn group_above(&self, rule: &str) -> usize {
+        self.rules
+            .iter()
+            .find(|r| r.id == rule)
+            .map_or(DEFAULT_GROUP_ABOVE, |r| r.group_above)
     }
 
     /// Rule ids in load order.
@@ -571,6 +597,16 @@ impl Loader {
                     id_line,
                     format!("rule id `{}` must match ^[a-z0-9][a-z0-9._-]*$", raw.id),
                 );
+            } else if raw.id.chars().count() > MAX_RULE_ID_CHARS {
+                self.problem(
+                    path,
+                    id_line,
+                    format!(
+                        "rule id `{}` is {} characters long; at most {MAX_RULE_ID_CHARS} are allowed",
+                        raw.id,
+                        raw.id.chars().count()
+                    ),
+                );
             } else if let Some((first_file, first_line)) = self.seen_ids.get(&raw.id) {
                 let message = format!(
                     "duplicate rule id `{}` (first defined at {})",
@@ -667,10 +703,34 @@ impl Loader {
                     self.check_assenters(path, at("assenters"), &context, own)
                 }
             };
+            let group_above = match &raw.group_above {
+                None => Some(DEFAULT_GROUP_ABOVE),
+                Some(value) => {
+                    let parsed = value
+                        .as_u64()
+                        .filter(|&n| n >= 1)
+                        .and_then(|n| usize::try_from(n).ok());
+                    if parsed.is_none() {
+                        let shown = serde_yaml::to_string(value).unwrap_or_default();
+                        self.problem(
+                            path,
+                            at("group_above"),
+                            format!(
+                                "rule `{}`: group_above must be a positive integer (the number of findings above which they share one thread), found `{}`",
+                                raw.id,
+                                shown.trim_end()
+                            ),
+                        );
+                    }
+                    parsed
+                }
+            };
             if self.problems.len() != before {
                 continue;
             }
-            if let (Some(pointer), Some(effect), Some(message)) = (pointer, effect, message) {
+            if let (Some(pointer), Some(effect), Some(message), Some(group_above)) =
+                (pointer, effect, message, group_above)
+            {
                 self.rules.push(Rule {
                     id: raw.id.clone(),
                     files,
@@ -680,6 +740,7 @@ impl Loader {
                     effect,
                     message,
                     assenters,
+                    group_above,
                 });
             }
         }

@@ -28,6 +28,9 @@
 //!   code span;
 //! * a content placeholder inside an HTML tag, an HTML block or a link destination is a
 //!   load-time problem: no rendering keeps a value inert there.
+//!
+//! A content value longer than [`MAX_VALUE_CHARS`] shows its first characters, its length
+//! and its SHA-256 (SPEC §11.2).
 
 use serde_json::Value;
 
@@ -240,14 +243,25 @@ impl Template {
     }
 }
 
-/// The text a placeholder stands for, before escaping.
+/// A content placeholder shows at most this many characters of its value; a longer value is
+/// shortened with its length and digest kept ([`inert::shortened`]), so a value of any size
+/// leaves the note within GitLab's limit (SPEC §11.2). The occurrence is computed from the
+/// full value.
+pub const MAX_VALUE_CHARS: usize = 1_000;
+
+/// The text a placeholder stands for, before escaping; content shortened to
+/// [`MAX_VALUE_CHARS`].
 fn value_text(var: Var, values: &TemplateValues<'_>) -> String {
+    let content = |text: String| match inert::shortened(&text, MAX_VALUE_CHARS) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(short) => short,
+    };
     match var {
-        Var::Old => json_text(values.old),
-        Var::New => json_text(values.new),
-        Var::Entry => values.entry.unwrap_or("null").to_owned(),
-        Var::File => values.file.to_owned(),
-        Var::Pointer => values.pointer.to_owned(),
+        Var::Old => content(json_text(values.old)),
+        Var::New => content(json_text(values.new)),
+        Var::Entry => content(values.entry.unwrap_or("null").to_owned()),
+        Var::File => content(values.file.to_owned()),
+        Var::Pointer => content(values.pointer.to_owned()),
         Var::Kind => values.kind.to_owned(),
         Var::Rule => values.rule.to_owned(),
     }
@@ -608,6 +622,28 @@ mod tests {
         assert_eq!(
             t.render(&values(Some(&o), Some(&n))),
             "retention-shrink modify `topics/orders.yaml` `/topics/orders.events.v1/retention_days` `orders.events.v1` `30` `7`"
+        );
+    }
+
+    #[test]
+    fn long_values_are_shortened_with_length_and_digest_in_every_kind_of_span() {
+        let long = json!(format!("{}`@all`", "v".repeat(1_200_000)));
+        let full = long.as_str().unwrap();
+        let digest = crate::model::Occurrence::digest(full.as_bytes());
+        for template in ["New {{ new }} set.", "New `{{ new }} days` set."] {
+            let out = render(template, &json!(1), &long);
+            assert!(out.chars().count() < 2 * MAX_VALUE_CHARS, "{template}");
+            assert!(
+                out.contains(&format!("…[{} characters, {digest}]", full.chars().count())),
+                "{out}"
+            );
+            assert!(!out.contains("@all"), "the cut hides the tail: {out}");
+        }
+        // At the limit a value is shown whole.
+        let exact = json!("x".repeat(MAX_VALUE_CHARS));
+        assert_eq!(
+            render("{{ new }}", &json!(1), &exact),
+            format!("`{}`", "x".repeat(MAX_VALUE_CHARS))
         );
     }
 

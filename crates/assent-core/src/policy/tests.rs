@@ -1055,3 +1055,71 @@ fn problems_quote_file_content_only_as_short_escaped_excerpts() {
     assert!(got[0].len() < 200, "{got:?}");
     assert!(!got[0].chars().any(char::is_control), "{got:?}");
 }
+
+#[test]
+fn group_above_is_a_positive_integer_and_defaults_to_25() {
+    let set = load(
+        "apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: own\n    match: {files: [x]}\n    effect: challenge\n    group_above: 3\n  - id: plain\n    match: {files: [x]}\n    effect: comment\n",
+    );
+    assert_eq!(set.group_above("own"), 3);
+    assert_eq!(set.group_above("plain"), DEFAULT_GROUP_ABOVE);
+    assert_eq!(DEFAULT_GROUP_ABOVE, 25);
+    assert_eq!(set.group_above("assent/parse-error"), DEFAULT_GROUP_ABOVE);
+    // `null`, like any optional field left empty, is the default.
+    let null = load(&one_rule(
+        "id: r
+    match: {files: [x]}
+    effect: comment
+    group_above: null",
+    ));
+    assert_eq!(null.group_above("r"), DEFAULT_GROUP_ABOVE);
+
+    for (value, shown) in [
+        ("0", "0"),
+        ("-2", "-2"),
+        ("2.5", "2.5"),
+        ("\"30\"", "'30'"),
+        ("many", "many"),
+        ("[1]", "- 1"),
+    ] {
+        let got = problems(&one_rule(&format!(
+            "id: r\n    match: {{files: [x]}}\n    effect: challenge\n    group_above: {value}"
+        )));
+        assert_eq!(
+            got,
+            vec![format!(
+                "p.yaml:7: rule `r`: group_above must be a positive integer (the number of findings above which they share one thread), found `{shown}`"
+            )],
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn rule_ids_longer_than_the_limit_do_not_load() {
+    let ok = "a".repeat(MAX_RULE_ID_CHARS);
+    load(&one_rule(&format!(
+        "id: {ok}\n    match: {{files: [x]}}\n    effect: comment"
+    )));
+    let long = "a".repeat(MAX_RULE_ID_CHARS + 1);
+    let got = problems(&one_rule(&format!(
+        "id: {long}\n    match: {{files: [x]}}\n    effect: comment"
+    )));
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].contains("is 101 characters long; at most 100 are allowed"),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn evaluation_names_the_change_each_finding_judged() {
+    let set = budget_policy();
+    let changes = list_changes("x", 3, 1);
+    let evaluation = set.evaluate(&changes, &MrContext::default());
+    assert_eq!(evaluation.findings.len(), 6);
+    assert_eq!(evaluation.sources, vec![0, 0, 1, 1, 2, 2]);
+    for (finding, &index) in evaluation.findings.iter().zip(&evaluation.sources) {
+        assert_eq!(finding.slot.subject, changes[index].subject());
+    }
+}

@@ -1,0 +1,274 @@
+//! `assent run` on merge requests at GitLab's limits (SPEC §11.2, §11.3): the compiled binary
+//! against the fake GitLab, which refuses a note over 1,000,000 characters as GitLab does.
+//!
+//! * 6,000 findings of one rule are one grouped thread and a short summary, not thousands of
+//!   threads and a summary GitLab refuses;
+//! * a value (or a key) of 1.2 million characters gets a thread GitLab accepts, shortened
+//!   with its digest kept, while its occurrence is still the full value's.
+
+use assent_test_support::run::World;
+use fake_gitlab::{RouteKind, fixtures};
+use serde_json::{Value, json};
+
+use crate::ASSENT;
+
+/// GitLab's note limit, in characters.
+const GITLAB_NOTE_LIMIT: usize = 1_000_000;
+/// A push with the generated registry.
+const PUSH_SHA: &str = "6666666666666666666666666666666666666666";
+const FILE: &str = "topics/big.yaml";
+
+/// A registry of `names`, each kept for `days`.
+fn registry<'a>(names: impl Iterator<Item = &'a str>, days: u32) -> String {
+    let mut out = String::from("topics:\n");
+    for name in names {
+        out.push_str(&format!(
+            "  - name: {}\n    retention_days: {days}\n",
+            serde_json::to_string(name).unwrap()
+        ));
+    }
+    out
+}
+
+/// Commits `base` at the basic world's base SHA and pushes `source`, so that `FILE` is the
+/// MR's only change; the run pins the push.
+fn world_with(base: &str, source: &str) -> World {
+    let w = World::new(ASSENT);
+    w.put_file(fixtures::BASE_SHA, FILE, base);
+    w.push(PUSH_SHA, &[(FILE, source)]);
+    w
+}
+
+fn run(w: &World) -> assent_test_support::run::RunResult {
+    w.invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", PUSH_SHA)
+        .run()
+}
+
+#[track_caller]
+fn assert_within_gitlab_limit(w: &World) {
+    for d in w.discussions() {
+        for n in d.notes {
+            let chars = n.body.chars().count();
+            assert!(
+                chars < GITLAB_NOTE_LIMIT,
+                "note {}: {chars} characters",
+                n.id
+            );
+        }
+    }
+}
+
+/// Lowercase hex SHA-256 of `text`'s UTF-8.
+fn sha256(text: &str) -> String {
+    let digest = assent::core::model::Occurrence::digest(text.as_bytes());
+    digest.as_str()["sha256:".len()..].to_owned()
+}
+
+#[test]
+fn six_thousand_findings_of_one_rule_are_one_grouped_thread() {
+    let names: Vec<String> = (0..6_000).map(|i| format!("t{i:05}.v1")).collect();
+    let w = world_with(
+        &registry(names.iter().map(String::as_str), 30),
+        &registry(names.iter().map(String::as_str), 7),
+    );
+    let r = run(&w);
+    r.expect_code(0);
+
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "REVIEW");
+    let findings = receipt["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "one finding for the group: {findings:?}");
+    assert_eq!(findings[0]["rule"], "retention-shrink");
+    assert_eq!(findings[0]["subject"], "*");
+    assert_eq!(findings[0]["effect"], "challenge");
+    assert_eq!(
+        receipt["actions"],
+        json!([{"rule": "retention-shrink", "subject": "*", "action": "create", "forgeId": findings[0]["forgeId"]}])
+    );
+    assert_eq!(
+        w.writes()
+            .into_iter()
+            .map(|r| (r.method, r.route))
+            .collect::<Vec<_>>(),
+        vec![
+            ("POST".to_owned(), RouteKind::Notes),
+            ("POST".to_owned(), RouteKind::Discussions),
+            ("PUT".to_owned(), RouteKind::Note),
+        ],
+        "summary, one thread, summary: not one thread per finding"
+    );
+
+    let thread = w.thread("retention-shrink");
+    let body = &thread.notes[0].body;
+    assert!(
+        body.lines().next().unwrap().contains(r#""subject":"*""#),
+        "{body}"
+    );
+    assert!(body.contains("**This rule fired 6000 times**"), "{body}");
+    assert!(
+        body.contains("- `topics/big.yaml#/topics/t00000.v1/retention_days`: `30` → `7`"),
+        "{body}"
+    );
+    assert!(body.contains("- … and 5900 more,"), "{body}");
+    assert_eq!(
+        body.lines()
+            .filter(|l| l.starts_with("- `topics/big.yaml#"))
+            .count(),
+        100
+    );
+    let summary = w.summary();
+    assert!(
+        summary.body.contains("## assent · REVIEW"),
+        "{}",
+        summary.body
+    );
+    assert!(
+        summary.body.contains("1 challenge awaits assent"),
+        "{}",
+        summary.body
+    );
+    assert_within_gitlab_limit(&w);
+    w.assert_no_violations();
+
+    // A reviewer resolves the one thread: every member is assented to.
+    w.fake.resolve(
+        fixtures::PROJECT_ID,
+        fixtures::MR_IID,
+        &thread.id,
+        fixtures::HUMAN_ID,
+        true,
+    );
+    w.fake.reset_log();
+    let r = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", PUSH_SHA)
+        .args(&["--fail-on", "review"])
+        .run();
+    r.expect_code(0);
+    assert_eq!(r.receipt()["decision"], "APPROVE");
+    assert_eq!(r.receipt()["findings"][0]["assented"], true);
+    assert_eq!(w.writes().len(), 1, "the summary edit only");
+
+    // And an unchanged rerun writes nothing.
+    w.fake.reset_log();
+    run(&w).expect_code(0);
+    assert!(w.writes().is_empty(), "{:?}", w.writes());
+}
+
+/// A policy whose message shows the judged values.
+const DESCRIPTION_POLICY: &str = r#"apiVersion: assent/v1
+kind: Policy
+identities:
+  "topics/*.yaml": { "/topics": name }
+rules:
+  - id: description-change
+    match:
+      files: ["topics/*.yaml"]
+      pointer: "/topics/*/description"
+      kinds: [modify]
+    effect: challenge
+    message: "The description of {{ entry }} changes from {{ old }} to {{ new }}."
+"#;
+
+#[test]
+fn a_value_of_one_million_two_hundred_thousand_characters_gets_a_thread_gitlab_accepts() {
+    let huge = format!("@all {}", "d".repeat(1_200_000));
+    let base = "topics:\n  - name: orders.events.v1\n    description: short\n".to_owned();
+    let source = format!(
+        "topics:\n  - name: orders.events.v1\n    description: {}\n",
+        serde_json::to_string(&huge).unwrap()
+    );
+    let w = world_with(&base, &source);
+    w.put_file(
+        fixtures::TARGET_SHA,
+        ".assent/policies/descriptions.yaml",
+        DESCRIPTION_POLICY,
+    );
+    let r = run(&w);
+    r.expect_code(0);
+    let receipt = r.receipt();
+    let subject = "topics/big.yaml#/topics/orders.events.v1/description";
+    assert_eq!(receipt["findings"][0]["subject"], subject);
+
+    let thread = w.thread("description-change");
+    let body = &thread.notes[0].body;
+    assert!(
+        body.contains(&format!(
+            "changes from `short` to `@all {}…[1200005 characters, sha256:{}]`.",
+            "d".repeat(995),
+            sha256(&huge)
+        )),
+        "shortened, with the full value's length and digest"
+    );
+    assert!(
+        body.chars().count() < 10_000,
+        "{} characters",
+        body.chars().count()
+    );
+    // The occurrence is the full value's, so a later change past the cut is a new thread.
+    let occurrence = {
+        let doc = json!({
+            "kind": "modify", "new": huge, "old": "short",
+            "rule": "description-change", "subject": subject,
+        });
+        format!(
+            "sha256:{}",
+            sha256(&assent::core::canonical_json::to_string(&doc))
+        )
+    };
+    assert_eq!(
+        receipt["findings"][0]["occurrence"],
+        Value::String(occurrence)
+    );
+    assert_within_gitlab_limit(&w);
+    w.assert_no_violations();
+
+    w.fake.reset_log();
+    run(&w).expect_code(0);
+    assert!(w.writes().is_empty(), "a rerun writes nothing");
+}
+
+#[test]
+fn a_key_of_one_million_two_hundred_thousand_characters_gets_a_bounded_slot() {
+    let name = format!("x{}", "n".repeat(1_200_000));
+    let w = world_with(
+        &registry([name.as_str()].into_iter(), 30),
+        &registry([name.as_str()].into_iter(), 7),
+    );
+    let r = run(&w);
+    r.expect_code(0);
+    let receipt = r.receipt();
+    let full = format!("{FILE}#/topics/{name}/retention_days");
+    let subject = receipt["findings"][0]["subject"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(subject.chars().count() <= 2_000, "{}", subject.len());
+    assert!(
+        subject.ends_with(&format!(
+            "…[{} characters, sha256:{}]",
+            full.chars().count(),
+            sha256(&full)
+        )),
+        "{subject}"
+    );
+    let thread = w.thread("retention-shrink");
+    assert!(
+        thread.notes[0]
+            .body
+            .lines()
+            .next()
+            .unwrap()
+            .contains(&subject),
+        "the marker carries the bounded subject"
+    );
+    assert_within_gitlab_limit(&w);
+
+    w.fake.reset_log();
+    run(&w).expect_code(0);
+    assert!(
+        w.writes().is_empty(),
+        "the bounded slot is found again on a rerun"
+    );
+}
