@@ -55,6 +55,16 @@ pub enum RunError {
     NoBaseSha,
 }
 
+impl RunError {
+    /// The forge failure behind this error, if it is one.
+    pub fn forge_error(&self) -> Option<&ForgeError> {
+        match self {
+            RunError::Forge(e) | RunError::Reconcile(ReconcileError::Forge(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// A completed run: its publication and the desired state it published.
 #[derive(Debug, Clone)]
 pub struct RunReport {

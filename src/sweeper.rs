@@ -208,6 +208,8 @@ pub struct SweepReport {
     pub warnings: Vec<String>,
     /// The failure that stopped the sweep early, if any.
     pub failure: Option<String>,
+    /// Some request failed because GitLab's rate limits outlasted the wait budget.
+    pub rate_limited: bool,
     /// Requests made.
     pub requests: RequestCounts,
 }
@@ -401,6 +403,7 @@ pub fn sweep(
         would_heal: 0,
         warnings: Vec::new(),
         failure: None,
+        rate_limited: false,
         requests: RequestCounts::default(),
     };
     run_sweep(forge, &mut report);
@@ -415,6 +418,7 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport) {
     let bot = match forge.bot_user_id() {
         Ok(id) => id,
         Err(e) => {
+            report.rate_limited |= e.is_rate_limited();
             report.failure = Some(format!("cannot read the token's user: {e}"));
             return;
         }
@@ -422,6 +426,7 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport) {
     let listing = match forge.list_open_merge_requests(report.updated_after) {
         Ok(l) => l,
         Err(e) => {
+            report.rate_limited |= e.is_rate_limited();
             report.failure = Some(format!("cannot list the open merge requests: {e}"));
             return;
         }
@@ -493,6 +498,7 @@ fn examine(
     let discussions = match forge.list_discussions(iid) {
         Ok(d) => d,
         Err(e) => {
+            report.rate_limited |= e.is_rate_limited();
             mr.action = MrAction::Failed;
             mr.detail = format!("cannot list the discussions: {e}");
             return mr;
@@ -518,6 +524,7 @@ fn examine(
         let info = match forge.merge_request(iid) {
             Ok(info) => info,
             Err(e) => {
+                report.rate_limited |= e.is_rate_limited();
                 mr.verdict = Some(classification.verdict);
                 mr.action = MrAction::Failed;
                 mr.detail = format!(
@@ -557,6 +564,7 @@ fn examine(
                 mr.pipeline_id = Some(pipeline.id);
             }
             Err(e) => {
+                report.rate_limited |= e.is_rate_limited();
                 mr.action = MrAction::Failed;
                 mr.detail = format!("{}; pipeline creation failed: {e}", mr.detail);
             }

@@ -2116,3 +2116,23 @@ fn the_summary_records_the_pinned_target_and_a_rerun_stays_at_zero_writes() {
     assert_eq!(w.writes().len(), 0, "{:#?}", w.writes());
     assert_eq!(w.summary().body, edited.body);
 }
+
+// ---- rate limits (SPEC §11.1) --------------------------------------------------------------
+
+#[test]
+fn a_json_run_still_reports_its_error_on_stderr() {
+    let w = World::new();
+    w.fake.inject(
+        FaultRule::new(FaultAction::RateLimitJson { retry_after: 60 })
+            .method("POST")
+            .route(RouteKind::Discussions),
+    );
+    let r = w.run(&["--format", "json", "--rate-limit-wait", "10s"]);
+    r.expect_code(3);
+    let line = r.error_line();
+    assert!(line.starts_with("error: POST "), "{line}");
+    assert!(line.contains("rate limited"), "{line}");
+    assert!(line.contains("(0 s waited of 10 s)"), "{line}");
+    assert!(line.contains("--rate-limit-wait"), "{line}");
+    assert_eq!(r.stdout, "");
+}

@@ -474,6 +474,76 @@ fn a_forge_failure_exits_3_and_reports_the_progress_made() {
     assert_eq!(posts, 1, "a write is never retried");
 }
 
+/// A pipeline creation refused with 429 is a refusal (SPEC §11.1): sent again after the
+/// wait; past `--rate-limit-wait` the sweep exits 3 with a line that says "rate limited".
+#[test]
+fn a_rate_limited_pipeline_creation_is_sent_again_or_fails_past_the_budget() {
+    let window = [
+        "--lookback",
+        "48h",
+        "--interval",
+        "24h",
+        "--stuck-after",
+        "1h",
+    ];
+    let pipeline_posts = |fake: &FakeGitLab| {
+        requested(fake)
+            .iter()
+            .filter(|p| p.starts_with("POST") && p.contains("/merge_requests/3/"))
+            .count()
+    };
+
+    let fake = every_classification();
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitJson { retry_after: 1 })
+            .method("POST")
+            .path_contains("/merge_requests/3/pipelines")
+            .first_n(1),
+    );
+    let out = run_sweep(&fake, &window);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(line_of(&stdout(&out), 3).contains("pipeline-created"));
+    assert_eq!(pipeline_posts(&fake), 2, "refused once, sent again");
+    assert_eq!(pipelines_for(&fake), vec![2, 3, 5]);
+
+    let fake = every_classification();
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitJson { retry_after: 60 })
+            .method("POST")
+            .path_contains("/merge_requests/3/pipelines"),
+    );
+    let mut args = window.to_vec();
+    args.extend(["--rate-limit-wait", "30s"]);
+    let out = run_sweep(&fake, &args);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert!(line_of(&stdout(&out), 3).contains("rate limited"));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: sweep finished with forge failures on 1 MR(s): !3 (rate limited; "),
+        "{err}"
+    );
+    assert!(err.contains("--rate-limit-wait"), "{err}");
+    assert_eq!(
+        pipeline_posts(&fake),
+        1,
+        "a wait that does not fit is not started"
+    );
+
+    // A bad budget is a usage error before any request.
+    let fake = every_classification();
+    let mut args = window.to_vec();
+    args.extend(["--rate-limit-wait", "soon"]);
+    let out = run_sweep(&fake, &args);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--rate-limit-wait"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(fake.requests().len(), 0);
+}
+
 #[test]
 fn a_failed_listing_exits_3_with_the_reason() {
     let fake = every_classification();

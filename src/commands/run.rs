@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use crate::commands::Exit;
 use crate::commands::inputs::{
-    ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr,
+    ConnectionArgs, EnvLookup, InputError, RateLimitArgs, first_of, process_env, resolve_mr,
 };
 use crate::core::commit_sha::parse_commit_sha;
 use crate::core::model::Decision;
@@ -29,10 +29,12 @@ Examples:
   # Approve the MR as the bot on APPROVE (withdraw the approval otherwise), so that an
   # approval rule requiring the bot holds the gate:
   assent run --fail-on review --approve
+  # Give GitLab's rate limits up to 30 minutes on a very large MR:
+  assent run --rate-limit-wait 30m
 
 Exit codes: 0 published and verified (or a stale pipeline / closed MR: nothing written),
 1 decision at or above --fail-on, 2 usage or configuration error (nothing sent),
-3 forge or runtime failure.";
+3 forge or runtime failure (rate limited past --rate-limit-wait included).";
 
 /// Which decision fails the job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -93,7 +95,13 @@ pub struct RunArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// How long to wait for GitLab's rate limits.
+    #[command(flatten)]
+    pub rate_limit: RateLimitArgs,
 }
+
+/// The fix to add to a rate-limited failure's line: how to wait longer.
+pub const RATE_LIMIT_ADVICE: &str = "to wait longer, raise --rate-limit-wait or ASSENT_RATE_LIMIT_WAIT, or the bot user's rate limits in GitLab; a rerun continues where this run stopped";
 
 /// Runs `assent run` with the process environment.
 pub fn run(args: &RunArgs) -> Exit {
@@ -143,7 +151,8 @@ fn approve_input(flag: bool, env: EnvLookup<'_>) -> Result<bool, InputError> {
 
 fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
     let usage = |e: InputError| (Exit::Usage, e.0);
-    let connection = args.connection.resolve(env).map_err(usage)?;
+    let mut connection = args.connection.resolve(env).map_err(usage)?;
+    connection.rate_limit_wait = args.rate_limit.resolve(env).map_err(usage)?;
     let mr = resolve_mr(args.mr, env)
         .map_err(usage)?
         .ok_or_else(|| (Exit::Usage, "no merge request: pass --mr or set CI_MERGE_REQUEST_IID (run assent in merge request pipelines)".to_owned()))?;
@@ -189,8 +198,13 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
         approve,
         limits: Limits::default(),
     };
-    let report =
-        run_review(&forge, &forge, &request).map_err(|e| (Exit::Runtime, e.to_string()))?;
+    let report = run_review(&forge, &forge, &request).map_err(|e| {
+        let mut line = e.to_string();
+        if e.forge_error().is_some_and(|f| f.is_rate_limited()) {
+            line = format!("{line}; {RATE_LIMIT_ADVICE}");
+        }
+        (Exit::Runtime, line)
+    })?;
     let receipt = &report.publication.receipt;
     let exit = exit_for(receipt, args.fail_on);
     write_receipt(&args.receipt, receipt).map_err(|e| {

@@ -9,7 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use clap::{Args, ValueEnum};
 
 use crate::commands::Exit;
-use crate::commands::inputs::{ConnectionArgs, process_env};
+use crate::commands::inputs::{ConnectionArgs, RateLimitArgs, process_env};
+use crate::commands::run::RATE_LIMIT_ADVICE;
 use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
 use crate::gitlab::GitLabClient;
 use crate::sweeper::{GitLabSweepForge, SweepSettings, sweep};
@@ -68,6 +69,9 @@ pub struct SweepArgs {
     /// Examine at most this many MRs (oldest update first); the rest wait for the next sweep.
     #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_mrs: u64,
+    /// How long to wait for GitLab's rate limits.
+    #[command(flatten)]
+    pub rate_limit: RateLimitArgs,
 }
 
 fn parse_duration(text: &str) -> Result<SweepDuration, String> {
@@ -95,8 +99,15 @@ pub fn run(args: &SweepArgs) -> Exit {
         eprintln!("error: {e}");
         return Exit::Usage;
     }
-    let connection = match args.connection.resolve(&process_env) {
+    let mut connection = match args.connection.resolve(&process_env) {
         Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::Usage;
+        }
+    };
+    connection.rate_limit_wait = match args.rate_limit.resolve(&process_env) {
+        Ok(wait) => wait,
         Err(e) => {
             eprintln!("error: {e}");
             return Exit::Usage;
@@ -130,7 +141,11 @@ pub fn run(args: &SweepArgs) -> Exit {
         ),
     }
     if let Some(line) = report.failure_line() {
-        eprintln!("error: {line}");
+        if report.rate_limited {
+            eprintln!("error: {line} (rate limited; {RATE_LIMIT_ADVICE})");
+        } else {
+            eprintln!("error: {line}");
+        }
         return Exit::Runtime;
     }
     if report.not_examined > 0 {
