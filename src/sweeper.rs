@@ -36,6 +36,7 @@ use crate::core::sweep::{
 use crate::forge::{Forge, ForgeError, RequestCounts};
 use crate::gitlab::project_endpoints::{CreatedPipeline, ListedMergeRequest};
 use crate::gitlab::{GitLabClient, GitLabForge};
+use crate::progress::{Event, Progress, Silent};
 
 /// What the sweep needs from the forge.
 pub trait SweepForge {
@@ -390,6 +391,17 @@ pub fn sweep(
     now: Timestamp,
     settings: &SweepSettings,
 ) -> SweepReport {
+    sweep_observed(forge, project, now, settings, &Silent)
+}
+
+/// [`sweep`], reporting the listing and the MRs examined (`k/n`) to `progress`.
+pub fn sweep_observed(
+    forge: &dyn SweepForge,
+    project: &str,
+    now: Timestamp,
+    settings: &SweepSettings,
+    progress: &dyn Progress,
+) -> SweepReport {
     let updated_after = window_start(now, settings.lookback);
     let mut report = SweepReport {
         project: project.to_owned(),
@@ -406,14 +418,14 @@ pub fn sweep(
         rate_limited: false,
         requests: RequestCounts::default(),
     };
-    run_sweep(forge, &mut report);
+    run_sweep(forge, &mut report, progress);
     report.warnings.sort();
     report.warnings.dedup();
     report.requests = forge.request_counts();
     report
 }
 
-fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport) {
+fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Progress) {
     let settings = report.settings;
     let bot = match forge.bot_user_id() {
         Ok(id) => id,
@@ -423,6 +435,7 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport) {
             return;
         }
     };
+    let reads = forge.request_counts().reads;
     let listing = match forge.list_open_merge_requests(report.updated_after) {
         Ok(l) => l,
         Err(e) => {
@@ -433,6 +446,10 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport) {
     };
     let candidates = in_window(listing, report.updated_after);
     report.listed = Some(candidates.len());
+    progress.event(&Event::MergeRequestsListed {
+        count: candidates.len(),
+        requests: forge.request_counts().reads - reads,
+    });
     if candidates.len() > settings.max_mrs {
         report.not_examined = candidates.len() - settings.max_mrs;
         report.warnings.push(format!(
@@ -443,6 +460,7 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport) {
     let classify_settings = ClassifySettings {
         stuck_after: settings.stuck_after,
     };
+    let total = candidates.len().min(settings.max_mrs);
     for listed in candidates.into_iter().take(settings.max_mrs) {
         let mr = examine(forge, bot, &listed, report, &classify_settings);
         match mr.action {
@@ -451,6 +469,11 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport) {
             MrAction::None | MrAction::Failed => {}
         }
         report.mrs.push(mr);
+        progress.event(&Event::Examined {
+            done: report.mrs.len(),
+            total,
+            healed: report.healed + report.would_heal,
+        });
     }
 }
 

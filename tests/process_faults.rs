@@ -479,10 +479,13 @@ fn a_rate_limit_past_the_wait_budget_exits_3_and_the_next_run_repairs() {
     assert_eq!(fake.writes(), 0);
 }
 
-/// One clear line on stderr naming the cause.
+/// One clear line on stderr naming the cause, beside the progress lines.
 fn assert_one_clear_line(out: &std::process::Output, needle: &str, case: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<_> = stderr.lines().collect();
+    let lines: Vec<_> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("progress: "))
+        .collect();
     assert_eq!(lines.len(), 1, "{case}: {stderr}");
     assert!(
         lines[0].starts_with("error: ") && lines[0].contains(needle),

@@ -96,8 +96,24 @@ fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
+/// Stderr without the progress lines: errors and warnings.
 fn stderr(out: &Output) -> String {
-    String::from_utf8(out.stderr.clone()).unwrap()
+    String::from_utf8(out.stderr.clone())
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("progress: "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// The `progress: …` lines of stderr, without their times.
+fn progress(out: &Output) -> Vec<String> {
+    String::from_utf8(out.stderr.clone())
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .map(|l| l.rsplit_once(" [").map_or(l, |(text, _)| text).to_owned())
+        .collect()
 }
 
 fn line_of(text: &str, iid: u64) -> String {
@@ -542,6 +558,50 @@ fn a_rate_limited_pipeline_creation_is_sent_again_or_fails_past_the_budget() {
         stderr(&out)
     );
     assert_eq!(fake.requests().len(), 0);
+}
+
+#[test]
+fn the_sweep_reports_its_progress_on_stderr_unless_quiet_or_json() {
+    let window = [
+        "--lookback",
+        "48h",
+        "--interval",
+        "24h",
+        "--stuck-after",
+        "1h",
+    ];
+    let fake = every_classification();
+    let out = run_sweep(&fake, &window);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "no error or warning");
+    assert_eq!(
+        progress(&out),
+        [
+            "progress: listed 6 open merge requests in the window (1 request)",
+            // Oldest update first: !2 (heals), !1, !3 (heals), !5 (heals), !6, !4.
+            "progress: examined 1/6 merge requests, 1 needing a pipeline",
+            "progress: examined 2/6 merge requests, 1 needing a pipeline",
+            "progress: examined 3/6 merge requests, 2 needing a pipeline",
+            "progress: examined 4/6 merge requests, 3 needing a pipeline",
+            "progress: examined 5/6 merge requests, 3 needing a pipeline",
+            "progress: examined 6/6 merge requests, 3 needing a pipeline",
+        ]
+    );
+    // The report without its first line (which names the current time).
+    let report = |out: &Output| stdout(out).lines().skip(1).collect::<Vec<_>>().join("\n");
+    let text = report(&out);
+    for extra in [&["--quiet"][..], &["--format", "json"][..]] {
+        let fake = every_classification();
+        let mut args = window.to_vec();
+        args.extend(extra);
+        let out = run_sweep(&fake, &args);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}");
+        assert_eq!(progress(&out), Vec::<String>::new(), "{extra:?}");
+        assert_eq!(stderr(&out), "", "{extra:?}");
+        if extra == ["--quiet"] {
+            assert_eq!(report(&out), text, "stdout is the report only");
+        }
+    }
 }
 
 #[test]

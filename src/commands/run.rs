@@ -14,8 +14,9 @@ use crate::core::model::Decision;
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
 use crate::core::semantic_diff::Limits;
 use crate::gitlab::GitLabForge;
+use crate::progress::{Event, Lines, Progress, Silent};
 use crate::reconcile::Staleness;
-use crate::review_run::{RunReport, RunRequest, run_review};
+use crate::review_run::{RunReport, RunRequest, run_review_observed};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -31,6 +32,10 @@ Examples:
   assent run --fail-on review --approve
   # Give GitLab's rate limits up to 30 minutes on a very large MR:
   assent run --rate-limit-wait 30m
+
+Progress goes to stderr, one `progress: ...` line per phase (inputs read, desired state,
+listings, writes k/n, rescan, verified); --quiet or --format json leave only errors and
+warnings there.
 
 Exit codes: 0 published and verified (or a stale pipeline / closed MR: nothing written),
 1 decision at or above --fail-on, 2 usage or configuration error (nothing sent),
@@ -98,6 +103,19 @@ pub struct RunArgs {
     /// How long to wait for GitLab's rate limits.
     #[command(flatten)]
     pub rate_limit: RateLimitArgs,
+    /// No progress lines on stderr (errors and warnings still go there).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// The progress observer of `run` and `sweep`: lines on stderr, unless the output is JSON
+/// (stderr then carries only errors and warnings) or `--quiet`.
+pub fn progress_for(json: bool, quiet: bool) -> Box<dyn Progress> {
+    if json || quiet {
+        Box::new(Silent)
+    } else {
+        Box::new(Lines::stderr())
+    }
 }
 
 /// The fix to add to a rate-limited failure's line: how to wait longer.
@@ -198,13 +216,22 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> Result<Exit, (Exit, String)> {
         approve,
         limits: Limits::default(),
     };
-    let report = run_review(&forge, &forge, &request).map_err(|e| {
+    let progress = progress_for(args.format == Format::Json, args.quiet);
+    let report = run_review_observed(&forge, &forge, &request, progress.as_ref()).map_err(|e| {
         let mut line = e.to_string();
         if e.forge_error().is_some_and(|f| f.is_rate_limited()) {
             line = format!("{line}; {RATE_LIMIT_ADVICE}");
         }
         (Exit::Runtime, line)
-    })?;
+    });
+    let met = forge.client().rate_limits();
+    if met != Default::default() {
+        progress.event(&Event::RateLimits {
+            refused_writes: met.refused_writes,
+            waited: met.waited,
+        });
+    }
+    let report = report?;
     let receipt = &report.publication.receipt;
     let exit = exit_for(receipt, args.fail_on);
     write_receipt(&args.receipt, receipt).map_err(|e| {

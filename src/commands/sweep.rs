@@ -10,10 +10,10 @@ use clap::{Args, ValueEnum};
 
 use crate::commands::Exit;
 use crate::commands::inputs::{ConnectionArgs, RateLimitArgs, process_env};
-use crate::commands::run::RATE_LIMIT_ADVICE;
+use crate::commands::run::{RATE_LIMIT_ADVICE, progress_for};
 use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
 use crate::gitlab::GitLabClient;
-use crate::sweeper::{GitLabSweepForge, SweepSettings, sweep};
+use crate::sweeper::{GitLabSweepForge, SweepSettings, sweep_observed};
 
 const SWEEP_HELP: &str = "\
 Lists the project's open MRs updated within --lookback, reads each one's assent summary and
@@ -27,6 +27,9 @@ running. Never publishes review artifacts itself.
 The report lists every MR examined with its verdict and action and ends with `healed: N`, the
 number of pipelines created. In a healthy deployment N stays 0; a persistently non-zero N means
 MR pipelines are being lost.
+
+Progress goes to stderr (`progress: ...` lines: the listing, MRs examined k/n); --quiet or
+--format json leave only errors and warnings there.
 
 Examples:
   assent sweep --interval 1h --lookback 3h
@@ -72,6 +75,9 @@ pub struct SweepArgs {
     /// How long to wait for GitLab's rate limits.
     #[command(flatten)]
     pub rate_limit: RateLimitArgs,
+    /// No progress lines on stderr (errors and warnings still go there).
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 fn parse_duration(text: &str) -> Result<SweepDuration, String> {
@@ -128,7 +134,8 @@ pub fn run(args: &SweepArgs) -> Exit {
         dry_run: args.dry_run,
         max_mrs: usize::try_from(args.max_mrs).unwrap_or(usize::MAX),
     };
-    let mut report = sweep(&forge, &project, now(), &settings);
+    let progress = progress_for(args.format == Format::Json, args.quiet);
+    let mut report = sweep_observed(&forge, &project, now(), &settings, progress.as_ref());
     if let Some(w) = coverage_warning(args.lookback, args.interval, args.stuck_after) {
         report.warnings.push(w);
         report.warnings.sort();
