@@ -7,7 +7,18 @@
 //! cargo bench --bench e2e -- --full --only 10MB --latency-ms 20 --repeat 3
 //! cargo bench --bench e2e -- --bin /path/to/another/assent   # compare two builds
 //! cargo bench --bench e2e -- --startup         # spawn to first request, 50 runs
+//! cargo bench --bench e2e -- --scale           # SPEC §11: 10,000 findings, a rate-limited GitLab
+//! cargo bench --bench e2e -- --scale --rate-limit 300 --window-s 60 --rate-findings 600
 //! ```
+//!
+//! `--scale` runs the scale cases instead of the matrix (SPEC §11, `docs/performance-e2e.md`):
+//! F = 10,000 findings of one rule and of 100 rules, cold run then rerun, reporting what the
+//! binary does (exit code and error line included: a run that fails is a result, not a
+//! panic); then a first run of `--rate-findings` findings against a fake GitLab that allows
+//! `--rate-limit` note creations per `--window-s` window and answers the rest with 429 and
+//! `Retry-After` (GitLab's `notes_create` application limit), once without and once with
+//! `RateLimit-*` headers (GitLab.com). For those it prints the note creations, the 429s met,
+//! the rate-limit floor (note creations ÷ allowed rate) and the wall time against it.
 //!
 //! `--startup` measures something else: the time from spawning `assent run` to the first
 //! bytes of its first HTTP request arriving on a bare loopback listener (no fake, no latency;
@@ -48,6 +59,14 @@ struct Options {
     bin: String,
     /// Measure spawn-to-first-request instead of the matrix.
     startup: bool,
+    /// Run the scale cases instead of the matrix.
+    scale: bool,
+    /// Note creations the rate-limited fake allows per window.
+    rate_limit: u64,
+    /// The rate-limited fake's window, in seconds.
+    window_s: u64,
+    /// Findings of the rate-limited case.
+    rate_findings: usize,
     /// Started by `cargo bench` (which passes `--bench`) or with `--run`; `cargo test
     /// --all-targets` runs bench targets without it, and then this one does nothing.
     run: bool,
@@ -61,7 +80,16 @@ fn options() -> Options {
         repeat: 1,
         bin: env!("CARGO_BIN_EXE_assent").to_owned(),
         startup: false,
+        scale: false,
+        rate_limit: 300,
+        window_s: 60,
+        rate_findings: 600,
         run: false,
+    };
+    let number = |args: &mut std::iter::Skip<std::env::Args>, flag: &str| -> u64 {
+        args.next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{flag} N"))
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -90,6 +118,10 @@ fn options() -> Options {
                     .into_owned();
             }
             "--startup" => o.startup = true,
+            "--scale" => o.scale = true,
+            "--rate-limit" => o.rate_limit = number(&mut args, "--rate-limit").max(1),
+            "--window-s" => o.window_s = number(&mut args, "--window-s").max(1),
+            "--rate-findings" => o.rate_findings = number(&mut args, "--rate-findings") as usize,
             // Added by `cargo bench`.
             "--bench" | "--run" => o.run = true,
             other => panic!("unknown argument {other:?}; see the header of benches/e2e.rs"),
@@ -142,6 +174,7 @@ impl Case {
             findings: self.findings,
             files: self.files.count,
             file_bytes: self.files.bytes,
+            rules: 1,
         }
     }
 }
@@ -393,6 +426,159 @@ fn run_case(bin: &str, case: &Case, latency_ms: u64) -> Vec<Row> {
         .collect()
 }
 
+// ---- scale (SPEC §11) ------------------------------------------------------------------------
+
+/// The last `error:` line of a run's stderr, shortened for a table cell.
+fn error_line(dir: &Path) -> String {
+    let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or("-")
+        .replace('|', "\\|");
+    match line.char_indices().nth(160) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}
+
+/// Note creations in `log` (POSTs of threads, replies and plain notes), and how many of them
+/// were answered 429.
+fn note_creations(log: &[LoggedRequest]) -> (u64, u64) {
+    let creations: Vec<&LoggedRequest> = log
+        .iter()
+        .filter(|r| {
+            r.method == "POST"
+                && matches!(
+                    r.route,
+                    RouteKind::Discussions | RouteKind::DiscussionNotes | RouteKind::Notes
+                )
+        })
+        .collect();
+    let refused = creations.iter().filter(|r| r.status == Some(429)).count();
+    (creations.len() as u64, refused as u64)
+}
+
+/// F = 10,000 findings of one rule and of 100 rules, cold run and rerun, on a fake with
+/// `latency_ms` per request.
+fn run_big_mrs(bin: &str, latency_ms: u64) {
+    println!(
+        "\n### F = 10,000 findings ({latency_ms} ms per request)\n\n| case | run | exit | reads | writes | wall ms | CPU ms | peak RSS MiB | error |\n|---|---|---:|---:|---:|---:|---:|---:|---|"
+    );
+    for (label, scenario) in [
+        (
+            "F=10000, 1 rule, 10 files",
+            Scenario {
+                discussions: 10,
+                findings: 10_000,
+                files: 10,
+                file_bytes: 10_000,
+                rules: 1,
+            },
+        ),
+        (
+            "F=10000, 100 rules, 100 files",
+            Scenario {
+                discussions: 10,
+                findings: 10_000,
+                files: 100,
+                file_bytes: 10_000,
+                rules: 100,
+            },
+        ),
+    ] {
+        let fake = FakeGitLab::start(fixtures::basic());
+        fake.set_time("2026-01-01T00:00:00.000Z");
+        perf_world::seed(&fake, &scenario);
+        if latency_ms > 0 {
+            fake.inject(FaultRule::new(FaultAction::Latency { ms: latency_ms }));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        for run in ["cold", "rerun"] {
+            fake.reset_log();
+            let m = run_assent(bin, &fake, dir.path());
+            let seen = count(&fake.requests());
+            println!(
+                "| {label} | {run} | {} | {} | {} | {} | {} | {:.1} | {} |",
+                m.exit,
+                seen.reads,
+                seen.writes,
+                m.wall.as_millis(),
+                m.cpu.as_millis(),
+                m.max_rss_kib as f64 / 1024.0,
+                error_line(dir.path())
+            );
+        }
+    }
+}
+
+/// A first run of `findings` findings against a fake allowing `limit` note creations per
+/// `window_s` seconds, without and with `RateLimit-*` headers.
+fn run_rate_limited(bin: &str, latency_ms: u64, limit: u64, window_s: u64, findings: usize) {
+    println!(
+        "\n### A note-creation limit of {limit} per {window_s} s, F = {findings} ({latency_ms} ms per request)\n\n| headers | exit | writes | note creations | 429s met | floor s | window floor s | wall s | wall/floor | error |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    let scenario = Scenario {
+        discussions: 10,
+        findings,
+        files: 1,
+        file_bytes: 10_000,
+        rules: 1,
+    };
+    for headers in [false, true] {
+        let fake = FakeGitLab::start(fixtures::basic());
+        fake.set_time("2026-01-01T00:00:00.000Z");
+        perf_world::seed(&fake, &scenario);
+        if latency_ms > 0 {
+            fake.inject(FaultRule::new(FaultAction::Latency { ms: latency_ms }));
+        }
+        fake.inject(
+            FaultRule::new(FaultAction::WindowLimit {
+                limit,
+                window_ms: window_s * 1_000,
+                headers,
+            })
+            .note_creation(),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let m = run_assent(bin, &fake, dir.path());
+        let log = fake.requests();
+        let seen = count(&log);
+        let (creations, refused) = note_creations(&log);
+        // Applied note creations over the allowed rate: the least time GitLab lets them take.
+        let applied = creations - refused;
+        let floor = applied as f64 * window_s as f64 / limit as f64;
+        // A fixed window lets `limit` through at once, so the last window's share costs no
+        // wait: the true least time is the start of the window the last creation falls in.
+        let window_floor = (applied.saturating_sub(1) / limit * window_s) as f64;
+        let wall = m.wall.as_secs_f64();
+        println!(
+            "| {} | {} | {} | {applied} | {refused} | {floor:.1} | {window_floor:.1} | {wall:.1} | {:.2} | {} |",
+            if headers { "RateLimit-*" } else { "none" },
+            m.exit,
+            seen.writes,
+            wall / floor,
+            error_line(dir.path())
+        );
+    }
+}
+
+fn run_scale(o: &Options) {
+    println!(
+        "assent e2e scale benchmark, {} ms latency per request, binary {}",
+        o.latency_ms, o.bin
+    );
+    run_big_mrs(&o.bin, o.latency_ms);
+    run_rate_limited(
+        &o.bin,
+        o.latency_ms,
+        o.rate_limit,
+        o.window_s,
+        o.rate_findings,
+    );
+}
+
 /// Spawn to the first request byte, `runs` times; prints the median, the 90th percentile and
 /// the extremes.
 fn measure_startup(bin: &str, runs: usize) {
@@ -445,6 +631,10 @@ fn main() {
     }
     if o.startup {
         measure_startup(&o.bin, 50);
+        return;
+    }
+    if o.scale {
+        run_scale(&o);
         return;
     }
     let cases: Vec<Case> = matrix(o.full)

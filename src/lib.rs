@@ -7,9 +7,9 @@
 //! write goes, with the in-memory adapter. [`gitlab`] (`assent-gitlab`) is the HTTP adapter.
 //! This crate is the application: [`review_input`] reads a run's inputs through the
 //! `Repository` port; [`reconcile`] drives a plan through a forge; [`review_run`] puts one
-//! `assent run` together; [`sweeper`] runs the scheduled sweep; [`doctor`] checks a
-//! deployment; [`fixture`] replays protocol fixtures; and [`commands`] is the thin command
-//! layer behind `main.rs`.
+//! `assent run` together; [`progress`] is what a run and a sweep report of their phases;
+//! [`sweeper`] runs the scheduled sweep; [`doctor`] checks a deployment; [`fixture`] replays
+//! protocol fixtures; and [`commands`] is the thin command layer behind `main.rs`.
 
 #![warn(missing_docs)]
 
@@ -20,6 +20,7 @@ pub use assent_gitlab as gitlab;
 pub mod commands;
 pub mod doctor;
 pub mod fixture;
+pub mod progress;
 pub mod reconcile;
 pub mod review_input;
 pub mod review_run;

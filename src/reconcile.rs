@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use crate::core::assent::{AssentFacts, roles_to_read};
 use crate::core::inventory::Inventory;
 use crate::core::marker::SummaryState;
+use crate::core::model::ListedDiscussion;
 use crate::core::model::{Decision, DesiredState, MergeRequestState, Pins};
 use crate::core::planner::{Plan, Write, plan_reconciliation};
 use crate::core::receipt::{
@@ -22,6 +23,7 @@ use crate::core::rescan::{WriteRecord, verify_rescan};
 use crate::core::review_state::finding_statuses;
 use crate::core::run_receipt::{RunFacts, receipt_of};
 use crate::forge::{Forge, ForgeError};
+use crate::progress::{Event, Listing, Progress, Silent};
 
 /// How many times an ambiguous write may send the executor back to listing and planning.
 const MAX_PLANNING_ROUNDS: usize = 4;
@@ -124,6 +126,33 @@ pub fn reconcile(
     desired: &DesiredState,
     ctx: &RunContext,
 ) -> Result<Publication, ReconcileError> {
+    reconcile_observed(forge, desired, ctx, &Silent)
+}
+
+/// Lists the MR's discussions and tells `progress` how many, and in how many requests.
+fn list_observed(
+    forge: &dyn Forge,
+    progress: &dyn Progress,
+    listing: Listing,
+) -> Result<Vec<ListedDiscussion>, ForgeError> {
+    let before = forge.request_counts().reads;
+    let discussions = forge.list_discussions()?;
+    progress.event(&Event::Listed {
+        listing,
+        discussions: discussions.len(),
+        requests: forge.request_counts().reads - before,
+    });
+    Ok(discussions)
+}
+
+/// [`reconcile`], reporting its phases (listings, the plan, writes `k/n`, the rescan,
+/// "verified") to `progress`.
+pub fn reconcile_observed(
+    forge: &dyn Forge,
+    desired: &DesiredState,
+    ctx: &RunContext,
+    progress: &dyn Progress,
+) -> Result<Publication, ReconcileError> {
     let start = forge.request_counts();
     let head = ctx.pins.source_sha.as_str();
     let summary_ctx = ctx.summary_context(None);
@@ -134,7 +163,8 @@ pub fn reconcile(
         warnings.insert(no_policies_warning(&target.name));
     }
 
-    let mut inventory = Inventory::from_listing(&forge.list_discussions()?, bot);
+    let mut inventory =
+        Inventory::from_listing(&list_observed(forge, progress, Listing::Inventory)?, bot);
     warnings.extend(inventory.warnings.iter().cloned());
     read_roles(forge, desired, &inventory, &mut facts)?;
     let first_plan = plan_reconciliation(desired, &inventory, head);
@@ -196,6 +226,8 @@ pub fn reconcile(
         });
     }
     if first_plan.writes.is_empty() && summary_current(&facts, &inventory) {
+        progress.event(&Event::Planned { writes: 0 });
+        progress.event(&Event::Verified { head });
         let receipt = finish(
             Outcome::Published,
             &facts,
@@ -254,10 +286,13 @@ pub fn reconcile(
     for _round in 0..MAX_PLANNING_ROUNDS {
         all_repairs.extend(plan.repairs.iter().cloned());
         let summary = summary_body(&facts, &inventory, round_summary_state(&plan));
-        match execute_round(forge, &summary, &inventory, &plan, &mut record) {
+        match execute_round(forge, &summary, &inventory, &plan, &mut record, progress) {
             Ok(()) => {}
             Err(err) if err.is_ambiguous_write() => {
-                inventory = Inventory::from_listing(&forge.list_discussions()?, bot);
+                inventory = Inventory::from_listing(
+                    &list_observed(forge, progress, Listing::AfterAmbiguousWrite)?,
+                    bot,
+                );
                 warnings.extend(inventory.warnings.iter().cloned());
                 read_roles(forge, desired, &inventory, &mut facts)?;
                 plan = plan_reconciliation(desired, &inventory, head);
@@ -266,7 +301,8 @@ pub fn reconcile(
             Err(err) => return Err(err.into()),
         }
 
-        let rescan = Inventory::from_listing(&forge.list_discussions()?, bot);
+        let rescan =
+            Inventory::from_listing(&list_observed(forge, progress, Listing::Rescan)?, bot);
         warnings.extend(rescan.warnings.iter().cloned());
         read_roles(forge, desired, &rescan, &mut facts)?;
         let mismatches = verify_rescan(desired, &rescan, &record);
@@ -283,7 +319,8 @@ pub fn reconcile(
         // rescan is the listing; otherwise the edit below needs one of its own.
         let verified = summary_body(&facts, &rescan, SummaryState::Verified);
         if mark_verified(forge, bot, &rescan, &verified)? {
-            let confirm = Inventory::from_listing(&forge.list_discussions()?, bot);
+            let confirm =
+                Inventory::from_listing(&list_observed(forge, progress, Listing::Confirm)?, bot);
             warnings.extend(confirm.warnings.iter().cloned());
             let mut mismatches = verify_rescan(desired, &confirm, &record);
             if !confirm.summaries.iter().any(|s| s.body == verified) {
@@ -295,6 +332,7 @@ pub fn reconcile(
                 return Err(unverify(forge, &confirm, &reconciling, mismatches));
             }
         }
+        progress.event(&Event::Verified { head });
         let receipt = finish(
             Outcome::Published,
             &facts,
@@ -397,22 +435,41 @@ fn mark_verified(
 }
 
 /// The summary (already rendered in the round's state), then every planned write, in
-/// order. Stops at the first failure.
+/// order, each request reported to `progress` as `k/n`. Stops at the first failure.
 fn execute_round(
     forge: &dyn Forge,
     body: &str,
     inventory: &Inventory,
     plan: &Plan,
     record: &mut WriteRecord,
+    progress: &dyn Progress,
 ) -> Result<(), ForgeError> {
-    match inventory.canonical_summary() {
+    let summary = inventory.canonical_summary();
+    let summary_writes = summary.is_none_or(|s| s.body != body);
+    let total = usize::from(summary_writes)
+        + plan
+            .writes
+            .iter()
+            .map(|w| usize::try_from(w.request_count()).unwrap_or(usize::MAX))
+            .sum::<usize>();
+    progress.event(&Event::Planned { writes: total });
+    let mut done = 0;
+    let mut wrote = || {
+        done += 1;
+        progress.event(&Event::Wrote { done, total });
+    };
+    match summary {
         Some(summary) => {
-            if summary.body != body {
+            if summary_writes {
                 forge.edit_note(summary.note_id, body)?;
+                wrote();
             }
             record.summary_note_id = Some(summary.note_id);
         }
-        None => record.summary_note_id = Some(forge.create_note(body)?),
+        None => {
+            record.summary_note_id = Some(forge.create_note(body)?);
+            wrote();
+        }
     }
     for write in &plan.writes {
         match write {
@@ -422,9 +479,11 @@ fn execute_round(
                 ..
             } => {
                 let created = forge.create_thread(body)?;
+                wrote();
                 record.created.insert(created.note_id);
                 if *resolve_after {
                     forge.resolve_thread(&created.discussion_id)?;
+                    wrote();
                     record.resolved.insert(created.note_id);
                 }
             }
@@ -434,7 +493,9 @@ fn execute_round(
                 reply,
             } => {
                 forge.reply_to_thread(discussion_id, reply)?;
+                wrote();
                 forge.resolve_thread(discussion_id)?;
+                wrote();
                 record.resolved.insert(*forge_id);
             }
             Write::Resolve {
@@ -442,10 +503,12 @@ fn execute_round(
                 forge_id,
             } => {
                 forge.resolve_thread(discussion_id)?;
+                wrote();
                 record.resolved.insert(*forge_id);
             }
             Write::CollapseSummary { note_id, body } => {
                 forge.edit_note(*note_id, body)?;
+                wrote();
                 record.collapsed.insert(*note_id);
             }
         }
@@ -513,7 +576,18 @@ pub fn reconcile_with_approval(
     ctx: &RunContext,
     approve: bool,
 ) -> Result<Publication, ReconcileError> {
-    let mut publication = reconcile(forge, desired, ctx)?;
+    reconcile_with_approval_observed(forge, desired, ctx, approve, &Silent)
+}
+
+/// [`reconcile_with_approval`], reporting the reconciliation's phases to `progress`.
+pub fn reconcile_with_approval_observed(
+    forge: &dyn Forge,
+    desired: &DesiredState,
+    ctx: &RunContext,
+    approve: bool,
+    progress: &dyn Progress,
+) -> Result<Publication, ReconcileError> {
+    let mut publication = reconcile_observed(forge, desired, ctx, progress)?;
     if !approve
         || ctx.dry_run
         || publication.receipt.outcome != Outcome::Published

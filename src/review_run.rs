@@ -9,9 +9,10 @@ use crate::core::receipt::Outcome;
 use crate::core::render::TargetBranch;
 use crate::core::semantic_diff::Limits;
 use crate::forge::{Forge, ForgeError, Repository};
+use crate::progress::{Event, Progress, Silent};
 use crate::reconcile::{
-    Publication, ReconcileError, RunContext, Staleness, reconcile_with_approval, refusal_receipt,
-    retargeted_warning,
+    Publication, ReconcileError, RunContext, Staleness, reconcile_with_approval_observed,
+    refusal_receipt, retargeted_warning,
 };
 use crate::review_input::gather_review_inputs;
 
@@ -80,6 +81,17 @@ pub fn run_review(
     forge: &dyn Forge,
     repo: &dyn Repository,
     request: &RunRequest,
+) -> Result<RunReport, RunError> {
+    run_review_observed(forge, repo, request, &Silent)
+}
+
+/// [`run_review`], reporting each phase to `progress`: inputs read, desired state, then the
+/// reconciliation's listings, writes, rescan and "verified".
+pub fn run_review_observed(
+    forge: &dyn Forge,
+    repo: &dyn Repository,
+    request: &RunRequest,
+    progress: &dyn Progress,
 ) -> Result<RunReport, RunError> {
     let start = forge.request_counts();
     let mr = forge.merge_request()?;
@@ -164,11 +176,27 @@ pub fn run_review(
         author: mr.author.clone(),
         labels: mr.labels.clone(),
     };
+    let reads_before = forge.request_counts().reads;
     let inputs = gather_review_inputs(repo, &pins, context, request.limits)?;
+    progress.event(&Event::InputsRead {
+        policy_files: inputs.policy_files.len(),
+        changed_files: inputs.changed_files.as_ref().ok().map(Vec::len),
+        requests: forge.request_counts().reads - reads_before,
+    });
     // No policy file at all is not "judged and nothing fired": the summary says so.
     let has_policies = !inputs.policy_files.is_empty();
     let outcome = compute_desired_state(inputs);
     pins.policy_digest = outcome.policy_digest.clone();
+    let rules: std::collections::BTreeSet<&str> = outcome
+        .desired
+        .findings
+        .iter()
+        .map(|f| f.slot.rule.as_str())
+        .collect();
+    progress.event(&Event::DesiredState {
+        findings: outcome.desired.findings.len(),
+        rules: rules.len(),
+    });
 
     let ctx = RunContext {
         project: request.project.clone(),
@@ -182,7 +210,8 @@ pub fn run_review(
             has_policies,
         }),
     };
-    let mut publication = reconcile_with_approval(forge, &outcome.desired, &ctx, request.approve)?;
+    let mut publication =
+        reconcile_with_approval_observed(forge, &outcome.desired, &ctx, request.approve, progress)?;
     // The receipt counts the whole run, the reads before reconciling included.
     publication.receipt.requests = forge.request_counts().since(start);
     Ok(RunReport {

@@ -36,6 +36,7 @@ use crate::core::sweep::{
 use crate::forge::{Forge, ForgeError, RequestCounts};
 use crate::gitlab::project_endpoints::{CreatedPipeline, ListedMergeRequest};
 use crate::gitlab::{GitLabClient, GitLabForge};
+use crate::progress::{Event, Progress, Silent};
 
 /// What the sweep needs from the forge.
 pub trait SweepForge {
@@ -208,6 +209,8 @@ pub struct SweepReport {
     pub warnings: Vec<String>,
     /// The failure that stopped the sweep early, if any.
     pub failure: Option<String>,
+    /// Some request failed because GitLab's rate limits outlasted the wait budget.
+    pub rate_limited: bool,
     /// Requests made.
     pub requests: RequestCounts,
 }
@@ -388,6 +391,17 @@ pub fn sweep(
     now: Timestamp,
     settings: &SweepSettings,
 ) -> SweepReport {
+    sweep_observed(forge, project, now, settings, &Silent)
+}
+
+/// [`sweep`], reporting the listing and the MRs examined (`k/n`) to `progress`.
+pub fn sweep_observed(
+    forge: &dyn SweepForge,
+    project: &str,
+    now: Timestamp,
+    settings: &SweepSettings,
+    progress: &dyn Progress,
+) -> SweepReport {
     let updated_after = window_start(now, settings.lookback);
     let mut report = SweepReport {
         project: project.to_owned(),
@@ -401,33 +415,41 @@ pub fn sweep(
         would_heal: 0,
         warnings: Vec::new(),
         failure: None,
+        rate_limited: false,
         requests: RequestCounts::default(),
     };
-    run_sweep(forge, &mut report);
+    run_sweep(forge, &mut report, progress);
     report.warnings.sort();
     report.warnings.dedup();
     report.requests = forge.request_counts();
     report
 }
 
-fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport) {
+fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Progress) {
     let settings = report.settings;
     let bot = match forge.bot_user_id() {
         Ok(id) => id,
         Err(e) => {
+            report.rate_limited |= e.is_rate_limited();
             report.failure = Some(format!("cannot read the token's user: {e}"));
             return;
         }
     };
+    let reads = forge.request_counts().reads;
     let listing = match forge.list_open_merge_requests(report.updated_after) {
         Ok(l) => l,
         Err(e) => {
+            report.rate_limited |= e.is_rate_limited();
             report.failure = Some(format!("cannot list the open merge requests: {e}"));
             return;
         }
     };
     let candidates = in_window(listing, report.updated_after);
     report.listed = Some(candidates.len());
+    progress.event(&Event::MergeRequestsListed {
+        count: candidates.len(),
+        requests: forge.request_counts().reads - reads,
+    });
     if candidates.len() > settings.max_mrs {
         report.not_examined = candidates.len() - settings.max_mrs;
         report.warnings.push(format!(
@@ -438,6 +460,7 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport) {
     let classify_settings = ClassifySettings {
         stuck_after: settings.stuck_after,
     };
+    let total = candidates.len().min(settings.max_mrs);
     for listed in candidates.into_iter().take(settings.max_mrs) {
         let mr = examine(forge, bot, &listed, report, &classify_settings);
         match mr.action {
@@ -446,6 +469,11 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport) {
             MrAction::None | MrAction::Failed => {}
         }
         report.mrs.push(mr);
+        progress.event(&Event::Examined {
+            done: report.mrs.len(),
+            total,
+            healed: report.healed + report.would_heal,
+        });
     }
 }
 
@@ -493,6 +521,7 @@ fn examine(
     let discussions = match forge.list_discussions(iid) {
         Ok(d) => d,
         Err(e) => {
+            report.rate_limited |= e.is_rate_limited();
             mr.action = MrAction::Failed;
             mr.detail = format!("cannot list the discussions: {e}");
             return mr;
@@ -518,6 +547,7 @@ fn examine(
         let info = match forge.merge_request(iid) {
             Ok(info) => info,
             Err(e) => {
+                report.rate_limited |= e.is_rate_limited();
                 mr.verdict = Some(classification.verdict);
                 mr.action = MrAction::Failed;
                 mr.detail = format!(
@@ -557,6 +587,7 @@ fn examine(
                 mr.pipeline_id = Some(pipeline.id);
             }
             Err(e) => {
+                report.rate_limited |= e.is_rate_limited();
                 mr.action = MrAction::Failed;
                 mr.detail = format!("{}; pipeline creation failed: {e}", mr.detail);
             }

@@ -6,11 +6,64 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::gitlab::{DEFAULT_WRITE_SETTLE, GitLabConfig, Token};
+use crate::gitlab::{DEFAULT_RATE_LIMIT_BUDGET, DEFAULT_WRITE_SETTLE, GitLabConfig, Token};
 
 /// The longest accepted `ASSENT_WRITE_SETTLE_SECS`: a CI job should not hang for longer
 /// than this on one write whose answer was lost.
 const MAX_WRITE_SETTLE: Duration = Duration::from_secs(600);
+
+/// The longest accepted `--rate-limit-wait`: a CI job's default timeout is one hour, and a
+/// run should fail with its own clear line before the job is killed without one.
+const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(6 * 3_600);
+
+/// How long `run` and `sweep` may wait for GitLab's rate limits (SPEC §11.1).
+#[derive(Debug, Clone, Args)]
+pub struct RateLimitArgs {
+    /// Total time to wait for GitLab's rate limits (429 answers, pacing) before giving up with
+    /// exit 3: seconds, or a number with a unit s, m or h; 0 never waits
+    /// [env: ASSENT_RATE_LIMIT_WAIT] [default: 10m].
+    #[arg(long, value_name = "DURATION")]
+    pub rate_limit_wait: Option<String>,
+}
+
+impl RateLimitArgs {
+    /// The flag, else `ASSENT_RATE_LIMIT_WAIT`, else [`DEFAULT_RATE_LIMIT_BUDGET`].
+    pub fn resolve(&self, env: EnvLookup<'_>) -> Result<Duration, InputError> {
+        let (text, source) = match (
+            self.rate_limit_wait
+                .as_deref()
+                .filter(|v| !v.trim().is_empty()),
+            env("ASSENT_RATE_LIMIT_WAIT").filter(|v| !v.trim().is_empty()),
+        ) {
+            (Some(flag), _) => (flag.to_owned(), "--rate-limit-wait"),
+            (None, Some(var)) => (var, "ASSENT_RATE_LIMIT_WAIT"),
+            (None, None) => return Ok(DEFAULT_RATE_LIMIT_BUDGET),
+        };
+        parse_wait(&text)
+            .filter(|d| *d <= MAX_RATE_LIMIT_WAIT)
+            .ok_or_else(|| {
+                InputError(format!(
+                    "{source} is not a duration from 0 to 6h: {text:?} (seconds, or a whole number with a unit s, m or h, e.g. 600, 90s or 10m)"
+                ))
+            })
+    }
+}
+
+/// `N`, `Ns`, `Nm` or `Nh` with a whole number `N`.
+fn parse_wait(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().last()? {
+        (i, 's') => (&text[..i], 1),
+        (i, 'm') => (&text[..i], 60),
+        (i, 'h') => (&text[..i], 3_600),
+        _ => (text, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let secs = digits.parse::<u64>().ok()?.checked_mul(unit)?;
+    Some(Duration::from_secs(secs))
+}
 
 /// Where GitLab is and how to reach it.
 #[derive(Debug, Clone, Args)]
@@ -69,6 +122,9 @@ pub struct Connection {
     /// `ASSENT_WRITE_SETTLE_SECS`: how long an ambiguous write waits before the listing
     /// decides it (default [`DEFAULT_WRITE_SETTLE`]).
     pub write_settle: Duration,
+    /// The run's budget for rate-limit waits (default [`DEFAULT_RATE_LIMIT_BUDGET`]; `run` and
+    /// `sweep` set it from [`RateLimitArgs`]).
+    pub rate_limit_wait: Duration,
 }
 
 impl ConnectionArgs {
@@ -120,6 +176,7 @@ impl ConnectionArgs {
             token: Token::new(token),
             ca_file,
             write_settle,
+            rate_limit_wait: DEFAULT_RATE_LIMIT_BUDGET,
         })
     }
 }
@@ -142,6 +199,7 @@ impl Connection {
         );
         config.ca_file = self.ca_file.clone();
         config.retry.write_settle = self.write_settle;
+        config.retry.rate_limit_budget = self.rate_limit_wait;
         config
     }
 }
@@ -255,6 +313,55 @@ mod tests {
         );
         assert!(resolve_mr(None, &env(&[("CI_MERGE_REQUEST_IID", "x")])).is_err());
         assert_eq!(resolve_mr(None, &env(&[])), Ok(None));
+    }
+
+    #[test]
+    fn the_rate_limit_wait_comes_from_the_flag_or_the_environment_and_is_checked() {
+        let wait = |flag: Option<&str>, var: Option<&str>| {
+            let pairs: Vec<(&str, &str)> = var
+                .map(|v| vec![("ASSENT_RATE_LIMIT_WAIT", v)])
+                .unwrap_or_default();
+            RateLimitArgs {
+                rate_limit_wait: flag.map(str::to_owned),
+            }
+            .resolve(&env(&pairs))
+        };
+        assert_eq!(wait(None, None), Ok(DEFAULT_RATE_LIMIT_BUDGET));
+        assert_eq!(DEFAULT_RATE_LIMIT_BUDGET, Duration::from_secs(600));
+        assert_eq!(wait(None, Some("90")), Ok(Duration::from_secs(90)));
+        assert_eq!(wait(None, Some("90s")), Ok(Duration::from_secs(90)));
+        assert_eq!(
+            wait(Some("20m"), Some("90")),
+            Ok(Duration::from_secs(1_200))
+        );
+        assert_eq!(wait(Some("1h"), None), Ok(Duration::from_secs(3_600)));
+        assert_eq!(wait(Some("0"), None), Ok(Duration::ZERO));
+        for bad in [
+            "-1",
+            "soon",
+            "7h",
+            "1.5m",
+            "m",
+            "10d",
+            "9999999999999999999h",
+        ] {
+            let err = wait(Some(bad), None).unwrap_err();
+            assert!(err.0.contains("--rate-limit-wait"), "{bad}: {err}");
+            let err = wait(None, Some(bad)).unwrap_err();
+            assert!(err.0.contains("ASSENT_RATE_LIMIT_WAIT"), "{bad}: {err}");
+        }
+        let base = [
+            ("CI_API_V4_URL", "u"),
+            ("CI_PROJECT_ID", "1"),
+            ("ASSENT_TOKEN", "t"),
+        ];
+        let mut c = args().resolve(&env(&base)).unwrap();
+        assert_eq!(c.rate_limit_wait, DEFAULT_RATE_LIMIT_BUDGET);
+        c.rate_limit_wait = Duration::from_secs(5);
+        assert_eq!(
+            c.gitlab_config(7).retry.rate_limit_budget,
+            Duration::from_secs(5)
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use anyhow::Context as _;
 
 use crate::commands::inputs::{
-    ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr,
+    ConnectionArgs, EnvLookup, InputError, RateLimitArgs, first_of, process_env, resolve_mr,
 };
 use crate::commands::{CommandResult, Exit, Format, UsageError};
 use crate::core::commit_sha::{self, parse_commit_sha};
@@ -16,8 +16,9 @@ use crate::core::model::Decision;
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
 use crate::core::semantic_diff::Limits;
 use crate::gitlab::GitLabForge;
+use crate::progress::{Event, Lines, Progress, Silent};
 use crate::reconcile::Staleness;
-use crate::review_run::{RunReport, RunRequest, run_review};
+use crate::review_run::{RunReport, RunRequest, run_review_observed};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -31,10 +32,16 @@ Examples:
   # Approve the MR as the bot on APPROVE (withdraw the approval otherwise), so that an
   # approval rule requiring the bot holds the gate:
   assent run --fail-on review --approve
+  # Give GitLab's rate limits up to 30 minutes on a very large MR:
+  assent run --rate-limit-wait 30m
+
+Progress goes to stderr, one `progress: ...` line per phase (inputs read, desired state,
+listings, writes k/n, rescan, verified); --quiet or --format json leave only errors and
+warnings there.
 
 Exit codes: 0 published and verified (or a stale pipeline / closed MR: nothing written),
 1 decision at or above --fail-on, 2 usage or configuration error (nothing sent),
-3 forge or runtime failure.";
+3 forge or runtime failure (rate limited past --rate-limit-wait included).";
 
 /// Which decision fails the job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -86,7 +93,26 @@ pub struct RunArgs {
     /// Output format on stdout: a few lines for a person (`text`), or exactly the receipt document (`json`).
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// How long to wait for GitLab's rate limits.
+    #[command(flatten)]
+    pub rate_limit: RateLimitArgs,
+    /// No progress lines on stderr (errors and warnings still go there).
+    #[arg(long)]
+    pub quiet: bool,
 }
+
+/// The progress observer of `run` and `sweep`: lines on stderr, unless the output is JSON
+/// (stderr then carries only errors and warnings) or `--quiet`.
+pub fn progress_for(json: bool, quiet: bool) -> Box<dyn Progress> {
+    if json || quiet {
+        Box::new(Silent)
+    } else {
+        Box::new(Lines::stderr())
+    }
+}
+
+/// The fix to add to a rate-limited failure's line: how to wait longer.
+pub const RATE_LIMIT_ADVICE: &str = "to wait longer, raise --rate-limit-wait or ASSENT_RATE_LIMIT_WAIT, or the bot user's rate limits in GitLab; a rerun continues where this run stopped";
 
 /// Runs `assent run` with the process environment.
 pub fn run(args: &RunArgs) -> CommandResult {
@@ -130,7 +156,8 @@ fn approve_input(flag: bool, env: EnvLookup<'_>) -> Result<bool, InputError> {
 
 fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
     let usage = UsageError::from;
-    let connection = args.connection.resolve(env).map_err(usage)?;
+    let mut connection = args.connection.resolve(env).map_err(usage)?;
+    connection.rate_limit_wait = args.rate_limit.resolve(env).map_err(usage)?;
     let mr = resolve_mr(args.mr, env)
         .map_err(usage)?
         .ok_or_else(|| UsageError("no merge request: pass --mr or set CI_MERGE_REQUEST_IID (run assent in merge request pipelines)".to_owned()))?;
@@ -176,7 +203,23 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
         approve,
         limits: Limits::default(),
     };
-    let report = run_review(&forge, &forge, &request)?;
+    let progress = progress_for(args.format == Format::Json, args.quiet);
+    let report = run_review_observed(&forge, &forge, &request, progress.as_ref());
+    let met = forge.client().rate_limits();
+    if met != Default::default() {
+        progress.event(&Event::RateLimits {
+            refused_writes: met.refused_writes,
+            waited: met.waited,
+        });
+    }
+    let report = report.map_err(|e| {
+        if e.forge_error().is_some_and(|f| f.is_rate_limited()) {
+            // The fix belongs on the same line: it is the one thing to change.
+            anyhow::anyhow!("{e}; {RATE_LIMIT_ADVICE}")
+        } else {
+            anyhow::Error::new(e)
+        }
+    })?;
     let receipt = &report.publication.receipt;
     let exit = exit_for(receipt, args.fail_on);
     write_receipt(&args.receipt, receipt)

@@ -8,11 +8,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
-use crate::commands::inputs::{ConnectionArgs, process_env};
+use crate::commands::inputs::{ConnectionArgs, RateLimitArgs, process_env};
+use crate::commands::run::{RATE_LIMIT_ADVICE, progress_for};
 use crate::commands::{CommandResult, Exit, Format, UsageError};
 use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
 use crate::gitlab::GitLabClient;
-use crate::sweeper::{GitLabSweepForge, SweepSettings, sweep};
+use crate::sweeper::{GitLabSweepForge, SweepSettings, sweep_observed};
 
 const SWEEP_HELP: &str = "\
 Lists the project's open MRs updated within --lookback, reads each one's assent summary and
@@ -26,6 +27,9 @@ running. Never publishes review artifacts itself.
 The report lists every MR examined with its verdict and action and ends with `healed: N`, the
 number of pipelines created. In a healthy deployment N stays 0; a persistently non-zero N means
 MR pipelines are being lost.
+
+Progress goes to stderr (`progress: ...` lines: the listing, MRs examined k/n); --quiet or
+--format json leave only errors and warnings there.
 
 Examples:
   assent sweep --interval 1h --lookback 3h
@@ -59,6 +63,12 @@ pub struct SweepArgs {
     /// Examine at most this many MRs (oldest update first); the rest wait for the next sweep.
     #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_mrs: u64,
+    /// How long to wait for GitLab's rate limits.
+    #[command(flatten)]
+    pub rate_limit: RateLimitArgs,
+    /// No progress lines on stderr (errors and warnings still go there).
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 fn parse_duration(text: &str) -> Result<SweepDuration, String> {
@@ -83,8 +93,12 @@ fn now() -> Timestamp {
 /// Runs `assent sweep`.
 pub fn run(args: &SweepArgs) -> CommandResult {
     check_window(args.lookback, args.interval).map_err(|e| UsageError(e.to_string()))?;
-    let connection = args
+    let mut connection = args
         .connection
+        .resolve(&process_env)
+        .map_err(UsageError::from)?;
+    connection.rate_limit_wait = args
+        .rate_limit
         .resolve(&process_env)
         .map_err(UsageError::from)?;
     let project = connection.project.clone();
@@ -98,7 +112,8 @@ pub fn run(args: &SweepArgs) -> CommandResult {
         dry_run: args.dry_run,
         max_mrs: usize::try_from(args.max_mrs).unwrap_or(usize::MAX),
     };
-    let mut report = sweep(&forge, &project, now(), &settings);
+    let progress = progress_for(args.format == Format::Json, args.quiet);
+    let mut report = sweep_observed(&forge, &project, now(), &settings, progress.as_ref());
     if let Some(w) = coverage_warning(args.lookback, args.interval, args.stuck_after) {
         report.warnings.push(w);
         report.warnings.sort();
@@ -112,6 +127,9 @@ pub fn run(args: &SweepArgs) -> CommandResult {
     }
     if let Some(line) = report.failure_line() {
         // The report is printed; the failure is the run's error (exit 3).
+        if report.rate_limited {
+            anyhow::bail!("{line} (rate limited; {RATE_LIMIT_ADVICE})");
+        }
         anyhow::bail!(line);
     }
     if report.not_examined > 0 {

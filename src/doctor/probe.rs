@@ -59,6 +59,7 @@ fn doctor_retry() -> RetryPolicy {
         base_delay: Duration::from_millis(200),
         max_backoff: Duration::from_secs(2),
         retry_after_cap: Duration::from_secs(10),
+        rate_limit_budget: Duration::from_secs(30),
         ..RetryPolicy::default()
     }
 }

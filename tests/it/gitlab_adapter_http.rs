@@ -246,6 +246,196 @@ fn writes_are_never_retried() {
     );
 }
 
+// ---- rate limits on writes (SPEC §11.1) ---------------------------------------------------
+
+/// The bot's thread POSTs in the fake's log, in order: (status, body).
+fn thread_posts(fake: &FakeGitLab) -> Vec<(Option<u16>, String)> {
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.route == RouteKind::Discussions)
+        .map(|r| (r.status, r.body.clone()))
+        .collect()
+}
+
+/// One thread per desired slot, each of the current occurrence, and one summary: what a
+/// run that created nothing twice leaves.
+fn assert_one_thread_per_slot(fake: &FakeGitLab) {
+    let inv = inventory(fake);
+    assert_eq!(inv.threads.len(), 2, "{:#?}", inv.threads);
+    let slots: std::collections::BTreeSet<_> = inv.threads.iter().map(|t| t.slot.clone()).collect();
+    assert_eq!(slots.len(), 2, "no duplicate thread");
+    assert_eq!(inv.summaries.len(), 1);
+}
+
+#[test]
+fn a_thread_post_refused_with_429_is_sent_again_after_the_wait_and_the_run_verifies() {
+    let fake = start_basic();
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitText { retry_after: 60 })
+            .method("POST")
+            .route(RouteKind::Discussions)
+            .nth(1),
+    );
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitJson { retry_after: 60 })
+            .method("POST")
+            .route(RouteKind::Discussions)
+            .nth(3),
+    );
+    let (forge, sleeper) = forge_for(&fake);
+    let publication = reconcile(&forge, &desired(), &ctx()).expect("the run completes");
+    assert!(publication.receipt.rescan.verified);
+    // Both refusals waited what GitLab asked for, and nothing else was waited for: a 429 is
+    // no ambiguous write, so no write-settle wait.
+    assert_eq!(sleeper.delays(), vec![Duration::from_secs(60); 2]);
+    let posts = thread_posts(&fake);
+    assert_eq!(posts.len(), 4, "{posts:#?}");
+    assert_eq!(posts[0].0, Some(429));
+    assert_eq!(posts[1].0, Some(201));
+    assert_eq!(posts[0].1, posts[1].1, "the same write, sent again");
+    assert_eq!(posts[2].0, Some(429));
+    assert_eq!(posts[3].0, Some(201));
+    assert_eq!(posts[2].1, posts[3].1, "the same write, sent again");
+    // Sent again at once after the wait: no listing decided it.
+    let log = fake.requests();
+    for (i, r) in log.iter().enumerate() {
+        if r.status == Some(429) {
+            assert_eq!(log[i + 1].method, "POST", "{:?}", log[i + 1]);
+            assert_eq!(log[i + 1].body, r.body);
+        }
+    }
+    assert_one_thread_per_slot(&fake);
+    assert_eq!(
+        forge.client().rate_limits(),
+        assent::gitlab::RateLimitTally {
+            waited: Duration::from_secs(120),
+            refused_writes: 2
+        }
+    );
+    assert_no_violations(&fake);
+}
+
+#[test]
+fn a_rate_limit_outlasting_the_budget_fails_the_run_with_the_summary_reconciling() {
+    let fake = start_basic();
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitText { retry_after: 60 })
+            .method("POST")
+            .route(RouteKind::Discussions),
+    );
+    let mut config = config_for(
+        &fake,
+        fixtures::BOT_TOKEN,
+        fixtures::PROJECT_PATH,
+        fixtures::MR_IID,
+    );
+    config.retry.rate_limit_budget = Duration::from_secs(150);
+    let (forge, sleeper) = forge_with(config);
+    let err = reconcile(&forge, &desired(), &ctx()).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("rate limited"), "{text}");
+    assert!(text.contains("(120 s waited of 150 s)"), "{text}");
+    assert!(
+        matches!(
+            err,
+            assent::reconcile::ReconcileError::Forge(ForgeError::RateLimited(_))
+        ),
+        "{err:?}"
+    );
+    assert_eq!(sleeper.delays(), vec![Duration::from_secs(60); 2]);
+    assert_eq!(thread_posts(&fake).len(), 3, "two waits fitted the budget");
+    let inv = inventory(&fake);
+    assert!(inv.threads.is_empty(), "{:#?}", inv.threads);
+    assert_eq!(inv.summaries.len(), 1);
+    assert_eq!(
+        inv.summaries[0].state,
+        assent::core::marker::SummaryState::Reconciling,
+        "the summary does not claim verified"
+    );
+}
+
+/// A sleeper that records each delay and really sleeps it: the fake's rate-limit window
+/// runs on real time.
+#[derive(Default)]
+struct SleepingRecorder(std::sync::Mutex<Vec<Duration>>);
+
+impl assent::gitlab::Sleeper for SleepingRecorder {
+    fn sleep(&self, delay: Duration) {
+        self.0.lock().unwrap().push(delay);
+        std::thread::sleep(delay);
+    }
+}
+
+/// A first run (three note creations: the summary, two threads) under a limit of `limit`
+/// note creations per second.
+fn window_limited_run(limit: u64, headers: bool) -> (FakeGitLab, Vec<Duration>) {
+    let fake = start_basic();
+    fake.inject(
+        FaultRule::new(FaultAction::WindowLimit {
+            limit,
+            window_ms: 1_000,
+            headers,
+        })
+        .note_creation(),
+    );
+    let sleeper = std::sync::Arc::new(SleepingRecorder::default());
+    let config = config_for(
+        &fake,
+        fixtures::BOT_TOKEN,
+        fixtures::PROJECT_PATH,
+        fixtures::MR_IID,
+    );
+    let forge = assent::gitlab::GitLabForge::with_sleeper(config, sleeper.clone()).unwrap();
+    let publication = reconcile(&forge, &desired(), &ctx()).expect("the run completes");
+    assert!(publication.receipt.rescan.verified);
+    assert_one_thread_per_slot(&fake);
+    assert_no_violations(&fake);
+    let delays = sleeper.0.lock().unwrap().clone();
+    (fake, delays)
+}
+
+#[test]
+fn a_note_creation_limit_without_headers_is_met_once_and_waited_out() {
+    let (fake, delays) = window_limited_run(2, false);
+    let refused: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.status == Some(429))
+        .collect();
+    assert_eq!(refused.len(), 1, "the third note creation: {refused:?}");
+    assert_eq!(refused[0].fault.as_deref(), Some("window_limit"));
+    assert_eq!(delays, vec![Duration::from_secs(1)], "Retry-After: 1");
+    assert_eq!(thread_posts(&fake).len(), 3);
+}
+
+#[test]
+fn writes_wait_only_when_ratelimit_remaining_says_the_window_is_nearly_spent() {
+    // Three a second: the summary leaves two (no wait), the first thread one (wait), the
+    // second thread opens a new window and leaves two again.
+    let (fake, delays) = window_limited_run(3, true);
+    assert!(fake.requests().iter().all(|r| r.status != Some(429)));
+    assert_eq!(delays.len(), 1, "{delays:?}");
+}
+
+#[test]
+fn writes_are_paced_by_ratelimit_remaining_and_meet_no_429() {
+    let (fake, delays) = window_limited_run(2, true);
+    assert!(
+        fake.requests().iter().all(|r| r.status != Some(429)),
+        "pacing kept every write inside the window"
+    );
+    // Each window's first note creation leaves one of two (at most PACE_AT_REMAINING), so
+    // the next write waits for the reset: after the summary, after each thread.
+    assert_eq!(delays.len(), 3, "{delays:?}");
+    for d in &delays {
+        assert!(
+            *d > Duration::ZERO && *d <= Duration::from_secs(2),
+            "{delays:?}"
+        );
+    }
+    assert_eq!(thread_posts(&fake).len(), 2, "nothing sent twice");
+}
+
 // ---- lost acknowledgements ---------------------------------------------------------------
 
 #[test]

@@ -126,6 +126,7 @@ fn scenario(discussions: usize, findings: usize, files: usize) -> Scenario {
         findings,
         files,
         file_bytes: 2_000,
+        rules: 1,
     }
 }
 

@@ -2153,3 +2153,93 @@ fn the_summary_records_the_pinned_target_and_a_rerun_stays_at_zero_writes() {
     assert_eq!(w.writes().len(), 0, "{:#?}", w.writes());
     assert_eq!(w.summary().body, edited.body);
 }
+
+// ---- progress on stderr (SPEC §11.5) --------------------------------------------------------
+
+/// The progress lines without their `[… s]` times.
+fn phases(r: &RunResult) -> Vec<String> {
+    r.progress
+        .iter()
+        .map(|l| {
+            let (text, time) = l.rsplit_once(" [").expect("a time");
+            assert!(time.ends_with(" s]"), "{l}");
+            text.to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_with_writes_says_each_phase_on_stderr_in_order() {
+    let w = World::new(ASSENT);
+    let r = w.run(&[]);
+    r.expect_code(0);
+    assert_eq!(r.stderr, "", "no error or warning");
+    assert_eq!(
+        phases(&r),
+        [
+            "progress: inputs read: 2 policy files, 1 changed file (6 requests)",
+            "progress: desired state: 1 finding of 1 rule",
+            "progress: listed 0 discussions (1 request)",
+            "progress: plan: 2 writes",
+            "progress: writes 1/2",
+            "progress: writes 2/2",
+            "progress: rescan listed 2 discussions (1 request)",
+            "progress: confirmation listed 2 discussions (1 request)",
+            "progress: verified at 22222222",
+        ]
+    );
+    r.assert_no_token();
+
+    // A rerun: nothing to write, and it says so.
+    let again = w.run(&[]);
+    again.expect_code(0);
+    assert_eq!(
+        phases(&again)[3..],
+        [
+            "progress: plan: nothing to write",
+            "progress: verified at 22222222"
+        ]
+    );
+}
+
+#[test]
+fn quiet_and_json_runs_print_no_progress_and_stdout_is_unchanged() {
+    let loud = World::new(ASSENT).run(&[]);
+    loud.expect_code(0);
+    assert!(!loud.progress.is_empty());
+
+    let quiet = World::new(ASSENT).run(&["--quiet"]);
+    quiet.expect_code(0);
+    assert_eq!(quiet.progress, Vec::<String>::new());
+    assert_eq!(quiet.stderr, "");
+    assert_eq!(quiet.stdout, loud.stdout, "progress never reaches stdout");
+
+    let json = World::new(ASSENT).run(&["--format", "json"]);
+    json.expect_code(0);
+    assert_eq!(json.progress, Vec::<String>::new());
+    assert_eq!(json.stderr, "");
+    assert_eq!(
+        json.stdout,
+        json.receipt_text.clone().unwrap(),
+        "stdout is exactly the receipt"
+    );
+}
+
+#[test]
+fn a_json_run_still_reports_its_error_on_stderr() {
+    let w = World::new(ASSENT);
+    w.fake.inject(
+        FaultRule::new(FaultAction::RateLimitJson { retry_after: 60 })
+            .method("POST")
+            .route(RouteKind::Discussions),
+    );
+    let r = w.run(&["--format", "json", "--rate-limit-wait", "10s"]);
+    r.expect_code(3);
+    assert_eq!(r.progress, Vec::<String>::new());
+    let line = r.error_line();
+    assert!(line.starts_with("error: POST "), "{line}");
+    assert!(line.contains("rate limited"), "{line}");
+    assert!(line.contains("(0 s waited of 10 s)"), "{line}");
+    assert!(line.contains("--rate-limit-wait"), "{line}");
+    assert_eq!(r.stdout, "");
+}

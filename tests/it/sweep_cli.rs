@@ -97,8 +97,24 @@ fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
+/// Stderr without the progress lines: errors and warnings.
 fn stderr(out: &Output) -> String {
-    String::from_utf8(out.stderr.clone()).unwrap()
+    String::from_utf8(out.stderr.clone())
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("progress: "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// The `progress: …` lines of stderr, without their times.
+fn progress(out: &Output) -> Vec<String> {
+    String::from_utf8(out.stderr.clone())
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .map(|l| l.rsplit_once(" [").map_or(l, |(text, _)| text).to_owned())
+        .collect()
 }
 
 fn line_of(text: &str, iid: u64) -> String {
@@ -475,6 +491,120 @@ fn a_forge_failure_exits_3_and_reports_the_progress_made() {
         .filter(|p| p.starts_with("POST") && p.contains("/merge_requests/3/"))
         .count();
     assert_eq!(posts, 1, "a write is never retried");
+}
+
+/// A pipeline creation refused with 429 is a refusal (SPEC §11.1): sent again after the
+/// wait; past `--rate-limit-wait` the sweep exits 3 with a line that says "rate limited".
+#[test]
+fn a_rate_limited_pipeline_creation_is_sent_again_or_fails_past_the_budget() {
+    let window = [
+        "--lookback",
+        "48h",
+        "--interval",
+        "24h",
+        "--stuck-after",
+        "1h",
+    ];
+    let pipeline_posts = |fake: &FakeGitLab| {
+        requested(fake)
+            .iter()
+            .filter(|p| p.starts_with("POST") && p.contains("/merge_requests/3/"))
+            .count()
+    };
+
+    let fake = every_classification();
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitJson { retry_after: 1 })
+            .method("POST")
+            .path_contains("/merge_requests/3/pipelines")
+            .first_n(1),
+    );
+    let out = run_sweep(&fake, &window);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(line_of(&stdout(&out), 3).contains("pipeline-created"));
+    assert_eq!(pipeline_posts(&fake), 2, "refused once, sent again");
+    assert_eq!(pipelines_for(&fake), vec![2, 3, 5]);
+
+    let fake = every_classification();
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitJson { retry_after: 60 })
+            .method("POST")
+            .path_contains("/merge_requests/3/pipelines"),
+    );
+    let mut args = window.to_vec();
+    args.extend(["--rate-limit-wait", "30s"]);
+    let out = run_sweep(&fake, &args);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert!(line_of(&stdout(&out), 3).contains("rate limited"));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: sweep finished with forge failures on 1 MR(s): !3 (rate limited; "),
+        "{err}"
+    );
+    assert!(err.contains("--rate-limit-wait"), "{err}");
+    assert_eq!(
+        pipeline_posts(&fake),
+        1,
+        "a wait that does not fit is not started"
+    );
+
+    // A bad budget is a usage error before any request.
+    let fake = every_classification();
+    let mut args = window.to_vec();
+    args.extend(["--rate-limit-wait", "soon"]);
+    let out = run_sweep(&fake, &args);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--rate-limit-wait"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(fake.requests().len(), 0);
+}
+
+#[test]
+fn the_sweep_reports_its_progress_on_stderr_unless_quiet_or_json() {
+    let window = [
+        "--lookback",
+        "48h",
+        "--interval",
+        "24h",
+        "--stuck-after",
+        "1h",
+    ];
+    let fake = every_classification();
+    let out = run_sweep(&fake, &window);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "no error or warning");
+    assert_eq!(
+        progress(&out),
+        [
+            "progress: listed 6 open merge requests in the window (1 request)",
+            // Oldest update first: !2 (heals), !1, !3 (heals), !5 (heals), !6, !4.
+            "progress: examined 1/6 merge requests, 1 needing a pipeline",
+            "progress: examined 2/6 merge requests, 1 needing a pipeline",
+            "progress: examined 3/6 merge requests, 2 needing a pipeline",
+            "progress: examined 4/6 merge requests, 3 needing a pipeline",
+            "progress: examined 5/6 merge requests, 3 needing a pipeline",
+            "progress: examined 6/6 merge requests, 3 needing a pipeline",
+        ]
+    );
+    // The report without its first line (which names the current time).
+    let report = |out: &Output| stdout(out).lines().skip(1).collect::<Vec<_>>().join("\n");
+    let text = report(&out);
+    for extra in [&["--quiet"][..], &["--format", "json"][..]] {
+        let fake = every_classification();
+        let mut args = window.to_vec();
+        args.extend(extra);
+        let out = run_sweep(&fake, &args);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}");
+        assert_eq!(progress(&out), Vec::<String>::new(), "{extra:?}");
+        assert_eq!(stderr(&out), "", "{extra:?}");
+        if extra == ["--quiet"] {
+            assert_eq!(report(&out), text, "stdout is the report only");
+        }
+    }
 }
 
 #[test]

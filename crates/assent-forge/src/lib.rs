@@ -12,6 +12,8 @@
 pub mod faults;
 pub mod memory;
 
+use std::time::Duration;
+
 use assent_core::model::{ListedDiscussion, MergeRequestInfo, Role};
 
 /// Why a forge request failed. Texts never contain the token.
@@ -49,6 +51,11 @@ pub enum ForgeError {
         /// What went wrong.
         message: String,
     },
+    /// GitLab kept refusing the request with 429 (its rate limits) until the run's budget for
+    /// rate-limit waits was spent. A 429 is answered before GitLab acts, so nothing was
+    /// written by this request. (Boxed: the details would make every `Result` larger.)
+    #[error(transparent)]
+    RateLimited(Box<RateLimited>),
     /// A listing that could not be proven complete.
     #[error("incomplete listing of {what}: {reason}")]
     IncompleteListing {
@@ -70,6 +77,30 @@ pub enum ForgeError {
     /// A fault injected by a test or fixture (a simulated crash).
     #[error("injected fault: {0}")]
     Injected(String),
+}
+
+/// A request GitLab refused with 429 once the run could wait no longer
+/// ([`ForgeError::RateLimited`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{method} {route}: rate limited: GitLab answered 429 ({message}); the next wait of {} does not fit the run's budget for rate limits ({} waited of {}); nothing was written by this request",
+    seconds(*next_wait),
+    seconds(*waited),
+    seconds(*budget)
+)]
+pub struct RateLimited {
+    /// HTTP method.
+    pub method: String,
+    /// Route without host or token.
+    pub route: String,
+    /// GitLab's message.
+    pub message: String,
+    /// The wait the 429 called for (asked for, or the backoff), which did not fit.
+    pub next_wait: Duration,
+    /// The rate-limit waits of the run so far, all requests together.
+    pub waited: Duration,
+    /// The run's budget for rate-limit waits.
+    pub budget: Duration,
 }
 
 /// What a [`ForgeError`] means for the caller, decided here from the status once, so that
@@ -103,7 +134,9 @@ impl ForgeError {
                 ForgeErrorKind::Unavailable
             }
             ForgeError::Status { .. } => ForgeErrorKind::Refused,
-            ForgeError::Transport { .. } => ForgeErrorKind::Unavailable,
+            ForgeError::Transport { .. } | ForgeError::RateLimited(_) => {
+                ForgeErrorKind::Unavailable
+            }
             ForgeError::AmbiguousWrite { .. } => ForgeErrorKind::Ambiguous,
             ForgeError::IncompleteListing { .. } => ForgeErrorKind::Incomplete,
             ForgeError::Decode { .. } => ForgeErrorKind::Decode,
@@ -116,12 +149,26 @@ impl ForgeError {
         matches!(self, ForgeError::AmbiguousWrite { .. })
     }
 
+    /// True when GitLab's rate limits outlasted the run's budget for waiting on them.
+    pub fn is_rate_limited(&self) -> bool {
+        matches!(self, ForgeError::RateLimited(_))
+    }
+
     /// The HTTP status of a definite refusal, `None` for every other failure.
     pub fn status(&self) -> Option<u16> {
         match self {
             ForgeError::Status { status, .. } => Some(*status),
             _ => None,
         }
+    }
+}
+
+/// A duration as error texts show it: whole seconds, or tenths below ten seconds.
+fn seconds(d: Duration) -> String {
+    if d < Duration::from_secs(10) && d.subsec_millis() != 0 {
+        format!("{:.1} s", d.as_secs_f64())
+    } else {
+        format!("{} s", d.as_secs())
     }
 }
 
@@ -244,5 +291,32 @@ mod tests {
         };
         assert_eq!(ambiguous.kind(), ForgeErrorKind::Ambiguous);
         assert!(ambiguous.is_ambiguous_write());
+    }
+
+    #[test]
+    fn a_spent_rate_limit_budget_is_a_refusal_that_says_so() {
+        let err = ForgeError::RateLimited(Box::new(RateLimited {
+            method: "POST".into(),
+            route: "/projects/1/merge_requests/7/discussions".into(),
+            message: "Retry later".into(),
+            next_wait: Duration::from_secs(60),
+            waited: Duration::from_secs(540),
+            budget: Duration::from_secs(600),
+        }));
+        assert_eq!(err.kind(), ForgeErrorKind::Unavailable);
+        assert!(err.is_rate_limited());
+        assert!(
+            !err.is_ambiguous_write(),
+            "a 429 is answered before GitLab acts"
+        );
+        assert_eq!(err.status(), None);
+        let text = err.to_string();
+        assert!(text.contains("rate limited"), "{text}");
+        assert_eq!(
+            text,
+            "POST /projects/1/merge_requests/7/discussions: rate limited: GitLab answered 429 (Retry later); the next wait of 60 s does not fit the run's budget for rate limits (540 s waited of 600 s); nothing was written by this request"
+        );
+        assert_eq!(seconds(Duration::from_millis(2_500)), "2.5 s");
+        assert_eq!(seconds(Duration::ZERO), "0 s");
     }
 }

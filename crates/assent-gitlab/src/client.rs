@@ -18,7 +18,7 @@ use super::GitLabConfig;
 use super::GitLabConfigError;
 use super::forge::build_error;
 use super::pagination::Listing;
-use super::retry::{Requester, Sleeper, ThreadSleeper};
+use super::retry::{RateLimitTally, Requester, Sleeper, ThreadSleeper};
 use super::transport::{PreparedRequest, RawResponse, Transport, TransportSettings};
 use assent_forge::{ForgeError, RequestCounts};
 
@@ -71,6 +71,7 @@ impl GitLabClient {
                 transport,
                 policy: config.retry.clone(),
                 sleeper,
+                limits: Default::default(),
             },
             project,
             max_pages: config.max_pages.max(1),
@@ -90,6 +91,11 @@ impl GitLabClient {
     /// Requests sent so far through this client.
     pub fn request_counts(&self) -> RequestCounts {
         self.requester.transport.counts()
+    }
+
+    /// The rate limits this client met so far: waits spent on them, writes refused with 429.
+    pub fn rate_limits(&self) -> RateLimitTally {
+        self.requester.rate_limits()
     }
 
     /// `text` with the token removed in every form the transport knows (exact, case-folded,

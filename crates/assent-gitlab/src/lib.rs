@@ -10,7 +10,8 @@
 //!
 //! * [`transport`]: the one `ureq` agent (token header, redirects refused, body limit,
 //!   timeouts, proxy, CA bundle) and the token's redaction.
-//! * [`retry`]: reads retried (bounded, jittered, `Retry-After` honoured), writes never.
+//! * [`retry`]: reads retried (bounded, jittered, `Retry-After` honoured), writes never
+//!   blindly; a 429 waited out and the write sent again, within a per-run budget.
 //! * [`pagination`]: every page of a listing via `X-Next-Page`/`Link`, or an error.
 //! * [`endpoints`]: the routes the `gitlab` crate has no builder for.
 //! * [`advice`]: what an operator can do about a failed request (one line each).
@@ -45,7 +46,10 @@ mod tests;
 pub use self::advice::advice;
 pub use self::client::GitLabClient;
 pub use self::forge::{GitLabConfig, GitLabForge};
-pub use self::retry::{DEFAULT_WRITE_SETTLE, RetryPolicy, Sleeper, ThreadSleeper};
+pub use self::retry::{
+    DEFAULT_RATE_LIMIT_BUDGET, DEFAULT_WRITE_SETTLE, RateLimitTally, RetryPolicy, Sleeper,
+    ThreadSleeper,
+};
 pub use self::transport::{ProxyConfig, Token};
 
 /// A configuration the adapter cannot work with (exit 2, before any request). Texts never

@@ -1,4 +1,4 @@
-//! The retry policy: reads are retried, writes never are.
+//! The retry policy: reads are retried, writes never are, and a rate limit is waited out.
 //!
 //! A **read** (GET) is retried on a transport failure (connect, reset, timeout, truncated
 //! body), on 429 (GitLab's plain-text `Retry later` form with `Retry-After`/`RateLimit-Reset`,
@@ -9,28 +9,43 @@
 //! random delay in `[0, min(max_backoff, base_delay * 2^retry)]`. A 3xx (redirects are never
 //! followed), another 4xx, or an over-limit body is final at once.
 //!
-//! A **write** (POST/PUT) is sent exactly once. An answer of 2xx is success; 3xx and 4xx other
-//! than 429 are [`ForgeError::Status`] (GitLab refused; nothing was written); 429, 5xx, or no
-//! complete answer after the request may have reached the server is
+//! A **write** (POST/PUT) is never retried blindly. An answer of 2xx is success; 3xx and 4xx
+//! other than 429 are [`ForgeError::Status`] (GitLab refused; nothing was written); 5xx, or no
+//! complete answer after the request may have reached the server, is
 //! [`ForgeError::AmbiguousWrite`]: the caller lists again and lets the listing decide. A write
 //! that provably never left (name resolution, connect or proxy-connect failure) is
 //! [`ForgeError::Transport`].
+//!
+//! A **429** on a write is a refusal, not an ambiguity (SPEC §11.1): GitLab's rate limiters
+//! (Rack::Attack and the application limits such as note creation) answer before the request
+//! reaches the code that acts. So the same write is sent again after the wait the answer asks
+//! for (`Retry-After`, else `RateLimit-Reset`, capped, and at least
+//! [`MIN_WRITE_RATE_LIMIT_WAIT`]), or a bounded backoff when it names none.
+//!
+//! Every wait for a rate limit, a read's or a write's, counts against one budget per client
+//! ([`RetryPolicy::rate_limit_budget`], i.e. per run): a 429 whose wait no longer fits is
+//! [`ForgeError::RateLimited`], and the run stops (exit 3) instead of waiting past the CI
+//! job's patience. Writes are also **paced**: when an answer's `RateLimit-Remaining` says the
+//! window is nearly spent (at most [`PACE_AT_REMAINING`]), the next write first waits until
+//! `RateLimit-Reset`, within the same budget, rather than collecting a 429.
 //!
 //! An ambiguous write returns only once [`RetryPolicy::write_settle`] has passed since it
 //! was sent: GitLab gives up on a request after its own request timeout (60 s by default),
 //! so by then it has applied the write or never will, and the listing that decides is
 //! authoritative. Without the wait, a write GitLab applies late (after a proxy dropped the
 //! connection, or after the client's own timeout) would be re-created from a listing taken
-//! too early, and the late copy would appear after the run had verified.
+//! too early, and the late copy would appear after the run had verified. A 429 needs no such
+//! wait: nothing is in flight.
 //!
-//! The sleeper is injectable ([`Sleeper`]) so tests neither sleep nor guess the delays.
+//! The sleeper is injectable ([`Sleeper`]) so tests neither sleep nor guess the delays; the
+//! budget counts the delays asked of it, so a recording sleeper sees the same accounting.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::transport::{Failure, PreparedRequest, RawResponse, Transport, error_message};
-use assent_forge::ForgeError;
+use assent_forge::{ForgeError, RateLimited};
 
 /// Waits between read attempts. Implementations must be thread-safe.
 pub trait Sleeper: Send + Sync {
@@ -69,10 +84,28 @@ pub struct RetryPolicy {
     /// (Puma's worker timeout, 60 s by default) plus a margin (default 65 s). An ambiguous
     /// write waits out the rest of this time before it is reported.
     pub write_settle: Duration,
+    /// Total time one client (one run, one sweep) may wait for GitLab's rate limits: 429
+    /// answers to reads and writes, and write pacing (default 10 minutes). Once a wait no
+    /// longer fits, the request fails with [`ForgeError::RateLimited`].
+    pub rate_limit_budget: Duration,
 }
 
 /// The default [`RetryPolicy::write_settle`].
 pub const DEFAULT_WRITE_SETTLE: Duration = Duration::from_secs(65);
+
+/// The default [`RetryPolicy::rate_limit_budget`]: long enough to post a few thousand threads
+/// under GitLab's default note-creation limit (300 a minute), short of a CI job's default
+/// one-hour timeout.
+pub const DEFAULT_RATE_LIMIT_BUDGET: Duration = Duration::from_secs(600);
+
+/// The shortest wait before a write refused with 429 is sent again. `Retry-After` counts whole
+/// seconds, so `0` means "within the second"; waiting at least this long also bounds how many
+/// times a write is sent within the budget.
+pub const MIN_WRITE_RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
+
+/// `RateLimit-Remaining` at or below which the next write waits for `RateLimit-Reset`: one
+/// request of headroom, for the reads of the same run and other jobs of the same bot user.
+pub const PACE_AT_REMAINING: u64 = 1;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -82,6 +115,7 @@ impl Default for RetryPolicy {
             max_backoff: Duration::from_secs(30),
             retry_after_cap: Duration::from_secs(60),
             write_settle: DEFAULT_WRITE_SETTLE,
+            rate_limit_budget: DEFAULT_RATE_LIMIT_BUDGET,
         }
     }
 }
@@ -99,6 +133,44 @@ impl RetryPolicy {
     pub(crate) fn requested_delay(&self, response: &RawResponse) -> Option<Duration> {
         requested_delay(response, SystemTime::now()).map(|d| d.min(self.retry_after_cap))
     }
+
+    /// The wait before a write refused with 429 for the `refusal`-th time in a row (0 =
+    /// first) is sent again: what the answer asks for (capped, at least
+    /// [`MIN_WRITE_RATE_LIMIT_WAIT`]), else a backoff from 1 s doubling to `max_backoff`,
+    /// jittered over its upper half so that it never collapses to nothing.
+    pub(crate) fn write_rate_limit_wait(&self, response: &RawResponse, refusal: u32) -> Duration {
+        if let Some(asked) = self.requested_delay(response) {
+            return asked.max(MIN_WRITE_RATE_LIMIT_WAIT);
+        }
+        let factor = 1u32.checked_shl(refusal.min(31)).unwrap_or(u32::MAX);
+        let ceiling = MIN_WRITE_RATE_LIMIT_WAIT
+            .saturating_mul(factor)
+            .min(self.max_backoff.max(MIN_WRITE_RATE_LIMIT_WAIT));
+        let millis = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX);
+        Duration::from_millis(fastrand::u64(millis / 2..=millis))
+    }
+}
+
+/// How long to hold the next write when `response` says the rate-limit window is nearly
+/// spent (`RateLimit-Remaining` at most [`PACE_AT_REMAINING`]): until `RateLimit-Reset`,
+/// capped like a requested delay. `None` when the answer says nothing of the kind.
+fn pace_after(response: &RawResponse, now: SystemTime, cap: Duration) -> Option<Duration> {
+    let remaining = response
+        .header("ratelimit-remaining")
+        .and_then(|v| v.trim().parse::<u64>().ok())?;
+    if remaining > PACE_AT_REMAINING {
+        return None;
+    }
+    let reset = response
+        .header("ratelimit-reset")
+        .and_then(|v| v.trim().parse::<u64>().ok())?;
+    let delay = if reset < 1_000_000_000 {
+        Duration::from_secs(reset)
+    } else {
+        let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
+        Duration::from_secs(reset.saturating_sub(now))
+    };
+    Some(delay.min(cap)).filter(|d| !d.is_zero())
 }
 
 /// `Retry-After` (delta seconds) or else `RateLimit-Reset` (a Unix time, or delta seconds
@@ -126,6 +198,29 @@ pub(crate) struct Requester {
     pub(crate) transport: Transport,
     pub(crate) policy: RetryPolicy,
     pub(crate) sleeper: Arc<dyn Sleeper>,
+    pub(crate) limits: Mutex<RateLimitState>,
+}
+
+/// What this client knows of GitLab's rate limits: the waits spent on them and the pause the
+/// last answer asked of the next write.
+#[derive(Debug, Default)]
+pub(crate) struct RateLimitState {
+    /// Rate-limit waits so far (429s on reads and writes, write pacing), as asked of the
+    /// sleeper.
+    waited: Duration,
+    /// When an answer said the window is nearly spent, and how long until it resets.
+    pace: Option<(Instant, Duration)>,
+    /// Writes refused with 429, each sent again (or given up on) afterwards.
+    refused_writes: u64,
+}
+
+/// The rate limits one client met: what `assent run` and the benchmarks report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RateLimitTally {
+    /// Total wait for rate limits (429 waits and pacing), as asked of the sleeper.
+    pub waited: Duration,
+    /// Writes GitLab refused with 429.
+    pub refused_writes: u64,
 }
 
 impl fmt::Debug for Requester {
@@ -142,8 +237,17 @@ enum Verdict {
     Retry {
         error: ForgeError,
         delay: Option<Duration>,
+        /// A 429: the wait counts against the rate-limit budget.
+        rate_limited: bool,
     },
     Fail(ReadFailure),
+}
+
+/// One attempt at a write.
+enum WriteAttempt {
+    Done(Result<RawResponse, ForgeError>),
+    /// Refused with 429 before GitLab acted: wait, then send the same write again.
+    RateLimited(RawResponse),
 }
 
 /// Why a read failed, keeping apart the one failure a listing can recover from by asking
@@ -185,12 +289,21 @@ impl Requester {
             match verdict {
                 Verdict::Done(response) => return Ok(response),
                 Verdict::Fail(failure) => return Err(failure),
-                Verdict::Retry { error, delay } => {
+                Verdict::Retry {
+                    error,
+                    delay,
+                    rate_limited,
+                } => {
                     if retry + 1 >= attempts {
                         return Err(ReadFailure::Failed(error));
                     }
                     let delay = delay.unwrap_or_else(|| self.policy.backoff(retry));
-                    self.sleeper.sleep(delay);
+                    if rate_limited {
+                        self.wait_for_rate_limit(request, delay, &error)
+                            .map_err(ReadFailure::Failed)?;
+                    } else {
+                        self.sleeper.sleep(delay);
+                    }
                     retry += 1;
                 }
             }
@@ -222,37 +335,134 @@ impl Requester {
                     message: self.transport.redact(failure.to_string()),
                 },
                 delay: None,
+                rate_limited: false,
             },
-            Ok(response) => match response.status {
-                200..=299 => Verdict::Done(response),
-                429 | 500..=599 => Verdict::Retry {
-                    delay: self.policy.requested_delay(&response),
-                    error: self.status_error(request, &response),
-                },
-                _ => Verdict::Fail(ReadFailure::Failed(self.status_error(request, &response))),
-            },
-        }
-    }
-
-    /// Sends a POST/PUT exactly once; returns a 2xx response or the classified error. An
-    /// ambiguous outcome is reported only after the write has settled (module docs).
-    pub(crate) fn write(&self, request: &PreparedRequest) -> Result<RawResponse, ForgeError> {
-        let sent = Instant::now();
-        let outcome = self.write_once(request);
-        if let Err(ForgeError::AmbiguousWrite { .. }) = &outcome {
-            let remaining = self.policy.write_settle.saturating_sub(sent.elapsed());
-            if !remaining.is_zero() {
-                self.sleeper.sleep(remaining);
+            Ok(response) => {
+                self.observe(&response);
+                match response.status {
+                    200..=299 => Verdict::Done(response),
+                    429 | 500..=599 => Verdict::Retry {
+                        delay: self.policy.requested_delay(&response),
+                        error: self.status_error(request, &response),
+                        rate_limited: response.status == 429,
+                    },
+                    _ => Verdict::Fail(ReadFailure::Failed(self.status_error(request, &response))),
+                }
             }
         }
-        outcome
     }
 
-    fn write_once(&self, request: &PreparedRequest) -> Result<RawResponse, ForgeError> {
+    /// Takes note of what an answer says of the rate-limit window: a nearly spent one holds
+    /// the next write until it resets. A 429 sets no pause of its own: its wait is taken
+    /// before the request is sent again.
+    fn observe(&self, response: &RawResponse) {
+        if response.status == 429 {
+            return;
+        }
+        if let Some(pause) = pace_after(response, SystemTime::now(), self.policy.retry_after_cap) {
+            self.lock_limits().pace = Some((Instant::now(), pause));
+        }
+    }
+
+    fn lock_limits(&self) -> std::sync::MutexGuard<'_, RateLimitState> {
+        self.limits.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The rate limits met so far.
+    pub(crate) fn rate_limits(&self) -> RateLimitTally {
+        let state = self.lock_limits();
+        RateLimitTally {
+            waited: state.waited,
+            refused_writes: state.refused_writes,
+        }
+    }
+
+    /// Waits `delay` for a rate limit when it fits in what is left of the budget; otherwise
+    /// fails with [`ForgeError::RateLimited`] at once (waiting part of it would only meet the
+    /// same refusal). `refusal` is the answer that asked for the wait.
+    fn wait_for_rate_limit(
+        &self,
+        request: &PreparedRequest,
+        delay: Duration,
+        refusal: &ForgeError,
+    ) -> Result<(), ForgeError> {
+        let budget = self.policy.rate_limit_budget;
+        {
+            let mut state = self.lock_limits();
+            if state.waited.saturating_add(delay) > budget {
+                let message = match refusal {
+                    ForgeError::Status { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                return Err(ForgeError::RateLimited(Box::new(RateLimited {
+                    method: request.method.as_str().to_owned(),
+                    route: request.route(),
+                    message,
+                    next_wait: delay,
+                    waited: state.waited,
+                    budget,
+                })));
+            }
+            state.waited += delay;
+        }
+        self.sleeper.sleep(delay);
+        Ok(())
+    }
+
+    /// Holds a write until the rate-limit window an earlier answer said was nearly spent has
+    /// reset, when that wait fits in the budget. When it does not, the write goes out anyway
+    /// and GitLab's answer decides.
+    fn pace_write(&self) {
+        let wait = {
+            let mut state = self.lock_limits();
+            let Some((seen, pause)) = state.pace.take() else {
+                return;
+            };
+            let wait = pause.saturating_sub(seen.elapsed());
+            if wait.is_zero() || state.waited.saturating_add(wait) > self.policy.rate_limit_budget {
+                return;
+            }
+            state.waited += wait;
+            wait
+        };
+        self.sleeper.sleep(wait);
+    }
+
+    /// Sends a POST/PUT; returns a 2xx response or the classified error. A write GitLab
+    /// refuses with 429 is sent again after the wait it asks for, within the rate-limit
+    /// budget; any other failure is final. An ambiguous outcome is reported only after the
+    /// write has settled (module docs).
+    pub(crate) fn write(&self, request: &PreparedRequest) -> Result<RawResponse, ForgeError> {
+        let mut refusals = 0u32;
+        loop {
+            self.pace_write();
+            let sent = Instant::now();
+            match self.write_once(request) {
+                WriteAttempt::RateLimited(response) => {
+                    self.lock_limits().refused_writes += 1;
+                    let wait = self.policy.write_rate_limit_wait(&response, refusals);
+                    let refusal = self.status_error(request, &response);
+                    self.wait_for_rate_limit(request, wait, &refusal)?;
+                    refusals = refusals.saturating_add(1);
+                }
+                WriteAttempt::Done(outcome) => {
+                    if let Err(ForgeError::AmbiguousWrite { .. }) = &outcome {
+                        let remaining = self.policy.write_settle.saturating_sub(sent.elapsed());
+                        if !remaining.is_zero() {
+                            self.sleeper.sleep(remaining);
+                        }
+                    }
+                    return outcome;
+                }
+            }
+        }
+    }
+
+    fn write_once(&self, request: &PreparedRequest) -> WriteAttempt {
         debug_assert!(!request.method.is_read());
         let method = request.method.as_str().to_owned();
         let route = request.route();
-        match self.transport.execute(request) {
+        WriteAttempt::Done(match self.transport.execute(request) {
             Err(Failure::NotSent(message)) => Err(ForgeError::Transport {
                 method,
                 route,
@@ -263,20 +473,24 @@ impl Requester {
                 route,
                 message: self.transport.redact(failure.to_string()),
             }),
-            Ok(response) => match response.status {
-                200..=299 => Ok(response),
-                429 | 500..=599 => Err(ForgeError::AmbiguousWrite {
-                    method,
-                    route,
-                    message: self.transport.redact(format!(
-                        "HTTP {}: {}",
-                        response.status,
-                        error_message(&response.body)
-                    )),
-                }),
-                _ => Err(self.status_error(request, &response)),
-            },
-        }
+            Ok(response) => {
+                self.observe(&response);
+                match response.status {
+                    200..=299 => Ok(response),
+                    429 => return WriteAttempt::RateLimited(response),
+                    500..=599 => Err(ForgeError::AmbiguousWrite {
+                        method,
+                        route,
+                        message: self.transport.redact(format!(
+                            "HTTP {}: {}",
+                            response.status,
+                            error_message(&response.body)
+                        )),
+                    }),
+                    _ => Err(self.status_error(request, &response)),
+                }
+            }
+        })
     }
 
     /// The error for a non-2xx answer: 3xx names the refused redirect target, others quote
@@ -373,6 +587,41 @@ mod tests {
         assert_eq!(requested_delay(&response(&[]), now), None);
         let capped = RetryPolicy::default().requested_delay(&response(&[("Retry-After", "3600")]));
         assert_eq!(capped, Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn pacing_waits_for_the_reset_only_when_the_window_is_nearly_spent() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let cap = Duration::from_secs(60);
+        let answer = |remaining: &str, reset: &str| {
+            let mut r = response(&[
+                ("RateLimit-Remaining", remaining),
+                ("RateLimit-Reset", reset),
+            ]);
+            r.status = 201;
+            r
+        };
+        assert_eq!(
+            pace_after(&answer("0", "1700000020"), now, cap),
+            Some(Duration::from_secs(20))
+        );
+        assert_eq!(
+            pace_after(&answer("1", "1700000020"), now, cap),
+            Some(Duration::from_secs(20))
+        );
+        assert_eq!(pace_after(&answer("2", "1700000020"), now, cap), None);
+        assert_eq!(
+            pace_after(&answer("0", "1700003600"), now, cap),
+            Some(cap),
+            "capped like Retry-After"
+        );
+        assert_eq!(
+            pace_after(&answer("0", "1600000000"), now, cap),
+            None,
+            "past"
+        );
+        assert_eq!(pace_after(&answer("0", "soon"), now, cap), None);
+        assert_eq!(pace_after(&response(&[]), now, cap), None);
     }
 
     #[test]

@@ -655,16 +655,13 @@ fn assert_waited_for_the_write_to_settle(delays: &[Duration]) {
 
 #[test]
 fn failed_writes_are_ambiguous_and_never_retried() {
+    // 429 is not among them: GitLab refuses it before acting (see the rate-limit tests).
     for (label, reply) in [
         (
             "500",
             json_reply(500, json!({"message": "500 Internal Server Error"})),
         ),
         ("502 html", reply_with(502, &[], "<html>Bad Gateway</html>")),
-        (
-            "429",
-            reply_with(429, &[("Retry-After", "1")], "Retry later"),
-        ),
     ] {
         let reply = Arc::new(Mutex::new(Some(reply)));
         let server = Server::start(move |_| {
@@ -692,6 +689,253 @@ fn failed_writes_are_ambiguous_and_never_retried() {
             "{label}"
         );
     }
+}
+
+/// A server whose answers to POSTs follow `script` in order (then 201), and which answers
+/// every GET with the bot user.
+fn scripted_writes(script: Vec<Reply>) -> Server {
+    let script = Arc::new(Mutex::new(std::collections::VecDeque::from(script)));
+    Server::start(move |hit| {
+        if hit.req.method == "GET" {
+            return json_reply(200, json!({"id": 77, "username": "assent-bot"}));
+        }
+        script.lock().unwrap().pop_front().unwrap_or_else(|| {
+            if hit.req.path().ends_with("/notes") {
+                json_reply(201, json!({"id": 3}))
+            } else {
+                json_reply(
+                    201,
+                    json!({"id": "d".repeat(40), "notes": [{"id": 1}], "individual_note": false}),
+                )
+            }
+        })
+    })
+}
+
+fn posts(server: &Server) -> usize {
+    server.seen().iter().filter(|r| r.method == "POST").count()
+}
+
+#[test]
+fn a_write_refused_with_429_is_sent_again_after_the_wait_it_asks_for() {
+    // Both of GitLab's forms: Rack::Attack's plain text, and the application limit's JSON
+    // (note creation), each with Retry-After.
+    for (label, refusal) in [
+        (
+            "text",
+            reply_with(
+                429,
+                &[("Retry-After", "60"), ("Content-Type", "text/plain")],
+                "Retry later\n",
+            ),
+        ),
+        (
+            "json",
+            Reply::Respond {
+                status: 429,
+                headers: vec![
+                    ("Content-Type".into(), "application/json".into()),
+                    ("Retry-After".into(), "60".into()),
+                ],
+                body: json!({"message": "This endpoint has been requested too many times. Try again later."})
+                    .to_string()
+                    .into_bytes(),
+            },
+        ),
+    ] {
+        let server = scripted_writes(vec![refusal]);
+        let (forge, sleeper) = forge(&server);
+        let created = forge.create_thread("x").unwrap();
+        assert_eq!(created.note_id, 1, "{label}");
+        assert_eq!(posts(&server), 2, "{label}: the same write, sent again once");
+        let seen = server.seen();
+        assert_eq!(seen[0].body, seen[1].body, "{label}: the same write");
+        // The wait GitLab asked for, and no write-settle wait: nothing was in flight.
+        assert_eq!(sleeper.delays(), vec![Duration::from_secs(60)], "{label}");
+        let tally = forge.client().rate_limits();
+        assert_eq!(tally.refused_writes, 1, "{label}");
+        assert_eq!(tally.waited, Duration::from_secs(60), "{label}");
+        assert_eq!(forge.request_counts().writes, 2, "{label}");
+    }
+}
+
+#[test]
+fn a_429_without_a_delay_backs_off_boundedly_and_retry_after_zero_still_waits() {
+    let json_429 = || {
+        json_reply(
+            429,
+            json!({"message": "This endpoint has been requested too many times. Try again later."}),
+        )
+    };
+    let server = scripted_writes(vec![
+        json_429(),
+        json_429(),
+        reply_with(429, &[("Retry-After", "0")], "Retry later"),
+        reply_with(429, &[("Retry-After", "3600")], "Retry later"),
+    ]);
+    let (forge, sleeper) = forge(&server);
+    forge.create_note("summary").unwrap();
+    assert_eq!(posts(&server), 5);
+    let delays = sleeper.delays();
+    assert_eq!(delays.len(), 4, "{delays:?}");
+    // Backoff from 1 s doubling, over its upper half: never nothing.
+    assert!(
+        delays[0] >= Duration::from_millis(500) && delays[0] <= Duration::from_secs(1),
+        "{delays:?}"
+    );
+    assert!(
+        delays[1] >= Duration::from_secs(1) && delays[1] <= Duration::from_secs(2),
+        "{delays:?}"
+    );
+    // Retry-After: 0 is taken as the shortest wait, an hour is capped at a minute.
+    assert_eq!(delays[2], retry::MIN_WRITE_RATE_LIMIT_WAIT, "{delays:?}");
+    assert_eq!(delays[3], Duration::from_secs(60), "{delays:?}");
+}
+
+#[test]
+fn when_the_rate_limit_budget_is_spent_the_write_fails_as_rate_limited() {
+    let server = Server::start(|hit| {
+        if hit.req.method == "GET" {
+            return json_reply(200, json!({"id": 77}));
+        }
+        reply_with(429, &[("Retry-After", "60")], "Retry later")
+    });
+    let mut config = config(&server);
+    config.retry.rate_limit_budget = Duration::from_secs(150);
+    let (forge, sleeper) = forge_with(config);
+    let err = forge.create_thread("x").unwrap_err();
+    match &err {
+        ForgeError::RateLimited(refusal) => {
+            assert_eq!(refusal.method, "POST");
+            assert_eq!(refusal.next_wait, Duration::from_secs(60));
+            assert_eq!(refusal.waited, Duration::from_secs(120));
+            assert_eq!(refusal.budget, Duration::from_secs(150));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!err.is_ambiguous_write(), "nothing was written: {err}");
+    let text = err.to_string();
+    assert!(text.contains("rate limited"), "{text}");
+    assert!(text.contains("(120 s waited of 150 s)"), "{text}");
+    assert!(!text.contains(TOKEN), "{text}");
+    // Two waits fitted; the third would not, so it was not started.
+    assert_eq!(sleeper.delays(), vec![Duration::from_secs(60); 2]);
+    assert_eq!(posts(&server), 3);
+
+    // The budget is the client's: a later write has none left to wait with.
+    let err = forge.create_note("y").unwrap_err();
+    assert!(err.is_rate_limited(), "{err:?}");
+    assert_eq!(sleeper.delays().len(), 2);
+}
+
+#[test]
+fn a_zero_budget_gives_up_on_the_first_429() {
+    let server = scripted_writes(vec![reply_with(
+        429,
+        &[("Retry-After", "5")],
+        "Retry later",
+    )]);
+    let mut config = config(&server);
+    config.retry.rate_limit_budget = Duration::ZERO;
+    let (forge, sleeper) = forge_with(config);
+    let err = forge.create_note("x").unwrap_err();
+    assert!(err.is_rate_limited(), "{err:?}");
+    assert!(err.to_string().contains("(0 s waited of 0 s)"), "{err}");
+    assert!(sleeper.delays().is_empty());
+    assert_eq!(posts(&server), 1);
+}
+
+#[test]
+fn read_waits_for_429_count_against_the_same_budget() {
+    let server = Server::start(|hit| match hit.index {
+        0 | 1 => reply_with(429, &[("Retry-After", "7")], "Retry later"),
+        _ => json_reply(200, json!({"id": 77})),
+    });
+    let mut config = config(&server);
+    config.retry.rate_limit_budget = Duration::from_secs(10);
+    let (forge, sleeper) = forge_with(config);
+    let err = forge.bot_user_id().unwrap_err();
+    assert!(err.is_rate_limited(), "{err:?}");
+    assert!(err.to_string().contains("(7 s waited of 10 s)"), "{err}");
+    assert_eq!(sleeper.delays(), vec![Duration::from_secs(7)]);
+    assert_eq!(server.seen().len(), 2);
+}
+
+#[test]
+fn server_errors_on_writes_stay_ambiguous_and_spend_no_rate_limit_budget() {
+    let server = scripted_writes(vec![json_reply(503, json!({"message": "busy"}))]);
+    let (forge, _sleeper) = forge(&server);
+    assert!(forge.create_thread("x").unwrap_err().is_ambiguous_write());
+    assert_eq!(posts(&server), 1);
+    assert_eq!(forge.client().rate_limits(), RateLimitTally::default());
+}
+
+#[test]
+fn writes_are_paced_when_ratelimit_remaining_says_the_window_is_spent() {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let created = |remaining: u64, reset_in: u64| Reply::Respond {
+        status: 201,
+        headers: vec![
+            ("Content-Type".into(), "application/json".into()),
+            ("RateLimit-Limit".into(), "10".into()),
+            ("RateLimit-Remaining".into(), remaining.to_string()),
+            ("RateLimit-Reset".into(), (now + reset_in).to_string()),
+        ],
+        body: json!({"id": "d".repeat(40), "notes": [{"id": 1}]})
+            .to_string()
+            .into_bytes(),
+    };
+    let server = scripted_writes(vec![created(5, 40), created(0, 30), created(9, 60)]);
+    let (forge, sleeper) = forge(&server);
+    forge.create_thread("a").unwrap();
+    forge.create_thread("b").unwrap();
+    // Plenty left after the first: no wait before the second.
+    assert!(sleeper.delays().is_empty(), "{:?}", sleeper.delays());
+    // A read in between is not held.
+    forge.bot_user_id().unwrap();
+    assert!(sleeper.delays().is_empty(), "{:?}", sleeper.delays());
+    forge.create_thread("c").unwrap();
+    let delays = sleeper.delays();
+    assert_eq!(delays.len(), 1, "{delays:?}");
+    assert!(
+        delays[0] >= Duration::from_secs(28) && delays[0] <= Duration::from_secs(30),
+        "the third write waits for the window to reset: {delays:?}"
+    );
+    forge.create_thread("d").unwrap();
+    assert_eq!(
+        sleeper.delays().len(),
+        1,
+        "the window reset: no more pacing"
+    );
+    assert_eq!(posts(&server), 4, "pacing sends nothing twice");
+    assert_eq!(forge.client().rate_limits().waited, delays[0]);
+    assert_eq!(forge.client().rate_limits().refused_writes, 0);
+}
+
+#[test]
+fn pacing_that_does_not_fit_the_budget_lets_gitlab_decide() {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let server = scripted_writes(vec![Reply::Respond {
+        status: 201,
+        headers: vec![
+            ("RateLimit-Remaining".into(), "0".into()),
+            ("RateLimit-Reset".into(), (now + 50).to_string()),
+        ],
+        body: json!({"id": 3}).to_string().into_bytes(),
+    }]);
+    let mut config = config(&server);
+    config.retry.rate_limit_budget = Duration::from_secs(20);
+    let (forge, sleeper) = forge_with(config);
+    forge.create_note("a").unwrap();
+    forge.create_note("b").unwrap();
+    assert!(sleeper.delays().is_empty(), "{:?}", sleeper.delays());
+    assert_eq!(posts(&server), 2);
 }
 
 #[test]

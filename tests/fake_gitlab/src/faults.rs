@@ -35,6 +35,10 @@ pub enum Matcher {
     QueryContains(String),
     /// Any write (a method other than GET/HEAD).
     AnyWrite,
+    /// A POST that creates a note: a thread (`…/discussions`), a reply
+    /// (`…/discussions/:id/notes`) or a plain note (`…/notes`): what GitLab's `notes_create`
+    /// application limit counts.
+    NoteCreation,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
@@ -94,6 +98,19 @@ pub enum FaultAction {
     },
     /// 301 with `Location` (default: the same URL with `/moved` before `/api/v4`). Not applied.
     Redirect { location: Option<String> },
+    /// A rate limit: at most `limit` matching requests per fixed window of `window_ms`
+    /// (a window opens at the first matching request after the last one closed); the rest
+    /// are answered like GitLab's application limits (429 JSON `This endpoint has been
+    /// requested too many times…` with `Retry-After`: the seconds left in the window, rounded
+    /// up) and not applied. With `headers`, every matching answer also carries
+    /// `RateLimit-Limit`, `RateLimit-Remaining` (after this request) and `RateLimit-Reset`
+    /// (the window's end, a Unix time rounded up), as GitLab.com sends them.
+    WindowLimit {
+        limit: u64,
+        window_ms: u64,
+        #[serde(default)]
+        headers: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -133,6 +150,10 @@ impl FaultRule {
         self.matcher = Matcher::AnyWrite;
         self
     }
+    pub fn note_creation(mut self) -> Self {
+        self.matcher = Matcher::NoteCreation;
+        self
+    }
     pub fn nth(mut self, n: u64) -> Self {
         self.when = When::Nth(n);
         self
@@ -168,6 +189,13 @@ impl FaultRule {
             Matcher::PathContains(s) => raw_path.contains(s.as_str()),
             Matcher::QueryContains(s) => query.contains(s.as_str()),
             Matcher::AnyWrite => !matches!(method, "GET" | "HEAD"),
+            Matcher::NoteCreation => {
+                method.eq_ignore_ascii_case("POST")
+                    && matches!(
+                        kind,
+                        RouteKind::Discussions | RouteKind::DiscussionNotes | RouteKind::Notes
+                    )
+            }
         }
     }
 }
@@ -187,5 +215,20 @@ mod tests {
         assert_eq!(rule.when, When::From(2));
         let json = serde_json::to_string(&rule.when).unwrap();
         assert_eq!(json, r#"{"from":2}"#);
+    }
+
+    #[test]
+    fn note_creation_matches_the_posts_that_create_notes() {
+        let rule = FaultRule::new(FaultAction::ServerError).note_creation();
+        for kind in [
+            RouteKind::Discussions,
+            RouteKind::DiscussionNotes,
+            RouteKind::Notes,
+        ] {
+            assert!(rule.matches("POST", "/p", "", kind), "{kind:?}");
+            assert!(!rule.matches("GET", "/p", "", kind), "{kind:?}");
+        }
+        assert!(!rule.matches("PUT", "/p", "", RouteKind::Note));
+        assert!(!rule.matches("PUT", "/p", "", RouteKind::Discussion));
     }
 }

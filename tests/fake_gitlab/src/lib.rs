@@ -370,7 +370,9 @@ impl FakeGitLab {
     }
 
     pub fn clear_faults(&self) {
-        self.shared.lock().faults.clear();
+        let mut g = self.shared.lock();
+        g.faults.clear();
+        g.windows.clear();
     }
 
     /// Releases every request currently held by a `Hold` rule.

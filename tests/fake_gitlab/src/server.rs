@@ -43,6 +43,9 @@ pub(crate) struct Inner {
     pub log: Vec<LoggedRequest>,
     pub violations: Vec<String>,
     pub faults: Vec<(FaultRule, u64)>,
+    /// Open windows of `WindowLimit` rules, by rule index: when the window opened and how
+    /// many requests it let through.
+    pub windows: HashMap<usize, (Instant, u64)>,
     pub writes_arrived: u64,
     pub held: usize,
     pub release_epoch: u64,
@@ -70,6 +73,7 @@ pub(crate) fn new_shared(mut state: State) -> Arc<Shared> {
             log: vec![],
             violations: vec![],
             faults: vec![],
+            windows: HashMap::new(),
             writes_arrived: 0,
             held: 0,
             release_epoch: 0,
@@ -151,7 +155,61 @@ fn fault_name(a: &FaultAction) -> &'static str {
         FaultAction::Reset => "reset",
         FaultAction::Hold { .. } => "hold",
         FaultAction::Redirect { .. } => "redirect",
+        FaultAction::WindowLimit { .. } => "window_limit",
     }
+}
+
+/// A `WindowLimit` rule's window as one request found it.
+struct Window {
+    /// Requests let through in the window, this one included when it was.
+    used: u64,
+    /// Time left until the window closes.
+    left: Duration,
+}
+
+impl Window {
+    /// `RateLimit-*` headers as GitLab.com sends them.
+    fn headers(&self, limit: u64) -> Vec<(String, String)> {
+        let reset_ms = crate::time::system_ms() + self.left.as_millis() as i64;
+        vec![
+            ("RateLimit-Limit".into(), limit.to_string()),
+            (
+                "RateLimit-Remaining".into(),
+                limit.saturating_sub(self.used).to_string(),
+            ),
+            (
+                "RateLimit-Reset".into(),
+                (reset_ms.div_euclid(1000) + 1).to_string(),
+            ),
+        ]
+    }
+
+    /// Whole seconds until the window closes, rounded up (at least 1).
+    fn retry_after(&self) -> String {
+        self.left.as_millis().div_ceil(1000).max(1).to_string()
+    }
+}
+
+/// Counts one request against rule `index`'s fixed window; true when the window admits it.
+fn window_admits(
+    windows: &mut HashMap<usize, (Instant, u64)>,
+    index: usize,
+    limit: u64,
+    window_ms: u64,
+) -> (bool, Window) {
+    let now = Instant::now();
+    let length = Duration::from_millis(window_ms);
+    let (opened, used) = windows.entry(index).or_insert((now, 0));
+    if now.duration_since(*opened) >= length {
+        *opened = now;
+        *used = 0;
+    }
+    let allowed = *used < limit;
+    if allowed {
+        *used += 1;
+    }
+    let left = length.saturating_sub(now.duration_since(*opened));
+    (allowed, Window { used: *used, left })
 }
 
 fn html(status: u16, title: &str) -> Response {
@@ -218,8 +276,9 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
     let write = !matches!(req.method.as_str(), "GET" | "HEAD");
 
     // Log arrival and pick the faults that fire.
-    let (seq, latency, action) = {
+    let (seq, latency, action, limit_headers) = {
         let mut g = shared.lock();
+        let g = &mut *g;
         let seq = g.log.len() as u64;
         g.log.push(LoggedRequest {
             seq,
@@ -240,7 +299,8 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
         let mut latency = 0;
         let mut action: Option<FaultAction> = None;
         let mut names = vec![];
-        for (rule, count) in g.faults.iter_mut() {
+        let mut limit_headers: Vec<(String, String)> = vec![];
+        for (index, (rule, count)) in g.faults.iter_mut().enumerate() {
             if !rule.matches(&req.method, &raw_path, &query, route.kind) {
                 continue;
             }
@@ -253,6 +313,22 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
                     latency += ms;
                     names.push("latency");
                 }
+                FaultAction::WindowLimit {
+                    limit,
+                    window_ms,
+                    headers,
+                } => {
+                    let (allowed, window) =
+                        window_admits(&mut g.windows, index, *limit, *window_ms);
+                    if *headers {
+                        limit_headers = window.headers(*limit);
+                    }
+                    if !allowed && action.is_none() {
+                        names.push(fault_name(&rule.action));
+                        action = Some(rule.action.clone());
+                        limit_headers.push(("Retry-After".into(), window.retry_after()));
+                    }
+                }
                 a if action.is_none() => {
                     names.push(fault_name(a));
                     action = Some(a.clone());
@@ -263,9 +339,8 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
         if !names.is_empty() {
             g.log[seq as usize].fault = Some(names.join("+"));
         }
-        drop(g);
         shared.cv.notify_all();
-        (seq, latency, action)
+        (seq, latency, action, limit_headers)
     };
     if latency > 0 {
         std::thread::sleep(Duration::from_millis(latency));
@@ -296,6 +371,10 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
         Some(FaultAction::ServerError) => Some(Response::message(500, "500 Internal Server Error")),
         Some(FaultAction::BadGateway) => Some(html(502, "502 Bad Gateway")),
         Some(FaultAction::Unavailable) => Some(html(503, "503 Service Temporarily Unavailable")),
+        Some(FaultAction::WindowLimit { .. }) => Some(Response::message(
+            429,
+            "This endpoint has been requested too many times. Try again later.",
+        )),
         Some(FaultAction::Redirect { location }) => {
             let loc = location
                 .clone()
@@ -304,7 +383,8 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
         }
         _ => None,
     };
-    if let Some(resp) = early {
+    if let Some(mut resp) = early {
+        resp.headers.extend(limit_headers);
         set_status(shared, seq, Some(resp.status));
         return Outcome::Respond(resp);
     }
@@ -328,13 +408,14 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
         _ => {}
     }
 
-    let resp = {
+    let mut resp = {
         let mut g = shared.lock();
         let inner = &mut *g;
         let (resp, user) = api::dispatch(inner, &req, &route, &raw_path, &query, &host);
         inner.log[seq as usize].user_id = user;
         resp
     };
+    resp.headers.extend(limit_headers);
     shared.cv.notify_all();
 
     match &action {
@@ -387,7 +468,9 @@ fn control(shared: &Shared, req: &RawRequest, raw_path: &str, _query: &str) -> R
             Err(e) => Response::error(400, &e.to_string()),
         },
         ("DELETE", "/__fake/faults") => {
-            shared.lock().faults.clear();
+            let mut g = shared.lock();
+            g.faults.clear();
+            g.windows.clear();
             Response::json(200, &serde_json::json!({}))
         }
         ("POST", "/__fake/release") => {

@@ -15,8 +15,13 @@
 //!   changed governed file whatever the finding count.
 //!
 //! Nothing else fires with the example policies, so a first run has exactly `findings`
-//! findings, all `challenge`; above [`GROUP_ABOVE`] of them the rule is grouped (SPEC §11.3)
-//! and they are published as one thread ([`threads`]).
+//! findings, all `challenge`; above [`GROUP_ABOVE`] of them a rule is grouped (SPEC §11.3)
+//! and its findings are published as one thread ([`threads`]).
+//!
+//! With `rules` above 1 the findings come from that many rules instead: a generated policy
+//! file (`.assent/policies/generated-rules.yaml`) holds rules `shrink-000`, `shrink-001`, …,
+//! rule `k` judging only `streams/gen-k.yaml`, and the changed files are `streams/gen-NNN.yaml`
+//! (one per rule, so `files` must equal `rules`), where the example policies do not look.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -49,6 +54,9 @@ pub struct Scenario {
     pub files: usize,
     /// Minimum size of each governed file, in bytes (both sides).
     pub file_bytes: usize,
+    /// Rules the findings come from: 1 is the example policies' `retention-shrink`; more is
+    /// a generated policy file with that many rules, one per changed file.
+    pub rules: usize,
 }
 
 /// `retention-shrink` has no `group_above` in the example policies: the default applies.
@@ -67,6 +75,30 @@ pub fn threads(scenario: &Scenario) -> usize {
 /// Number of policy files in the example repository (each read once per run).
 pub fn policy_file_count() -> usize {
     policy_files().len()
+}
+
+/// Policy files a run of `scenario` reads: the example ones, and the generated one.
+fn scenario_policy_files(scenario: &Scenario) -> usize {
+    policy_file_count() + usize::from(scenario.rules > 1)
+}
+
+/// The generated policy of `rules` rules (see the module docs).
+fn generated_rules(rules: usize) -> String {
+    let mut out = String::from(
+        "apiVersion: assent/v1\nkind: Policy\nidentities:\n  \"streams/*.yaml\": { \"/topics\": name }\nrules:\n",
+    );
+    for k in 0..rules {
+        let _ = write!(
+            out,
+            "  - id: shrink-{k:03}\n    match:\n      files: [\"{}\"]\n      pointer: \"/topics/*/retention_days\"\n      kinds: [modify]\n    when: \"int(new) < int(old)\"\n    effect: challenge\n    message: \"Retention of {{{{ entry }}}} shrinks from {{{{ old }}}} to {{{{ new }}}} days.\"\n",
+            stream_path(k)
+        );
+    }
+    out
+}
+
+fn stream_path(index: usize) -> String {
+    format!("streams/gen-{index:03}.yaml")
 }
 
 fn policy_files() -> Vec<PathBuf> {
@@ -114,16 +146,29 @@ pub fn file_pair(scenario: &Scenario, index: usize) -> (String, String) {
     (base, source)
 }
 
-/// Path of governed file `index`.
+/// Path of governed file `index` of a one-rule scenario.
 pub fn file_path(index: usize) -> String {
     format!("topics/gen-{index:03}.yaml")
+}
+
+/// Path of governed file `index` of `scenario`.
+fn scenario_file_path(scenario: &Scenario, index: usize) -> String {
+    if scenario.rules > 1 {
+        stream_path(index)
+    } else {
+        file_path(index)
+    }
 }
 
 /// Seeds `scenario` into a fake started on `fixtures::basic()`: replaces the MR's diff and
 /// adds policies, files and discussions.
 pub fn seed(fake: &FakeGitLab, scenario: &Scenario) {
     assert!(scenario.files >= 1, "a scenario changes at least one file");
-    let policies: Vec<(String, Vec<u8>)> = policy_files()
+    assert!(
+        scenario.rules <= 1 || scenario.rules == scenario.files,
+        "one changed file per generated rule"
+    );
+    let mut policies: Vec<(String, Vec<u8>)> = policy_files()
         .iter()
         .map(|f| {
             (
@@ -135,6 +180,12 @@ pub fn seed(fake: &FakeGitLab, scenario: &Scenario) {
             )
         })
         .collect();
+    if scenario.rules > 1 {
+        policies.push((
+            ".assent/policies/generated-rules.yaml".to_owned(),
+            generated_rules(scenario.rules).into_bytes(),
+        ));
+    }
     let pairs: Vec<(String, String)> = (0..scenario.files)
         .map(|i| file_pair(scenario, i))
         .collect();
@@ -159,7 +210,7 @@ pub fn seed(fake: &FakeGitLab, scenario: &Scenario) {
             .unwrap();
         mr.diffs.clear();
         for (i, (base, source)) in pairs.into_iter().enumerate() {
-            let path = file_path(i);
+            let path = scenario_file_path(scenario, i);
             mr.diffs.push(DiffFile::modified(&path));
             project
                 .files
@@ -225,7 +276,7 @@ pub struct Expected {
 /// `discussions` items.
 fn fixed_reads(scenario: &Scenario, discussions: usize) -> u64 {
     1 + 1
-        + policy_file_count() as u64
+        + scenario_policy_files(scenario) as u64
         + pages(scenario.files)
         + 2 * scenario.files as u64
         + 1

@@ -53,18 +53,24 @@ pub struct RunResult {
     pub code: Option<i32>,
     /// Everything the run printed on stdout.
     pub stdout: String,
-    /// Everything the run printed on stderr.
+    /// Stderr without the progress lines: errors, help and warnings only.
     pub stderr: String,
+    /// The `progress: …` lines of stderr (SPEC §11.5), in order.
+    pub progress: Vec<String>,
     /// The receipt file's bytes, when one was written.
     pub receipt_text: Option<String>,
 }
 
 impl RunResult {
     fn from_output(output: Output, receipt: &Path) -> RunResult {
+        let all = String::from_utf8(output.stderr).expect("stderr is UTF-8");
+        let (progress, rest): (Vec<&str>, Vec<&str>) =
+            all.lines().partition(|l| l.starts_with("progress: "));
         RunResult {
             code: output.status.code(),
             stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
-            stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+            stderr: rest.iter().map(|l| format!("{l}\n")).collect(),
+            progress: progress.into_iter().map(str::to_owned).collect(),
             receipt_text: std::fs::read_to_string(receipt).ok(),
         }
     }
@@ -133,6 +139,10 @@ impl RunResult {
         ] {
             assert!(!self.stdout.contains(token), "token on stdout");
             assert!(!self.stderr.contains(token), "token on stderr");
+            assert!(
+                self.progress.iter().all(|l| !l.contains(token)),
+                "token in a progress line"
+            );
             if let Some(receipt) = &self.receipt_text {
                 assert!(!receipt.contains(token), "token in the receipt");
             }

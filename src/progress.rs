@@ -1,0 +1,377 @@
+//! Progress of `assent run` and `assent sweep` (SPEC §11.5): what a long run is doing, one
+//! line per phase on stderr, for the person watching a CI log.
+//!
+//! The run and sweep layers report [`Event`]s to a [`Progress`] observer passed in; they
+//! never print. The command layer passes a [`Lines`] printer (stderr), or [`Silent`] under
+//! `--format json` and `--quiet`, where stderr carries only errors and warnings. The pure
+//! core knows nothing of this.
+//!
+//! Writes are reported one event per request, and [`Lines`] keeps the log readable: a write
+//! line at every tenth of the planned writes, at the last one, and whenever
+//! [`Lines::heartbeat`] has passed since the last line (a run paced by GitLab's rate limit
+//! still shows it is alive), never one line per write of ten thousand.
+
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Which listing of the merge request's discussions an [`Event::Listed`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// Step 2: the artifacts the plan is made from.
+    Inventory,
+    /// After a write whose outcome is unknown: the listing decides, and the plan is made again.
+    AfterAmbiguousWrite,
+    /// Step 9: the rescan after the writes.
+    Rescan,
+    /// The listing that confirms the "verified" edit (SPEC §10.6).
+    Confirm,
+}
+
+/// One thing worth telling the operator. Counts only: no bodies, no token, nothing a
+/// contributor wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// The run's inputs are read: policy files at the target SHA, the change set, the
+    /// governed contents.
+    InputsRead {
+        /// Policy files read.
+        policy_files: usize,
+        /// Files the MR changes (`None`: the change set could not be listed completely).
+        changed_files: Option<usize>,
+        /// Requests the reading took.
+        requests: u64,
+    },
+    /// The desired state is computed.
+    DesiredState {
+        /// Desired findings.
+        findings: usize,
+        /// Distinct rules among them.
+        rules: usize,
+    },
+    /// A listing of the MR's discussions is complete.
+    Listed {
+        /// Which one.
+        listing: Listing,
+        /// Discussions listed.
+        discussions: usize,
+        /// Requests (pages, and retries) it took.
+        requests: u64,
+    },
+    /// A round's writes are planned (the summary's included).
+    Planned {
+        /// Requests the round will send.
+        writes: usize,
+    },
+    /// A write of the round was sent and answered.
+    Wrote {
+        /// Writes done in this round.
+        done: usize,
+        /// Writes planned for this round.
+        total: usize,
+    },
+    /// The rescan matched and the summary says "verified".
+    Verified {
+        /// The head the review state is verified for.
+        head: &'a str,
+    },
+    /// The run met GitLab's rate limits (reported once, at the end, when it did).
+    RateLimits {
+        /// Writes GitLab refused with 429 (each sent again, or the last one given up on).
+        refused_writes: u64,
+        /// Total wait for rate limits: 429s on reads and writes, and pacing.
+        waited: Duration,
+    },
+    /// The sweep listed the open merge requests of its window.
+    MergeRequestsListed {
+        /// Open MRs in the window.
+        count: usize,
+        /// Requests the listing took.
+        requests: u64,
+    },
+    /// The sweep examined one more merge request.
+    Examined {
+        /// MRs examined so far.
+        done: usize,
+        /// MRs the sweep will examine.
+        total: usize,
+        /// Pipelines created (or, in a dry run, that would be) so far.
+        healed: usize,
+    },
+}
+
+/// Receives the [`Event`]s of a run or a sweep. Implementations must be cheap: events come
+/// from the executor between requests.
+pub trait Progress: Send + Sync {
+    /// One event, in the order things happen.
+    fn event(&self, event: &Event<'_>);
+}
+
+/// Reports nothing (`--quiet`, `--format json`, the library's default).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Silent;
+
+impl Progress for Silent {
+    fn event(&self, _: &Event<'_>) {}
+}
+
+/// Prints events as `progress: …` lines, each with the time since the printer was made.
+pub struct Lines<W: Write + Send> {
+    out: Mutex<LinesState<W>>,
+    started: Instant,
+    /// The longest silence while writes go on: a write line is printed when this much has
+    /// passed since the last line, whatever the count (default 10 s).
+    pub heartbeat: Duration,
+}
+
+struct LinesState<W> {
+    out: W,
+    last_line: Instant,
+}
+
+impl Lines<std::io::Stderr> {
+    /// Lines on stderr.
+    pub fn stderr() -> Self {
+        Lines::new(std::io::stderr())
+    }
+}
+
+impl<W: Write + Send> Lines<W> {
+    /// Lines on `out`.
+    pub fn new(out: W) -> Self {
+        let now = Instant::now();
+        Lines {
+            out: Mutex::new(LinesState {
+                out,
+                last_line: now,
+            }),
+            started: now,
+            heartbeat: Duration::from_secs(10),
+        }
+    }
+
+    /// The writer back (tests read what was printed).
+    pub fn into_inner(self) -> W {
+        self.out.into_inner().unwrap_or_else(|e| e.into_inner()).out
+    }
+
+    fn line(&self, state: &mut LinesState<W>, text: &str) {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        // A log line that cannot be written is not worth failing a run for.
+        let _ = writeln!(state.out, "progress: {text} [{elapsed:.1} s]");
+        let _ = state.out.flush();
+        state.last_line = Instant::now();
+    }
+}
+
+/// `n` and the noun, singular or plural.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Whether write `done` of `total` gets a line: every tenth of the plan, and the last.
+fn write_milestone(done: usize, total: usize) -> bool {
+    let step = total.div_ceil(10).max(1);
+    done == total || done.is_multiple_of(step)
+}
+
+impl<W: Write + Send> Progress for Lines<W> {
+    fn event(&self, event: &Event<'_>) {
+        let mut state = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let text = match *event {
+            Event::InputsRead {
+                policy_files,
+                changed_files,
+                requests,
+            } => {
+                let changed = match changed_files {
+                    Some(n) => count(n, "changed file", "changed files"),
+                    None => "the change set incomplete".to_owned(),
+                };
+                format!(
+                    "inputs read: {}, {changed} ({})",
+                    count(policy_files, "policy file", "policy files"),
+                    count(requests as usize, "request", "requests")
+                )
+            }
+            Event::DesiredState { findings, rules } => format!(
+                "desired state: {} of {}",
+                count(findings, "finding", "findings"),
+                count(rules, "rule", "rules")
+            ),
+            Event::Listed {
+                listing,
+                discussions,
+                requests,
+            } => {
+                let what = match listing {
+                    Listing::Inventory => "listed",
+                    Listing::AfterAmbiguousWrite => {
+                        "listed again after a write of unknown outcome:"
+                    }
+                    Listing::Rescan => "rescan listed",
+                    Listing::Confirm => "confirmation listed",
+                };
+                format!(
+                    "{what} {} ({})",
+                    count(discussions, "discussion", "discussions"),
+                    count(requests as usize, "request", "requests")
+                )
+            }
+            Event::Planned { writes: 0 } => "plan: nothing to write".to_owned(),
+            Event::Planned { writes } => format!("plan: {}", count(writes, "write", "writes")),
+            Event::Wrote { done, total } => {
+                let due =
+                    write_milestone(done, total) || state.last_line.elapsed() >= self.heartbeat;
+                if !due {
+                    return;
+                }
+                format!("writes {done}/{total}")
+            }
+            Event::Verified { head } => {
+                format!("verified at {}", head.get(..8).unwrap_or(head))
+            }
+            Event::RateLimits {
+                refused_writes,
+                waited,
+            } => format!(
+                "rate limits: {} refused with 429 and sent again, {:.0} s waited in total",
+                count(refused_writes as usize, "write", "writes"),
+                waited.as_secs_f64()
+            ),
+            Event::MergeRequestsListed { count: n, requests } => format!(
+                "listed {} in the window ({})",
+                count(n, "open merge request", "open merge requests"),
+                count(requests as usize, "request", "requests")
+            ),
+            Event::Examined {
+                done,
+                total,
+                healed,
+            } => {
+                let due =
+                    write_milestone(done, total) || state.last_line.elapsed() >= self.heartbeat;
+                if !due {
+                    return;
+                }
+                format!("examined {done}/{total} merge requests, {healed} needing a pipeline")
+            }
+        };
+        self.line(&mut state, &text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn printed(events: &[Event<'_>], heartbeat: Duration) -> Vec<String> {
+        let mut lines = Lines::new(Vec::new());
+        lines.heartbeat = heartbeat;
+        for e in events {
+            lines.event(e);
+        }
+        String::from_utf8(lines.into_inner())
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let (text, time) = l.rsplit_once(" [").expect("a time");
+                assert!(time.ends_with(" s]"), "{l}");
+                text.to_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ten_thousand_writes_print_ten_lines_not_ten_thousand() {
+        let writes: Vec<Event<'_>> = (1..=10_000)
+            .map(|done| Event::Wrote {
+                done,
+                total: 10_000,
+            })
+            .collect();
+        let lines = printed(&writes, Duration::from_secs(3_600));
+        let expected: Vec<String> = (1..=10)
+            .map(|k| format!("progress: writes {}/10000", k * 1_000))
+            .collect();
+        assert_eq!(lines, expected);
+    }
+
+    #[test]
+    fn a_short_plan_prints_each_write_and_the_heartbeat_prints_between_milestones() {
+        let writes = |total| -> Vec<Event<'_>> {
+            (1..=total)
+                .map(|done| Event::Wrote { done, total })
+                .collect()
+        };
+        assert_eq!(
+            printed(&writes(3), Duration::from_secs(3_600)),
+            [
+                "progress: writes 1/3",
+                "progress: writes 2/3",
+                "progress: writes 3/3"
+            ]
+        );
+        // A zero heartbeat: every write is "long after the last line".
+        assert_eq!(printed(&writes(100), Duration::ZERO).len(), 100);
+    }
+
+    #[test]
+    fn every_phase_has_its_line() {
+        let lines = printed(
+            &[
+                Event::InputsRead {
+                    policy_files: 2,
+                    changed_files: Some(1),
+                    requests: 5,
+                },
+                Event::DesiredState {
+                    findings: 1,
+                    rules: 1,
+                },
+                Event::Listed {
+                    listing: Listing::Inventory,
+                    discussions: 0,
+                    requests: 1,
+                },
+                Event::Planned { writes: 2 },
+                Event::Listed {
+                    listing: Listing::Rescan,
+                    discussions: 2,
+                    requests: 1,
+                },
+                Event::Verified {
+                    head: "2222222222222222222222222222222222222222",
+                },
+                Event::RateLimits {
+                    refused_writes: 2,
+                    waited: Duration::from_secs(120),
+                },
+                Event::MergeRequestsListed {
+                    count: 3,
+                    requests: 1,
+                },
+                Event::Examined {
+                    done: 3,
+                    total: 3,
+                    healed: 1,
+                },
+            ],
+            Duration::from_secs(3_600),
+        );
+        assert_eq!(
+            lines,
+            [
+                "progress: inputs read: 2 policy files, 1 changed file (5 requests)",
+                "progress: desired state: 1 finding of 1 rule",
+                "progress: listed 0 discussions (1 request)",
+                "progress: plan: 2 writes",
+                "progress: rescan listed 2 discussions (1 request)",
+                "progress: verified at 22222222",
+                "progress: rate limits: 2 writes refused with 429 and sent again, 120 s waited in total",
+                "progress: listed 3 open merge requests in the window (1 request)",
+                "progress: examined 3/3 merge requests, 1 needing a pipeline",
+            ]
+        );
+    }
+}
