@@ -14,7 +14,7 @@ const BOT: u64 = 1;
 const HEAD: &str = "1111111111111111111111111111111111111111";
 const PUSHED: &str = "4444444444444444444444444444444444444444";
 
-fn ctx(head: &str) -> RunContext {
+pub(super) fn ctx(head: &str) -> RunContext {
     RunContext {
         project: "42".into(),
         mr: 7,
@@ -32,7 +32,7 @@ fn approvable() -> DesiredState {
 }
 
 /// One challenge: `REVIEW` until a person other than the author resolves its thread.
-fn challenged() -> DesiredState {
+pub(super) fn challenged() -> DesiredState {
     DesiredState::new(vec![Finding {
         slot: Slot {
             rule: "retention-shrink".into(),

@@ -1,36 +1,16 @@
 //! The typed refusals (`stale-pipeline`, `mr-not-open`) keep what the listing found: seed
 //! 004 attaches warnings "on every Reconcile return including the typed refusals".
 
+use super::approval_tests::challenged;
 use super::*;
-use crate::core::model::{Effect, Finding, Occurrence, Slot};
-use crate::forge::memory::{InMemoryForge, MR_AUTHOR_USER_ID};
+use crate::forge::memory::InMemoryForge;
 
 const BOT: u64 = 1;
 const PINNED: &str = "1111111111111111111111111111111111111111";
 const PUSHED: &str = "4444444444444444444444444444444444444444";
 
 fn ctx() -> RunContext {
-    RunContext {
-        project: "42".into(),
-        mr: 7,
-        pins: crate::fixture::runner::fixture_pins(PINNED),
-        web_url: None,
-        dry_run: false,
-        mr_author_id: Some(MR_AUTHOR_USER_ID),
-        target: None,
-    }
-}
-
-fn challenged() -> DesiredState {
-    DesiredState::new(vec![Finding {
-        slot: Slot {
-            rule: "retention-shrink".into(),
-            subject: "topics/orders.yaml#/topics/orders.events.v1/retention_days".into(),
-        },
-        effect: Effect::Challenge,
-        occurrence: Occurrence::digest(b"30 -> 7"),
-        message: "Retention shrinks from 30 to 7 days.".into(),
-    }])
+    super::approval_tests::ctx(PINNED)
 }
 
 /// A forge whose listing holds a bot note with a marker that does not parse.

@@ -14,7 +14,7 @@
 //!   blindly; a 429 waited out and the write sent again, within a per-run budget.
 //! * [`pagination`]: every page of a listing via `X-Next-Page`/`Link`, or an error.
 //! * [`endpoints`]: the routes the `gitlab` crate has no builder for.
-//! * [`advice`]: what an operator can do about a failed request (one line each).
+//! * [`advice`](mod@advice): what an operator can do about a failed request (one line each).
 //! * [`client`]: one project's connection (transport, retry, typed sends); every command's
 //!   requests go through one.
 //! * [`forge`]: the ports, per merge request, over a client.
