@@ -519,12 +519,15 @@ fn run_rate_limited(bin: &str, latency_ms: u64, limit: u64, window_s: u64, findi
     println!(
         "\n### A note-creation limit of {limit} per {window_s} s, F = {findings} ({latency_ms} ms per request)\n\n| headers | exit | writes | note creations | 429s met | floor s | window floor s | wall s | wall/floor | error |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
+    // One thread per finding needs rules that fire at most `GROUP_ABOVE` times each: one
+    // rule's 600 findings would be one grouped thread (SPEC §11.3) and meet no limit.
+    let rules = findings.div_ceil(perf_world::GROUP_ABOVE).max(1);
     let scenario = Scenario {
         discussions: 10,
         findings,
-        files: 1,
+        files: rules,
         file_bytes: 10_000,
-        rules: 1,
+        rules,
     };
     for headers in [false, true] {
         let fake = FakeGitLab::start(fixtures::basic());
