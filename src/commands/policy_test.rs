@@ -85,6 +85,11 @@ pub struct TestArgs {
     /// environment variable is set.
     #[arg(long)]
     pub update: bool,
+    /// Run only the cases whose file path or name contains TEXT (any case); the others are
+    /// counted as filtered out. A filter that matches no case is an error, so a typo cannot
+    /// pass as a green run.
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
 }
 
 /// One test case as written.
@@ -442,8 +447,21 @@ pub fn run(args: &TestArgs) -> Exit {
         }
     };
 
+    let wanted = |path: &str, name: Option<&str>| match &args.filter {
+        None => true,
+        Some(filter) => {
+            let filter = filter.to_lowercase();
+            path.to_lowercase().contains(&filter)
+                || name.is_some_and(|n| n.to_lowercase().contains(&filter))
+        }
+    };
     let (mut passed, mut failed, mut updated, mut broken) = (0usize, 0usize, 0usize, 0usize);
+    let mut filtered_out = 0usize;
     for Refusal { path, reason } in &refused {
+        if !wanted(path, None) {
+            filtered_out += 1;
+            continue;
+        }
         let shown = shown_path(repo, path);
         println!("BROKEN {shown}");
         eprintln!("error: {shown}: {reason}");
@@ -454,6 +472,11 @@ pub fn run(args: &TestArgs) -> Exit {
         let full = repo.join(case_path);
         let (text, case) = match load_case(repo, case_path, &shown) {
             Ok(loaded) => loaded,
+            // A case that does not parse has no name: the filter sees its path only.
+            Err(BrokenCase { .. }) if !wanted(case_path, None) => {
+                filtered_out += 1;
+                continue;
+            }
             Err(BrokenCase { message }) => {
                 println!("BROKEN {shown}");
                 eprintln!("error: {message}");
@@ -461,6 +484,10 @@ pub fn run(args: &TestArgs) -> Exit {
                 continue;
             }
         };
+        if !wanted(case_path, case.name.as_deref()) {
+            filtered_out += 1;
+            continue;
+        }
         let name = excerpt(
             case.name.as_deref().unwrap_or(case_path.as_str()),
             MAX_NAME_CHARS,
@@ -494,11 +521,24 @@ pub fn run(args: &TestArgs) -> Exit {
             println!("    {}", excerpt(&line, MAX_MESSAGE_CHARS));
         }
     }
-    if updated > 0 {
-        println!("{passed} passed, {failed} failed ({updated} updated)");
-    } else {
-        println!("{passed} passed, {failed} failed");
+    if let Some(filter) = &args.filter
+        && passed + failed + broken == 0
+    {
+        eprintln!(
+            "error: no test case matches --filter {:?} ({filtered_out} case(s) in {}); a filter matches part of a case's file path or name",
+            excerpt(filter, MAX_NAME_CHARS),
+            shown_path(repo, TEST_DIR)
+        );
+        return Exit::Usage;
     }
+    let mut tally = format!("{passed} passed, {failed} failed");
+    if updated > 0 {
+        tally.push_str(&format!(" ({updated} updated)"));
+    }
+    if filtered_out > 0 {
+        tally.push_str(&format!("; {filtered_out} filtered out"));
+    }
+    println!("{tally}");
     if broken > 0 {
         eprintln!("error: {broken} test file(s) could not be read, parsed or updated");
         Exit::Usage

@@ -57,6 +57,44 @@ fn lint_defaults_to_the_current_directory_and_prints_bare_paths() {
     );
 }
 
+/// `--filter` runs the cases whose path or name matches, says how many it left out, and
+/// refuses a filter that matches nothing (a typo must not pass as a green run).
+#[test]
+fn a_filter_runs_only_the_matching_cases() {
+    let (code, out, err) = assent(&["test", GOOD, "--filter", "RETENTION-shrink"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let ran: Vec<&str> = out.lines().filter(|l| l.starts_with("ok     ")).collect();
+    assert!(!ran.is_empty(), "{out}");
+    assert!(
+        ran.iter()
+            .all(|l| l.to_lowercase().contains("retention-shrink")),
+        "{out}"
+    );
+    let total = std::fs::read_dir(format!("{GOOD}/.assent/tests"))
+        .unwrap()
+        .count();
+    assert_eq!(
+        out.lines().last(),
+        Some(
+            format!(
+                "{} passed, 0 failed; {} filtered out",
+                ran.len(),
+                total - ran.len()
+            )
+            .as_str()
+        )
+    );
+    // By name: a case's `name:` matches too.
+    let (code, out, _) = assent(&["test", GOOD, "--filter", "is challenged"], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("retention-shrink-is-challenged.yaml"), "{out}");
+
+    let (code, out, err) = assent(&["test", GOOD, "--filter", "no-such-case"], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("no test case matches --filter"), "{err}");
+    assert!(!out.contains("passed"), "{out}");
+}
+
 #[test]
 fn the_example_repository_tests_pass() {
     let (code, out, err) = assent(&["test", GOOD], &[]);
