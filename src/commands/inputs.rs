@@ -16,6 +16,9 @@ const MAX_WRITE_SETTLE: Duration = Duration::from_secs(600);
 /// run should fail with its own clear line before the job is killed without one.
 const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(6 * 3_600);
 
+/// The fix to add to a rate-limited failure's line: how to wait longer.
+pub const RATE_LIMIT_ADVICE: &str = "to wait longer, raise --rate-limit-wait or ASSENT_RATE_LIMIT_WAIT, or the bot user's rate limits in GitLab; a rerun continues where this run stopped";
+
 /// How long `run` and `sweep` may wait for GitLab's rate limits (SPEC §11.1).
 #[derive(Debug, Clone, Args)]
 pub struct RateLimitArgs {

@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::forge::ForgeError;
+use crate::progress::{Lines, Progress, Silent};
 use crate::review_run::RunError;
 
 /// Exit codes shared by every command (SPEC §2).
@@ -44,6 +45,16 @@ pub enum Format {
     Text,
     /// One JSON document, for a machine.
     Json,
+}
+
+/// The progress observer of `run` and `sweep`: lines on stderr, unless the output is JSON
+/// (stderr then carries only errors and warnings) or `--quiet`.
+pub fn progress_for(json: bool, quiet: bool) -> Box<dyn Progress> {
+    if json || quiet {
+        Box::new(Silent)
+    } else {
+        Box::new(Lines::stderr())
+    }
 }
 
 /// A usage or configuration error: exit 2, found before any forge write. Any other error a

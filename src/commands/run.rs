@@ -8,15 +8,16 @@ use clap::{Args, ValueEnum};
 use anyhow::Context as _;
 
 use crate::commands::inputs::{
-    ConnectionArgs, EnvLookup, InputError, RateLimitArgs, first_of, process_env, resolve_mr,
+    ConnectionArgs, EnvLookup, InputError, RATE_LIMIT_ADVICE, RateLimitArgs, first_of, process_env,
+    resolve_mr,
 };
-use crate::commands::{CommandResult, Exit, Format, UsageError};
+use crate::commands::{CommandResult, Exit, Format, UsageError, progress_for};
 use crate::core::commit_sha::{self, parse_commit_sha};
 use crate::core::model::Decision;
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
 use crate::core::semantic_diff::Limits;
 use crate::gitlab::GitLabForge;
-use crate::progress::{Event, Lines, Progress, Silent};
+use crate::progress::Event;
 use crate::reconcile::Staleness;
 use crate::review_run::{RunReport, RunRequest, run_review_observed};
 
@@ -100,19 +101,6 @@ pub struct RunArgs {
     #[arg(long)]
     pub quiet: bool,
 }
-
-/// The progress observer of `run` and `sweep`: lines on stderr, unless the output is JSON
-/// (stderr then carries only errors and warnings) or `--quiet`.
-pub fn progress_for(json: bool, quiet: bool) -> Box<dyn Progress> {
-    if json || quiet {
-        Box::new(Silent)
-    } else {
-        Box::new(Lines::stderr())
-    }
-}
-
-/// The fix to add to a rate-limited failure's line: how to wait longer.
-pub const RATE_LIMIT_ADVICE: &str = "to wait longer, raise --rate-limit-wait or ASSENT_RATE_LIMIT_WAIT, or the bot user's rate limits in GitLab; a rerun continues where this run stopped";
 
 /// Runs `assent run` with the process environment.
 pub fn run(args: &RunArgs) -> CommandResult {

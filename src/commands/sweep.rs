@@ -8,9 +8,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
-use crate::commands::inputs::{ConnectionArgs, RateLimitArgs, process_env};
-use crate::commands::run::{RATE_LIMIT_ADVICE, progress_for};
-use crate::commands::{CommandResult, Exit, Format, UsageError};
+use crate::commands::inputs::{ConnectionArgs, RATE_LIMIT_ADVICE, RateLimitArgs, process_env};
+use crate::commands::{CommandResult, Exit, Format, UsageError, progress_for};
 use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
 use crate::gitlab::GitLabClient;
 use crate::sweeper::{GitLabSweepForge, SweepSettings, sweep_observed};
