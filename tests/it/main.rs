@@ -28,6 +28,7 @@ mod protocol_properties;
 mod replay_cli;
 mod request_counts;
 mod run_cli;
+mod sandbox;
 mod scale_cli;
 mod sweep_cli;
 

@@ -11,7 +11,8 @@
 //!
 //! The server listens on `127.0.0.1:0`, runs one thread per connection, keeps all state
 //! behind one mutex and stops when the handle is dropped. Control routes under `/__fake/`
-//! need no token: `GET /__fake/state`, `GET /__fake/log`, `POST /__fake/log/reset`,
+//! need no token: `GET /__fake/state`, `GET /__fake/transcript` (every MR's notes as text),
+//! `GET /__fake/log`, `POST /__fake/log/reset`,
 //! `POST /__fake/faults` (a JSON [`FaultRule`]), `DELETE /__fake/faults`,
 //! `POST /__fake/release`.
 
@@ -24,6 +25,7 @@ mod http;
 pub mod model;
 pub mod ops;
 pub mod route;
+pub mod sandbox;
 mod server;
 pub mod socks;
 pub mod time;

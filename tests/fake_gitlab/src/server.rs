@@ -445,6 +445,14 @@ fn control(shared: &Shared, req: &RawRequest, raw_path: &str, _query: &str) -> R
             let g = shared.lock();
             Response::json(200, &serde_json::to_value(&g.state).expect("state"))
         }
+        ("GET", "/__fake/transcript") => {
+            let g = shared.lock();
+            Response::bytes(
+                200,
+                "text/plain; charset=utf-8",
+                crate::sandbox::transcript(&g.state).into_bytes(),
+            )
+        }
         ("GET", "/__fake/log") => {
             let g = shared.lock();
             Response::json(

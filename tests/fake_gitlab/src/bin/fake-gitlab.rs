@@ -1,12 +1,15 @@
 //! `fake-gitlab --port 0 --state state.yaml [--dump-on-exit out.yaml]`
+//! `fake-gitlab --example topic-registry [--port N]` (the local sandbox)
+//! `fake-gitlab --target-tree DIR --source-tree DIR [--port N]` (a sandbox of your own trees)
 //!
-//! Prints the API base URL on its first stdout line and serves until killed. On SIGTERM or
-//! SIGINT it writes the current state to `--dump-on-exit` (when given) and exits 0.
+//! Prints the API base URL on its first stdout line and serves until killed; a sandbox then
+//! prints the environment to export and what to try. On SIGTERM or SIGINT it writes the
+//! current state to `--dump-on-exit` (when given) and exits 0.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use fake_gitlab::{FakeGitLab, State};
+use fake_gitlab::{FakeGitLab, State, sandbox};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -15,14 +18,32 @@ extern "C" fn on_signal(_: libc::c_int) {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: fake-gitlab [--port N] [--state FILE.yaml|FILE.json] [--dump-on-exit FILE]");
+    eprintln!(
+        "usage: fake-gitlab [--port N] [--state FILE.yaml|FILE.json] [--dump-on-exit FILE]
+       fake-gitlab --example topic-registry [--port N] [--dump-on-exit FILE]
+       fake-gitlab --target-tree DIR --source-tree DIR [--port N] [--dump-on-exit FILE]
+
+--example starts the local sandbox: the example repository as project {} with one open
+merge request, and prints the environment to export for assent doctor, run and sweep.
+--target-tree/--source-tree do the same with two directory trees of your own (the target
+branch, and the MR's source branch).",
+        sandbox::PROJECT_PATH
+    );
     std::process::exit(2);
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("fake-gitlab: {message}");
+    std::process::exit(2)
 }
 
 fn main() {
     let mut port: u16 = 0;
     let mut state_path: Option<String> = None;
     let mut dump: Option<String> = None;
+    let mut example: Option<String> = None;
+    let mut target_tree: Option<String> = None;
+    let mut source_tree: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -34,13 +55,33 @@ fn main() {
             }
             "--state" => state_path = Some(args.next().unwrap_or_else(|| usage())),
             "--dump-on-exit" => dump = Some(args.next().unwrap_or_else(|| usage())),
+            "--example" => example = Some(args.next().unwrap_or_else(|| usage())),
+            "--target-tree" => target_tree = Some(args.next().unwrap_or_else(|| usage())),
+            "--source-tree" => source_tree = Some(args.next().unwrap_or_else(|| usage())),
             "-h" | "--help" => usage(),
             _ => usage(),
         }
     }
-    let state: State = match &state_path {
-        None => State::default(),
-        Some(p) => {
+    let trees = match (&example, &target_tree, &source_tree, &state_path) {
+        (None, None, None, _) => None,
+        (Some(name), None, None, None) => {
+            Some(sandbox::example(name).unwrap_or_else(|e| fail(&e.to_string())))
+        }
+        (None, Some(target), Some(source), None) => {
+            let read = |dir: &str| {
+                sandbox::read_tree(std::path::Path::new(dir))
+                    .unwrap_or_else(|e| fail(&e.to_string()))
+            };
+            Some((read(target), read(source)))
+        }
+        _ => usage(),
+    };
+    let state: State = match (&trees, &state_path) {
+        (Some((target, source)), _) => {
+            sandbox::state(target, source).unwrap_or_else(|e| fail(&e.to_string()))
+        }
+        (None, None) => State::default(),
+        (None, Some(p)) => {
             let text = std::fs::read_to_string(p).unwrap_or_else(|e| {
                 eprintln!("fake-gitlab: cannot read {p}: {e}");
                 std::process::exit(2)
@@ -66,6 +107,18 @@ fn main() {
         std::process::exit(2)
     });
     println!("{}", fake.base_url());
+    if trees.is_some() {
+        let state = fake.state();
+        println!(
+            "\nfake GitLab sandbox: project {} with open merge request !{}.\n\
+             # In another shell, export the CI environment of its merge request job:\n{}\n{}\
+             # Stop the sandbox with Ctrl-C; it keeps nothing.",
+            sandbox::PROJECT_PATH,
+            sandbox::MR_IID,
+            sandbox::exports(&fake.base_url(), &state),
+            sandbox::guide(&fake.base_url(), &state),
+        );
+    }
     use std::io::Write;
     let _ = std::io::stdout().flush();
     while !STOP.load(Ordering::SeqCst) {
