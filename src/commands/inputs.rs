@@ -185,17 +185,9 @@ impl ConnectionArgs {
 }
 
 impl Connection {
-    /// The adapter configuration for merge request `mr_iid`.
-    pub fn gitlab_config(&self, mr_iid: u64) -> GitLabConfig {
-        GitLabConfig {
-            mr_iid,
-            ..self.project_config()
-        }
-    }
-
-    /// The project-level configuration (for a `GitLabClient` that serves many MRs).
-    pub fn project_config(&self) -> GitLabConfig {
-        let mut config = GitLabConfig::for_project(
+    /// The project's client configuration (one `GitLabClient`; each MR's forge goes over it).
+    pub fn gitlab_config(&self) -> GitLabConfig {
+        let mut config = GitLabConfig::new(
             self.api_url.clone(),
             self.token.clone(),
             self.project.clone(),
@@ -362,7 +354,7 @@ mod tests {
         assert_eq!(c.rate_limit_wait, DEFAULT_RATE_LIMIT_BUDGET);
         c.rate_limit_wait = Duration::from_secs(5);
         assert_eq!(
-            c.gitlab_config(7).retry.rate_limit_budget,
+            c.gitlab_config().retry.rate_limit_budget,
             Duration::from_secs(5)
         );
     }
@@ -377,7 +369,7 @@ mod tests {
         let c = args().resolve(&env(&base)).unwrap();
         assert_eq!(c.write_settle, DEFAULT_WRITE_SETTLE);
         assert!(c.write_settle > Duration::from_secs(60));
-        assert_eq!(c.gitlab_config(7).retry.write_settle, DEFAULT_WRITE_SETTLE);
+        assert_eq!(c.gitlab_config().retry.write_settle, DEFAULT_WRITE_SETTLE);
 
         let with = |value: &str| {
             let mut pairs = base.to_vec();

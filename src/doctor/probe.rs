@@ -85,7 +85,6 @@ fn doctor_config(inputs: &DoctorInputs) -> GitLabConfig {
         inputs.api_url.clone(),
         inputs.token.clone(),
         inputs.project.clone(),
-        inputs.mr.unwrap_or(0),
     );
     config.ca_file = inputs.ca_file.clone();
     config.request_timeout = Duration::from_secs(30);
@@ -611,7 +610,7 @@ fn p_ci_config_path(project: Option<&Value>) -> Option<String> {
 }
 
 fn policies_check(inputs: &DoctorInputs, branch: &str) -> Check {
-    let forge = match GitLabForge::new(doctor_config(inputs)) {
+    let forge = match GitLabForge::new(doctor_config(inputs), inputs.mr.unwrap_or(0)) {
         Ok(f) => f,
         Err(e) => {
             return Check::unknown(
