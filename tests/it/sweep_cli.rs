@@ -649,6 +649,7 @@ fn run_context() -> RunContext {
             name: "main".into(),
             has_policies: true,
         }),
+        requests_before: Default::default(),
     }
 }
 
