@@ -993,6 +993,35 @@ fn a_missing_token_is_a_usage_error_before_any_request() {
     r.assert_no_token();
 }
 
+/// API URL, project and token all missing: one error names all three, so one attempt shows
+/// everything there is to set.
+#[test]
+fn every_missing_connection_input_is_named_in_one_error() {
+    let w = World::new(ASSENT);
+    let r = w
+        .invocation()
+        .without("CI_API_V4_URL")
+        .without("CI_PROJECT_ID")
+        .without("CI_MERGE_REQUEST_PROJECT_ID")
+        .without("ASSENT_TOKEN")
+        .run();
+    r.expect_code(2);
+    let line = r.error_line();
+    assert!(line.starts_with("error: 3 problems with the inputs: (1) no GitLab API URL: pass --api-url or set CI_API_V4_URL"), "{line}");
+    assert!(
+        line.contains(
+            "(2) no project: pass --project or set CI_MERGE_REQUEST_PROJECT_ID or CI_PROJECT_ID"
+        ),
+        "{line}"
+    );
+    assert!(
+        line.contains("(3) no token: set ASSENT_TOKEN (or GITLAB_TOKEN)"),
+        "{line}"
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(w.fake.requests().is_empty());
+}
+
 #[test]
 fn missing_or_malformed_inputs_are_usage_errors_before_any_request() {
     let w = World::new(ASSENT);
