@@ -434,6 +434,11 @@ fn a_proxy_is_named_in_the_api_line_without_its_credentials() {
         "{}",
         o.stdout
     );
+    // The refused connection is the proxy's, and the fix says so.
+    assert_eq!(
+        o.fix_after("api"),
+        "Check HTTPS_PROXY and NO_PROXY: the proxy http://127.0.0.1:9/ must be reachable from the runner and allow CONNECT to GitLab, or add GitLab's host to NO_PROXY."
+    );
     assert!(!o.stdout.contains("pw@"), "{}", o.stdout);
 }
 

@@ -1923,6 +1923,33 @@ fn a_socks_proxy_carries_the_run() {
     assert_eq!(w.threads_of(RETENTION).len(), 1);
 }
 
+/// A proxy that cannot be reached refuses the connection: the `help:` line names the proxy
+/// and `NO_PROXY`, whatever words the refusal itself uses.
+#[test]
+fn a_dead_proxy_is_named_in_the_help_line() {
+    let w = World::new(ASSENT);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let r = w
+        .invocation()
+        .env("HTTP_PROXY", &format!("http://127.0.0.1:{port}"))
+        .run();
+    r.expect_code(3);
+    let help = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("help: "))
+        .unwrap_or_else(|| panic!("no help line: {}", r.stderr));
+    assert!(
+        help.starts_with(
+            "help: the proxy from HTTPS_PROXY, HTTP_PROXY or ALL_PROXY could not be reached"
+        ) && help.contains("NO_PROXY"),
+        "{help}"
+    );
+    assert!(w.fake.requests().is_empty());
+}
+
 #[test]
 fn an_unusable_proxy_is_a_usage_error_naming_the_variable_and_never_a_panic() {
     let w = World::new(ASSENT);

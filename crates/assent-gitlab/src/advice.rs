@@ -91,7 +91,7 @@ pub fn advice_for(diagnosis: Diagnosis) -> Option<&'static str> {
 fn transport_advice(cause: TransportFailure) -> Option<&'static str> {
     match cause {
         TransportFailure::Proxy => Some(
-            "the proxy from HTTPS_PROXY/ALL_PROXY could not be reached or refused the connection: check it, or add GitLab's host to NO_PROXY; `assent doctor` shows the proxy in use",
+            "the proxy from HTTPS_PROXY, HTTP_PROXY or ALL_PROXY could not be reached or refused the connection: check it, or add GitLab's host to NO_PROXY; `assent doctor` shows the proxy in use",
         ),
         TransportFailure::Certificate(CertificateFailure::CaUsedAsEndEntity) => Some(
             "GitLab presents a CA certificate (CA:TRUE, as `openssl req -x509` makes a self-signed one by default) as its own, which the TLS library refuses whatever CA file is given: serve GitLab a certificate issued by a CA (CA:FALSE) and set ASSENT_CA_FILE to that CA, or re-issue the self-signed certificate with CA:FALSE and set ASSENT_CA_FILE to it; `assent doctor` shows which CA file is in use",
