@@ -13,7 +13,7 @@ use crate::core::assent::{AssentFacts, roles_to_read};
 use crate::core::inventory::Inventory;
 use crate::core::marker::SummaryState;
 use crate::core::model::ListedDiscussion;
-use crate::core::model::{Decision, DesiredState, MergeRequestState, Pins};
+use crate::core::model::{Decision, DesiredState, MergeRequestState, Pins, Role};
 use crate::core::planner::{Plan, Write, plan_reconciliation};
 use crate::core::receipt::{
     ApprovalOutcome, Outcome, Receipt, ReceiptRepair, RequestCounts, Rescan,
@@ -22,7 +22,7 @@ use crate::core::render::{self, SummaryContext, TargetBranch};
 use crate::core::rescan::{WriteRecord, verify_rescan};
 use crate::core::review_state::finding_statuses;
 use crate::core::run_receipt::{RunFacts, receipt_of};
-use crate::forge::{Forge, ForgeError};
+use crate::forge::{Forge, ForgeError, ForgeErrorKind};
 use crate::progress::{Event, Listing, Progress, Silent};
 
 /// How many times an ambiguous write may send the executor back to listing and planning.
@@ -47,6 +47,9 @@ pub struct RunContext {
     /// The target branch the pipeline pinned (SPEC §10.5): re-checked before the first
     /// write and recorded in the summary. `None` pins none and records none.
     pub target: Option<TargetBranch>,
+    /// Requests the run made before reconciling (the MR, pins, inputs): the receipt counts
+    /// the whole run, so the reconciliation counts from where the run began.
+    pub requests_before: RequestCounts,
 }
 
 impl RunContext {
@@ -85,6 +88,18 @@ pub enum ReconcileError {
         "gave up after {0} rounds of ambiguous writes; the next run reconciles from the listing"
     )]
     TooManyRounds(usize),
+    /// Before the first write: the token's user has a role in the project below the one
+    /// assent's writes need, so the run writes nothing rather than leave half a review.
+    #[error(
+        "the token's user (id {user}) has the {} role in this project, and assent needs {} or higher to resolve its threads: nothing was written. Give the bot user the {} role (a project access token with role {}, stored as ASSENT_TOKEN), then run `assent doctor`",
+        role.title(), WRITER_ROLE.title(), WRITER_ROLE.title(), WRITER_ROLE.title()
+    )]
+    RoleTooLow {
+        /// The token's user.
+        user: u64,
+        /// Their role in the project.
+        role: Role,
+    },
     /// The review state was verified, but the bot's approval could not be made to match the
     /// decision (`--approve`); the summary was set back to "reconciling".
     #[error("the bot's approval does not match the decision {decision}: {cause}")]
@@ -153,7 +168,8 @@ pub fn reconcile_observed(
     ctx: &RunContext,
     progress: &dyn Progress,
 ) -> Result<Publication, ReconcileError> {
-    let start = forge.request_counts();
+    // The counter as it stood when the run began: every count below covers the whole run.
+    let start = forge.request_counts().since(ctx.requests_before);
     let head = ctx.pins.source_sha.as_str();
     let summary_ctx = ctx.summary_context(None);
     let bot = forge.bot_user_id()?;
@@ -279,6 +295,8 @@ pub fn reconcile_observed(
             stale,
         });
     }
+
+    check_writer_role(forge, bot)?;
 
     let mut all_repairs: Vec<ReceiptRepair> = Vec::new();
     let mut record = WriteRecord::default();
@@ -656,14 +674,19 @@ enum Settled {
 }
 
 /// Makes the bot's approval `want`. An answer that leaves the outcome unknown (5xx,
-/// transport) and a refusal that may mean "already so" (401 to an approval, 404 to an
-/// unapproval) are settled by reading the approval again, never by resending blindly: the
-/// write is repeated only when the read shows it did not take effect.
+/// transport) and a refusal that may mean "already so" (unauthorized for an approval, not
+/// found for an unapproval: the port's documented answers) are settled by reading the
+/// approval again, never by resending blindly: the write is repeated only when the read
+/// shows it did not take effect.
 fn settle_approval(forge: &dyn Forge, want: bool, sha: &str) -> Result<Settled, String> {
     if forge.bot_approves().map_err(|e| e.to_string())? == want {
         return Ok(Settled::Unchanged);
     }
-    let already_so = if want { 401 } else { 404 };
+    let already_so = if want {
+        ForgeErrorKind::Unauthorized
+    } else {
+        ForgeErrorKind::NotFound
+    };
     for _ in 0..MAX_PLANNING_ROUNDS {
         let sent = if want {
             forge.approve(sha)
@@ -674,11 +697,11 @@ fn settle_approval(forge: &dyn Forge, want: bool, sha: &str) -> Result<Settled, 
             Ok(()) => return Ok(Settled::Changed),
             Err(err) => err,
         };
-        if want && err.status() == Some(409) {
+        if want && err.kind() == ForgeErrorKind::Conflict {
             return Ok(Settled::HeadMoved);
         }
         let unknown = err.is_ambiguous_write() || matches!(err, ForgeError::Transport { .. });
-        if !unknown && err.status() != Some(already_so) {
+        if !unknown && err.kind() != already_so {
             return Err(err.to_string());
         }
         if forge.bot_approves().map_err(|e| e.to_string())? == want {
@@ -701,6 +724,22 @@ fn settle_approval(forge: &dyn Forge, want: bool, sha: &str) -> Result<Settled, 
 mod approval_tests;
 #[cfg(test)]
 mod refusal_tests;
+
+/// The least role that may do every write a plan can hold: resolving a thread (outdated,
+/// superseded, duplicate, a `comment` finding) takes Developer on GitLab.
+pub const WRITER_ROLE: Role = Role::Developer;
+
+/// Before the first write, one read of the token's user's role: a role known to be below
+/// [`WRITER_ROLE`] stops the run with nothing written (a Reporter can create threads but not
+/// resolve them, and would leave a half-published review). A role that cannot be read (not
+/// a member, as an instance administrator may be; an error) is no refusal: the writes then
+/// tell.
+fn check_writer_role(forge: &dyn Forge, bot: u64) -> Result<(), ReconcileError> {
+    match forge.project_role(bot) {
+        Ok(Some(role)) if role < WRITER_ROLE => Err(ReconcileError::RoleTooLow { user: bot, role }),
+        _ => Ok(()),
+    }
+}
 
 /// Sets the summary back to "reconciling" for the pinned head.
 fn reopen_summary(

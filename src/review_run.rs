@@ -96,6 +96,7 @@ pub fn run_review_observed(
     let start = forge.request_counts();
     let mr = forge.merge_request()?;
     let refusal = |outcome, stale, pins: Pins, warnings: Vec<String>| {
+        let used = forge.request_counts().since(start);
         let ctx = RunContext {
             project: request.project.clone(),
             mr: request.mr,
@@ -104,10 +105,10 @@ pub fn run_review_observed(
             dry_run: request.dry_run,
             mr_author_id: mr.author_id,
             target: None,
+            requests_before: used,
         };
-        let used = forge.request_counts();
         // Refusals happen before any write, so only reads are counted.
-        let receipt = refusal_receipt(&ctx, outcome, used.reads - start.reads, warnings);
+        let receipt = refusal_receipt(&ctx, outcome, used.reads, warnings);
         Ok(RunReport {
             publication: Publication {
                 receipt,
@@ -209,11 +210,10 @@ pub fn run_review_observed(
             name: target_branch,
             has_policies,
         }),
+        requests_before: forge.request_counts().since(start),
     };
-    let mut publication =
+    let publication =
         reconcile_with_approval_observed(forge, &outcome.desired, &ctx, request.approve, progress)?;
-    // The receipt counts the whole run, the reads before reconciling included.
-    publication.receipt.requests = forge.request_counts().since(start);
     Ok(RunReport {
         publication,
         desired: outcome.desired,

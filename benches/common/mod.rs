@@ -203,6 +203,7 @@ pub fn run_context() -> RunContext {
         dry_run: false,
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
         target: None,
+        requests_before: Default::default(),
     }
 }
 

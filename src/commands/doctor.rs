@@ -1,12 +1,17 @@
 //! `assent doctor`: the same inputs as `run`, `--mr` optional, `--format text|json`.
 //!
-//! Exit 0 when every check passes, 1 when any check fails or cannot be verified, 2 when
-//! doctor itself cannot run (a missing input, an unreadable CA file, an unusable URL).
+//! Exit 0 when no check fails (a check that could not be verified is a warning, SPEC §2),
+//! 1 when a check fails, or with `--strict` also when one could not be verified, 2 when
+//! doctor itself cannot run (missing inputs, all named at once; an unreadable CA file; an
+//! unusable URL).
 
 use clap::Args;
 
-use crate::commands::inputs::{ConnectionArgs, EnvLookup, first_of, process_env, resolve_mr};
+use crate::commands::inputs::{
+    ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr,
+};
 use crate::commands::{Exit, Format};
+use crate::doctor::checks::missing_inputs_check;
 use crate::doctor::enforcement::EnforcementVerdict;
 use crate::doctor::{self, Check, DoctorInputs, DuplicatePrevention, Report};
 
@@ -16,11 +21,13 @@ use crate::doctor::{self, Check, DoctorInputs, DuplicatePrevention, Report};
   assent doctor                      In the MR job: every input comes from the CI environment
   assent doctor --mr 7 --project group/proj --api-url https://gitlab.example.com/api/v4
   assent doctor --format json
+  assent doctor --strict             Also fail on what could not be verified
 
+A check that fails (✗) makes doctor exit 1. A check that could not be verified (?), or was
+not checked because an earlier one failed (-), is a warning: exit 0 unless --strict.
 Serialization (duplicate_prevention) and what holds the gate (gate_enforcement) can only be
 verified from inside the MR job itself (CI_JOB_ID set), where the CI configuration is read;
-anywhere else doctor reports unserialized-best-effort and threads-only. A threads-only gate is
-a warning: it does not change the exit code.")]
+anywhere else doctor reports unserialized-best-effort and threads-only, as warnings.")]
 pub struct DoctorArgs {
     /// Where GitLab is and which project.
     #[command(flatten)]
@@ -31,6 +38,10 @@ pub struct DoctorArgs {
     /// Output format on stdout: one line per check (`text`), or the typed report (`json`).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Exit 1 when a check could not be verified, not only when one fails (for a gate in CI:
+    /// run doctor in the MR job, where everything can be verified).
+    #[arg(long, env = "ASSENT_DOCTOR_STRICT")]
+    pub strict: bool,
 }
 
 /// Runs `assent doctor` with the process environment.
@@ -43,6 +54,53 @@ fn print(report: &Report, format: Format) {
         Format::Text => print!("{}", report.to_text()),
         Format::Json => println!("{}", report.to_json()),
     }
+}
+
+/// Everything doctor needs from flags and environment, or every problem with them at once.
+fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<DoctorInputs, InputError> {
+    let mut problems = Vec::new();
+    let connection = args
+        .connection
+        .resolve_each(env)
+        .map_err(|each| problems.extend(each))
+        .ok();
+    let mr = resolve_mr(args.mr, env)
+        .map_err(|e| problems.push(e))
+        .ok()
+        .flatten();
+    let job_id = match first_of(None, &["CI_JOB_ID"], env) {
+        None => None,
+        Some(text) => text
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| {
+                problems.push(InputError(format!(
+                    "CI_JOB_ID is not a job id: {text:?} (unset it outside CI)"
+                )))
+            })
+            .ok(),
+    };
+    let Some(connection) = connection.filter(|_| problems.is_empty()) else {
+        return Err(InputError::joined(problems));
+    };
+    let ca_source = if args.connection.ca_file.is_some() {
+        Some("--ca-file".to_owned())
+    } else if first_of(None, &["ASSENT_CA_FILE"], env).is_some() {
+        Some("ASSENT_CA_FILE".to_owned())
+    } else if connection.ca_file.is_some() {
+        Some("CI_SERVER_TLS_CA_FILE".to_owned())
+    } else {
+        None
+    };
+    Ok(DoctorInputs {
+        api_url: connection.api_url,
+        project: connection.project,
+        token: connection.token,
+        ca_file: connection.ca_file,
+        ca_source,
+        mr,
+        job_id,
+    })
 }
 
 /// Runs `assent doctor` with an injected environment.
@@ -60,58 +118,9 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
         eprintln!("error: {cause}");
         Exit::Usage
     };
-    let connection = match args.connection.resolve(env) {
-        Ok(c) => c,
-        Err(e) => {
-            return cannot_run(
-                Check::fail(
-                    "inputs",
-                    e.0.clone(),
-                    "Set the missing input named above (in an MR pipeline job, CI sets every input but the token).",
-                ),
-                &e.0,
-            );
-        }
-    };
-    let mr = match resolve_mr(args.mr, env) {
-        Ok(mr) => mr,
-        Err(e) => {
-            return cannot_run(
-                Check::fail("inputs", e.0.clone(), "Pass --mr with a number."),
-                &e.0,
-            );
-        }
-    };
-    let job_id = match first_of(None, &["CI_JOB_ID"], env) {
-        None => None,
-        Some(text) => match text.trim().parse::<u64>() {
-            Ok(id) => Some(id),
-            Err(_) => {
-                let cause = format!("CI_JOB_ID is not a job id: {text:?}");
-                return cannot_run(
-                    Check::fail("inputs", cause.clone(), "Unset CI_JOB_ID outside CI."),
-                    &cause,
-                );
-            }
-        },
-    };
-    let ca_source = if args.connection.ca_file.is_some() {
-        Some("--ca-file".to_owned())
-    } else if first_of(None, &["ASSENT_CA_FILE"], env).is_some() {
-        Some("ASSENT_CA_FILE".to_owned())
-    } else if connection.ca_file.is_some() {
-        Some("CI_SERVER_TLS_CA_FILE".to_owned())
-    } else {
-        None
-    };
-    let inputs = DoctorInputs {
-        api_url: connection.api_url,
-        project: connection.project,
-        token: connection.token,
-        ca_file: connection.ca_file,
-        ca_source,
-        mr,
-        job_id,
+    let inputs = match resolve(args, env) {
+        Ok(inputs) => inputs,
+        Err(e) => return cannot_run(missing_inputs_check(&e.0), &e.0),
     };
     let report = match doctor::run(&inputs) {
         Ok(report) => report,
@@ -128,15 +137,31 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
         }
     };
     print(&report, args.format);
-    if report.all_passed() {
-        Exit::Success
-    } else {
+    let verdicts = format!(
+        "duplicate_prevention: {}, gate_enforcement: {}",
+        report.duplicate_prevention.as_str(),
+        report.gate_enforcement.as_str()
+    );
+    let (failures, warnings) = (report.failures(), report.warnings());
+    if !failures.is_empty() {
         eprintln!(
-            "error: doctor found problems in: {} (duplicate_prevention: {}, gate_enforcement: {})",
-            report.not_passed().join(", "),
-            report.duplicate_prevention.as_str(),
-            report.gate_enforcement.as_str()
+            "error: doctor found problems in: {} ({verdicts})",
+            failures.join(", ")
         );
+    } else if !warnings.is_empty() && args.strict {
+        eprintln!(
+            "error: doctor could not verify: {} (--strict; {verdicts})",
+            warnings.join(", ")
+        );
+    } else if !warnings.is_empty() {
+        eprintln!(
+            "warning: doctor could not verify: {} (exit 0; --strict makes this exit 1)",
+            warnings.join(", ")
+        );
+    }
+    if report.found_problems(args.strict) {
         Exit::GateFailed
+    } else {
+        Exit::Success
     }
 }

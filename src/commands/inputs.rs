@@ -93,6 +93,26 @@ pub struct ConnectionArgs {
 #[error("{0}")]
 pub struct InputError(pub String);
 
+impl InputError {
+    /// One error naming every problem in `problems` (at least one), numbered when there are
+    /// several, so that one attempt shows everything there is to set.
+    pub fn joined(problems: Vec<InputError>) -> InputError {
+        match <[InputError; 1]>::try_from(problems) {
+            Ok([one]) => one,
+            Err(problems) => InputError(format!(
+                "{} problems with the inputs: {}",
+                problems.len(),
+                problems
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| format!("({}) {}", i + 1, p.0))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+        }
+    }
+}
+
 /// Reads an environment variable; injected so resolution is testable.
 pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -131,29 +151,38 @@ pub struct Connection {
 }
 
 impl ConnectionArgs {
-    /// Resolves flags and environment; the error names the flag or variable to set.
+    /// Resolves flags and environment; the error names every flag or variable to set.
     pub fn resolve(&self, env: EnvLookup<'_>) -> Result<Connection, InputError> {
-        let api_url = first_of(self.api_url.as_deref(), &["CI_API_V4_URL"], env).ok_or_else(|| {
-            InputError("no GitLab API URL: pass --api-url or set CI_API_V4_URL (e.g. https://gitlab.example.com/api/v4)".into())
-        })?;
+        self.resolve_each(env).map_err(InputError::joined)
+    }
+
+    /// Resolves flags and environment; the error lists each problem (at least one), for a
+    /// command that has more inputs of its own to report beside them.
+    pub fn resolve_each(&self, env: EnvLookup<'_>) -> Result<Connection, Vec<InputError>> {
+        let mut problems = Vec::new();
+        let api_url = first_of(self.api_url.as_deref(), &["CI_API_V4_URL"], env);
+        if api_url.is_none() {
+            problems.push(InputError("no GitLab API URL: pass --api-url or set CI_API_V4_URL (e.g. https://gitlab.example.com/api/v4)".into()));
+        }
         let project = first_of(
             self.project.as_deref(),
             &["CI_MERGE_REQUEST_PROJECT_ID", "CI_PROJECT_ID"],
             env,
-        )
-        .ok_or_else(|| {
-            InputError(
+        );
+        if project.is_none() {
+            problems.push(InputError(
                 "no project: pass --project or set CI_MERGE_REQUEST_PROJECT_ID or CI_PROJECT_ID"
                     .into(),
-            )
-        })?;
-        let token =
-            first_of(None, &["ASSENT_TOKEN", "GITLAB_TOKEN"], env).ok_or_else(|| no_token(env))?;
-        if is_job_token(&token, env) {
-            return Err(InputError(
+            ));
+        }
+        let token = first_of(None, &["ASSENT_TOKEN", "GITLAB_TOKEN"], env);
+        match &token {
+            None => problems.push(no_token(env)),
+            Some(token) if is_job_token(token, env) => problems.push(InputError(
                 "ASSENT_TOKEN holds a CI job token (CI_JOB_TOKEN or a glcbt- token), which GitLab does not let post merge request notes or resolve threads: create a project access token with the api scope and the Developer role, store it as a masked CI/CD variable ASSENT_TOKEN, then run `assent doctor`"
                     .into(),
-            ));
+            )),
+            Some(_) => {}
         }
         let ca_file = self.ca_file.clone().or_else(|| {
             first_of(None, &["ASSENT_CA_FILE", "CI_SERVER_TLS_CA_FILE"], env).map(PathBuf::from)
@@ -166,36 +195,32 @@ impl ConnectionArgs {
                 .ok()
                 .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
                 .filter(|d| *d <= MAX_WRITE_SETTLE)
-                .ok_or_else(|| {
-                    InputError(format!(
+                .unwrap_or_else(|| {
+                    problems.push(InputError(format!(
                         "ASSENT_WRITE_SETTLE_SECS is not a number of seconds from 0 to {}: {text:?} (it should exceed the GitLab instance's request timeout, 60 s unless changed)",
                         MAX_WRITE_SETTLE.as_secs()
-                    ))
-                })?,
+                    )));
+                    DEFAULT_WRITE_SETTLE
+                }),
         };
-        Ok(Connection {
-            api_url,
-            project,
-            token: Token::new(token),
-            ca_file,
-            write_settle,
-            rate_limit_wait: DEFAULT_RATE_LIMIT_BUDGET,
-        })
+        match (api_url, project, token) {
+            (Some(api_url), Some(project), Some(token)) if problems.is_empty() => Ok(Connection {
+                api_url,
+                project,
+                token: Token::new(token),
+                ca_file,
+                write_settle,
+                rate_limit_wait: DEFAULT_RATE_LIMIT_BUDGET,
+            }),
+            _ => Err(problems),
+        }
     }
 }
 
 impl Connection {
-    /// The adapter configuration for merge request `mr_iid`.
-    pub fn gitlab_config(&self, mr_iid: u64) -> GitLabConfig {
-        GitLabConfig {
-            mr_iid,
-            ..self.project_config()
-        }
-    }
-
-    /// The project-level configuration (for a `GitLabClient` that serves many MRs).
-    pub fn project_config(&self) -> GitLabConfig {
-        let mut config = GitLabConfig::for_project(
+    /// The project's client configuration (one `GitLabClient`; each MR's forge goes over it).
+    pub fn gitlab_config(&self) -> GitLabConfig {
+        let mut config = GitLabConfig::new(
             self.api_url.clone(),
             self.token.clone(),
             self.project.clone(),
@@ -296,12 +321,48 @@ mod tests {
 
     #[test]
     fn missing_inputs_name_what_to_set() {
-        let err = args().resolve(&env(&[])).unwrap_err();
-        assert!(err.0.contains("CI_API_V4_URL"), "{err}");
         let err = args()
             .resolve(&env(&[("CI_API_V4_URL", "u"), ("CI_PROJECT_ID", "1")]))
             .unwrap_err();
-        assert!(err.0.contains("ASSENT_TOKEN"), "{err}");
+        assert!(err.0.starts_with("no token: set ASSENT_TOKEN"), "{err}");
+        let err = args()
+            .resolve(&env(&[("CI_PROJECT_ID", "1"), ("ASSENT_TOKEN", "t")]))
+            .unwrap_err();
+        assert!(
+            err.0
+                .starts_with("no GitLab API URL: pass --api-url or set CI_API_V4_URL"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn every_missing_input_is_named_in_one_error() {
+        let err = args().resolve(&env(&[])).unwrap_err();
+        assert_eq!(
+            err.0,
+            "3 problems with the inputs: \
+             (1) no GitLab API URL: pass --api-url or set CI_API_V4_URL (e.g. https://gitlab.example.com/api/v4); \
+             (2) no project: pass --project or set CI_MERGE_REQUEST_PROJECT_ID or CI_PROJECT_ID; \
+             (3) no token: set ASSENT_TOKEN (or GITLAB_TOKEN) to a project access token with the api scope; the token is never a flag"
+        );
+        // Whatever else is wrong comes along, each once.
+        let err = args()
+            .resolve_each(&env(&[
+                ("CI_PROJECT_ID", "1"),
+                ("ASSENT_TOKEN", "glcbt-x"),
+                ("ASSENT_WRITE_SETTLE_SECS", "soon"),
+            ]))
+            .unwrap_err();
+        let parts: Vec<&str> = err.iter().map(|e| e.0.split(':').next().unwrap()).collect();
+        assert_eq!(
+            parts,
+            [
+                "no GitLab API URL",
+                "ASSENT_TOKEN holds a CI job token (CI_JOB_TOKEN or a glcbt- token), which GitLab does not let post merge request notes or resolve threads",
+                "ASSENT_WRITE_SETTLE_SECS is not a number of seconds from 0 to 600"
+            ]
+        );
+        assert!(!InputError::joined(err).0.contains("glcbt-x"));
     }
 
     #[test]
@@ -362,7 +423,7 @@ mod tests {
         assert_eq!(c.rate_limit_wait, DEFAULT_RATE_LIMIT_BUDGET);
         c.rate_limit_wait = Duration::from_secs(5);
         assert_eq!(
-            c.gitlab_config(7).retry.rate_limit_budget,
+            c.gitlab_config().retry.rate_limit_budget,
             Duration::from_secs(5)
         );
     }
@@ -377,7 +438,7 @@ mod tests {
         let c = args().resolve(&env(&base)).unwrap();
         assert_eq!(c.write_settle, DEFAULT_WRITE_SETTLE);
         assert!(c.write_settle > Duration::from_secs(60));
-        assert_eq!(c.gitlab_config(7).retry.write_settle, DEFAULT_WRITE_SETTLE);
+        assert_eq!(c.gitlab_config().retry.write_settle, DEFAULT_WRITE_SETTLE);
 
         let with = |value: &str| {
             let mut pairs = base.to_vec();

@@ -178,7 +178,7 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
         env,
     );
     let forge =
-        GitLabForge::new(connection.gitlab_config(mr)).map_err(|e| UsageError(e.to_string()))?;
+        GitLabForge::new(connection.gitlab_config(), mr).map_err(|e| UsageError(e.to_string()))?;
 
     let request = RunRequest {
         project: connection.project.clone(),

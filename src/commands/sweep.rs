@@ -102,7 +102,7 @@ pub fn run(args: &SweepArgs) -> CommandResult {
         .map_err(UsageError::from)?;
     let project = connection.project.clone();
     let client =
-        GitLabClient::new(&connection.project_config()).map_err(|e| UsageError(e.to_string()))?;
+        GitLabClient::new(&connection.gitlab_config()).map_err(|e| UsageError(e.to_string()))?;
     let forge = GitLabSweepForge::new(client);
     let settings = SweepSettings {
         lookback: args.lookback,

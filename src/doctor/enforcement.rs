@@ -73,23 +73,24 @@ pub struct ApprovalSettingsFacts {
     pub disable_overriding_approvers_per_merge_request: Option<bool>,
 }
 
-/// One approval rule, project or MR level.
+/// One approval rule, project or MR level. An entry GitLab lists without an id is `None`:
+/// an unknown user or group, never the bot.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RuleFacts {
-    /// The rule's name.
+    /// The rule's name (for the reason; `(unnamed)` when GitLab gives none).
     pub name: String,
     /// `regular`, `any_approver`, `code_owner`, `report_approver`.
-    pub rule_type: String,
-    /// Approvals the rule requires.
-    pub approvals_required: u64,
+    pub rule_type: Option<String>,
+    /// Approvals the rule requires, when GitLab says.
+    pub approvals_required: Option<u64>,
     /// Ids of the users the rule names.
-    pub user_ids: Vec<u64>,
+    pub user_ids: Vec<Option<u64>>,
     /// Ids of the groups the rule names.
-    pub group_ids: Vec<u64>,
+    pub group_ids: Vec<Option<u64>>,
     /// Ids of every eligible approver, when GitLab lists them.
-    pub eligible_approver_ids: Option<Vec<u64>>,
-    /// The rule names groups the token cannot see.
-    pub contains_hidden_groups: bool,
+    pub eligible_approver_ids: Option<Vec<Option<u64>>>,
+    /// The rule names groups the token cannot see; `None` (not said) is read as "may".
+    pub contains_hidden_groups: Option<bool>,
     /// Protected branches the rule is scoped to.
     pub protected_branches: Vec<String>,
     /// The rule applies to every protected branch (and only to those).
@@ -481,22 +482,33 @@ fn configured_jobs(e: &EnforcementEvidence) -> Result<(String, Vec<AssentJob>), 
 /// Why `rule` is not an approval only the bot can give, or `None` when it is.
 fn rule_gap(rule: &RuleFacts, bot: u64, project_level: bool) -> Option<String> {
     let name = &rule.name;
-    if rule.approvals_required == 0 {
-        return Some(format!("rule {name:?} requires no approval"));
+    match rule.approvals_required {
+        Some(0) => return Some(format!("rule {name:?} requires no approval")),
+        None => {
+            return Some(format!(
+                "GitLab does not say how many approvals rule {name:?} requires"
+            ));
+        }
+        Some(_) => {}
     }
-    if rule.user_ids != [bot] {
+    if rule.user_ids != [Some(bot)] {
+        let users: Vec<String> = rule
+            .user_ids
+            .iter()
+            .map(|id| id.map_or_else(|| "(no id)".to_owned(), |id| id.to_string()))
+            .collect();
         return Some(format!(
-            "rule {name:?} names users {:?}, not the bot user {bot} alone",
-            rule.user_ids
+            "rule {name:?} names users [{}], not the bot user {bot} alone",
+            users.join(", ")
         ));
     }
-    if !rule.group_ids.is_empty() || rule.contains_hidden_groups {
+    if !rule.group_ids.is_empty() || rule.contains_hidden_groups != Some(false) {
         return Some(format!(
             "rule {name:?} also names groups, whose members can approve"
         ));
     }
     if let Some(eligible) = &rule.eligible_approver_ids
-        && eligible.iter().any(|id| *id != bot)
+        && eligible.iter().any(|id| *id != Some(bot))
     {
         return Some(format!(
             "rule {name:?} has eligible approvers other than the bot"
@@ -525,7 +537,7 @@ fn approval_required(e: &EnforcementEvidence) -> Result<String, String> {
                 for rule in rules {
                     match rule_gap(rule, bot, project_level) {
                         None => {
-                            found.get_or_insert_with(|| format!("{level} approval rule {:?} requires {} approval(s) from the bot user only", rule.name, rule.approvals_required));
+                            found.get_or_insert_with(|| format!("{level} approval rule {:?} requires {} approval(s) from the bot user only", rule.name, rule.approvals_required.map_or_else(|| "?".to_owned(), |n| n.to_string())));
                         }
                         Some(gap) => gaps.push(gap),
                     }
@@ -672,10 +684,11 @@ mod tests {
     fn bot_rule() -> RuleFacts {
         RuleFacts {
             name: "assent".into(),
-            rule_type: "regular".into(),
-            approvals_required: 1,
-            user_ids: vec![BOT],
-            eligible_approver_ids: Some(vec![BOT]),
+            rule_type: Some("regular".into()),
+            approvals_required: Some(1),
+            user_ids: vec![Some(BOT)],
+            eligible_approver_ids: Some(vec![Some(BOT)]),
+            contains_hidden_groups: Some(false),
             ..Default::default()
         }
     }
@@ -769,25 +782,36 @@ mod tests {
     fn approval_rules_that_someone_else_can_satisfy_are_not_enough() {
         type Mutation = fn(&mut RuleFacts);
         let cases: Vec<(&str, Mutation)> = vec![
-            ("bot plus a group", |r| r.group_ids = vec![9]),
-            ("hidden groups", |r| r.contains_hidden_groups = true),
+            ("bot plus a group", |r| r.group_ids = vec![Some(9)]),
+            ("a group without an id", |r| r.group_ids = vec![None]),
+            ("hidden groups", |r| r.contains_hidden_groups = Some(true)),
+            ("hidden groups not said", |r| {
+                r.contains_hidden_groups = None
+            }),
             ("bot plus a person", |r| {
-                r.user_ids = vec![BOT, 200];
-                r.eligible_approver_ids = Some(vec![BOT, 200]);
+                r.user_ids = vec![Some(BOT), Some(200)];
+                r.eligible_approver_ids = Some(vec![Some(BOT), Some(200)]);
+            }),
+            ("bot plus a user without an id", |r| {
+                r.user_ids = vec![Some(BOT), None];
             }),
             ("a person only", |r| {
-                r.user_ids = vec![200];
-                r.eligible_approver_ids = Some(vec![200]);
+                r.user_ids = vec![Some(200)];
+                r.eligible_approver_ids = Some(vec![Some(200)]);
             }),
             ("eligible through a group GitLab resolved", |r| {
-                r.eligible_approver_ids = Some(vec![BOT, 300])
+                r.eligible_approver_ids = Some(vec![Some(BOT), Some(300)])
+            }),
+            ("an eligible approver without an id", |r| {
+                r.eligible_approver_ids = Some(vec![Some(BOT), None])
             }),
             ("any approver", |r| {
-                r.rule_type = "any_approver".into();
+                r.rule_type = Some("any_approver".into());
                 r.user_ids = vec![];
                 r.eligible_approver_ids = Some(vec![]);
             }),
-            ("zero approvals", |r| r.approvals_required = 0),
+            ("zero approvals", |r| r.approvals_required = Some(0)),
+            ("approvals not said", |r| r.approvals_required = None),
             ("scoped to a branch", |r| {
                 r.protected_branches = vec!["main".into()]
             }),

@@ -1,17 +1,26 @@
 //! `assent doctor`: checks a deployment before the first MR and says which
 //! duplicate-prevention guarantee it provides and what holds the gate.
 //!
-//! * [`report`]: the check model and its text/JSON rendering (pure).
+//! * [`report`]: the check model, its text/JSON rendering and what makes doctor fail
+//!   (pure).
+//! * [`checks`]: one pure function per check (api, token, identity, scope, role, the
+//!   settings, merge request, policies, serialization), each with its fix, chosen from typed
+//!   facts.
+//! * [`responses`]: GitLab's answers to doctor's routes as typed structs (a missing field
+//!   is `None`, never a default).
 //! * [`serialization`]: the `duplicate_prevention` verdict as a pure function of the evidence,
 //!   with the evidence rule in its module docs.
 //! * [`enforcement`]: the `gate_enforcement` verdict, likewise.
 //! * [`endpoints`]: the routes doctor reads, as `gitlab::api::Endpoint` impls.
-//! * [`probe`]: gathers the evidence through the one transport and builds the report.
+//! * [`probe`]: sends the requests through the project's one client and runs the checks in
+//!   order, skipping those an earlier failure makes pointless.
 
+pub mod checks;
 pub mod endpoints;
 pub mod enforcement;
 pub mod probe;
 pub mod report;
+pub mod responses;
 pub mod serialization;
 
 pub use probe::{DoctorInputs, SetupError, run};

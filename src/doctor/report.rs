@@ -7,16 +7,20 @@ use crate::gitlab::Token;
 
 use super::enforcement::{EnforcementVerdict, THREADS_ONLY_WARNING};
 
-/// The outcome of one check.
+/// The outcome of one check (SPEC §2: a check that fails is exit 1; one that cannot be
+/// verified is a warning, exit 0 unless `--strict`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Verified good (`✓`).
     Pass,
-    /// Verified wrong (`✗`).
+    /// Verified wrong (`✗`): exit 1.
     Fail,
-    /// Could not be verified (`?`): counts as a failure for the exit code.
+    /// Could not be verified (`?`): a warning, exit 1 only with `--strict`.
     Unknown,
+    /// Not checked because an earlier check failed or could not be verified (the text form
+    /// lists these on one `-` line): a warning like [`Status::Unknown`].
+    Skipped,
 }
 
 impl Status {
@@ -26,7 +30,13 @@ impl Status {
             Status::Pass => "✓",
             Status::Fail => "✗",
             Status::Unknown => "?",
+            Status::Skipped => "-",
         }
+    }
+
+    /// True for a warning: a check that could not be verified, or was not checked.
+    pub fn is_warning(self) -> bool {
+        matches!(self, Status::Unknown | Status::Skipped)
     }
 }
 
@@ -71,6 +81,17 @@ impl Check {
             status: Status::Unknown,
             detail: detail.into(),
             fix: Some(fix.into()),
+        }
+    }
+
+    /// A check not made because of `why` (an earlier check's outcome, which carries the
+    /// fix).
+    pub fn skipped(id: &'static str, why: impl Into<String>) -> Check {
+        Check {
+            id,
+            status: Status::Skipped,
+            detail: why.into(),
+            fix: None,
         }
     }
 }
@@ -164,18 +185,28 @@ impl Report {
         self
     }
 
-    /// True when every check passed.
-    pub fn all_passed(&self) -> bool {
-        self.checks.iter().all(|c| c.status == Status::Pass)
+    /// Ids of the checks that failed.
+    pub fn failures(&self) -> Vec<&'static str> {
+        self.ids(|s| s == Status::Fail)
     }
 
-    /// Ids of the checks that did not pass.
-    pub fn not_passed(&self) -> Vec<&'static str> {
+    /// Ids of the checks that could not be verified or were not checked: warnings.
+    pub fn warnings(&self) -> Vec<&'static str> {
+        self.ids(Status::is_warning)
+    }
+
+    fn ids(&self, which: impl Fn(Status) -> bool) -> Vec<&'static str> {
         self.checks
             .iter()
-            .filter(|c| c.status != Status::Pass)
+            .filter(|c| which(c.status))
             .map(|c| c.id)
             .collect()
+    }
+
+    /// The exit code's meaning: `true` when doctor found problems, a failed check, or with
+    /// `strict` also a warning.
+    pub fn found_problems(&self, strict: bool) -> bool {
+        !self.failures().is_empty() || (strict && !self.warnings().is_empty())
     }
 
     /// Removes `token` everywhere in the report, in every form
@@ -199,12 +230,38 @@ impl Report {
     }
 
     /// The text form: one line per check (`✓`/`✗`/`?`, id, detail), the fix indented under
-    /// each check that did not pass, then the guarantee and its reason, then the gate
-    /// enforcement, its reason and (for `threads-only`) the warning.
+    /// each check that did not pass; checks skipped for one reason in a row share one `-`
+    /// line naming them; a `summary:` line with the tally; then the guarantee and its
+    /// reason, then the gate enforcement, its reason and (for `threads-only`) the warning.
     pub fn to_text(&self) -> String {
-        let width = self.checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
+        let width = self
+            .checks
+            .iter()
+            .map(|c| match c.status {
+                Status::Skipped => "skipped".len(),
+                _ => c.id.len(),
+            })
+            .max()
+            .unwrap_or(0);
         let mut out = String::new();
-        for c in &self.checks {
+        let mut rest = self.checks.as_slice();
+        while let Some(c) = rest.first() {
+            if c.status == Status::Skipped {
+                let run = rest
+                    .iter()
+                    .take_while(|s| s.status == Status::Skipped && s.detail == c.detail)
+                    .count();
+                let ids: Vec<&str> = rest[..run].iter().map(|s| s.id).collect();
+                out.push_str(&format!(
+                    "{} {:<width$}  {} (not checked: {})\n",
+                    c.status.mark(),
+                    "skipped",
+                    ids.join(", "),
+                    c.detail
+                ));
+                rest = &rest[run..];
+                continue;
+            }
             out.push_str(&format!(
                 "{} {:<width$}  {}\n",
                 c.status.mark(),
@@ -214,7 +271,9 @@ impl Report {
             if let Some(fix) = &c.fix {
                 out.push_str(&format!("  {:<width$}  fix: {}\n", "", fix));
             }
+            rest = &rest[1..];
         }
+        out.push_str(&self.summary_line());
         out.push_str(&format!(
             "duplicate_prevention: {}\n",
             self.duplicate_prevention.as_str()
@@ -229,6 +288,38 @@ impl Report {
             out.push_str(&format!("  warning: {warning}\n"));
         }
         out
+    }
+
+    /// `summary: P passed, F failed, W warnings (…)`: the tally the exit code follows.
+    fn summary_line(&self) -> String {
+        let count = |status| self.checks.iter().filter(|c| c.status == status).count();
+        let plural = |n: usize, word: &str| {
+            if n == 1 {
+                format!("{n} {word}")
+            } else {
+                format!("{n} {word}s")
+            }
+        };
+        let (unknown, skipped) = (count(Status::Unknown), count(Status::Skipped));
+        let mut line = format!(
+            "summary: {} passed, {} failed, {}",
+            count(Status::Pass),
+            count(Status::Fail),
+            plural(unknown + skipped, "warning")
+        );
+        if unknown + skipped > 0 {
+            let parts: Vec<String> = [(unknown, "not verified"), (skipped, "not checked")]
+                .into_iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, what)| format!("{n} {what}"))
+                .collect();
+            line.push_str(&format!(
+                " ({}; a warning fails doctor only with --strict)",
+                parts.join(", ")
+            ));
+        }
+        line.push('\n');
+        line
     }
 
     /// The JSON form (one document, keys in declaration order).
@@ -261,12 +352,85 @@ mod tests {
         assert_eq!(lines[1], "✗ scope  scopes: read_api");
         assert_eq!(lines[2], "         fix: Recreate the token with api.");
         assert_eq!(lines[3], "? role   not readable");
-        assert_eq!(lines[5], "duplicate_prevention: unserialized-best-effort");
-        assert_eq!(lines[6], "  reason: no CI job");
-        assert_eq!(lines[7], "gate_enforcement: threads-only");
-        assert_eq!(lines[8], "  reason: not verified");
-        assert!(lines[9].starts_with("  warning: an MR's author can resolve"));
-        assert_eq!(lines.len(), 10);
+        assert_eq!(lines[4], "         fix: Check the member list.");
+        assert_eq!(
+            lines[5],
+            "summary: 1 passed, 1 failed, 1 warning (1 not verified; a warning fails doctor only with --strict)"
+        );
+        assert_eq!(lines[6], "duplicate_prevention: unserialized-best-effort");
+        assert_eq!(lines[7], "  reason: no CI job");
+        assert_eq!(lines[8], "gate_enforcement: threads-only");
+        assert_eq!(lines[9], "  reason: not verified");
+        assert!(lines[10].starts_with("  warning: an MR's author can resolve"));
+        assert_eq!(lines.len(), 11);
+    }
+
+    #[test]
+    fn skipped_checks_share_one_line_per_reason() {
+        let mut checks = vec![Check::fail(
+            "token",
+            "GitLab rejects the token (401)",
+            "Fix it.",
+        )];
+        for id in ["identity", "scope", "role"] {
+            checks.push(Check::skipped(id, "the token check failed"));
+        }
+        checks.push(Check::skipped("policies", "no target branch"));
+        let r = Report::new(
+            checks,
+            DuplicatePrevention::UnserializedBestEffort,
+            "x".into(),
+        );
+        let text = r.to_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "✗ token    GitLab rejects the token (401)");
+        assert_eq!(lines[1], "           fix: Fix it.");
+        assert_eq!(
+            lines[2],
+            "- skipped  identity, scope, role (not checked: the token check failed)"
+        );
+        assert_eq!(
+            lines[3],
+            "- skipped  policies (not checked: no target branch)"
+        );
+        assert_eq!(
+            lines[4],
+            "summary: 0 passed, 1 failed, 4 warnings (4 not checked; a warning fails doctor only with --strict)"
+        );
+        // The JSON keeps one entry per check.
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(v["checks"].as_array().unwrap().len(), 5);
+        assert_eq!(v["checks"][1]["status"], "skipped");
+        assert_eq!(v["checks"][1]["detail"], "the token check failed");
+    }
+
+    #[test]
+    fn failures_always_count_and_warnings_only_when_strict() {
+        let r = report();
+        assert_eq!(r.failures(), vec!["scope"]);
+        assert_eq!(r.warnings(), vec!["role"]);
+        assert!(r.found_problems(false) && r.found_problems(true));
+        let warned = Report::new(
+            vec![
+                Check::pass("token", "ok"),
+                Check::unknown("serialization", "outside a CI job", "Run it in the job."),
+            ],
+            DuplicatePrevention::UnserializedBestEffort,
+            "x".into(),
+        );
+        assert!(!warned.found_problems(false));
+        assert!(warned.found_problems(true));
+        let clean = Report::new(
+            vec![Check::pass("token", "ok")],
+            DuplicatePrevention::SingleWriterSerialized,
+            "x".into(),
+        );
+        assert!(!clean.found_problems(true));
+        assert!(
+            clean
+                .to_text()
+                .contains("summary: 1 passed, 0 failed, 0 warnings\n")
+        );
     }
 
     #[test]
@@ -322,7 +486,5 @@ mod tests {
             !json.contains("glpat-x") && !json.contains("glpat%2dx"),
             "{json}"
         );
-        assert!(!report().all_passed());
-        assert_eq!(report().not_passed(), vec!["scope", "role"]);
     }
 }

@@ -43,11 +43,11 @@ pub enum Probe<T> {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct JobFacts {
     /// The job id in the answer.
-    pub id: u64,
+    pub id: Option<u64>,
     /// Job name.
-    pub name: String,
+    pub name: Option<String>,
     /// Job status.
-    pub status: String,
+    pub status: Option<String>,
     /// The pipeline's ref (`refs/merge-requests/7/head`).
     pub pipeline_ref: Option<String>,
     /// The pipeline's source (`merge_request_event`).
@@ -225,21 +225,44 @@ pub fn judge(e: &Evidence) -> Verdict {
         }
         Probe::NotAsked(why) => return unserialized(Unverifiable, why.clone()),
     };
-    if job.id != job_id {
+    match job.id {
+        Some(id) if id == job_id => {}
+        Some(id) => {
+            return unserialized(
+                Unverifiable,
+                format!("GitLab answered job {id} when asked for job {job_id}"),
+            );
+        }
+        None => {
+            return unserialized(
+                Unverifiable,
+                format!("GitLab's answer for job {job_id} carries no job id"),
+            );
+        }
+    }
+    match job.status.as_deref() {
+        Some("running") => {}
+        Some(status) => {
+            return unserialized(
+                Unverifiable,
+                format!(
+                    "job {job_id} is {status:?}, not running: it cannot be the job running doctor"
+                ),
+            );
+        }
+        None => {
+            return unserialized(
+                Unverifiable,
+                format!("GitLab did not say whether job {job_id} is running"),
+            );
+        }
+    }
+    let Some(name) = job.name.as_deref() else {
         return unserialized(
             Unverifiable,
-            format!("GitLab answered job {} when asked for job {job_id}", job.id),
+            format!("GitLab did not say job {job_id}'s name, so its configuration cannot be found"),
         );
-    }
-    if job.status != "running" {
-        return unserialized(
-            Unverifiable,
-            format!(
-                "job {job_id} is {:?}, not running: it cannot be the job running doctor",
-                job.status
-            ),
-        );
-    }
+    };
     let mr_refs = ["head", "merge", "train"].map(|k| format!("refs/merge-requests/{iid}/{k}"));
     match &job.pipeline_ref {
         Some(r) if mr_refs.contains(r) => {}
@@ -295,15 +318,12 @@ pub fn judge(e: &Evidence) -> Verdict {
     let Some(merged) = &config.merged_yaml else {
         return unserialized(Unverifiable, "the CI Lint API returned no merged_yaml");
     };
-    let configured = match job_resource_group(merged, &job.name) {
+    let configured = match job_resource_group(merged, name) {
         Ok(Some(g)) => g,
         Ok(None) => {
             return unserialized(
                 Absent,
-                format!(
-                    "job {:?} has no resource_group in the merged CI configuration",
-                    job.name
-                ),
+                format!("job {name:?} has no resource_group in the merged CI configuration"),
             );
         }
         Err(err) => return unserialized(Unverifiable, err),
@@ -314,12 +334,11 @@ pub fn judge(e: &Evidence) -> Verdict {
             return unserialized(
                 Absent,
                 format!(
-                    "job {:?} has resource_group {configured:?} (= {k:?}), expected \"assent-mr-$CI_MERGE_REQUEST_IID\"",
-                    job.name
+                    "job {name:?} has resource_group {configured:?} (= {k:?}), expected \"assent-mr-$CI_MERGE_REQUEST_IID\""
                 ),
             );
         }
-        Err(err) => return unserialized(Absent, format!("job {:?}: {err}", job.name)),
+        Err(err) => return unserialized(Absent, format!("job {name:?}: {err}")),
     }
 
     // 4. The group.
@@ -346,8 +365,7 @@ pub fn judge(e: &Evidence) -> Verdict {
             guarantee: DuplicatePrevention::SingleWriterSerialized,
             certainty: Certainty::Verified,
             reason: format!(
-                "job {job_id} ({:?}) holds resource group {key}, and the merged CI configuration keys that job's resource_group by $CI_MERGE_REQUEST_IID",
-                job.name
+                "job {job_id} ({name:?}) holds resource group {key}, and the merged CI configuration keys that job's resource_group by $CI_MERGE_REQUEST_IID"
             ),
         },
         Probe::Got(Some(holder)) => unserialized(
@@ -392,9 +410,9 @@ mod tests {
             job_id: Some(901),
             gitlab_version: Some("18.6.0-ee".into()),
             job: Probe::Got(JobFacts {
-                id: 901,
-                name: "assent".into(),
-                status: "running".into(),
+                id: Some(901),
+                name: Some("assent".into()),
+                status: Some("running".into()),
                 pipeline_ref: Some("refs/merge-requests/7/head".into()),
                 pipeline_source: Some("merge_request_event".into()),
                 sha: Some("abc".into()),
@@ -447,12 +465,27 @@ mod tests {
             ("job not asked", |e| e.job = Probe::NotAsked("x".into())),
             ("other job answered", |e| {
                 if let Probe::Got(j) = &mut e.job {
-                    j.id = 5
+                    j.id = Some(5)
+                }
+            }),
+            ("job without an id", |e| {
+                if let Probe::Got(j) = &mut e.job {
+                    j.id = None
                 }
             }),
             ("job finished", |e| {
                 if let Probe::Got(j) = &mut e.job {
-                    j.status = "success".into()
+                    j.status = Some("success".into())
+                }
+            }),
+            ("job without a status", |e| {
+                if let Probe::Got(j) = &mut e.job {
+                    j.status = None
+                }
+            }),
+            ("job without a name", |e| {
+                if let Probe::Got(j) = &mut e.job {
+                    j.name = None
                 }
             }),
             ("branch pipeline", |e| {

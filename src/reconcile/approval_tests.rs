@@ -23,6 +23,7 @@ pub(super) fn ctx(head: &str) -> RunContext {
         dry_run: false,
         mr_author_id: Some(MR_AUTHOR_USER_ID),
         target: None,
+        requests_before: Default::default(),
     }
 }
 

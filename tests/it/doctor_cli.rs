@@ -70,8 +70,36 @@ impl Out {
             .find(|l| l.split_whitespace().nth(1) == Some(id))
             .unwrap_or_else(|| panic!("no {id} line in:\n{}", self.stdout))
     }
+    /// The check's mark; `-` for a check named on a `- skipped` line.
     fn mark(&self, id: &str) -> &str {
+        if self.skipped().contains(&id) {
+            return "-";
+        }
         self.line(id).split_whitespace().next().unwrap()
+    }
+    /// The `- skipped  a, b, c (not checked: why)` lines.
+    fn skipped_lines(&self) -> Vec<&str> {
+        self.stdout
+            .lines()
+            .filter(|l| l.starts_with("- skipped "))
+            .collect()
+    }
+    /// Every check id named on a `- skipped` line.
+    fn skipped(&self) -> Vec<&str> {
+        self.skipped_lines()
+            .iter()
+            .flat_map(|l| {
+                let ids = l["- skipped ".len()..].trim_start();
+                let ids = ids.split(" (not checked: ").next().unwrap();
+                ids.split(", ")
+            })
+            .collect()
+    }
+    fn summary(&self) -> &str {
+        self.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("summary: "))
+            .unwrap_or_else(|| panic!("no summary in:\n{}", self.stdout))
     }
     fn guarantee(&self) -> &str {
         self.stdout
@@ -126,9 +154,13 @@ fn doctor(fake: &FakeGitLab) -> Out {
     doctor_with(fake, BOT_TOKEN, &[], &[])
 }
 
+/// `unserialized-best-effort` with `reason_part` in the reason. Serialization shown absent
+/// is a failure (exit 1); serialization that cannot be verified is a warning (SPEC §2: exit
+/// 0 unless `--strict`), so the exit code follows whether any check failed.
 fn assert_best_effort(o: &Out, reason_part: &str) {
     assert_eq!(o.guarantee(), "unserialized-best-effort", "{}", o.stdout);
-    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    let failed = o.stdout.lines().any(|l| l.starts_with("✗ "));
+    assert_eq!(o.code, i32::from(failed), "{}\n{}", o.stdout, o.stderr);
     assert_ne!(o.mark("serialization"), "✓", "{}", o.stdout);
     assert!(
         o.stdout
@@ -270,6 +302,88 @@ fn missing_inputs_mean_doctor_cannot_run() {
 }
 
 #[test]
+fn every_missing_input_is_named_at_once() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(
+        &fake,
+        "",
+        &[
+            ("CI_API_V4_URL", ""),
+            ("CI_PROJECT_ID", ""),
+            ("CI_MERGE_REQUEST_IID", "seven"),
+            ("CI_JOB_ID", "job"),
+        ],
+        &[],
+    );
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    let lines: Vec<&str> = o.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", o.stderr);
+    assert!(
+        lines[0].starts_with("error: 5 problems with the inputs: (1) no GitLab API URL: pass --api-url or set CI_API_V4_URL"),
+        "{}",
+        lines[0]
+    );
+    for part in [
+        "(2) no project: pass --project or set CI_MERGE_REQUEST_PROJECT_ID or CI_PROJECT_ID",
+        "(3) no token: set ASSENT_TOKEN (or GITLAB_TOKEN)",
+        "a protected variable is given only to pipelines of protected branches",
+        "(4) CI_MERGE_REQUEST_IID is not a merge request IID: \"seven\"",
+        "(5) CI_JOB_ID is not a job id: \"job\"",
+    ] {
+        assert!(lines[0].contains(part), "{part:?} in {}", lines[0]);
+    }
+    assert_eq!(o.mark("inputs"), "✗");
+    assert!(o.line("inputs").contains("(3) no token"), "{}", o.stdout);
+    assert!(o.fix_after("inputs").contains("every input named above"));
+    assert!(fake.requests().is_empty());
+}
+
+#[test]
+fn warnings_alone_exit_0_and_strict_makes_them_fail() {
+    let fake = FakeGitLab::start(pipeline_gated());
+    let outside = [("CI_JOB_ID", "")];
+    let o = doctor_with(&fake, BOT_TOKEN, &outside, &[]);
+    assert_eq!(o.mark("serialization"), "?", "{}", o.stdout);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.summary().starts_with("10 passed, 0 failed, 1 warning (1 not verified; a warning fails doctor only with --strict)"),
+        "{}",
+        o.stdout
+    );
+    assert_eq!(
+        o.stderr,
+        "warning: doctor could not verify: serialization (exit 0; --strict makes this exit 1)\n"
+    );
+    let json = doctor_with(&fake, BOT_TOKEN, &outside, &["--format", "json"]);
+    assert_eq!(json.code, 0);
+    let v: Value = serde_json::from_str(&json.stdout).unwrap();
+    let serialization = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "serialization")
+        .unwrap();
+    assert_eq!(serialization["status"], "unknown");
+
+    let strict = doctor_with(&fake, BOT_TOKEN, &outside, &["--strict"]);
+    assert_eq!(strict.code, 1, "{}", strict.stdout);
+    assert!(
+        strict
+            .stderr
+            .starts_with("error: doctor could not verify: serialization (--strict;"),
+        "{}",
+        strict.stderr
+    );
+    let mut by_env = outside.to_vec();
+    by_env.push(("ASSENT_DOCTOR_STRICT", "true"));
+    assert_eq!(doctor_with(&fake, BOT_TOKEN, &by_env, &[]).code, 1);
+    // Inside the job everything is verified: --strict passes.
+    let inside = doctor_with(&fake, BOT_TOKEN, &[], &["--strict"]);
+    assert_eq!(inside.code, 0, "{}\n{}", inside.stdout, inside.stderr);
+    assert!(inside.stderr.is_empty(), "{}", inside.stderr);
+}
+
+#[test]
 fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
     let fake = FakeGitLab::start(healthy());
     let port = fake.port();
@@ -280,8 +394,16 @@ fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
     assert_eq!(o.mark("api"), "✗");
     assert!(o.fix_after("api").contains("reach"), "{}", o.stdout);
-    assert_eq!(o.mark("token"), "?");
-    assert_eq!(o.mark("serialization"), "?");
+    // One line says what was not checked and why, instead of one line per check.
+    assert_eq!(
+        o.skipped_lines(),
+        [
+            "- skipped  token, identity, scope, role, threads-setting, pipelines-setting, merge-request, policies, serialization (not checked: the api check failed: GitLab could not be reached)"
+        ],
+        "{}",
+        o.stdout
+    );
+    assert!(!o.stdout.contains("? "), "{}", o.stdout);
     assert_best_effort(&o, "could not be reached");
 }
 
@@ -312,6 +434,11 @@ fn a_proxy_is_named_in_the_api_line_without_its_credentials() {
         "{}",
         o.stdout
     );
+    // The refused connection is the proxy's, and the fix says so.
+    assert_eq!(
+        o.fix_after("api"),
+        "Check HTTPS_PROXY and NO_PROXY: the proxy http://127.0.0.1:9/ must be reachable from the runner and allow CONNECT to GitLab, or add GitLab's host to NO_PROXY."
+    );
     assert!(!o.stdout.contains("pw@"), "{}", o.stdout);
 }
 
@@ -323,7 +450,32 @@ fn a_rejected_token_fails_the_token_check() {
     assert_eq!(o.mark("api"), "✓", "{}", o.stdout);
     assert_eq!(o.mark("token"), "✗", "{}", o.stdout);
     assert!(o.fix_after("token").contains("project access token"));
-    assert_eq!(o.mark("role"), "?");
+    assert_eq!(o.skipped_lines().len(), 1, "{}", o.stdout);
+    assert_eq!(
+        o.skipped(),
+        [
+            "identity",
+            "scope",
+            "role",
+            "threads-setting",
+            "pipelines-setting",
+            "merge-request",
+            "policies",
+            "serialization"
+        ]
+    );
+    assert!(
+        o.skipped_lines()[0]
+            .ends_with("(not checked: the token check did not pass: the token is not usable)"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.summary()
+            .starts_with("2 passed, 1 failed, 8 warnings (8 not checked"),
+        "{}",
+        o.stdout
+    );
     assert_best_effort(&o, "token");
 }
 
@@ -358,7 +510,22 @@ fn unexposed_scopes_are_unknown_not_passed() {
     });
     let o = doctor(&fake);
     assert_eq!(o.mark("scope"), "?", "{}", o.stdout);
-    assert_eq!(o.code, 1, "a check that cannot be verified is exit 1");
+    // A check that cannot be verified is a warning (SPEC §2): exit 0, said on stderr...
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(
+        o.stderr,
+        "warning: doctor could not verify: scope (exit 0; --strict makes this exit 1)\n"
+    );
+    // ...and exit 1 with --strict.
+    let strict = doctor_with(&fake, BOT_TOKEN, &[], &["--strict"]);
+    assert_eq!(strict.code, 1, "{}", strict.stdout);
+    assert!(
+        strict
+            .stderr
+            .starts_with("error: doctor could not verify: scope (--strict; duplicate_prevention: single-writer-serialized"),
+        "{}",
+        strict.stderr
+    );
 }
 
 #[test]
@@ -1038,13 +1205,20 @@ fn doctor_reports_a_plain_http_api_url_to_a_remote_host() {
         o.stdout
     );
     assert_eq!(o.mark("api"), "✓", "{}", o.stdout);
-    assert_eq!(o.code, 1, "a warning is not a pass");
+    assert_eq!(o.code, 0, "a warning, exit 0 unless --strict");
     let warnings: Vec<&str> = o
         .stderr
         .lines()
         .filter(|l| l.starts_with("warning: "))
         .collect();
-    assert_eq!(warnings.len(), 1, "{}", o.stderr);
+    assert_eq!(warnings.len(), 2, "{}", o.stderr);
+    assert!(warnings[0].contains("unencrypted"), "{}", o.stderr);
+    assert_eq!(
+        warnings[1],
+        "warning: doctor could not verify: cleartext (exit 0; --strict makes this exit 1)"
+    );
+    let strict = doctor_with(&fake, BOT_TOKEN, remote, &["--strict"]);
+    assert_eq!(strict.code, 1, "a warning fails with --strict");
 
     let json = doctor_with(&fake, BOT_TOKEN, remote, &["--format", "json"]);
     let report: Value = serde_json::from_str(&json.stdout).expect("stdout is only the report");
@@ -1070,4 +1244,162 @@ fn doctor_reports_a_plain_http_api_url_to_a_remote_host() {
     assert!(!o.stderr.contains("warning: "), "{}", o.stderr);
     // Loopback never warns.
     assert!(!doctor(&fake).stdout.contains("cleartext"));
+}
+
+// ---- TLS: the CA advice knows which CA file is in use --------------------------------------
+
+const TLS_DIR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/crates/assent-gitlab/testdata/tls"
+);
+
+/// An HTTPS server on loopback presenting `cert` with `key` (files of [`TLS_DIR`]) and
+/// answering every request with GitLab's `GET version`; a handshake the client refuses just
+/// ends the connection.
+fn tls_gitlab(cert: &str, key: &str) -> String {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+
+    let certs = CertificateDer::pem_file_iter(format!("{TLS_DIR}/{cert}"))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_file(format!("{TLS_DIR}/{key}")).unwrap();
+    let config = Arc::new(
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap(),
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for tcp in listener.incoming() {
+            let Ok(tcp) = tcp else { return };
+            let mut tls = rustls::StreamOwned::new(
+                rustls::ServerConnection::new(config.clone()).unwrap(),
+                tcp,
+            );
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match tls.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body = br#"{"version":"18.6.0"}"#;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = tls.write_all(head.as_bytes());
+            let _ = tls.write_all(body);
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        }
+    });
+    format!("https://localhost:{port}/api/v4")
+}
+
+fn doctor_over_tls(api_url: &str, env: &[(&str, &str)], args: &[&str]) -> Out {
+    let fake = FakeGitLab::start(State::default());
+    let mut all = vec![("CI_API_V4_URL", api_url), ("CI_JOB_ID", "")];
+    all.extend_from_slice(env);
+    doctor_with(&fake, BOT_TOKEN, &all, args)
+}
+
+#[test]
+fn a_private_ca_given_as_the_ca_file_verifies_gitlab() {
+    let url = tls_gitlab("leaf.pem", "leaf.key");
+    let ca = format!("{TLS_DIR}/ca.pem");
+    let o = doctor_over_tls(&url, &[("ASSENT_CA_FILE", &ca)], &[]);
+    assert_eq!(o.mark("api"), "✓", "{}", o.stdout);
+    assert!(
+        o.line("api").contains(&format!(
+            "TLS verified, no proxy, CA file {ca} (from ASSENT_CA_FILE) plus public roots"
+        )),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
+fn without_a_ca_file_an_unknown_issuer_says_to_set_one() {
+    let url = tls_gitlab("leaf.pem", "leaf.key");
+    let o = doctor_over_tls(&url, &[], &[]);
+    assert_eq!(o.mark("api"), "✗", "{}", o.stdout);
+    assert_eq!(
+        o.fix_after("api"),
+        "Set ASSENT_CA_FILE (or pass --ca-file) to the PEM bundle of the CA that signed GitLab's certificate."
+    );
+    assert_eq!(o.code, 1);
+}
+
+#[test]
+fn with_a_ca_file_that_does_not_verify_gitlab_the_advice_says_so() {
+    // Another CA's certificate, given three ways: the fix names the file and where it came
+    // from, and never says to set a CA file.
+    let url = tls_gitlab("leaf.pem", "leaf.key");
+    let other = format!("{TLS_DIR}/selfleaf.pem");
+    for (env, args, source) in [
+        (
+            vec![("ASSENT_CA_FILE", other.as_str())],
+            vec![],
+            "ASSENT_CA_FILE",
+        ),
+        (
+            vec![("CI_SERVER_TLS_CA_FILE", other.as_str())],
+            vec![],
+            "CI_SERVER_TLS_CA_FILE",
+        ),
+        (vec![], vec!["--ca-file", other.as_str()], "--ca-file"),
+    ] {
+        let o = doctor_over_tls(&url, &env, &args);
+        assert_eq!(o.mark("api"), "✗", "{}", o.stdout);
+        let fix = o.fix_after("api");
+        assert!(
+            fix.starts_with(&format!("The CA file {other} (from {source}) does not verify GitLab's certificate: it must hold the certificate (PEM) of the CA that issued GitLab's")),
+            "{fix}"
+        );
+        assert!(!fix.contains("Set ASSENT_CA_FILE"), "{fix}");
+    }
+}
+
+#[test]
+fn a_self_signed_ca_certificate_as_gitlabs_own_is_explained() {
+    // The issue's case: GitLab serves a self-signed certificate made with `openssl req -x509`
+    // defaults (CA:TRUE), and that very certificate is given as the CA file.
+    let url = tls_gitlab("selfca.pem", "selfca.key");
+    let own = format!("{TLS_DIR}/selfca.pem");
+    let o = doctor_over_tls(&url, &[("ASSENT_CA_FILE", &own)], &[]);
+    assert_eq!(o.mark("api"), "✗", "{}", o.stdout);
+    let fix = o.fix_after("api");
+    assert!(
+        fix.starts_with("GitLab presents a CA certificate (basic constraints CA:TRUE"),
+        "{fix}"
+    );
+    assert!(
+        fix.contains(&format!(
+            "(the CA file {own} (from ASSENT_CA_FILE) is in use)"
+        )),
+        "{fix}"
+    );
+    assert!(
+        fix.contains("re-issue the self-signed certificate with CA:FALSE"),
+        "{fix}"
+    );
+    assert!(!fix.contains("Set ASSENT_CA_FILE"), "{fix}");
+    // What the fix promises: the same certificate re-issued with CA:FALSE verifies as its own
+    // CA file.
+    let url = tls_gitlab("selfleaf.pem", "selfleaf.key");
+    let own = format!("{TLS_DIR}/selfleaf.pem");
+    let o = doctor_over_tls(&url, &[("ASSENT_CA_FILE", &own)], &[]);
+    assert_eq!(o.mark("api"), "✓", "{}", o.stdout);
 }

@@ -11,7 +11,7 @@ use assent::fixture::schema::FindingSpec;
 use assent::forge::{Forge, ForgeError};
 use assent::gitlab::ThreadSleeper;
 use assent::reconcile::{RunContext, reconcile};
-use assent_test_support::{config_for, forge_for, forge_with, start_basic};
+use assent_test_support::{ForgeConfig, config_for, forge_for, forge_with, start_basic};
 use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, RouteKind, fixtures};
 
 const P: u64 = fixtures::PROJECT_ID;
@@ -59,6 +59,7 @@ fn ctx() -> RunContext {
         dry_run: false,
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
         target: None,
+        requests_before: Default::default(),
     }
 }
 
@@ -385,7 +386,9 @@ fn window_limited_run(limit: u64, headers: bool) -> (FakeGitLab, Vec<Duration>) 
         fixtures::PROJECT_PATH,
         fixtures::MR_IID,
     );
-    let forge = assent::gitlab::GitLabForge::with_sleeper(config, sleeper.clone()).unwrap();
+    let forge =
+        assent::gitlab::GitLabForge::with_sleeper(config.gitlab, config.mr, sleeper.clone())
+            .unwrap();
     let publication = reconcile(&forge, &desired(), &ctx()).expect("the run completes");
     assert!(publication.receipt.rescan.verified);
     assert_one_thread_per_slot(&fake);
@@ -512,9 +515,12 @@ fn late_applied_thread_run(write_settle: Duration) -> (FakeGitLab, assent::recon
     );
     config.request_timeout = Duration::from_millis(500);
     config.retry.write_settle = write_settle;
-    let forge =
-        assent::gitlab::GitLabForge::with_sleeper(config, std::sync::Arc::new(ThreadSleeper))
-            .unwrap();
+    let forge = assent::gitlab::GitLabForge::with_sleeper(
+        config.gitlab,
+        config.mr,
+        std::sync::Arc::new(ThreadSleeper),
+    )
+    .unwrap();
     let publication = reconcile(&forge, &desired(), &ctx()).expect("the run completes");
     // Whatever the run did, wait until the held POST has been applied before judging.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -1001,15 +1007,14 @@ fn socks_proxies_carry_every_request() {
     ];
     for (created_before, (proxy, api, target, username)) in cases.into_iter().enumerate() {
         let before = relay.connects().len();
-        let mut config = GitLabConfig::new(
-            api,
-            Token::new(fixtures::BOT_TOKEN),
-            fixtures::PROJECT_PATH,
-            MR,
-        );
+        let mut config =
+            GitLabConfig::new(api, Token::new(fixtures::BOT_TOKEN), fixtures::PROJECT_PATH);
         config.proxy = ProxyConfig::Url(proxy.clone());
         config.request_timeout = Duration::from_secs(5);
-        let (forge, _) = forge_with(config);
+        let (forge, _) = forge_with(ForgeConfig {
+            gitlab: config,
+            mr: MR,
+        });
         // The seeded threads and the note each earlier case created.
         assert_eq!(
             forge.list_discussions().unwrap().len(),

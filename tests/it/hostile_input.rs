@@ -402,6 +402,7 @@ fn ctx() -> RunContext {
         dry_run: false,
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
         target: None,
+        requests_before: Default::default(),
     }
 }
 

@@ -453,11 +453,9 @@ fn a_policy_can_require_a_minimum_role_to_assent() {
         .collect();
     assert_eq!(
         role_reads,
-        [format!(
-            "/api/v4/projects/group%2Fsub%2Fproj/members/all/{}",
-            fixtures::HUMAN_ID
-        )],
-        "one role read, for the resolver of the rule that needs it"
+        [fixtures::HUMAN_ID, fixtures::BOT_ID]
+            .map(|user| format!("/api/v4/projects/group%2Fsub%2Fproj/members/all/{user}")),
+        "one role read for the resolver of the rule that needs it, one for the bot before the first write"
     );
     let summary = w.summary().body;
     assert!(
@@ -995,6 +993,35 @@ fn a_missing_token_is_a_usage_error_before_any_request() {
     r.assert_no_token();
 }
 
+/// API URL, project and token all missing: one error names all three, so one attempt shows
+/// everything there is to set.
+#[test]
+fn every_missing_connection_input_is_named_in_one_error() {
+    let w = World::new(ASSENT);
+    let r = w
+        .invocation()
+        .without("CI_API_V4_URL")
+        .without("CI_PROJECT_ID")
+        .without("CI_MERGE_REQUEST_PROJECT_ID")
+        .without("ASSENT_TOKEN")
+        .run();
+    r.expect_code(2);
+    let line = r.error_line();
+    assert!(line.starts_with("error: 3 problems with the inputs: (1) no GitLab API URL: pass --api-url or set CI_API_V4_URL"), "{line}");
+    assert!(
+        line.contains(
+            "(2) no project: pass --project or set CI_MERGE_REQUEST_PROJECT_ID or CI_PROJECT_ID"
+        ),
+        "{line}"
+    );
+    assert!(
+        line.contains("(3) no token: set ASSENT_TOKEN (or GITLAB_TOKEN)"),
+        "{line}"
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(w.fake.requests().is_empty());
+}
+
 #[test]
 fn missing_or_malformed_inputs_are_usage_errors_before_any_request() {
     let w = World::new(ASSENT);
@@ -1094,6 +1121,74 @@ fn a_ci_job_token_is_refused_before_any_request() {
         assert!(r.receipt_text.is_none());
     }
     assert!(w.fake.requests().is_empty(), "{:#?}", w.fake.requests());
+}
+
+/// A Reporter can create threads but not resolve them: the run reads the bot's role once
+/// before its first write and stops with nothing written, instead of leaving the summary and
+/// some threads behind a 403. A rerun with nothing to write costs no such read.
+#[test]
+fn a_reporter_token_is_refused_before_the_first_write() {
+    let set_bot_level = |w: &World, level: u32| {
+        w.fake.with_state(|s| {
+            for t in s
+                .tokens
+                .iter_mut()
+                .filter(|t| t.user_id == fixtures::BOT_ID)
+            {
+                t.access_level = level;
+            }
+        })
+    };
+    let w = World::new(ASSENT);
+    set_bot_level(&w, 20);
+    let r = w.run(&[]);
+    r.expect_code(3);
+    let line = r.error_line();
+    for part in [
+        "Reporter role",
+        "Developer or higher",
+        "nothing was written",
+        "run `assent doctor`",
+    ] {
+        assert!(line.contains(part), "{part:?} in {line}");
+    }
+    assert_eq!(
+        r.stderr.lines().filter(|l| l.starts_with("error:")).count(),
+        1
+    );
+    r.assert_no_token();
+    assert!(r.receipt_text.is_none());
+    assert_eq!(w.writes().len(), 0, "{:#?}", w.writes());
+    assert!(w.discussions().is_empty());
+
+    // With the Developer role the same run publishes; its rerun writes nothing and does
+    // not read the role again.
+    set_bot_level(&w, 30);
+    w.run(&[]).expect_code(0);
+    w.fake.reset_log();
+    w.run(&[]).expect_code(0);
+    assert_eq!(w.writes().len(), 0);
+    assert!(
+        !w.fake
+            .requests()
+            .iter()
+            .any(|r| r.path.contains("/members/all/")),
+        "{:#?}",
+        w.fake.requests()
+    );
+}
+
+/// A role that cannot be read is no refusal: the run goes on, as before the check existed.
+#[test]
+fn a_role_that_cannot_be_read_does_not_stop_the_run() {
+    let w = World::new(ASSENT);
+    w.fake.inject(
+        FaultRule::new(FaultAction::Forbidden)
+            .method("GET")
+            .route(RouteKind::ProjectMember),
+    );
+    w.run(&[]).expect_code(0);
+    assert!(!w.discussions().is_empty());
 }
 
 // ---- 14: a listing that cannot be completed -------------------------------------------------
@@ -1826,6 +1921,33 @@ fn a_socks_proxy_carries_the_run() {
         r.assert_no_token();
     }
     assert_eq!(w.threads_of(RETENTION).len(), 1);
+}
+
+/// A proxy that cannot be reached refuses the connection: the `help:` line names the proxy
+/// and `NO_PROXY`, whatever words the refusal itself uses.
+#[test]
+fn a_dead_proxy_is_named_in_the_help_line() {
+    let w = World::new(ASSENT);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let r = w
+        .invocation()
+        .env("HTTP_PROXY", &format!("http://127.0.0.1:{port}"))
+        .run();
+    r.expect_code(3);
+    let help = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("help: "))
+        .unwrap_or_else(|| panic!("no help line: {}", r.stderr));
+    assert!(
+        help.starts_with(
+            "help: the proxy from HTTPS_PROXY, HTTP_PROXY or ALL_PROXY could not be reached"
+        ) && help.contains("NO_PROXY"),
+        "{help}"
+    );
+    assert!(w.fake.requests().is_empty());
 }
 
 #[test]

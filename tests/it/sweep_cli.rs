@@ -649,6 +649,7 @@ fn run_context() -> RunContext {
             name: "main".into(),
             has_policies: true,
         }),
+        requests_before: Default::default(),
     }
 }
 
@@ -657,13 +658,12 @@ fn forge(fake: &FakeGitLab) -> GitLabForge {
         fake.base_url(),
         Token::new(BOT_TOKEN),
         PROJECT_ID.to_string(),
-        fixtures::MR_IID,
     );
     config.retry.max_attempts = 1;
     config.request_timeout = Duration::from_secs(5);
     // The fake never applies a write late: nothing to wait for after an ambiguous one.
     config.retry.write_settle = Duration::ZERO;
-    GitLabForge::new(config).unwrap()
+    GitLabForge::new(config, fixtures::MR_IID).unwrap()
 }
 
 #[test]

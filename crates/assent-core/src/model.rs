@@ -290,6 +290,17 @@ impl Role {
         }
     }
 
+    /// The name GitLab's settings show (`Reporter`), for messages to a project's owners.
+    pub fn title(self) -> &'static str {
+        match self {
+            Role::Guest => "Guest",
+            Role::Reporter => "Reporter",
+            Role::Developer => "Developer",
+            Role::Maintainer => "Maintainer",
+            Role::Owner => "Owner",
+        }
+    }
+
     /// Parses a policy's role name.
     pub fn parse(name: &str) -> Option<Role> {
         Role::ALL.into_iter().find(|r| r.as_str() == name)

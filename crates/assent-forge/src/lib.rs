@@ -40,6 +40,8 @@ pub enum ForgeError {
         route: String,
         /// What went wrong.
         message: String,
+        /// What went wrong, as the transport could tell it: what advice is chosen from.
+        cause: TransportFailure,
     },
     /// A write whose outcome is unknown (sent, but no usable answer): the next listing decides.
     #[error("{method} {route}: outcome unknown: {message}")]
@@ -103,12 +105,56 @@ pub struct RateLimited {
     pub budget: Duration,
 }
 
+/// Why a request got no answer, as far as the transport could tell
+/// ([`ForgeError::Transport`]). The adapter decides it from its HTTP and TLS libraries' typed
+/// errors, never from their wording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportFailure {
+    /// The forge's host name did not resolve.
+    UnknownHost,
+    /// The forge's host refused the connection, or it could not be made in time.
+    ConnectFailed,
+    /// A proxy is in use and the connection through it failed: the proxy could not be
+    /// reached, or it refused to connect to the forge.
+    Proxy,
+    /// The forge's TLS certificate did not verify.
+    Certificate(CertificateFailure),
+    /// Another TLS failure (handshake, protocol).
+    Tls,
+    /// The request timed out after the connection was made.
+    Timeout,
+    /// The connection broke, or the answer could not be read.
+    Other,
+}
+
+/// Why the forge's TLS certificate did not verify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CertificateFailure {
+    /// No trusted certificate authority issued it (a private CA not given, or another one).
+    UnknownIssuer,
+    /// The server presents a CA certificate (basic constraints `CA:TRUE`) as its own, as a
+    /// self-signed certificate made with `openssl req -x509` defaults is.
+    CaUsedAsEndEntity,
+    /// It is not valid for the host name that was asked for.
+    WrongName,
+    /// It has expired, or is not valid yet.
+    NotCurrentlyValid,
+    /// Any other reason (bad signature, unsupported algorithm, revoked, wrong purpose).
+    Other,
+}
+
 /// What a [`ForgeError`] means for the caller, decided here from the status once, so that
 /// the application reasons about kinds and never about HTTP status codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ForgeErrorKind {
     /// The forge says the thing asked for does not exist (404).
     NotFound,
+    /// The forge did not accept the token for this request (401). GitLab also answers so to a
+    /// second approval by the same user.
+    Unauthorized,
+    /// The request conflicts with the forge's current state (409), e.g. an approval pinned
+    /// to a SHA that is no longer the merge request's head. Nothing was written.
+    Conflict,
     /// The forge refused this request (another 4xx, a refused redirect): retrying it as is
     /// will not help, and nothing was written.
     Refused,
@@ -130,6 +176,8 @@ impl ForgeError {
     pub fn kind(&self) -> ForgeErrorKind {
         match self {
             ForgeError::Status { status: 404, .. } => ForgeErrorKind::NotFound,
+            ForgeError::Status { status: 401, .. } => ForgeErrorKind::Unauthorized,
+            ForgeError::Status { status: 409, .. } => ForgeErrorKind::Conflict,
             ForgeError::Status { status, .. } if *status == 429 || *status >= 500 => {
                 ForgeErrorKind::Unavailable
             }
@@ -212,10 +260,12 @@ pub trait Forge: Send + Sync {
     /// Whether the bot (the token's user) approves the merge request right now
     /// (`GET …/approvals`, the bot's id among `approved_by[].user.id`).
     fn bot_approves(&self) -> Result<bool, ForgeError>;
-    /// Approves the merge request as the bot, pinned to `sha`: the forge refuses with 409 when
-    /// the head is no longer `sha`, and with 401 when the bot approves already.
+    /// Approves the merge request as the bot, pinned to `sha`: the forge refuses with
+    /// [`ForgeErrorKind::Conflict`] when the head is no longer `sha`, and with
+    /// [`ForgeErrorKind::Unauthorized`] when the bot approves already.
     fn approve(&self, sha: &str) -> Result<(), ForgeError>;
-    /// Withdraws the bot's approval; the forge answers 404 when the bot does not approve.
+    /// Withdraws the bot's approval; the forge answers [`ForgeErrorKind::NotFound`] when the
+    /// bot does not approve.
     fn unapprove(&self) -> Result<(), ForgeError>;
     /// Requests made so far.
     fn request_counts(&self) -> RequestCounts;
@@ -268,7 +318,9 @@ mod tests {
     #[test]
     fn every_status_has_one_kind() {
         assert_eq!(status(404).kind(), ForgeErrorKind::NotFound);
-        for refused in [301, 400, 401, 403, 409, 422] {
+        assert_eq!(status(401).kind(), ForgeErrorKind::Unauthorized);
+        assert_eq!(status(409).kind(), ForgeErrorKind::Conflict);
+        for refused in [301, 400, 403, 422] {
             assert_eq!(status(refused).kind(), ForgeErrorKind::Refused, "{refused}");
         }
         for unavailable in [429, 500, 502, 503, 504] {
@@ -282,6 +334,7 @@ mod tests {
             method: "GET".into(),
             route: "r".into(),
             message: "reset".into(),
+            cause: TransportFailure::Other,
         };
         assert_eq!(transport.kind(), ForgeErrorKind::Unavailable);
         let ambiguous = ForgeError::AmbiguousWrite {

@@ -40,8 +40,7 @@ impl fmt::Debug for GitLabClient {
 }
 
 impl GitLabClient {
-    /// Builds the client; read retries sleep the calling thread. `config.mr_iid` is not
-    /// used: the client is the project's.
+    /// Builds the client; read retries sleep the calling thread.
     pub fn new(config: &GitLabConfig) -> Result<Self, GitLabConfigError> {
         Self::with_sleeper(config, Arc::new(ThreadSleeper))
     }

@@ -38,7 +38,8 @@ use assent_core::model::{
 };
 use assent_forge::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
 
-/// Everything a [`GitLabForge`] needs. `Debug` never shows the token.
+/// Everything a [`GitLabClient`] needs to reach one project. `Debug` never shows the token.
+/// A merge request is not part of it: it belongs to the [`GitLabForge`] built over the client.
 #[derive(Clone, Debug)]
 pub struct GitLabConfig {
     /// The API v4 base, e.g. `https://gitlab.example.com/api/v4` (`CI_API_V4_URL`).
@@ -47,8 +48,6 @@ pub struct GitLabConfig {
     pub token: Token,
     /// The project id (`42`) or full path (`group/sub/proj`).
     pub project: String,
-    /// The merge request IID.
-    pub mr_iid: u64,
     /// A PEM bundle (one or several certificates) trusted in addition to the public roots.
     pub ca_file: Option<PathBuf>,
     /// TCP/TLS connect timeout (default 10 s).
@@ -66,28 +65,12 @@ pub struct GitLabConfig {
 }
 
 impl GitLabConfig {
-    /// A project-level configuration (for a [`GitLabClient`]) with default timeouts, limits,
-    /// proxy and retry policy. Its `mr_iid` is 0: only [`GitLabForge::new`] reads it.
-    pub fn for_project(
-        api_url: impl Into<String>,
-        token: Token,
-        project: impl Into<String>,
-    ) -> Self {
-        Self::new(api_url, token, project, 0)
-    }
-
-    /// A configuration with default timeouts, limits, proxy and retry policy.
-    pub fn new(
-        api_url: impl Into<String>,
-        token: Token,
-        project: impl Into<String>,
-        mr_iid: u64,
-    ) -> Self {
+    /// A project's configuration with default timeouts, limits, proxy and retry policy.
+    pub fn new(api_url: impl Into<String>, token: Token, project: impl Into<String>) -> Self {
         GitLabConfig {
             api_url: api_url.into(),
             token,
             project: project.into(),
-            mr_iid,
             ca_file: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -117,18 +100,20 @@ impl fmt::Debug for GitLabForge {
 }
 
 impl GitLabForge {
-    /// Builds the forge; read retries sleep the calling thread.
-    pub fn new(config: GitLabConfig) -> Result<Self, GitLabConfigError> {
-        Self::with_sleeper(config, Arc::new(ThreadSleeper))
+    /// Builds the forge of MR `mr_iid` over a new client for `config`; read retries sleep
+    /// the calling thread.
+    pub fn new(config: GitLabConfig, mr_iid: u64) -> Result<Self, GitLabConfigError> {
+        Self::with_sleeper(config, mr_iid, Arc::new(ThreadSleeper))
     }
 
-    /// Builds the forge with an injected sleeper (tests record the delays asked for).
+    /// [`GitLabForge::new`] with an injected sleeper (tests record the delays asked for).
     pub fn with_sleeper(
         config: GitLabConfig,
+        mr_iid: u64,
         sleeper: Arc<dyn Sleeper>,
     ) -> Result<Self, GitLabConfigError> {
         let client = GitLabClient::with_sleeper(&config, sleeper)?;
-        Ok(Self::over(Arc::new(client), config.mr_iid))
+        Ok(Self::over(Arc::new(client), mr_iid))
     }
 
     /// The forge of MR `mr_iid` over an existing client: the sweep reviews many MRs of one

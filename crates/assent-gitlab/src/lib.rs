@@ -23,9 +23,9 @@
 //!
 //! ```no_run
 //! use assent_gitlab::{GitLabConfig, GitLabForge, Token};
-//! let mut config = GitLabConfig::new("https://gitlab.example.com/api/v4", Token::new("glpat-…"), "group/proj", 7);
+//! let mut config = GitLabConfig::new("https://gitlab.example.com/api/v4", Token::new("glpat-…"), "group/proj");
 //! config.ca_file = Some("/etc/ssl/private-ca.pem".into());
-//! let forge = GitLabForge::new(config)?;
+//! let forge = GitLabForge::new(config, 7)?;
 //! # Ok::<(), assent_gitlab::GitLabConfigError>(())
 //! ```
 
@@ -43,7 +43,7 @@ pub mod transport;
 #[cfg(test)]
 mod tests;
 
-pub use self::advice::advice;
+pub use self::advice::{Diagnosis, advice, diagnose};
 pub use self::client::GitLabClient;
 pub use self::forge::{GitLabConfig, GitLabForge};
 pub use self::retry::{

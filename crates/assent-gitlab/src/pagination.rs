@@ -390,10 +390,12 @@ fn on_page(error: ForgeError, page: u32) -> ForgeError {
             method,
             route,
             message,
+            cause,
         } => ForgeError::Transport {
             method,
             route,
             message: format!("{message} (page {page})"),
+            cause,
         },
         other => other,
     }

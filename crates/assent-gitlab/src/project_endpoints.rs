@@ -143,7 +143,7 @@ mod tests {
     }
 
     fn forge(base: &str) -> GitLabClient {
-        let mut config = GitLabConfig::new(base, Token::new("t0ken"), "group/sub/proj", 0);
+        let mut config = GitLabConfig::new(base, Token::new("t0ken"), "group/sub/proj");
         config.retry.max_attempts = 1;
         GitLabClient::new(&config).unwrap()
     }

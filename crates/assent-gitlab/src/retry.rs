@@ -333,6 +333,7 @@ impl Requester {
                     method,
                     route,
                     message: self.transport.redact(failure.to_string()),
+                    cause: failure.cause(),
                 },
                 delay: None,
                 rate_limited: false,
@@ -463,10 +464,11 @@ impl Requester {
         let method = request.method.as_str().to_owned();
         let route = request.route();
         WriteAttempt::Done(match self.transport.execute(request) {
-            Err(Failure::NotSent(message)) => Err(ForgeError::Transport {
+            Err(Failure::NotSent(message, cause)) => Err(ForgeError::Transport {
                 method,
                 route,
                 message: self.transport.redact(message),
+                cause,
             }),
             Err(failure) => Err(ForgeError::AmbiguousWrite {
                 method,

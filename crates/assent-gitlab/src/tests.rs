@@ -251,7 +251,7 @@ impl RecordingSleeper {
 }
 
 fn config(server: &Server) -> GitLabConfig {
-    let mut config = GitLabConfig::new(server.api_url(), Token::new(TOKEN), "group/sub/proj", 7);
+    let mut config = GitLabConfig::new(server.api_url(), Token::new(TOKEN), "group/sub/proj");
     config.proxy = ProxyConfig::Direct;
     config.connect_timeout = Duration::from_secs(2);
     config.request_timeout = Duration::from_secs(3);
@@ -261,7 +261,7 @@ fn config(server: &Server) -> GitLabConfig {
 fn forge_with(config: GitLabConfig) -> (GitLabForge, Arc<RecordingSleeper>) {
     let sleeper = Arc::new(RecordingSleeper::default());
     (
-        GitLabForge::with_sleeper(config, sleeper.clone()).unwrap(),
+        GitLabForge::with_sleeper(config, 7, sleeper.clone()).unwrap(),
         sleeper,
     )
 }
@@ -271,7 +271,7 @@ fn forge(server: &Server) -> (GitLabForge, Arc<RecordingSleeper>) {
 }
 
 fn forge_at(api_url: &str) -> (GitLabForge, Arc<RecordingSleeper>) {
-    let mut config = GitLabConfig::new(api_url, Token::new(TOKEN), "group/sub/proj", 7);
+    let mut config = GitLabConfig::new(api_url, Token::new(TOKEN), "group/sub/proj");
     config.proxy = ProxyConfig::Direct;
     config.request_timeout = Duration::from_secs(3);
     forge_with(config)
@@ -999,12 +999,20 @@ fn a_write_that_could_not_connect_is_a_transport_error() {
         format!("http://127.0.0.1:{port}/api/v4"),
         Token::new(TOKEN),
         "1",
-        7,
     );
     config.proxy = ProxyConfig::Direct;
     let (forge, _) = forge_with(config);
     let err = forge.create_note("x").unwrap_err();
-    assert!(matches!(err, ForgeError::Transport { .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            ForgeError::Transport {
+                cause: assent_forge::TransportFailure::ConnectFailed,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(!err.to_string().contains(TOKEN));
 }
 
@@ -1396,10 +1404,9 @@ fn note_endpoint_reads_one_note() {
 #[test]
 fn configuration_errors_never_show_the_token() {
     let bad = |f: &dyn Fn(&mut GitLabConfig)| {
-        let mut config =
-            GitLabConfig::new("https://gl.example/api/v4", Token::new(TOKEN), "g/p", 1);
+        let mut config = GitLabConfig::new("https://gl.example/api/v4", Token::new(TOKEN), "g/p");
         f(&mut config);
-        let err = GitLabForge::new(config).unwrap_err();
+        let err = GitLabForge::new(config, 1).unwrap_err();
         assert!(!err.to_string().contains(TOKEN), "{err}");
         err
     };
@@ -1431,12 +1438,12 @@ fn a_ca_file_with_several_certificates_is_accepted() {
         .map(|der| pem_encode(der.as_ref()))
         .collect();
     std::fs::write(&path, pem).unwrap();
-    let mut config = GitLabConfig::new("https://gl.example/api/v4", Token::new(TOKEN), "g/p", 1);
+    let mut config = GitLabConfig::new("https://gl.example/api/v4", Token::new(TOKEN), "g/p");
     config.ca_file = Some(path.clone());
-    GitLabForge::new(config.clone()).unwrap();
+    GitLabForge::new(config.clone(), 1).unwrap();
     std::fs::write(&path, "no certificates here").unwrap();
     assert!(matches!(
-        GitLabForge::new(config).unwrap_err(),
+        GitLabForge::new(config, 1).unwrap_err(),
         GitLabConfigError::CaFile(_)
     ));
 }
@@ -1477,7 +1484,7 @@ fn the_forge_is_send_and_sync() {
 #[test]
 fn a_configured_proxy_carries_the_requests() {
     let proxy = RawServer::start(vec![None]);
-    let mut config = GitLabConfig::new("http://gitlab.invalid/api/v4", Token::new(TOKEN), "g/p", 1);
+    let mut config = GitLabConfig::new("http://gitlab.invalid/api/v4", Token::new(TOKEN), "g/p");
     config.proxy = ProxyConfig::Url(proxy.origin.clone());
     config.retry.max_attempts = 1;
     let (forge, _) = forge_with(config);
@@ -1488,5 +1495,162 @@ fn a_configured_proxy_carries_the_requests() {
         requests[0].starts_with("CONNECT gitlab.invalid:80")
             || requests[0].starts_with("GET http://gitlab.invalid/api/v4/user"),
         "{requests:?}"
+    );
+}
+
+#[test]
+fn a_dead_configured_proxy_is_named_as_the_cause() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let mut config = GitLabConfig::new("http://gitlab.invalid/api/v4", Token::new(TOKEN), "g/p");
+    config.proxy = ProxyConfig::Url(format!("http://127.0.0.1:{port}"));
+    config.retry.max_attempts = 1;
+    let (forge, _) = forge_with(config);
+    let err = forge.bot_user_id().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ForgeError::Transport {
+                cause: assent_forge::TransportFailure::Proxy,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+// ---- TLS: certificate failures told apart by type -------------------------------------------
+
+/// A one-connection-at-a-time HTTPS server presenting `cert` (PEM) with `key`, answering every
+/// request with `{"id": 1}`. Handshakes the client refuses just end the connection.
+fn tls_server(cert: &str, key: &str) -> String {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::io::Write;
+
+    let certs = CertificateDer::pem_slice_iter(cert.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+    let config = Arc::new(
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap(),
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for tcp in listener.incoming() {
+            let Ok(tcp) = tcp else { return };
+            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, tcp);
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match tls.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body = br#"{"id":1}"#;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = tls.write_all(head.as_bytes());
+            let _ = tls.write_all(body);
+            let _ = tls.flush();
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        }
+    });
+    format!("https://localhost:{port}/api/v4")
+}
+
+const TLS_CA: &str = include_str!("../testdata/tls/ca.pem");
+const TLS_LEAF: &str = include_str!("../testdata/tls/leaf.pem");
+const TLS_LEAF_KEY: &str = include_str!("../testdata/tls/leaf.key");
+const TLS_SELF_CA: &str = include_str!("../testdata/tls/selfca.pem");
+const TLS_SELF_CA_KEY: &str = include_str!("../testdata/tls/selfca.key");
+const TLS_SELF_LEAF: &str = include_str!("../testdata/tls/selfleaf.pem");
+const TLS_SELF_LEAF_KEY: &str = include_str!("../testdata/tls/selfleaf.key");
+
+/// `GET /user` against `api_url`, trusting the public roots plus `ca` when given.
+fn user_over_tls(api_url: &str, ca: Option<&str>) -> Result<u64, ForgeError> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = GitLabConfig::new(api_url, Token::new(TOKEN), "g/p");
+    config.proxy = ProxyConfig::Direct;
+    config.retry.max_attempts = 1;
+    config.request_timeout = Duration::from_secs(5);
+    if let Some(ca) = ca {
+        let path = dir.path().join("ca.pem");
+        std::fs::write(&path, ca).unwrap();
+        config.ca_file = Some(path);
+    }
+    GitLabClient::new(&config).unwrap().current_user_id()
+}
+
+fn certificate_failure_of(result: Result<u64, ForgeError>) -> assent_forge::CertificateFailure {
+    match result {
+        Err(ForgeError::Transport {
+            cause: assent_forge::TransportFailure::Certificate(failure),
+            ref message,
+            ..
+        }) => {
+            assert!(!message.contains(TOKEN));
+            failure
+        }
+        other => panic!("not a certificate failure: {other:?}"),
+    }
+}
+
+#[test]
+fn tls_a_private_ca_given_as_the_ca_file_verifies_its_server() {
+    let url = tls_server(TLS_LEAF, TLS_LEAF_KEY);
+    assert_eq!(user_over_tls(&url, Some(TLS_CA)).unwrap(), 1);
+}
+
+#[test]
+fn tls_a_certificate_from_an_unknown_ca_is_unknown_issuer() {
+    use assent_forge::CertificateFailure::UnknownIssuer;
+    let url = tls_server(TLS_LEAF, TLS_LEAF_KEY);
+    assert_eq!(
+        certificate_failure_of(user_over_tls(&url, None)),
+        UnknownIssuer
+    );
+    // Another CA in the file does not help.
+    assert_eq!(
+        certificate_failure_of(user_over_tls(&url, Some(TLS_SELF_LEAF))),
+        UnknownIssuer
+    );
+}
+
+#[test]
+fn tls_a_self_signed_ca_certificate_as_the_server_certificate_is_ca_used_as_end_entity() {
+    use assent_forge::CertificateFailure::CaUsedAsEndEntity;
+    // The server's own certificate given as the CA file: the TLS library still refuses a CA
+    // certificate (CA:TRUE) presented as the server's.
+    let url = tls_server(TLS_SELF_CA, TLS_SELF_CA_KEY);
+    assert_eq!(
+        certificate_failure_of(user_over_tls(&url, Some(TLS_SELF_CA))),
+        CaUsedAsEndEntity
+    );
+}
+
+#[test]
+fn tls_a_self_signed_end_entity_certificate_is_its_own_trust_anchor() {
+    // CA:FALSE, self-signed: given as the CA file, it verifies (the advice for the CA:TRUE
+    // case relies on this).
+    let url = tls_server(TLS_SELF_LEAF, TLS_SELF_LEAF_KEY);
+    assert_eq!(user_over_tls(&url, Some(TLS_SELF_LEAF)).unwrap(), 1);
+    assert_eq!(
+        certificate_failure_of(user_over_tls(&url, None)),
+        assent_forge::CertificateFailure::UnknownIssuer
     );
 }

@@ -78,6 +78,9 @@ pub enum FaultAction {
     RateLimitJson { retry_after: u64 },
     /// 500 `{"message":"500 Internal Server Error"}`. Not applied.
     ServerError,
+    /// 403 `{"message":"403 Forbidden"}`, as GitLab answers a token whose role or scope may
+    /// not use the route. Not applied.
+    Forbidden,
     /// 502 with an HTML body. Not applied.
     BadGateway,
     /// 503 with an HTML body. Not applied.

@@ -148,6 +148,7 @@ fn fault_name(a: &FaultAction) -> &'static str {
         FaultAction::RateLimitText { .. } => "rate_limit_text",
         FaultAction::RateLimitJson { .. } => "rate_limit_json",
         FaultAction::ServerError => "server_error",
+        FaultAction::Forbidden => "forbidden",
         FaultAction::BadGateway => "bad_gateway",
         FaultAction::Unavailable => "unavailable",
         FaultAction::Latency { .. } => "latency",
@@ -369,6 +370,7 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
             .header("Retry-After", retry_after.to_string()),
         ),
         Some(FaultAction::ServerError) => Some(Response::message(500, "500 Internal Server Error")),
+        Some(FaultAction::Forbidden) => Some(Response::message(403, "403 Forbidden")),
         Some(FaultAction::BadGateway) => Some(html(502, "502 Bad Gateway")),
         Some(FaultAction::Unavailable) => Some(html(503, "503 Service Temporarily Unavailable")),
         Some(FaultAction::WindowLimit { .. }) => Some(Response::message(

@@ -62,21 +62,46 @@ impl Sleeper for RecordingSleeper {
     }
 }
 
+/// The project's client configuration and the MR a test's forge is for. It reads and
+/// writes as the [`GitLabConfig`] it holds, so a test adjusts `config.body_limit` and the
+/// like directly.
+#[derive(Debug, Clone)]
+pub struct ForgeConfig {
+    /// The project's client configuration.
+    pub gitlab: GitLabConfig,
+    /// The merge request.
+    pub mr: u64,
+}
+
+impl std::ops::Deref for ForgeConfig {
+    type Target = GitLabConfig;
+    fn deref(&self) -> &GitLabConfig {
+        &self.gitlab
+    }
+}
+
+impl std::ops::DerefMut for ForgeConfig {
+    fn deref_mut(&mut self) -> &mut GitLabConfig {
+        &mut self.gitlab
+    }
+}
+
 /// A configuration for `project`/`mr` on `fake` with `token`: direct connection, short
 /// timeouts, the default retry policy.
-pub fn config_for(fake: &FakeGitLab, token: &str, project: &str, mr: u64) -> GitLabConfig {
-    let mut config = GitLabConfig::new(fake.base_url(), Token::new(token), project, mr);
+pub fn config_for(fake: &FakeGitLab, token: &str, project: &str, mr: u64) -> ForgeConfig {
+    let mut config = GitLabConfig::new(fake.base_url(), Token::new(token), project);
     config.proxy = ProxyConfig::Direct;
     config.connect_timeout = Duration::from_secs(2);
     config.request_timeout = Duration::from_secs(5);
     config.retry = RetryPolicy::default();
-    config
+    ForgeConfig { gitlab: config, mr }
 }
 
 /// Builds the adapter for `config` with a [`RecordingSleeper`].
-pub fn forge_with(config: GitLabConfig) -> (GitLabForge, Arc<RecordingSleeper>) {
+pub fn forge_with(config: ForgeConfig) -> (GitLabForge, Arc<RecordingSleeper>) {
     let sleeper = Arc::new(RecordingSleeper::default());
-    let forge = GitLabForge::with_sleeper(config, sleeper.clone()).expect("valid config");
+    let forge =
+        GitLabForge::with_sleeper(config.gitlab, config.mr, sleeper.clone()).expect("valid config");
     (forge, sleeper)
 }
 

@@ -289,9 +289,9 @@ pub fn expected_first_run(scenario: &Scenario) -> Expected {
     let d = scenario.discussions;
     let after = d + threads(scenario) + 1;
     Expected {
-        // + the head re-check before the first write + the rescan listing + the listing
-        // that confirms the "verified" edit (SPEC §10.6).
-        reads: fixed_reads(scenario, d) + 1 + 2 * pages(after),
+        // + the head re-check and the bot's role before the first write + the rescan
+        // listing + the listing that confirms the "verified" edit (SPEC §10.6).
+        reads: fixed_reads(scenario, d) + 2 + 2 * pages(after),
         // summary "reconciling" + one thread per published finding + summary "verified".
         writes: threads(scenario) as u64 + 2,
         discussion_pages: pages(d) + 2 * pages(after),

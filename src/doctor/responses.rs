@@ -1,0 +1,349 @@
+//! What GitLab answers to doctor's routes, as typed structs.
+//!
+//! Every field doctor reads is an `Option`: a field GitLab leaves out (an older version, a
+//! permission that hides it, a proxy that rewrote the answer) reads as "GitLab did not say",
+//! never as a default that could pass for a real value (a user id 0, a job named `""`, "no
+//! hidden groups"). The conversions into the verdicts' facts keep that distinction.
+
+use serde::Deserialize;
+
+use super::enforcement::{ApprovalSettingsFacts, ProjectFacts, RuleFacts};
+use super::serialization::{ConfigFacts, JobFacts};
+
+/// `GET version`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Version {
+    /// `18.6.0-ee`.
+    pub version: Option<String>,
+}
+
+/// `GET user`: the token's user.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct CurrentUser {
+    /// The user id (the author id of assent's notes).
+    pub id: Option<u64>,
+    /// The username.
+    pub username: Option<String>,
+    /// True for the bot user of a project or group access token.
+    pub bot: Option<bool>,
+}
+
+/// `GET personal_access_tokens/self`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct TokenSelf {
+    /// The token's scopes (`api`, `read_api`, …).
+    pub scopes: Option<Vec<String>>,
+}
+
+/// `GET projects/:id`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Project {
+    /// `group/sub/project`.
+    pub path_with_namespace: Option<String>,
+    /// The default branch (policies come from it when no MR is given).
+    pub default_branch: Option<String>,
+    /// "All threads must be resolved".
+    pub only_allow_merge_if_all_discussions_are_resolved: Option<bool>,
+    /// "Pipelines must succeed".
+    pub only_allow_merge_if_pipeline_succeeds: Option<bool>,
+    /// "Skipped pipelines are considered successful".
+    pub allow_merge_on_skipped_pipeline: Option<bool>,
+    /// The "CI/CD configuration file" setting.
+    pub ci_config_path: Option<String>,
+    /// The token's own access to the project.
+    pub permissions: Option<Permissions>,
+}
+
+/// `permissions` of a project: the caller's access, direct and through the group.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Permissions {
+    /// Direct membership.
+    pub project_access: Option<Access>,
+    /// Membership through the project's group.
+    pub group_access: Option<Access>,
+}
+
+/// One access entry (`permissions.project_access`, a member).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Access {
+    /// 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner.
+    pub access_level: Option<u64>,
+}
+
+impl Project {
+    /// The caller's highest access level the project shows, direct or through the group.
+    pub fn access_level(&self) -> Option<u64> {
+        let permissions = self.permissions.as_ref()?;
+        [&permissions.project_access, &permissions.group_access]
+            .into_iter()
+            .filter_map(|a| a.as_ref()?.access_level)
+            .max()
+    }
+
+    /// The "CI/CD configuration file" setting, `None` for the default `.gitlab-ci.yml`.
+    pub fn ci_config_path(&self) -> Option<String> {
+        self.ci_config_path
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    }
+
+    /// What the gate-enforcement verdict needs of the project.
+    pub fn facts(&self) -> ProjectFacts {
+        ProjectFacts {
+            path_with_namespace: self.path_with_namespace.clone(),
+            only_allow_merge_if_pipeline_succeeds: self.only_allow_merge_if_pipeline_succeeds,
+            allow_merge_on_skipped_pipeline: self.allow_merge_on_skipped_pipeline,
+            ci_config_path: self.ci_config_path(),
+        }
+    }
+}
+
+/// `GET projects/:id/merge_requests/:iid`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct MergeRequest {
+    /// `opened`, `merged`, `closed`, `locked`.
+    pub state: Option<String>,
+    /// The branch the MR targets (policies come from it).
+    pub target_branch: Option<String>,
+    /// The project the changes come from.
+    pub source_project_id: Option<u64>,
+    /// The project the MR belongs to.
+    pub target_project_id: Option<u64>,
+}
+
+/// `GET projects/:id/jobs/:job_id`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Job {
+    /// The job id.
+    pub id: Option<u64>,
+    /// The job's name in the configuration.
+    pub name: Option<String>,
+    /// `running`, `success`, …
+    pub status: Option<String>,
+    /// Its pipeline.
+    pub pipeline: Option<JobPipeline>,
+    /// Its commit.
+    pub commit: Option<Commit>,
+}
+
+/// A job's pipeline.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct JobPipeline {
+    /// `refs/merge-requests/7/head`.
+    #[serde(rename = "ref")]
+    pub git_ref: Option<String>,
+    /// `merge_request_event`, `push`, …
+    pub source: Option<String>,
+    /// The pipeline's commit.
+    pub sha: Option<String>,
+}
+
+/// A commit reference.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Commit {
+    /// The commit SHA.
+    pub id: Option<String>,
+}
+
+impl From<Job> for JobFacts {
+    fn from(job: Job) -> JobFacts {
+        let pipeline = job.pipeline.unwrap_or_default();
+        JobFacts {
+            id: job.id,
+            name: job.name,
+            status: job.status,
+            pipeline_ref: pipeline.git_ref,
+            pipeline_source: pipeline.source,
+            sha: pipeline.sha.or_else(|| job.commit.and_then(|c| c.id)),
+        }
+    }
+}
+
+/// The CI Lint API's answer (`GET …/ci/lint`, `POST …/ci/lint`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Lint {
+    /// Whether the configuration is valid.
+    pub valid: Option<bool>,
+    /// The configuration with every include merged (absent when invalid).
+    pub merged_yaml: Option<String>,
+    /// What is wrong, when invalid.
+    pub errors: Option<Vec<String>>,
+}
+
+impl Lint {
+    /// The configuration's facts, or why the answer says nothing usable.
+    pub fn facts(self) -> Result<ConfigFacts, String> {
+        let valid = self
+            .valid
+            .ok_or("the CI Lint API answer has no \"valid\" field")?;
+        Ok(ConfigFacts {
+            valid,
+            merged_yaml: self.merged_yaml,
+            errors: self.errors.unwrap_or_default(),
+        })
+    }
+}
+
+/// `GET projects/:id/resource_groups/:key`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ResourceGroup {
+    /// The group's key.
+    pub key: Option<String>,
+}
+
+/// `GET …/resource_groups/:key/current_job`: `null` when no job holds the group.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct HoldingJob {
+    /// The holder's job id.
+    pub id: Option<u64>,
+}
+
+/// `GET projects/:id/approvals`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ApprovalSettings {
+    /// "Remove all approvals when commits are added to the source branch".
+    pub reset_approvals_on_push: Option<bool>,
+    /// "Prevent editing approval rules in merge requests".
+    pub disable_overriding_approvers_per_merge_request: Option<bool>,
+}
+
+impl From<ApprovalSettings> for ApprovalSettingsFacts {
+    fn from(s: ApprovalSettings) -> ApprovalSettingsFacts {
+        ApprovalSettingsFacts {
+            reset_approvals_on_push: s.reset_approvals_on_push,
+            disable_overriding_approvers_per_merge_request: s
+                .disable_overriding_approvers_per_merge_request,
+        }
+    }
+}
+
+/// One approval rule (`GET …/approval_rules`, project or MR level).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ApprovalRule {
+    /// The rule's name.
+    pub name: Option<String>,
+    /// `regular`, `any_approver`, `code_owner`, `report_approver`.
+    pub rule_type: Option<String>,
+    /// Approvals the rule requires.
+    pub approvals_required: Option<u64>,
+    /// The users it names.
+    pub users: Option<Vec<Identified>>,
+    /// The groups it names.
+    pub groups: Option<Vec<Identified>>,
+    /// Everyone who may approve under it, when GitLab lists them.
+    pub eligible_approvers: Option<Vec<Identified>>,
+    /// It names groups the token cannot see.
+    pub contains_hidden_groups: Option<bool>,
+    /// The protected branches it is scoped to.
+    pub protected_branches: Option<Vec<Branch>>,
+    /// It applies to every protected branch (and only to those).
+    pub applies_to_all_protected_branches: Option<bool>,
+}
+
+/// A user or group entry: only its id matters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Identified {
+    /// The id.
+    pub id: Option<u64>,
+}
+
+/// A protected branch entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Branch {
+    /// The branch name.
+    pub name: Option<String>,
+}
+
+impl From<ApprovalRule> for RuleFacts {
+    fn from(rule: ApprovalRule) -> RuleFacts {
+        let ids = |list: Option<Vec<Identified>>| -> Vec<Option<u64>> {
+            list.unwrap_or_default().into_iter().map(|x| x.id).collect()
+        };
+        RuleFacts {
+            name: rule.name.unwrap_or_else(|| "(unnamed)".to_owned()),
+            rule_type: rule.rule_type,
+            approvals_required: rule.approvals_required,
+            user_ids: ids(rule.users),
+            group_ids: ids(rule.groups),
+            eligible_approver_ids: rule.eligible_approvers.map(|list| ids(Some(list))),
+            contains_hidden_groups: rule.contains_hidden_groups,
+            protected_branches: rule
+                .protected_branches
+                .unwrap_or_default()
+                .into_iter()
+                .map(|b| b.name.unwrap_or_else(|| "(unnamed)".to_owned()))
+                .collect(),
+            // GitLab versions before the setting existed scope a rule by its branch list
+            // alone, which is what `false` means.
+            applies_to_all_protected_branches: rule
+                .applies_to_all_protected_branches
+                .unwrap_or(false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decode<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_missing_field_is_none_never_a_default() {
+        let user: CurrentUser = decode(json!({"username": "assent-bot"}));
+        assert_eq!(user.id, None);
+        assert_eq!(user.bot, None);
+        let job: JobFacts = decode::<Job>(json!({"status": "running"})).into();
+        assert_eq!((job.id, job.name.as_deref()), (None, None));
+        let rule: RuleFacts = decode::<ApprovalRule>(json!({
+            "name": "assent",
+            "users": [{"id": 100}, {"username": "ghost"}],
+            "groups": [{}],
+        }))
+        .into();
+        assert_eq!(rule.user_ids, [Some(100), None]);
+        assert_eq!(rule.group_ids, [None]);
+        assert_eq!(rule.approvals_required, None);
+        assert_eq!(rule.contains_hidden_groups, None);
+        assert_eq!(rule.eligible_approver_ids, None);
+        assert_eq!(
+            decode::<Lint>(json!({"merged_yaml": "a: 1"})).facts(),
+            Err("the CI Lint API answer has no \"valid\" field".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_access_level_is_the_highest_shown_and_absent_when_none_is() {
+        let project: Project = decode(json!({
+            "permissions": {"project_access": {"access_level": 20}, "group_access": {"access_level": 40}}
+        }));
+        assert_eq!(project.access_level(), Some(40));
+        let project: Project = decode(json!({
+            "permissions": {"project_access": null, "group_access": null}
+        }));
+        assert_eq!(project.access_level(), None);
+        assert_eq!(Project::default().access_level(), None);
+    }
+
+    #[test]
+    fn a_jobs_commit_comes_from_its_pipeline_or_else_its_commit() {
+        let job: JobFacts = decode::<Job>(json!({
+            "id": 9, "name": "assent", "status": "running",
+            "pipeline": {"ref": "refs/merge-requests/7/head", "source": "merge_request_event"},
+            "commit": {"id": "abc"}
+        }))
+        .into();
+        assert_eq!(job.sha.as_deref(), Some("abc"));
+        assert_eq!(
+            job.pipeline_ref.as_deref(),
+            Some("refs/merge-requests/7/head")
+        );
+        let ci: Project = decode(json!({"ci_config_path": "  "}));
+        assert_eq!(ci.ci_config_path(), None);
+    }
+}
