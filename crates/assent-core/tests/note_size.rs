@@ -149,6 +149,8 @@ fn rendered_message(policies: &PolicySet, raw: &Raw) -> String {
         kind: raw.kind,
         old: raw.old.clone(),
         new: raw.new.clone(),
+        old_line: None,
+        new_line: None,
     };
     let evaluation = policies.evaluate(&[change], &MrContext::default());
     evaluation.findings[0].message.clone()

@@ -91,6 +91,8 @@ fn sample_changes() -> Vec<Change> {
         kind,
         old,
         new,
+        old_line: None,
+        new_line: None,
     };
     vec![
         change(
