@@ -446,7 +446,7 @@ fn execute_round(
 ) -> Result<(), ForgeError> {
     let summary = inventory.canonical_summary();
     let summary_writes = summary.is_none_or(|s| s.body != body);
-    let total = usize::from(summary_writes)
+    let mut total = usize::from(summary_writes)
         + plan
             .writes
             .iter()
@@ -454,7 +454,7 @@ fn execute_round(
             .sum::<usize>();
     progress.event(&Event::Planned { writes: total });
     let mut done = 0;
-    let mut wrote = || {
+    let mut wrote = |total: usize| {
         done += 1;
         progress.event(&Event::Wrote { done, total });
     };
@@ -462,13 +462,13 @@ fn execute_round(
         Some(summary) => {
             if summary_writes {
                 forge.edit_note(summary.note_id, body)?;
-                wrote();
+                wrote(total);
             }
             record.summary_note_id = Some(summary.note_id);
         }
         None => {
             record.summary_note_id = Some(forge.create_note(body)?);
-            wrote();
+            wrote(total);
         }
     }
     for write in &plan.writes {
@@ -476,14 +476,26 @@ fn execute_round(
             Write::CreateThread {
                 body,
                 resolve_after,
+                position,
                 ..
             } => {
-                let created = forge.create_thread(body)?;
-                wrote();
+                let created = match forge.create_thread(body, position.as_ref()) {
+                    // GitLab refuses a position that is not a line of its diff with 400,
+                    // before writing anything (SPEC §12.2): the general thread is then safe
+                    // to create, and is no double post. An ambiguous failure is not a
+                    // refusal: it goes back to the listing like any other write.
+                    Err(err) if position.is_some() && err.status() == Some(400) => {
+                        wrote(total);
+                        total += 1;
+                        forge.create_thread(body, None)?
+                    }
+                    created => created?,
+                };
+                wrote(total);
                 record.created.insert(created.note_id);
                 if *resolve_after {
                     forge.resolve_thread(&created.discussion_id)?;
-                    wrote();
+                    wrote(total);
                     record.resolved.insert(created.note_id);
                 }
             }
@@ -493,9 +505,9 @@ fn execute_round(
                 reply,
             } => {
                 forge.reply_to_thread(discussion_id, reply)?;
-                wrote();
+                wrote(total);
                 forge.resolve_thread(discussion_id)?;
-                wrote();
+                wrote(total);
                 record.resolved.insert(*forge_id);
             }
             Write::Resolve {
@@ -503,12 +515,12 @@ fn execute_round(
                 forge_id,
             } => {
                 forge.resolve_thread(discussion_id)?;
-                wrote();
+                wrote(total);
                 record.resolved.insert(*forge_id);
             }
             Write::CollapseSummary { note_id, body } => {
                 forge.edit_note(*note_id, body)?;
-                wrote();
+                wrote(total);
                 record.collapsed.insert(*note_id);
             }
         }

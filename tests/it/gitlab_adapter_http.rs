@@ -665,7 +665,7 @@ fn a_nested_project_path_is_one_percent_encoded_segment() {
     let fake = start_basic();
     let (forge, _) = forge_for(&fake);
     assert_eq!(forge.merge_request().unwrap().head_sha, fixtures::HEAD_SHA);
-    forge.create_thread("a thread").unwrap();
+    forge.create_thread("a thread", None).unwrap();
     assert_eq!(forge.list_discussions().unwrap().len(), 1);
     let api_requests: Vec<_> = fake
         .requests()
