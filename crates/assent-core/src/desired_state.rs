@@ -61,6 +61,11 @@
 //! * **Grouping** (SPEC §11.3): the policy findings of a rule that fires more than its
 //!   `group_above` (default 25) times are one finding `(rule, "*")` ([`crate::grouping`]);
 //!   the built-in findings above are never grouped.
+//! * **Sites** (SPEC §12.1): every policy finding's site (its change's file, kind and the line
+//!   of each side) is kept in [`DesiredState::sites`], beside the findings and never in them,
+//!   so a value that only moves keeps its slot and occurrence; a grouped finding's site is
+//!   its first member's (for the Code Quality report; it is never placed on a line), and
+//!   built-in findings have none. `crate::placement` turns sites into diff positions.
 //! * **Contents that were not read** are [`FileContent::Absent`] in [`ChangedFileInput`]: the
 //!   reader only reads the governed sides (see [`is_governed`]), and this module only looks at
 //!   governed sides, so the two agree by construction.
