@@ -73,6 +73,9 @@ fn at<'a>(lines: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     pairs
 }
 
+/// A request's form fields, in order.
+type Form<'a> = Vec<(&'a str, &'a str)>;
+
 fn line_code(old: u64, new: u64) -> String {
     use sha2::{Digest, Sha256};
     let hash = hex::encode(Sha256::digest(b"topics/orders.yaml"));
@@ -169,7 +172,7 @@ fn positions_outside_the_diff_or_its_version_are_refused_with_gitlabs_answers() 
         json!({"message": "400 Bad request - Note {:line_code=>[\"can't be blank\", \"must be a valid line code\"]}"})
     );
     let other_head = "4".repeat(40);
-    let refused: Vec<(&str, Vec<(&str, &str)>, Value)> = vec![
+    let refused: Vec<(&str, Form<'_>, Value)> = vec![
         (
             "a context line as added",
             at(&[("position[new_line]", "1")]),
