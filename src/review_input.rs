@@ -454,6 +454,40 @@ mod tests {
     }
 
     #[test]
+    fn each_changed_files_diff_comes_back_with_the_lines_it_changes() {
+        let forge = forge();
+        forge.set_changed_files(vec![
+            ChangedFile {
+                diff: "@@ -1,2 +1,2 @@\n topics:\n-  a: 1\n+  a: 2\n".into(),
+                ..changed("topics/orders.yaml")
+            },
+            ChangedFile {
+                withheld: true,
+                diff: "@@ -1 +1 @@\n-a\n+b\n".into(),
+                ..changed("topics/big.yaml")
+            },
+        ]);
+        let gathered =
+            gather_review_inputs(&forge, &pins(), MrContext::default(), Limits::default()).unwrap();
+        let lines: Vec<(&str, Option<bool>)> = gathered
+            .diffs
+            .iter()
+            .map(|d| {
+                let added = d.lines.as_ref().map(|l| l.is_added(2));
+                (d.new_path.as_str(), added)
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("topics/orders.yaml", Some(true)),
+                ("topics/big.yaml", None)
+            ],
+            "a withheld diff places nothing"
+        );
+    }
+
+    #[test]
     fn a_policy_read_failure_or_vanished_policy_is_an_error_never_a_skip() {
         let mut repo = Flaky::new(forge_with_changes());
         repo.fail_reads
