@@ -446,29 +446,34 @@ fn execute_round(
 ) -> Result<(), ForgeError> {
     let summary = inventory.canonical_summary();
     let summary_writes = summary.is_none_or(|s| s.body != body);
-    let mut total = usize::from(summary_writes)
+    let total = usize::from(summary_writes)
         + plan
             .writes
             .iter()
             .map(|w| usize::try_from(w.request_count()).unwrap_or(usize::MAX))
             .sum::<usize>();
     progress.event(&Event::Planned { writes: total });
+    // A DiffNote GitLab refuses adds a request the plan did not count.
+    let total = std::cell::Cell::new(total);
     let mut done = 0;
-    let mut wrote = |total: usize| {
+    let mut wrote = || {
         done += 1;
-        progress.event(&Event::Wrote { done, total });
+        progress.event(&Event::Wrote {
+            done,
+            total: total.get(),
+        });
     };
     match summary {
         Some(summary) => {
             if summary_writes {
                 forge.edit_note(summary.note_id, body)?;
-                wrote(total);
+                wrote();
             }
             record.summary_note_id = Some(summary.note_id);
         }
         None => {
             record.summary_note_id = Some(forge.create_note(body)?);
-            wrote(total);
+            wrote();
         }
     }
     for write in &plan.writes {
@@ -485,17 +490,17 @@ fn execute_round(
                     // to create, and is no double post. An ambiguous failure is not a
                     // refusal: it goes back to the listing like any other write.
                     Err(err) if position.is_some() && err.status() == Some(400) => {
-                        wrote(total);
-                        total += 1;
+                        total.set(total.get() + 1);
+                        wrote();
                         forge.create_thread(body, None)?
                     }
                     created => created?,
                 };
-                wrote(total);
+                wrote();
                 record.created.insert(created.note_id);
                 if *resolve_after {
                     forge.resolve_thread(&created.discussion_id)?;
-                    wrote(total);
+                    wrote();
                     record.resolved.insert(created.note_id);
                 }
             }
@@ -505,9 +510,9 @@ fn execute_round(
                 reply,
             } => {
                 forge.reply_to_thread(discussion_id, reply)?;
-                wrote(total);
+                wrote();
                 forge.resolve_thread(discussion_id)?;
-                wrote(total);
+                wrote();
                 record.resolved.insert(*forge_id);
             }
             Write::Resolve {
@@ -515,12 +520,12 @@ fn execute_round(
                 forge_id,
             } => {
                 forge.resolve_thread(discussion_id)?;
-                wrote(total);
+                wrote();
                 record.resolved.insert(*forge_id);
             }
             Write::CollapseSummary { note_id, body } => {
                 forge.edit_note(*note_id, body)?;
-                wrote(total);
+                wrote();
                 record.collapsed.insert(*note_id);
             }
         }

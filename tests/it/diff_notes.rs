@@ -249,6 +249,14 @@ fn a_position_gitlab_refuses_with_400_becomes_the_general_thread_once() {
         Some(world.writes().len() as u64),
         "the refused request is counted"
     );
+    // The progress count grows by the refused request: never "writes 4/3".
+    let counted: Vec<&str> = run
+        .progress
+        .iter()
+        .filter_map(|l| l.strip_prefix("progress: writes "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(counted.last(), Some(&"3/3"), "{:?}", run.progress);
 
     // The listing is the key: the general thread stands for the finding from now on.
     world.fake.reset_log();
