@@ -148,6 +148,8 @@ fn run_case(case: &str) {
                     kind: ChangeKind::Modify,
                     old: Some(serde_json::json!(30)),
                     new: Some(serde_json::json!(i % 40)),
+                    old_line: None,
+                    new_line: None,
                 })
                 .collect();
             let findings = policies.evaluate(&changes, &MrContext::default()).findings;

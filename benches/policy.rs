@@ -44,6 +44,8 @@ fn changes(n: usize) -> Vec<Change> {
                 kind,
                 old: (kind != ChangeKind::Add).then_some(old),
                 new: Some(new),
+                old_line: None,
+                new_line: None,
             }
         })
         .collect()

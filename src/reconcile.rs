@@ -471,10 +471,15 @@ fn execute_round(
             .map(|w| usize::try_from(w.request_count()).unwrap_or(usize::MAX))
             .sum::<usize>();
     progress.event(&Event::Planned { writes: total });
+    // A DiffNote GitLab refuses adds a request the plan did not count.
+    let total = std::cell::Cell::new(total);
     let mut done = 0;
     let mut wrote = || {
         done += 1;
-        progress.event(&Event::Wrote { done, total });
+        progress.event(&Event::Wrote {
+            done,
+            total: total.get(),
+        });
     };
     match summary {
         Some(summary) => {
@@ -494,9 +499,21 @@ fn execute_round(
             Write::CreateThread {
                 body,
                 resolve_after,
+                position,
                 ..
             } => {
-                let created = forge.create_thread(body)?;
+                let created = match forge.create_thread(body, position.as_ref()) {
+                    // GitLab refuses a position that is not a line of its diff with 400,
+                    // before writing anything (SPEC §12.2): the general thread is then safe
+                    // to create, and is no double post. An ambiguous failure is not a
+                    // refusal: it goes back to the listing like any other write.
+                    Err(err) if position.is_some() && err.status() == Some(400) => {
+                        total.set(total.get() + 1);
+                        wrote();
+                        forge.create_thread(body, None)?
+                    }
+                    created => created?,
+                };
                 wrote();
                 record.created.insert(created.note_id);
                 if *resolve_after {

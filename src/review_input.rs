@@ -21,6 +21,8 @@
 //!   limit) is [`FileContent::Unreadable`] for that side; so is
 //!   a side that reads as absent although the diff says it exists (the pins and the diff
 //!   disagree, so judging would be a guess).
+//! * **Diffs**: the changed files' unified diff texts, from the same listing, become the
+//!   [`FileDiff`]s the run places DiffNotes with (SPEC §12.2); no request of their own.
 //! * **Concurrency**: the reads of one phase run on at most [`MAX_READERS`] scoped threads
 //!   pulling from a shared queue; results are stored by index, so the output order never
 //!   depends on scheduling.
@@ -30,6 +32,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::core::desired_state::{ChangedFileInput, FileContent, ReviewInputs, is_governed};
 use crate::core::model::Pins;
+use crate::core::placement::FileDiff;
 use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::Limits;
 use crate::forge::{ForgeError, ForgeErrorKind, Repository};
@@ -46,6 +49,17 @@ pub fn is_policy_file_name(path: &str) -> bool {
     lower.ends_with(".yaml") || lower.ends_with(".yml")
 }
 
+/// What a run reads before it judges: the inputs of the desired state, and the changed
+/// files' diffs that place its threads.
+#[derive(Debug, Clone)]
+pub struct GatheredInputs {
+    /// What the desired state is computed from.
+    pub inputs: ReviewInputs,
+    /// Every changed file with the lines its diff adds and removes; empty when the change
+    /// set could not be listed.
+    pub diffs: Vec<FileDiff>,
+}
+
 /// Reads the policies, the change set and the governed contents at `pins` (its
 /// `policy_digest` is not read: the digest is computed from what this reads).
 pub fn gather_review_inputs(
@@ -53,7 +67,7 @@ pub fn gather_review_inputs(
     pins: &Pins,
     mr: MrContext,
     limits: Limits,
-) -> Result<ReviewInputs, ForgeError> {
+) -> Result<GatheredInputs, ForgeError> {
     let policy_files = read_policy_files(repo, &pins.target_sha)?;
 
     let listed = match repo.changed_files() {
@@ -61,6 +75,11 @@ pub fn gather_review_inputs(
         Err(e @ ForgeError::IncompleteListing { .. }) => Err(e.to_string()),
         Err(e) => return Err(e),
     };
+    let diffs = listed
+        .iter()
+        .flatten()
+        .map(|f| FileDiff::from_listing(&f.old_path, &f.new_path, &f.diff, f.withheld))
+        .collect();
     let changed_files = match listed {
         Err(reason) => Err(reason),
         Ok(files) => {
@@ -119,11 +138,14 @@ pub fn gather_review_inputs(
         }
     };
 
-    Ok(ReviewInputs {
-        policy_files,
-        changed_files,
-        mr,
-        limits,
+    Ok(GatheredInputs {
+        inputs: ReviewInputs {
+            policy_files,
+            changed_files,
+            mr,
+            limits,
+        },
+        diffs,
     })
 }
 
@@ -238,6 +260,7 @@ mod tests {
             deleted_file: false,
             renamed_file: false,
             withheld: false,
+            diff: String::new(),
         }
     }
 
@@ -343,6 +366,7 @@ mod tests {
 
     fn gather(repo: &dyn Repository) -> Result<ReviewInputs, ForgeError> {
         gather_review_inputs(repo, &pins(), MrContext::default(), Limits::default())
+            .map(|gathered| gathered.inputs)
     }
 
     #[test]
@@ -427,6 +451,40 @@ mod tests {
             changed("README.md"),
         ]);
         forge
+    }
+
+    #[test]
+    fn each_changed_files_diff_comes_back_with_the_lines_it_changes() {
+        let forge = forge();
+        forge.set_changed_files(vec![
+            ChangedFile {
+                diff: "@@ -1,2 +1,2 @@\n topics:\n-  a: 1\n+  a: 2\n".into(),
+                ..changed("topics/orders.yaml")
+            },
+            ChangedFile {
+                withheld: true,
+                diff: "@@ -1 +1 @@\n-a\n+b\n".into(),
+                ..changed("topics/big.yaml")
+            },
+        ]);
+        let gathered =
+            gather_review_inputs(&forge, &pins(), MrContext::default(), Limits::default()).unwrap();
+        let lines: Vec<(&str, Option<bool>)> = gathered
+            .diffs
+            .iter()
+            .map(|d| {
+                let added = d.lines.as_ref().map(|l| l.is_added(2));
+                (d.new_path.as_str(), added)
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("topics/orders.yaml", Some(true)),
+                ("topics/big.yaml", None)
+            ],
+            "a withheld diff places nothing"
+        );
     }
 
     #[test]

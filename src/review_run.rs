@@ -4,6 +4,7 @@
 
 use crate::core::desired_state::compute_desired_state;
 use crate::core::model::{DesiredState, MergeRequestState, Pins};
+use crate::core::placement::{DiffRefs, PlacementContext, place_findings};
 use crate::core::policy::MrContext;
 use crate::core::receipt::Outcome;
 use crate::core::render::TargetBranch;
@@ -178,7 +179,8 @@ pub fn run_review_observed(
         labels: mr.labels.clone(),
     };
     let reads_before = forge.request_counts().reads;
-    let inputs = gather_review_inputs(repo, &pins, context, request.limits)?;
+    let gathered = gather_review_inputs(repo, &pins, context, request.limits)?;
+    let inputs = gathered.inputs;
     progress.event(&Event::InputsRead {
         policy_files: inputs.policy_files.len(),
         changed_files: inputs.changed_files.as_ref().ok().map(Vec::len),
@@ -186,8 +188,21 @@ pub fn run_review_observed(
     });
     // No policy file at all is not "judged and nothing fired": the summary says so.
     let has_policies = !inputs.policy_files.is_empty();
-    let outcome = compute_desired_state(inputs);
+    let mut outcome = compute_desired_state(inputs);
     pins.policy_digest = outcome.policy_digest.clone();
+    // Where each thread goes (a diff line or the overview) and what it links to, from the
+    // diff refs, web URL and diffs already read: no request of its own.
+    let placements = place_findings(
+        &outcome.desired,
+        &PlacementContext {
+            source_sha: &pins.source_sha,
+            base_sha: &pins.base_sha,
+            diff_refs: DiffRefs::of(&mr).as_ref(),
+            files: &gathered.diffs,
+            merge_request_url: mr.web_url.as_deref(),
+        },
+    );
+    outcome.desired = outcome.desired.with_placements(placements);
     let rules: std::collections::BTreeSet<&str> = outcome
         .desired
         .findings

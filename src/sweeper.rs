@@ -657,6 +657,8 @@ mod tests {
                 state: MergeRequestState::Opened,
                 head_sha: HEAD.into(),
                 base_sha: None,
+                start_sha: None,
+                diff_head_sha: None,
                 target_branch: "main".into(),
                 head_pipeline_status: self.pipelines.get(&iid).cloned().flatten(),
                 web_url: None,

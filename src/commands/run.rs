@@ -12,6 +12,7 @@ use crate::commands::inputs::{
     resolve_mr,
 };
 use crate::commands::{CommandResult, Exit, Format, UsageError, progress_for};
+use crate::core::codequality::codequality_report;
 use crate::core::commit_sha::{self, parse_commit_sha};
 use crate::core::model::Decision;
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
@@ -35,6 +36,8 @@ Examples:
   assent run --fail-on review --approve
   # Give GitLab's rate limits up to 30 minutes on a very large MR:
   assent run --rate-limit-wait 30m
+  # Also write GitLab's Code Quality report (artifacts:reports:codequality):
+  assent run --codequality gl-code-quality-report.json
 
 Progress goes to stderr, one `progress: ...` line per phase (inputs read, desired state,
 listings, writes k/n, rescan, verified); --quiet or --format json leave only errors and
@@ -81,6 +84,10 @@ pub struct RunArgs {
     /// Where to write the receipt (JSON).
     #[arg(long, value_name = "PATH", default_value = "assent-receipt.json")]
     pub receipt: PathBuf,
+    /// Also write GitLab's Code Quality report of the findings (JSON) here, whenever the
+    /// receipt is written; declare it as `artifacts:reports:codequality`.
+    #[arg(long, value_name = "PATH")]
+    pub codequality: Option<PathBuf>,
     /// Compute and print the plan; make zero writes.
     #[arg(long)]
     pub dry_run: bool,
@@ -210,8 +217,15 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
     })?;
     let receipt = &report.publication.receipt;
     let exit = exit_for(receipt, args.fail_on);
-    write_receipt(&args.receipt, receipt)
+    write_atomically(&args.receipt, receipt.to_json().as_bytes())
         .with_context(|| format!("cannot write the receipt to {}", args.receipt.display()))?;
+    if let Some(path) = &args.codequality {
+        // A refusal (stale pipeline, closed MR) desires nothing: an empty report, so a
+        // pipeline never shows the findings of a head it did not judge.
+        write_atomically(path, codequality_report(&report.desired).as_bytes()).with_context(
+            || format!("cannot write the Code Quality report to {}", path.display()),
+        )?;
+    }
     match args.format {
         Format::Json => print!("{}", receipt.to_json()),
         Format::Text => print!("{}", describe(&report, &args.receipt)),
@@ -254,9 +268,9 @@ pub fn exit_for(receipt: &Receipt, fail_on: FailOn) -> Exit {
     }
 }
 
-/// Writes the receipt atomically: a temporary file beside it, then a rename, so a crash
-/// never leaves half a receipt.
-fn write_receipt(path: &Path, receipt: &Receipt) -> std::io::Result<()> {
+/// Writes a report (the receipt, the Code Quality file) atomically: a temporary file beside
+/// it, then a rename, so a crash never leaves half a report.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -264,11 +278,11 @@ fn write_receipt(path: &Path, receipt: &Receipt) -> std::io::Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "receipt".into());
+        .unwrap_or_else(|| "report".into());
     let temporary = dir.join(format!(".{name}.tmp"));
     {
         let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(receipt.to_json().as_bytes())?;
+        file.write_all(bytes)?;
         file.sync_all()?;
     }
     std::fs::rename(&temporary, path)

@@ -4,8 +4,8 @@
 use std::sync::Mutex;
 
 use super::*;
+use crate::core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo};
 use crate::core::model::{Effect, Finding, Occurrence, Slot};
-use crate::core::model::{ListedDiscussion, MergeRequestInfo};
 use crate::core::receipt::ApprovalOutcome;
 use crate::forge::memory::{HUMAN_USER_ID, InMemoryForge, MR_AUTHOR_USER_ID};
 use crate::forge::{CreatedThread, RequestCounts};
@@ -143,9 +143,13 @@ impl Forge for Scripted<'_> {
         self.log("list");
         self.inner.list_discussions()
     }
-    fn create_thread(&self, body: &str) -> Result<CreatedThread, ForgeError> {
+    fn create_thread(
+        &self,
+        body: &str,
+        position: Option<&DiffPosition>,
+    ) -> Result<CreatedThread, ForgeError> {
         self.log("create thread");
-        self.inner.create_thread(body)
+        self.inner.create_thread(body, position)
     }
     fn reply_to_thread(&self, discussion_id: &str, body: &str) -> Result<u64, ForgeError> {
         self.log("reply");

@@ -10,8 +10,8 @@
 //! the source head is `CI_COMMIT_SHA`), and the CI/CD component (`include: component:` of the
 //! project's own `templates/assent/template.yml` at the current commit, which is how GitLab
 //! itself tests a component in its project) with the variables of a merged results pipeline.
-//! For each: the MR pipeline's job publishes (threads and a verified summary on the fake) and
-//! keeps the receipt as an artifact, a second MR pipeline makes zero writes, a push pipeline
+//! For each: the MR pipeline's job publishes (threads and a verified summary on the fake),
+//! keeps the receipt as an artifact, declares and writes the Code Quality report, a second MR pipeline makes zero writes, a push pipeline
 //! does not run the job at all (zero requests), and a scheduled pipeline with
 //! `ASSENT_SWEEP=true` runs only the sweep job, which finds nothing to heal. The CI
 //! configuration project, laid out as its README says (the contents of `ci-templates/` at its
@@ -35,6 +35,7 @@ use std::process::{Command, Output};
 
 use assent_test_support as support;
 use fake_gitlab::{FakeGitLab, fixtures};
+use serde::Deserialize as _;
 use serde_json::Value;
 
 const INSTALL: &str = "apt-get install -y rsync && npm install -g gitlab-ci-local@4.64.1 \
@@ -203,6 +204,28 @@ impl Project {
         self.dir()
             .join(".gitlab-ci-local/artifacts/assent/assent-receipt.json")
     }
+
+    /// The Code Quality report the `assent` job wrote where its script ran (the project
+    /// folder: the shell executor without isolation; gitlab-ci-local collects only `dotenv`
+    /// reports, where GitLab uploads every declared one).
+    fn code_quality_report(&self) -> PathBuf {
+        self.dir().join("gl-code-quality-report.json")
+    }
+
+    /// The `assent` job as gitlab-ci-local expands it (`--preview`): includes, inputs and
+    /// variables resolved.
+    fn expanded_assent_job(&self, vars: &[(&str, String)]) -> serde_yaml::Value {
+        let out = self.runner(vars, &["--preview"]).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let documents: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&stdout)
+            .map(|d| serde_yaml::Value::deserialize(d).unwrap_or_default())
+            .collect();
+        documents
+            .into_iter()
+            .find_map(|d| d.get("assent").cloned())
+            .unwrap_or_else(|| panic!("no assent job in the preview:\n{stdout}"))
+    }
 }
 
 fn text(out: &Output) -> String {
@@ -311,6 +334,30 @@ fn drive(form: Form) {
     assert_eq!(receipt["rescan"]["verified"], true, "{receipt}");
     let findings = receipt["findings"].as_array().unwrap().len();
     assert!(findings > 0, "{receipt}");
+    // SPEC §12.3: the job declares the Code Quality report and writes one entry per finding.
+    let job = project.expanded_assent_job(&mr);
+    assert_eq!(
+        job["artifacts"]["reports"]["codequality"], "gl-code-quality-report.json",
+        "{form:?}: {job:?}"
+    );
+    let report: Value = serde_json::from_slice(
+        &std::fs::read(project.code_quality_report())
+            .unwrap_or_else(|e| panic!("{form:?}: the Code Quality report: {e}")),
+    )
+    .unwrap();
+    let fingerprints: Vec<String> = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("sha256:{}", e["fingerprint"].as_str().unwrap()))
+        .collect();
+    let occurrences: Vec<String> = receipt["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["occurrence"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(fingerprints, occurrences, "{form:?}: one entry per finding");
     assert_eq!(
         bot_notes_with(&fake, "\"kind\":\"finding\""),
         findings,

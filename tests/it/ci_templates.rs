@@ -1,11 +1,12 @@
 //! The shipped CI templates: both forms parse, and the properties the gate depends on hold
 //! (MR pipelines only, the per-MR resource group, no checkout, the receipt kept always, the
-//! token from a variable, the image pinned, the job failing on REVIEW and never allowed to
-//! fail, retried on exit 3 only, the bot's approval off unless asked for), including that
-//! `assent doctor`'s own evidence rules accept the template's job. The release pipeline runs
-//! on version tags only, pushes the image the templates default to, and never puts a secret
-//! on a command line or in the log (its script is run here against a stand-in `docker`). The
-//! component project's README names every shipped file and documents every input.
+//! Code Quality report written and declared, the token from a variable, the image pinned,
+//! the job failing on REVIEW and never allowed to fail, retried on exit 3 only, the bot's
+//! approval off unless asked for), including that `assent doctor`'s own evidence rules
+//! accept the template's job. The release pipeline runs on version tags only, pushes the
+//! image the templates default to, and never puts a secret on a command line or in the log
+//! (its script is run here against a stand-in `docker`). The component project's README
+//! names every shipped file and documents every input.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -94,6 +95,11 @@ fn assert_publisher(job: &Value, form: &str) {
         .map(|p| p.as_str().unwrap())
         .collect();
     assert!(paths.contains(&"assent-receipt.json"), "{form}");
+    // SPEC §12.3: the findings in GitLab's Code Quality widget and diff gutter.
+    assert_eq!(
+        job["artifacts"]["reports"]["codequality"], "gl-code-quality-report.json",
+        "{form}: the Code Quality report is declared"
+    );
     assert_eq!(job["interruptible"], false, "{form}");
     let rules = job["rules"].as_sequence().expect("rules");
     assert!(!rules.is_empty());
@@ -122,6 +128,10 @@ fn assert_publisher(job: &Value, form: &str) {
     assert!(
         run.contains("--receipt assent-receipt.json"),
         "{form}: {run}"
+    );
+    assert!(
+        run.contains("--codequality gl-code-quality-report.json"),
+        "{form}: the run writes the report the job declares: {run}"
     );
     assert!(run.contains("--fail-on"), "{form}: {run}");
     assert!(

@@ -65,6 +65,14 @@ fn kept_semantic_diff_inputs() {
 }
 
 #[test]
+fn kept_unified_diff_inputs() {
+    for (name, bytes) in regressions("unified_diff") {
+        eprintln!("{name}");
+        checks::unified_diff(&bytes);
+    }
+}
+
+#[test]
 fn kept_inert_inputs() {
     for (name, bytes) in regressions("inert") {
         eprintln!("{name}");
@@ -83,6 +91,28 @@ fn pieces(vocabulary: &'static [&'static str]) -> impl Strategy<Value = String> 
     ];
     proptest::collection::vec(piece, 0..40).prop_map(|p| p.concat())
 }
+
+const DIFF_WORDS: &[&str] = &[
+    "@@ -",
+    " +",
+    " @@",
+    " @@ heading",
+    ",",
+    "0",
+    "1",
+    "3",
+    "4294967295",
+    "\n",
+    "\n ",
+    "\n+",
+    "\n-",
+    "\n\\ No newline at end of file",
+    "\n@@ -1,3 +1,3 @@",
+    "diff --git a/f b/f\n",
+    "--- a/f\n+++ b/f\n",
+    "x",
+    "\r",
+];
 
 const MARKER_WORDS: &[&str] = &[
     "<!-- assent:marker ",
@@ -253,6 +283,11 @@ proptest! {
     #[test]
     fn inert_target(text in pieces(INERT_WORDS)) {
         checks::inert_input(&text);
+    }
+
+    #[test]
+    fn unified_diff_target(text in pieces(DIFF_WORDS)) {
+        checks::unified_diff(text.as_bytes());
     }
 
     #[test]

@@ -693,3 +693,48 @@ fn cel_work_past_the_runs_budget_is_undecidable_naming_the_rule() {
     // Deterministic: the same inputs and budget give the same state, occurrences included.
     assert_eq!(out, compute_desired_state_with_budget(inputs(), budget));
 }
+
+/// File names that would end a link, start one, open HTML, a code span or a mention, or
+/// break a line, in thread bodies and the summary that link to the file (issue 15 §3,
+/// SPEC §10.7): each enters the link only percent-encoded, the link text is fixed, and
+/// the rest of the body reads as without the link (`checks::linked_bodies`).
+#[test]
+fn hostile_file_names_stay_inert_in_file_links() {
+    use assent_test_support::fuzz::checks::{HostileChange, linked_bodies};
+    let names = [
+        "topics/a).yaml",
+        "topics/x](javascript:alert(1)).yaml",
+        "topics/with space.yaml",
+        "topics/<img src=x onerror=alert(1)>.json",
+        "topics/`code`.toml",
+        "topics/line\nbreak.yaml",
+        "topics/@all.yaml",
+        "topics/[x]: https://evil.example/.yaml",
+        "topics/#L1?.yaml",
+        "topics/../escape.yaml",
+    ];
+    for name in names {
+        linked_bodies(&HostileChange {
+            file: name.to_owned(),
+            pointer: "/topics/t/retention_days".to_owned(),
+            old: serde_json::json!(30),
+            new: serde_json::json!(7),
+            entry: Some("t".to_owned()),
+        });
+    }
+    // They do get links, but for `..` and an empty segment (`//`), which a browser would
+    // resolve elsewhere and no repository holds.
+    use assent::core::links::{WebUrl, blob_url};
+    let project = WebUrl::parse("https://gitlab.example/g/p").unwrap();
+    let unlinked: Vec<&str> = names
+        .into_iter()
+        .filter(|n| blob_url(&project, HEAD, n, Some(3)).is_none())
+        .collect();
+    assert_eq!(
+        unlinked,
+        [
+            "topics/[x]: https://evil.example/.yaml",
+            "topics/../escape.yaml"
+        ]
+    );
+}

@@ -16,6 +16,7 @@
 
 mod ci_local;
 mod ci_templates;
+mod diff_notes;
 mod doctor_cli;
 mod fixtures_replay;
 mod fuzz_regressions;

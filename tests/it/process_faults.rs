@@ -4,7 +4,9 @@
 //!
 //! The scenario (`support::process::Scenario::many_writes`) is built once by running the
 //! binary and captured as a fake state; each case starts a fresh fake from it. The
-//! reference is a clean run's final state with note ids normalised.
+//! reference is a clean run's final state with note ids normalised. The same scenario on an
+//! MR that lists real diffs (`many_writes_on_diff_lines`: its threads are DiffNotes) is
+//! killed at every write too.
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -33,32 +35,56 @@ struct Reference {
 
 fn reference() -> &'static Reference {
     static REFERENCE: OnceLock<Reference> = OnceLock::new();
+    REFERENCE.get_or_init(|| clean_run(Scenario::many_writes(ASSENT)))
+}
+
+/// The many-writes scenario on diff lines and a clean run's outcome on it.
+fn diff_note_reference() -> &'static Reference {
+    static REFERENCE: OnceLock<Reference> = OnceLock::new();
     REFERENCE.get_or_init(|| {
-        let scenario = Scenario::many_writes(ASSENT);
-        let fake = scenario.start();
-        let dir = tempfile::tempdir().unwrap();
-        let out = assent_run(ASSENT, &fake, dir.path(), scenario.head, &[]);
-        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-        check_invariants(&fake, &desired_slots_b(), scenario.head).unwrap();
-        let r = receipt(dir.path());
-        assert_eq!(r["rescan"]["verified"], true);
-        let repairs = r["repairs"].as_array().unwrap();
-        assert_eq!(
-            repairs.len(),
-            2,
-            "one duplicate thread, one duplicate summary: {r}"
+        let reference = clean_run(Scenario::many_writes_on_diff_lines(ASSENT));
+        let on_lines = reference
+            .state
+            .iter()
+            .filter(|line| line.contains(" at=topics/orders.yaml:"))
+            .count();
+        assert!(
+            on_lines >= 4,
+            "the threads sit on diff lines: {:#?}",
+            reference.state
         );
-        Reference {
-            writes: fake.writes(),
-            state: normalized_state(&fake),
-            scenario,
-        }
+        reference
     })
+}
+
+fn clean_run(scenario: Scenario) -> Reference {
+    let fake = scenario.start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = assent_run(ASSENT, &fake, dir.path(), scenario.head, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    check_invariants(&fake, &desired_slots_b(), scenario.head).unwrap();
+    let r = receipt(dir.path());
+    assert_eq!(r["rescan"]["verified"], true);
+    let repairs = r["repairs"].as_array().unwrap();
+    assert_eq!(
+        repairs.len(),
+        2,
+        "one duplicate thread, one duplicate summary: {r}"
+    );
+    Reference {
+        writes: fake.writes(),
+        state: normalized_state(&fake),
+        scenario,
+    }
 }
 
 /// Reruns on `fake` until done: one run that must verify, then one that must write nothing.
 fn rerun_converges(fake: &FakeGitLab, head: &str, case: &str) {
-    let reference = reference();
+    rerun_converges_to(reference(), fake, head, case);
+}
+
+/// [`rerun_converges`] towards `reference`'s clean state.
+fn rerun_converges_to(reference: &Reference, fake: &FakeGitLab, head: &str, case: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = assent_run(ASSENT, fake, dir.path(), head, &[]);
     assert_eq!(
@@ -146,6 +172,40 @@ fn sigkill_after_every_write_then_a_rerun_converges_on_the_clean_state() {
             "{case}: a killed run left a receipt"
         );
         rerun_converges(&fake, reference.scenario.head, &case);
+    }
+}
+
+/// Crash safety with DiffNotes: SIGKILL before every write, and after every write whose
+/// answer is still held, on the scenario whose threads sit on diff lines. Every case
+/// converges on the clean run's state, each thread on its line, none posted twice.
+#[test]
+fn diff_notes_sigkill_at_every_write_then_a_rerun_converges_on_the_clean_state() {
+    let reference = diff_note_reference();
+    let w = reference.writes;
+    assert!(w >= 8, "scenario too small: {w} writes");
+    for (apply, first, last) in [(HoldApply::Never, 0, w - 1), (HoldApply::After, 1, w)] {
+        for k in first..=last {
+            let case = format!("DiffNotes: SIGKILL at write {k} of {w} ({apply:?})");
+            let fake = reference.scenario.start();
+            let nth = if apply == HoldApply::Never { k + 1 } else { k };
+            fake.inject(
+                FaultRule::new(FaultAction::Hold {
+                    apply,
+                    timeout_ms: None,
+                })
+                .any_write()
+                .nth(nth as u64),
+            );
+            let dir = tempfile::tempdir().unwrap();
+            let mut child = spawn_assent(ASSENT, &fake, dir.path(), reference.scenario.head);
+            assert!(fake.wait_for_held(1, WAIT), "{case}: write never held");
+            child.kill().unwrap();
+            child.wait().unwrap();
+            fake.release_holds();
+            fake.clear_faults();
+            assert_eq!(settle_applied(&fake, k), k, "{case}");
+            rerun_converges_to(reference, &fake, reference.scenario.head, &case);
+        }
     }
 }
 

@@ -61,6 +61,11 @@
 //! * **Grouping** (SPEC §11.3): the policy findings of a rule that fires more than its
 //!   `group_above` (default 25) times are one finding `(rule, "*")` ([`crate::grouping`]);
 //!   the built-in findings above are never grouped.
+//! * **Sites** (SPEC §12.1): every policy finding's site (its change's file, kind and the line
+//!   of each side) is kept in [`DesiredState::sites`], beside the findings and never in them,
+//!   so a value that only moves keeps its slot and occurrence; a grouped finding's site is
+//!   its first member's (for the Code Quality report; it is never placed on a line), and
+//!   built-in findings have none. `crate::placement` turns sites into diff positions.
 //! * **Contents that were not read** are [`FileContent::Absent`] in [`ChangedFileInput`]: the
 //!   reader only reads the governed sides (see [`is_governed`]), and this module only looks at
 //!   governed sides, so the two agree by construction.
@@ -71,7 +76,10 @@ use serde_json::{Value, json};
 
 use crate::grouping::{Fired, group_findings};
 use crate::inert;
-use crate::model::{Change, ChangeKind, DesiredState, Effect, Finding, Occurrence, Slot};
+use crate::model::{
+    Change, ChangeKind, DesiredState, Effect, Finding, FindingSite, GROUP_SUBJECT, Occurrence,
+    Slot, bounded_subject,
+};
 use crate::policy::{CelBudget, MrContext, PolicyFile, PolicySet};
 use crate::semantic_diff::{
     AmbiguousList, EntryAt, Limits, Node, ParseError, SideAmbiguity, Unkeyed, diff_documents,
@@ -258,6 +266,9 @@ pub fn compute_desired_state_with_budget(
     changes.sort_by(|a, b| (&a.file, &a.pointer, a.kind).cmp(&(&b.file, &b.pointer, b.kind)));
     changes.dedup();
 
+    // Where each policy finding's value sits; a grouped finding's is its first member's.
+    // Kept beside the findings, never in them: lines are presentation only (SPEC §12.1).
+    let mut sites: BTreeMap<Slot, FindingSite> = BTreeMap::new();
     let mut findings = match &policies {
         Some(policies) => {
             let evaluation = policies.evaluate_within(&changes, &mr, cel_budget);
@@ -273,6 +284,19 @@ pub fn compute_desired_state_with_budget(
                 .zip(evaluation.sources)
                 .map(|(finding, index)| {
                     let change = &changes[index];
+                    let site = FindingSite::of_change(change);
+                    let rule = &finding.slot.rule;
+                    for subject in [
+                        bounded_subject(&finding.slot.subject).as_ref(),
+                        GROUP_SUBJECT,
+                    ] {
+                        sites
+                            .entry(Slot {
+                                rule: rule.clone(),
+                                subject: subject.to_owned(),
+                            })
+                            .or_insert_with(|| site.clone());
+                    }
                     Fired {
                         finding,
                         kind: change.kind,
@@ -294,7 +318,9 @@ pub fn compute_desired_state_with_budget(
         .map(PolicySet::assenters_by_rule)
         .unwrap_or_default();
     DesiredOutcome {
-        desired: DesiredState::new(findings).with_assenters(assenters),
+        desired: DesiredState::new(findings)
+            .with_assenters(assenters)
+            .with_sites(sites),
         policy_digest,
         changes,
     }
@@ -774,6 +800,152 @@ rules:
         );
         assert_eq!(out.changes.len(), 1);
         assert_eq!(out.policy_digest, PolicySet::digest(&policies()));
+    }
+
+    /// A retention rule for topic registries in all three formats.
+    const ANY_FORMAT_POLICY: &str = r#"apiVersion: assent/v1
+kind: Policy
+identities:
+  "topics/*": { "/topics": name }
+rules:
+  - id: retention-shrink
+    match:
+      files: ["topics/*"]
+      pointer: "/topics/*/retention_days"
+    effect: challenge
+  - id: topic-deleted
+    match:
+      files: ["topics/*"]
+      pointer: "/topics/*"
+      kinds: [delete]
+    effect: block
+"#;
+
+    fn any_format(path: &str, base: &str, source: &str) -> DesiredOutcome {
+        compute_desired_state(ReviewInputs {
+            policy_files: vec![PolicyFile {
+                path: ".assent/policies/any.yaml".into(),
+                bytes: ANY_FORMAT_POLICY.as_bytes().to_vec(),
+            }],
+            ..inputs(vec![file(path, present(base), present(source))])
+        })
+    }
+
+    fn site_of<'a>(outcome: &'a DesiredOutcome, rule: &str) -> &'a FindingSite {
+        outcome
+            .desired
+            .site(&finding(outcome, rule).slot)
+            .unwrap_or_else(|| panic!("no site for {rule}"))
+    }
+
+    #[test]
+    fn findings_know_the_line_of_each_side_in_every_format() {
+        let cases = [
+            (
+                "topics/a.yaml",
+                "topics:\n  - name: t\n    retention_days: 30\n  - name: gone\n    retention_days: 1\n",
+                "# moved down\ntopics:\n  - name: t\n\n    retention_days: 7\n",
+                (Some(3), Some(5)),
+                4,
+            ),
+            (
+                "topics/a.json",
+                "{\"topics\": [\n  {\"name\": \"t\",\n   \"retention_days\": 30},\n  {\"name\": \"gone\"}\n]}\n",
+                "{\n\"topics\": [\n  {\"name\": \"t\",\n\n   \"retention_days\": 7}\n]}\n",
+                (Some(3), Some(5)),
+                4,
+            ),
+            (
+                "topics/a.toml",
+                "[[topics]]\nname = \"t\"\nretention_days = 30\n\n[[topics]]\nname = \"gone\"\n",
+                "# moved\n[[topics]]\nname = \"t\"\n\nretention_days = 7\n",
+                (Some(3), Some(5)),
+                5,
+            ),
+        ];
+        for (path, base, source, (old, new), deleted_line) in cases {
+            let out = any_format(path, base, source);
+            let site = site_of(&out, "retention-shrink");
+            assert_eq!(
+                (site.file.as_str(), site.kind, site.whole_file),
+                (path, ChangeKind::Modify, false)
+            );
+            assert_eq!((site.old_line, site.new_line), (old, new), "{path}");
+            let deleted = site_of(&out, "topic-deleted");
+            assert_eq!(
+                (deleted.kind, deleted.old_line, deleted.new_line),
+                (ChangeKind::Delete, Some(deleted_line), None),
+                "{path}"
+            );
+            let change = out
+                .changes
+                .iter()
+                .find(|c| c.pointer.ends_with("/retention_days"))
+                .unwrap();
+            assert_eq!((change.old_line, change.new_line), (old, new), "{path}");
+        }
+    }
+
+    #[test]
+    fn moving_a_line_leaves_every_slot_and_occurrence_as_it_was() {
+        let base = "topics:\n  - name: t\n    retention_days: 30\n";
+        let here = any_format(
+            "topics/a.yaml",
+            base,
+            "topics:\n  - name: t\n    retention_days: 7\n",
+        );
+        let moved = any_format(
+            "topics/a.yaml",
+            base,
+            "# a comment pushes everything down\n\ntopics:\n  - name: t\n\n    retention_days: 7\n",
+        );
+        assert_eq!(
+            here.desired.findings, moved.desired.findings,
+            "slots, occurrences, messages"
+        );
+        assert_ne!(
+            site_of(&here, "retention-shrink").new_line,
+            site_of(&moved, "retention-shrink").new_line,
+            "the line did move"
+        );
+        let judged = |out: &DesiredOutcome| {
+            let c = &out.changes[0];
+            (
+                c.file.clone(),
+                c.pointer.clone(),
+                c.kind,
+                c.old.clone(),
+                c.new.clone(),
+            )
+        };
+        assert_eq!(judged(&here), judged(&moved));
+    }
+
+    #[test]
+    fn a_grouped_finding_has_its_first_members_site_and_built_ins_have_none() {
+        let many: String = (0..30)
+            .map(|i| format!("  - name: t{i:02}\n    retention_days: 7\n"))
+            .collect();
+        let base: String = (0..30)
+            .map(|i| format!("  - name: t{i:02}\n    retention_days: 30\n"))
+            .collect();
+        let out = any_format(
+            "topics/a.yaml",
+            &format!("topics:\n{base}"),
+            &format!("topics:\n{many}"),
+        );
+        let grouped = finding(&out, "retention-shrink");
+        assert_eq!(grouped.slot.subject, GROUP_SUBJECT);
+        assert_eq!(site_of(&out, "retention-shrink").new_line, Some(3));
+        assert_eq!(
+            out.desired.sites.len(),
+            1,
+            "no site for a member's own slot"
+        );
+
+        let broken = any_format("topics/a.yaml", "topics: []\n", "topics: [\n");
+        let parse_error = finding(&broken, RULE_PARSE_ERROR);
+        assert_eq!(broken.desired.site(&parse_error.slot), None);
     }
 
     #[test]

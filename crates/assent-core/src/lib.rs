@@ -9,13 +9,16 @@
 
 pub mod assent;
 pub mod canonical_json;
+pub mod codequality;
 pub mod commit_sha;
 pub mod desired_state;
 pub mod grouping;
 pub mod inert;
 pub mod inventory;
+pub mod links;
 pub mod marker;
 pub mod model;
+pub mod placement;
 pub mod planner;
 pub mod policy;
 pub mod receipt;
@@ -28,3 +31,4 @@ pub mod semantic_diff;
 pub mod sweep;
 #[cfg(test)]
 mod test_support;
+pub mod unified_diff;

@@ -73,6 +73,15 @@ pub struct Change {
     pub old: Option<Value>,
     /// The value at the source SHA; `None` for a delete.
     pub new: Option<Value>,
+    /// The 1-based line the old value starts on at the base SHA, when the format says.
+    /// Presentation only (SPEC §12.1): never part of a slot or an occurrence, so a push that
+    /// only moves a value leaves its finding as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_line: Option<usize>,
+    /// The 1-based line the new value starts on at the source SHA, when the format says.
+    /// Presentation only, like [`Change::old_line`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_line: Option<usize>,
 }
 
 impl Change {
@@ -351,6 +360,84 @@ pub struct Finding {
     pub message: String,
 }
 
+/// Where a finding's judged value sits in its file (SPEC §12.1). Presentation only: a site
+/// never enters a slot or an occurrence, so a value that only moves keeps its finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindingSite {
+    /// The repository path the finding is reported under (its change's `file`).
+    pub file: String,
+    /// Add, modify or delete.
+    pub kind: ChangeKind,
+    /// A whole-file add or delete (pointer `""`): the finding is about the file, no line.
+    pub whole_file: bool,
+    /// The 1-based line of the old value at the base SHA, when known.
+    pub old_line: Option<usize>,
+    /// The 1-based line of the new value at the source SHA, when known.
+    pub new_line: Option<usize>,
+}
+
+impl FindingSite {
+    /// The site of the value `change` judges.
+    pub fn of_change(change: &Change) -> Self {
+        FindingSite {
+            file: change.file.clone(),
+            kind: change.kind,
+            whole_file: change.pointer.is_empty(),
+            old_line: change.old_line,
+            new_line: change.new_line,
+        }
+    }
+}
+
+/// The line of a diff a DiffNote sits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DiffLine {
+    /// An added line, numbered at the source side (`position[new_line]`).
+    New(usize),
+    /// A removed line, numbered at the base side (`position[old_line]`).
+    Old(usize),
+}
+
+/// Where a finding thread is created in the merge request's diff (SPEC §12.2): a GitLab
+/// `text` position on the version of the diff named by its three SHAs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DiffPosition {
+    /// `diff_refs.base_sha` of the merge request.
+    pub base_sha: String,
+    /// `diff_refs.start_sha` of the merge request.
+    pub start_sha: String,
+    /// `diff_refs.head_sha` of the merge request: the pinned source SHA.
+    pub head_sha: String,
+    /// The file's path at the base.
+    pub old_path: String,
+    /// The file's path at the source.
+    pub new_path: String,
+    /// The line.
+    pub line: DiffLine,
+}
+
+/// A link from a body to the file a finding is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileLink {
+    /// The destination, already safe inside a Markdown link (`crate::links`).
+    pub url: String,
+    /// The line it points at, when known.
+    pub line: Option<usize>,
+    /// True when it points at the file at the diff base (the value of a delete exists only
+    /// there), false at the source SHA.
+    pub at_base: bool,
+}
+
+/// How a finding is shown, beyond its message: where its thread goes and what it links to.
+/// Presentation only, like [`FindingSite`]: never part of a slot, an occurrence or a marker.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Placement {
+    /// The diff line its thread is created on, `None` for a general thread.
+    pub position: Option<DiffPosition>,
+    /// The file (and line) its bodies link to, `None` for no link.
+    pub link: Option<FileLink>,
+}
+
 /// Everything the current run wants on the merge request, computed from pinned inputs only.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DesiredState {
@@ -359,6 +446,12 @@ pub struct DesiredState {
     /// Rule id → who may assent to its challenges, for rules (or policy files) that narrow
     /// it; a rule absent here takes the default (anyone but the MR author and the bot).
     pub assenters: BTreeMap<String, Assenters>,
+    /// Slot → where its judged value sits, for findings about one value (a grouped finding:
+    /// its first member's); built-in findings have none.
+    pub sites: BTreeMap<Slot, FindingSite>,
+    /// Slot → its thread's diff position and file link, once the run knows the merge
+    /// request's diff; a slot absent here is a general thread without a file link.
+    pub placements: BTreeMap<Slot, Placement>,
 }
 
 impl DesiredState {
@@ -380,8 +473,32 @@ impl DesiredState {
         findings.dedup_by(|later, earlier| later.slot == earlier.slot);
         DesiredState {
             findings,
-            assenters: BTreeMap::new(),
+            ..DesiredState::default()
         }
+    }
+
+    /// The same state with the sites of its findings (slots not desired are dropped).
+    pub fn with_sites(mut self, mut sites: BTreeMap<Slot, FindingSite>) -> Self {
+        sites.retain(|slot, _| self.get(slot).is_some());
+        self.sites = sites;
+        self
+    }
+
+    /// The same state with the placements of its findings (slots not desired are dropped).
+    pub fn with_placements(mut self, mut placements: BTreeMap<Slot, Placement>) -> Self {
+        placements.retain(|slot, _| self.get(slot).is_some());
+        self.placements = placements;
+        self
+    }
+
+    /// Where the judged value of `slot` sits, when known.
+    pub fn site(&self, slot: &Slot) -> Option<&FindingSite> {
+        self.sites.get(slot)
+    }
+
+    /// How the finding of `slot` is placed; `None`: a general thread without a file link.
+    pub fn placement(&self, slot: &Slot) -> Option<&Placement> {
+        self.placements.get(slot)
     }
 
     /// The same state with the policies' narrowing of who may assent, by rule id.
@@ -505,6 +622,11 @@ pub struct MergeRequestInfo {
     pub head_sha: String,
     /// `diff_refs.base_sha`, when the forge reports it.
     pub base_sha: Option<String>,
+    /// `diff_refs.start_sha`, when the forge reports it (DiffNote positions name it).
+    pub start_sha: Option<String>,
+    /// `diff_refs.head_sha`, when the forge reports it: the head the MR's current diff
+    /// version was computed for (DiffNote positions name it).
+    pub diff_head_sha: Option<String>,
     /// The target branch name.
     pub target_branch: String,
     /// `head_pipeline.status`, when the forge reports it.

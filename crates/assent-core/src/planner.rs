@@ -30,7 +30,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::inventory::{Inventory, ThreadArtifact};
-use crate::model::{DesiredState, Effect, Finding, Slot};
+use crate::model::{DesiredState, DiffPosition, Effect, Finding, Placement, Slot};
 use crate::receipt::{ActionKind, ReceiptRepair, RepairAction};
 use crate::render;
 use crate::review_state::is_retired;
@@ -46,6 +46,9 @@ pub enum Write {
         body: String,
         /// True for `comment` findings.
         resolve_after: bool,
+        /// The diff line to create it on (a DiffNote), `None` for a general thread. When
+        /// the forge refuses the position (400), the executor creates the general thread.
+        position: Option<DiffPosition>,
     },
     /// Reply in a thread, then resolve it.
     ReplyAndResolve {
@@ -145,6 +148,7 @@ pub fn plan_reconciliation(desired: &DesiredState, inventory: &Inventory, head_s
         match wanted {
             Some(finding) => plan_desired_slot(
                 finding,
+                desired.placement(slot),
                 &canonical,
                 !retired.is_empty(),
                 head_sha,
@@ -225,6 +229,7 @@ fn reply_and_resolve(thread: &ThreadArtifact, reply: String, plan: &mut Plan) {
 
 fn plan_desired_slot(
     finding: &Finding,
+    placement: Option<&Placement>,
     canonical: &[&ThreadArtifact],
     has_retired: bool,
     head_sha: &str,
@@ -240,8 +245,12 @@ fn plan_desired_slot(
         None => {
             plan.writes.push(Write::CreateThread {
                 slot: finding.slot.clone(),
-                body: render::finding_thread_body(finding),
+                body: render::finding_thread_body_linked(
+                    finding,
+                    placement.and_then(|p| p.link.as_ref()),
+                ),
                 resolve_after: finding.effect == Effect::Comment,
+                position: placement.and_then(|p| p.position.clone()),
             });
             let action = if canonical.is_empty() && !has_retired {
                 ActionKind::Create
@@ -374,6 +383,58 @@ mod tests {
             }]
         ));
         assert_eq!(plan.write_requests(), 2);
+    }
+
+    #[test]
+    fn a_placed_finding_is_created_on_its_line_and_a_moved_line_writes_nothing() {
+        use crate::model::{DiffLine, FileLink};
+        let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
+        let at = |line| Placement {
+            position: Some(DiffPosition {
+                base_sha: "b".into(),
+                start_sha: "s".into(),
+                head_sha: HEAD.into(),
+                old_path: "f.yaml".into(),
+                new_path: "f.yaml".into(),
+                line: DiffLine::New(line),
+            }),
+            link: Some(FileLink {
+                url: format!("https://h/g/p/-/blob/{HEAD}/f.yaml#L{line}"),
+                line: Some(line),
+                at_base: false,
+            }),
+        };
+        let placed = |line| {
+            desired
+                .clone()
+                .with_placements([(desired.findings[0].slot.clone(), at(line))].into())
+        };
+        let plan = plan_reconciliation(&placed(3), &inv(vec![]), HEAD);
+        let [Write::CreateThread { body, position, .. }] = &plan.writes[..] else {
+            panic!("one create: {:?}", plan.writes);
+        };
+        assert_eq!(position, &at(3).position);
+        assert!(
+            body.lines().nth(1).unwrap().ends_with(&format!(
+                " · [line 3](https://h/g/p/-/blob/{HEAD}/f.yaml#L3)"
+            )),
+            "{body}"
+        );
+        assert_eq!(
+            body.lines().next(),
+            render::finding_thread_body(&desired.findings[0])
+                .lines()
+                .next(),
+            "the same marker"
+        );
+
+        // The thread exists; the value now sits on another line: nothing to write.
+        let moved = plan_reconciliation(&placed(9), &inv(vec![thread(10, "a", 1, false)]), HEAD);
+        assert!(moved.writes.is_empty());
+        assert_eq!(
+            actions(&moved),
+            vec![("a".into(), ActionKind::LeaveUntouched, Some(10))]
+        );
     }
 
     #[test]

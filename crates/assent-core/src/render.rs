@@ -23,14 +23,24 @@
 //!   and says how many more the receipt holds; each cell is cut at [`MAX_CELL_CHARS`];
 //!   the "Resolved without assent" list is capped the same way;
 //! * replies and the collapsed summary are fixed sentences.
+//!
+//! # Links (issue 15 §3)
+//!
+//! A thread's headline links to the file of its finding at the pinned SHA, on the judged
+//! value's line ([`crate::placement`] decides the destination, [`crate::links`] makes it
+//! inert), and each summary row links to its thread and its file. Link texts are fixed
+//! wording (`line 12`, `file`, `… before the change`), never contributor text. A thread body
+//! is created once and never edited, so the SHA in its link causes no write on a rerun; the
+//! summary names the head anyway and is rewritten when the head moves.
 
 use crate::assent::Assent;
 use crate::canonical_json;
 use crate::commit_sha;
 use crate::inert;
 use crate::inventory::Inventory;
+use crate::links::{WebUrl, note_url};
 use crate::marker::{self, GateLine, Marker, SummaryState};
-use crate::model::{Decision, DesiredState, Effect, Finding, Occurrence, Pins};
+use crate::model::{Decision, DesiredState, Effect, FileLink, Finding, Occurrence, Pins};
 use crate::resolutions::resolution_fingerprint;
 use crate::review_state::{FindingStatus, decide};
 
@@ -50,6 +60,12 @@ pub const MAX_CELL_CHARS: usize = 200;
 /// The body of a finding thread: marker line, headline, message (cut at
 /// [`MAX_MESSAGE_CHARS`]), what to do.
 pub fn finding_thread_body(finding: &Finding) -> String {
+    finding_thread_body_linked(finding, None)
+}
+
+/// [`finding_thread_body`] whose headline ends in a link to the finding's file, when `link`
+/// is given.
+pub fn finding_thread_body_linked(finding: &Finding, link: Option<&FileLink>) -> String {
     let marker = Marker::Finding {
         slot: finding.slot.clone(),
         occurrence: finding.occurrence.clone(),
@@ -64,15 +80,31 @@ pub fn finding_thread_body(finding: &Finding) -> String {
         Effect::Comment => "_For information; assent resolves this thread itself._",
     };
     let text = format!(
-        "**{} {}** · {} · {}\n\n{}\n\n{}",
+        "**{} {}** · {} · {}{}\n\n{}\n\n{}",
         effect_icon(finding.effect, false),
         finding.effect.as_str(),
         inert::code(&finding.slot.rule),
         inert::code(&finding.slot.subject),
+        link.map(|l| format!(" · {}", file_link(l)))
+            .unwrap_or_default(),
         inert::cut_markdown(&finding.message, MAX_MESSAGE_CHARS),
         advice
     );
     marker::compose_body(&marker, text.trim_end())
+}
+
+/// `[line 12](url)`: fixed wording around a number; the destination is already inert.
+fn file_link(link: &FileLink) -> String {
+    let place = match link.line {
+        Some(line) => format!("line {line}"),
+        None => "file".to_owned(),
+    };
+    let side = if link.at_base {
+        " before the change"
+    } else {
+        ""
+    };
+    format!("[{place}{side}]({})", link.url)
 }
 
 /// The reply posted before resolving a thread whose slot no longer fires.
@@ -160,6 +192,9 @@ pub fn summary_body(
         target: ctx.target.map(|t| t.name.clone()),
     };
     let decision = decide(statuses);
+    // A web URL the forge reported is linked only when it is inert in Markdown.
+    let web_url = ctx.web_url.and_then(WebUrl::parse);
+    let web_url = web_url.as_ref();
     let mut text = format!(
         "## assent · {}\n\n{}\n",
         decision.as_str(),
@@ -178,17 +213,22 @@ pub fn summary_body(
             .map(|(st, _)| st)
         {
             let f = status.finding;
+            let subject_link = desired
+                .placement(&f.slot)
+                .and_then(|p| p.link.as_ref())
+                .map(|l| format!(" · {}", file_link(l)))
+                .unwrap_or_default();
             text.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} |\n",
                 effect_icon(f.effect, status.assent.is_given()),
                 f.effect.as_str(),
                 inert::table_cell(&inert::cut_line(&inert::code(&f.slot.rule), MAX_CELL_CHARS)),
-                inert::table_cell(&inert::cut_line(
-                    &inert::code(&f.slot.subject),
-                    MAX_CELL_CHARS
+                inert::table_cell(&format!(
+                    "{}{subject_link}",
+                    inert::cut_line(&inert::code(&f.slot.subject), MAX_CELL_CHARS)
                 )),
                 inert::table_cell(&first_line(&f.message, MAX_CELL_CHARS)),
-                thread_link(ctx.web_url, status.forge_id),
+                thread_link(web_url, status.forge_id),
             ));
         }
         let hidden = statuses.len() - shown.iter().filter(|s| **s).count();
@@ -199,7 +239,7 @@ pub fn summary_body(
             ));
         }
     }
-    push_unassented_resolutions(&mut text, ctx.web_url, statuses);
+    push_unassented_resolutions(&mut text, web_url, statuses);
     let state_line = match state {
         SummaryState::Reconciling => format!(
             "Reconciling {}: assent is updating this merge request's threads; a later pipeline finishes the job if this one stops.",
@@ -291,7 +331,7 @@ fn headline(decision: Decision, statuses: &[FindingStatus<'_>]) -> String {
 /// of wondering why the gate still says `REVIEW`.
 fn push_unassented_resolutions(
     text: &mut String,
-    web_url: Option<&str>,
+    web_url: Option<&WebUrl>,
     statuses: &[FindingStatus<'_>],
 ) {
     let cell = |t: &str| inert::cut_line(&inert::code(t), MAX_CELL_CHARS);
@@ -339,10 +379,10 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-fn thread_link(web_url: Option<&str>, forge_id: Option<u64>) -> String {
+fn thread_link(web_url: Option<&WebUrl>, forge_id: Option<u64>) -> String {
     match (web_url, forge_id) {
         (_, None) => "pending".to_owned(),
-        (Some(url), Some(id)) => format!("[note {id}]({url}#note_{id})"),
+        (Some(url), Some(id)) => format!("[note {id}]({})", note_url(url, id)),
         (None, Some(id)) => format!("note {id}"),
     }
 }

@@ -8,16 +8,18 @@ use std::collections::BTreeMap;
 use assent_core::assent::{Assent, NotCounted};
 use assent_core::grouping::{DEFAULT_GROUP_ABOVE, Fired, group_findings};
 use assent_core::inventory::{Inventory, ThreadArtifact};
+use assent_core::links::MAX_URL_CHARS;
 use assent_core::marker::SummaryState;
 use assent_core::model::Change;
 use assent_core::model::{
-    Assenters, ChangeKind, DesiredState, Effect, Finding, Occurrence, Pins, Role, Slot, UserRef,
+    Assenters, ChangeKind, DesiredState, Effect, FileLink, Finding, Occurrence, Pins, Placement,
+    Role, Slot, UserRef,
 };
 use assent_core::planner::{Write, plan_reconciliation};
 use assent_core::policy::{MAX_RULE_ID_CHARS, MrContext, PolicyFile, PolicySet};
 use assent_core::render::{
     self, BODY_BUDGET_CHARS, SummaryContext, TargetBranch, collapsed_summary_body,
-    finding_thread_body, summary_body,
+    finding_thread_body, finding_thread_body_linked, summary_body,
 };
 use assent_core::review_state::FindingStatus;
 use proptest::prelude::*;
@@ -149,6 +151,8 @@ fn rendered_message(policies: &PolicySet, raw: &Raw) -> String {
         kind: raw.kind,
         old: raw.old.clone(),
         new: raw.new.clone(),
+        old_line: None,
+        new_line: None,
     };
     let evaluation = policies.evaluate(&[change], &MrContext::default());
     evaluation.findings[0].message.clone()
@@ -189,7 +193,27 @@ fn desired_from(raws: &[Raw], group_above: usize) -> DesiredState {
             min_role: Some(Role::Maintainer),
         },
     )]);
-    DesiredState::new(group_findings(fired, |_| group_above)).with_assenters(assenters)
+    let desired =
+        DesiredState::new(group_findings(fired, |_| group_above)).with_assenters(assenters);
+    // Every finding links to its file with the longest destination a link may have, on the
+    // longest line number: the thread headline and every summary row carry it.
+    let longest = FileLink {
+        url: format!("https://h/{}", "%".repeat(MAX_URL_CHARS - 10)),
+        line: Some(usize::MAX),
+        at_base: true,
+    };
+    let placements = desired
+        .findings
+        .iter()
+        .map(|f| {
+            let placement = Placement {
+                position: None,
+                link: Some(longest.clone()),
+            };
+            (f.slot.clone(), placement)
+        })
+        .collect();
+    desired.with_placements(placements)
 }
 
 fn assent_for(choice: u8, username: &str) -> Assent {
@@ -270,6 +294,11 @@ fn check_every_body(desired: &DesiredState, choices: &[u8], username: &str, bran
     }
     for finding in &desired.findings {
         assert_within_budget("thread", &finding_thread_body(finding));
+        let link = desired
+            .placement(&finding.slot)
+            .and_then(|p| p.link.as_ref());
+        assert!(link.is_some(), "every finding links to its file");
+        assert_within_budget("thread", &finding_thread_body_linked(finding, link));
     }
     for reply in [
         render::outdated_reply(&head),

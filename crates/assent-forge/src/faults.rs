@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::{CreatedThread, Forge, ForgeError, RequestCounts};
-use assent_core::model::{ListedDiscussion, MergeRequestInfo, Role};
+use assent_core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo, Role};
 
 /// Faults to inject into one run.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -94,8 +94,12 @@ impl Forge for FaultyForge<'_> {
         self.inner.list_discussions()
     }
 
-    fn create_thread(&self, body: &str) -> Result<CreatedThread, ForgeError> {
-        self.write("create thread", || self.inner.create_thread(body))
+    fn create_thread(
+        &self,
+        body: &str,
+        position: Option<&DiffPosition>,
+    ) -> Result<CreatedThread, ForgeError> {
+        self.write("create thread", || self.inner.create_thread(body, position))
     }
 
     fn reply_to_thread(&self, discussion_id: &str, body: &str) -> Result<u64, ForgeError> {

@@ -14,7 +14,7 @@ pub mod memory;
 
 use std::time::Duration;
 
-use assent_core::model::{ListedDiscussion, MergeRequestInfo, Role};
+use assent_core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo, Role};
 
 /// Why a forge request failed. Texts never contain the token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -243,8 +243,15 @@ pub trait Forge: Send + Sync {
     /// Every discussion of the merge request, all pages, notes oldest first; an error when
     /// the listing cannot be proven complete.
     fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError>;
-    /// Creates a resolvable thread whose first note has `body`.
-    fn create_thread(&self, body: &str) -> Result<CreatedThread, ForgeError>;
+    /// Creates a resolvable thread whose first note has `body`: a general thread, or with a
+    /// `position` a thread on that line of the merge request's diff (a GitLab DiffNote,
+    /// SPEC §12.2). A position the forge does not accept is refused with 400 before anything
+    /// is written, so the caller may then create the general thread instead.
+    fn create_thread(
+        &self,
+        body: &str,
+        position: Option<&DiffPosition>,
+    ) -> Result<CreatedThread, ForgeError>;
     /// Replies in a thread; returns the new note id.
     fn reply_to_thread(&self, discussion_id: &str, body: &str) -> Result<u64, ForgeError>;
     /// Marks a thread resolved.
@@ -287,6 +294,9 @@ pub struct ChangedFile {
     /// The forge withheld this file's diff (too large or collapsed): the change set is
     /// incomplete for this file.
     pub withheld: bool,
+    /// The file's unified diff text as the forge lists it (GitLab's `diff`), from which the
+    /// lines it adds and removes are read (`assent_core::unified_diff`); empty when withheld.
+    pub diff: String,
 }
 
 /// Read access to repository content at pinned SHAs (no checkout).

@@ -5,6 +5,12 @@
 //! their order), plain notes are never resolvable, listings are paged (each page counts as a
 //! read) and can be served in any order. Human actions (post, reply, resolve, clone a bot
 //! thread, corrupt a marker) let tests and fixtures play the other people on the MR.
+//!
+//! Threads on a diff line (DiffNotes) are validated as GitLab validates them: the position
+//! must name the MR's diff refs and an added (`new_line`) or removed (`old_line`) line of a
+//! changed file's diff ([`InMemoryForge::set_changed_files`]), else the create is refused
+//! with GitLab's 400 and nothing is written. [`InMemoryForge::positions`] shows where each
+//! DiffNote sits.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -13,8 +19,15 @@ use sha2::{Digest, Sha256};
 
 use crate::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
 use assent_core::model::{
-    ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState, Role, UserRef,
+    DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
+    Role, UserRef,
 };
+use assent_core::unified_diff::changed_lines;
+
+/// GitLab's answer to a DiffNote whose position is not a line of the merge request's diff
+/// (status 400): the note has no line code.
+pub const INVALID_POSITION_MESSAGE: &str =
+    "400 Bad request - Note {:line_code=>[\"can't be blank\", \"must be a valid line code\"]}";
 
 /// The user id human actions act as unless told otherwise.
 pub const HUMAN_USER_ID: u64 = 2;
@@ -47,6 +60,8 @@ struct Discussion {
     id: String,
     individual_note: bool,
     notes: Vec<ListedNote>,
+    /// Where a DiffNote thread sits; `None` for a general thread or a plain note.
+    position: Option<DiffPosition>,
 }
 
 #[derive(Debug)]
@@ -99,6 +114,8 @@ impl InMemoryForge {
                     state: MergeRequestState::Opened,
                     head_sha: head_sha.to_owned(),
                     base_sha: None,
+                    start_sha: None,
+                    diff_head_sha: Some(head_sha.to_owned()),
                     target_branch: "main".to_owned(),
                     head_pipeline_status: None,
                     web_url: None,
@@ -150,6 +167,24 @@ impl InMemoryForge {
             state.approved_by.clear();
         }
         state.mr.head_sha = head_sha.to_owned();
+        // GitLab computes a new diff version for the new head.
+        state.mr.diff_head_sha = Some(head_sha.to_owned());
+    }
+
+    /// Sets the base and start SHAs of the MR's diff refs (its head follows the MR's head).
+    pub fn set_diff_refs(&self, base_sha: &str, start_sha: &str) {
+        let mut state = self.lock();
+        state.mr.base_sha = Some(base_sha.to_owned());
+        state.mr.start_sha = Some(start_sha.to_owned());
+    }
+
+    /// First note id → position of every DiffNote thread (uncounted): for assertions.
+    pub fn positions(&self) -> BTreeMap<u64, DiffPosition> {
+        self.lock()
+            .discussions
+            .iter()
+            .filter_map(|d| Some((d.first_id(), d.position.clone()?)))
+            .collect()
     }
 
     /// GitLab's project setting "remove all approvals when commits are added" (default on).
@@ -189,7 +224,8 @@ impl InMemoryForge {
         state.files.push(((sha.to_owned(), path.to_owned()), bytes));
     }
 
-    /// Sets the MR's changed files for the [`Repository`] port.
+    /// Sets the MR's changed files for the [`Repository`] port; their `diff` texts are the
+    /// diff DiffNote positions are validated against.
     pub fn set_changed_files(&self, files: Vec<ChangedFile>) {
         self.lock().changed = files;
     }
@@ -209,7 +245,7 @@ impl InMemoryForge {
         {
             return Err(HumanActionError::DuplicateId(id));
         }
-        Ok(state.add_discussion(author_id, body, resolvable, note_id))
+        Ok(state.add_discussion(author_id, body, resolvable, note_id, None))
     }
 
     /// Marks a note as written by the forge itself (a `system` note).
@@ -294,7 +330,14 @@ impl InMemoryForge {
         {
             return Err(HumanActionError::DuplicateId(id));
         }
-        Ok(state.add_discussion(first.author_id, &first.body, first.resolvable, new_id))
+        let position = state.discussions[d].position.clone();
+        Ok(state.add_discussion(
+            first.author_id,
+            &first.body,
+            first.resolvable,
+            new_id,
+            position,
+        ))
     }
 
     /// Every discussion as a listing would show it (ascending, uncounted): for assertions.
@@ -337,6 +380,7 @@ impl State {
         body: &str,
         resolvable: bool,
         note_id: Option<u64>,
+        position: Option<DiffPosition>,
     ) -> u64 {
         let id = self.next_note_id(note_id);
         self.discussion_seq += 1;
@@ -356,8 +400,28 @@ impl State {
                 body: body.to_owned(),
                 updated_at: Some(timestamp(self.clock)),
             }],
+            position,
         });
         id
+    }
+
+    /// Whether GitLab would accept `position`: it names the MR's diff refs and a line the
+    /// diff of that file (by both paths) adds (`new_line`) or removes (`old_line`).
+    fn accepts(&self, position: &DiffPosition) -> bool {
+        let mr = &self.mr;
+        let refs_match = mr.base_sha.as_deref() == Some(position.base_sha.as_str())
+            && mr.start_sha.as_deref() == Some(position.start_sha.as_str())
+            && mr.diff_head_sha.as_deref() == Some(position.head_sha.as_str());
+        refs_match
+            && self.changed.iter().any(|file| {
+                file.old_path == position.old_path
+                    && file.new_path == position.new_path
+                    && !file.withheld
+                    && changed_lines(&file.diff).is_some_and(|lines| match position.line {
+                        DiffLine::New(line) => lines.is_added(line),
+                        DiffLine::Old(line) => lines.is_removed(line),
+                    })
+            })
     }
 
     fn add_reply(&mut self, d: usize, author_id: u64, body: &str) -> u64 {
@@ -458,11 +522,25 @@ impl Forge for InMemoryForge {
         Ok(out)
     }
 
-    fn create_thread(&self, body: &str) -> Result<CreatedThread, ForgeError> {
+    fn create_thread(
+        &self,
+        body: &str,
+        position: Option<&DiffPosition>,
+    ) -> Result<CreatedThread, ForgeError> {
         let mut state = self.lock();
         state.counts.writes += 1;
+        if let Some(position) = position
+            && !state.accepts(position)
+        {
+            return Err(ForgeError::Status {
+                method: "POST".into(),
+                route: "discussions".into(),
+                status: 400,
+                message: INVALID_POSITION_MESSAGE.into(),
+            });
+        }
         let bot = state.bot_user_id;
-        let note_id = state.add_discussion(bot, body, true, None);
+        let note_id = state.add_discussion(bot, body, true, None, position.cloned());
         let discussion_id = state
             .discussions
             .last()
@@ -506,7 +584,7 @@ impl Forge for InMemoryForge {
         let mut state = self.lock();
         state.counts.writes += 1;
         let bot = state.bot_user_id;
-        Ok(state.add_discussion(bot, body, false, None))
+        Ok(state.add_discussion(bot, body, false, None, None))
     }
 
     fn edit_note(&self, note_id: u64, body: &str) -> Result<(), ForgeError> {
@@ -627,7 +705,7 @@ mod tests {
     #[test]
     fn ids_look_like_gitlab_and_increase() {
         let forge = InMemoryForge::new(1, "h");
-        let a = forge.create_thread("a").unwrap();
+        let a = forge.create_thread("a", None).unwrap();
         let b = forge.create_note("b").unwrap();
         assert_eq!(a.discussion_id.len(), 40);
         assert!(a.discussion_id.bytes().all(|c| c.is_ascii_hexdigit()));
@@ -660,7 +738,7 @@ mod tests {
     fn listing_counts_pages_and_honours_order() {
         let forge = InMemoryForge::new(1, "h");
         for _ in 0..5 {
-            forge.create_thread("t").unwrap();
+            forge.create_thread("t", None).unwrap();
         }
         forge.set_page_size(2);
         let before = forge.request_counts().reads;
@@ -715,6 +793,76 @@ mod tests {
         assert_eq!(forge.bot_approves(), Ok(false));
         let counts = forge.request_counts();
         assert_eq!((counts.reads, counts.writes), (4, 6));
+    }
+
+    #[test]
+    fn diff_notes_need_the_diff_refs_and_a_changed_line_and_are_remembered() {
+        let forge = InMemoryForge::new(1, "h");
+        forge.set_diff_refs("b", "s");
+        forge.set_changed_files(vec![ChangedFile {
+            old_path: "f.yaml".into(),
+            new_path: "f.yaml".into(),
+            new_file: false,
+            deleted_file: false,
+            renamed_file: false,
+            withheld: false,
+            diff: "@@ -1,2 +1,2 @@\n a\n-b\n+c\n".into(),
+        }]);
+        let at = |line| DiffPosition {
+            base_sha: "b".into(),
+            start_sha: "s".into(),
+            head_sha: "h".into(),
+            old_path: "f.yaml".into(),
+            new_path: "f.yaml".into(),
+            line,
+        };
+        let created = forge
+            .create_thread("on the line", Some(&at(DiffLine::New(2))))
+            .unwrap();
+        forge
+            .create_thread("removed", Some(&at(DiffLine::Old(2))))
+            .unwrap();
+        let stale = DiffPosition {
+            head_sha: "older".into(),
+            ..at(DiffLine::New(2))
+        };
+        let other_file = DiffPosition {
+            new_path: "g.yaml".into(),
+            ..at(DiffLine::New(2))
+        };
+        for refused in [
+            at(DiffLine::New(1)),
+            at(DiffLine::Old(1)),
+            at(DiffLine::New(3)),
+            stale,
+            other_file,
+        ] {
+            let err = forge.create_thread("x", Some(&refused)).unwrap_err();
+            assert_eq!(err.status(), Some(400), "{refused:?}");
+            assert!(err.to_string().contains("must be a valid line code"));
+        }
+        assert_eq!(
+            forge.snapshot().len(),
+            2,
+            "a refused position writes nothing"
+        );
+        assert_eq!(
+            forge.request_counts().writes,
+            7,
+            "every attempt is a request"
+        );
+        let positions = forge.positions();
+        assert_eq!(positions[&created.note_id], at(DiffLine::New(2)));
+        assert_eq!(positions.len(), 2);
+        forge.clone_thread(created.note_id, None).unwrap();
+        assert_eq!(forge.positions().len(), 3, "a copy keeps its position");
+        forge.set_head("h2");
+        assert!(
+            forge
+                .create_thread("x", Some(&at(DiffLine::New(2))))
+                .is_err(),
+            "a push makes a new diff version"
+        );
     }
 
     #[test]

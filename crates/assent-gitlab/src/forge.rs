@@ -12,7 +12,7 @@ use std::time::Duration;
 use gitlab::api::projects::members::AllProjectMember;
 use gitlab::api::projects::merge_requests::approvals::MergeRequestApprovals;
 use gitlab::api::projects::merge_requests::discussions::{
-    CreateMergeRequestDiscussion, MergeRequestDiscussions,
+    CreateMergeRequestDiscussion, MergeRequestDiscussions, Position, TextPosition,
 };
 use gitlab::api::projects::merge_requests::notes::{CreateMergeRequestNote, EditMergeRequestNote};
 use gitlab::api::projects::merge_requests::{
@@ -34,7 +34,8 @@ use super::transport::{
     DEFAULT_BODY_LIMIT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, ProxyConfig, Token,
 };
 use assent_core::model::{
-    ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState, Role, UserRef,
+    DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
+    Role, UserRef,
 };
 use assent_forge::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
 
@@ -208,6 +209,8 @@ struct ApiCreatedDiscussion {
 #[derive(Deserialize)]
 struct ApiDiffRefs {
     base_sha: Option<String>,
+    start_sha: Option<String>,
+    head_sha: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -259,6 +262,7 @@ struct ApiDiff {
     renamed_file: Option<bool>,
     too_large: Option<bool>,
     collapsed: Option<bool>,
+    diff: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -276,6 +280,29 @@ struct ApiCommit {
 #[derive(Deserialize)]
 struct ApiBranch {
     commit: ApiCommit,
+}
+
+/// GitLab's `position[…]` parameters of a DiffNote (SPEC §12.2): `text`, the diff refs, both
+/// paths, and `new_line` for an added line or `old_line` for a removed one (never both:
+/// both name an unchanged line).
+fn diff_note_position(position: &DiffPosition) -> Result<Position<'_>, ForgeError> {
+    let mut text = TextPosition::builder();
+    text.old_path(position.old_path.as_str())
+        .new_path(position.new_path.as_str());
+    match position.line {
+        DiffLine::New(line) => text.new_line(line as u64),
+        DiffLine::Old(line) => text.old_line(line as u64),
+    };
+    let text = text
+        .build()
+        .map_err(|e| build_error("discussion position", e))?;
+    Position::builder()
+        .base_sha(position.base_sha.as_str())
+        .start_sha(position.start_sha.as_str())
+        .head_sha(position.head_sha.as_str())
+        .text_position(text)
+        .build()
+        .map_err(|e| build_error("discussion position", e))
 }
 
 pub(crate) fn build_error(what: &str, e: impl fmt::Display) -> ForgeError {
@@ -342,10 +369,17 @@ impl Forge for GitLabForge {
             .sha
             .filter(|s| !s.is_empty())
             .ok_or_else(|| decode_error("the merge request has no head sha".into()))?;
+        let refs = mr.diff_refs.unwrap_or(ApiDiffRefs {
+            base_sha: None,
+            start_sha: None,
+            head_sha: None,
+        });
         Ok(MergeRequestInfo {
             state,
             head_sha,
-            base_sha: mr.diff_refs.and_then(|d| d.base_sha),
+            base_sha: refs.base_sha,
+            start_sha: refs.start_sha,
+            diff_head_sha: refs.head_sha,
             target_branch: mr.target_branch,
             head_pipeline_status: mr.head_pipeline.and_then(|p| p.status),
             web_url: mr.web_url,
@@ -384,13 +418,20 @@ impl Forge for GitLabForge {
             .collect())
     }
 
-    fn create_thread(&self, body: &str) -> Result<CreatedThread, ForgeError> {
-        let endpoint = CreateMergeRequestDiscussion::builder()
+    fn create_thread(
+        &self,
+        body: &str,
+        position: Option<&DiffPosition>,
+    ) -> Result<CreatedThread, ForgeError> {
+        let mut builder = CreateMergeRequestDiscussion::builder();
+        builder
             .project(self.client.project_ref())
             .merge_request(self.mr_iid)
-            .body(body)
-            .build()
-            .map_err(|e| build_error("discussions", e))?;
+            .body(body);
+        if let Some(position) = position {
+            builder.position(diff_note_position(position)?);
+        }
+        let endpoint = builder.build().map_err(|e| build_error("discussions", e))?;
         let request = self.client.prepare(&endpoint)?;
         let response = self.client.requester.write(&request)?;
         let created: ApiCreatedDiscussion = self.client.decode_write(&request, &response)?;
@@ -524,6 +565,7 @@ impl Repository for GitLabForge {
                 deleted_file: d.deleted_file.unwrap_or(false),
                 renamed_file: d.renamed_file.unwrap_or(false),
                 withheld: d.too_large.unwrap_or(false) || d.collapsed.unwrap_or(false),
+                diff: d.diff.unwrap_or_default(),
             })
             .collect())
     }

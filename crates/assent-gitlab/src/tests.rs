@@ -582,7 +582,7 @@ fn a_dropped_connection_is_retried_for_reads() {
 fn a_write_whose_connection_drops_is_ambiguous_and_not_retried() {
     let server = RawServer::start(vec![None]);
     let (forge, sleeper) = forge_at(&server.api_url());
-    let err = forge.create_thread("x").unwrap_err();
+    let err = forge.create_thread("x", None).unwrap_err();
     assert!(err.is_ambiguous_write(), "{err:?}");
     assert!(
         !err.to_string().contains("timeout"),
@@ -745,7 +745,7 @@ fn a_write_refused_with_429_is_sent_again_after_the_wait_it_asks_for() {
     ] {
         let server = scripted_writes(vec![refusal]);
         let (forge, sleeper) = forge(&server);
-        let created = forge.create_thread("x").unwrap();
+        let created = forge.create_thread("x", None).unwrap();
         assert_eq!(created.note_id, 1, "{label}");
         assert_eq!(posts(&server), 2, "{label}: the same write, sent again once");
         let seen = server.seen();
@@ -803,7 +803,7 @@ fn when_the_rate_limit_budget_is_spent_the_write_fails_as_rate_limited() {
     let mut config = config(&server);
     config.retry.rate_limit_budget = Duration::from_secs(150);
     let (forge, sleeper) = forge_with(config);
-    let err = forge.create_thread("x").unwrap_err();
+    let err = forge.create_thread("x", None).unwrap_err();
     match &err {
         ForgeError::RateLimited(refusal) => {
             assert_eq!(refusal.method, "POST");
@@ -865,7 +865,12 @@ fn read_waits_for_429_count_against_the_same_budget() {
 fn server_errors_on_writes_stay_ambiguous_and_spend_no_rate_limit_budget() {
     let server = scripted_writes(vec![json_reply(503, json!({"message": "busy"}))]);
     let (forge, _sleeper) = forge(&server);
-    assert!(forge.create_thread("x").unwrap_err().is_ambiguous_write());
+    assert!(
+        forge
+            .create_thread("x", None)
+            .unwrap_err()
+            .is_ambiguous_write()
+    );
     assert_eq!(posts(&server), 1);
     assert_eq!(forge.client().rate_limits(), RateLimitTally::default());
 }
@@ -890,21 +895,21 @@ fn writes_are_paced_when_ratelimit_remaining_says_the_window_is_spent() {
     };
     let server = scripted_writes(vec![created(5, 40), created(0, 30), created(9, 60)]);
     let (forge, sleeper) = forge(&server);
-    forge.create_thread("a").unwrap();
-    forge.create_thread("b").unwrap();
+    forge.create_thread("a", None).unwrap();
+    forge.create_thread("b", None).unwrap();
     // Plenty left after the first: no wait before the second.
     assert!(sleeper.delays().is_empty(), "{:?}", sleeper.delays());
     // A read in between is not held.
     forge.bot_user_id().unwrap();
     assert!(sleeper.delays().is_empty(), "{:?}", sleeper.delays());
-    forge.create_thread("c").unwrap();
+    forge.create_thread("c", None).unwrap();
     let delays = sleeper.delays();
     assert_eq!(delays.len(), 1, "{delays:?}");
     assert!(
         delays[0] >= Duration::from_secs(28) && delays[0] <= Duration::from_secs(30),
         "the third write waits for the window to reset: {delays:?}"
     );
-    forge.create_thread("d").unwrap();
+    forge.create_thread("d", None).unwrap();
     assert_eq!(
         sleeper.delays().len(),
         1,
@@ -942,7 +947,12 @@ fn pacing_that_does_not_fit_the_budget_lets_gitlab_decide() {
 fn every_write_kind_is_ambiguous_on_a_server_error() {
     let server = Server::start(|_| json_reply(500, json!({"message": "boom"})));
     let (forge, _) = forge(&server);
-    assert!(forge.create_thread("x").unwrap_err().is_ambiguous_write());
+    assert!(
+        forge
+            .create_thread("x", None)
+            .unwrap_err()
+            .is_ambiguous_write()
+    );
     assert!(
         forge
             .reply_to_thread("abc", "x")
@@ -1075,7 +1085,7 @@ fn the_token_is_only_ever_a_header() {
         forge.merge_request().unwrap_err(),
         forge.create_note("x").unwrap_err(),
         forge.list_discussions().unwrap_err(),
-        forge.create_thread("x").unwrap_err(),
+        forge.create_thread("x", None).unwrap_err(),
     ];
     errors.push(forge.reply_to_thread("abc", "x").unwrap_err());
     for err in &errors {
@@ -1219,7 +1229,9 @@ fn writes_send_the_documented_requests() {
         _ => json_reply(404, json!({"message": "404 Not Found"})),
     });
     let (forge, _) = forge(&server);
-    let created = forge.create_thread("<!-- m -->\nRetention & days").unwrap();
+    let created = forge
+        .create_thread("<!-- m -->\nRetention & days", None)
+        .unwrap();
     assert_eq!(
         (created.discussion_id.as_str(), created.note_id),
         ("d1", 501)
@@ -1271,7 +1283,12 @@ fn writes_send_the_documented_requests() {
 fn an_undecodable_write_answer_is_ambiguous() {
     let server = Server::start(|_| reply_with(201, &[], "<html>created?</html>"));
     let (forge, _) = forge(&server);
-    assert!(forge.create_thread("x").unwrap_err().is_ambiguous_write());
+    assert!(
+        forge
+            .create_thread("x", None)
+            .unwrap_err()
+            .is_ambiguous_write()
+    );
     assert_eq!(server.seen().len(), 1);
 }
 

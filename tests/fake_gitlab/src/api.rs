@@ -288,7 +288,18 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
             if let Some(r) = check_body(&b) {
                 return r;
             }
-            match st.create_thread(pid, route.iid, uid, &b) {
+            let created = if crate::positions::has_position(&ctx.params) {
+                let Some(mr) = p!().mr(route.iid) else {
+                    return op_err(OpError::MergeRequestNotFound);
+                };
+                match crate::positions::validate(mr, &ctx.params) {
+                    Ok(position) => st.create_diff_thread(pid, route.iid, uid, &b, position),
+                    Err(refused) => return refused,
+                }
+            } else {
+                st.create_thread(pid, route.iid, uid, &b)
+            };
+            match created {
                 Ok((did, _)) => {
                     let mr = p!().mr(route.iid).expect("mr");
                     let d = mr.discussion(&did).expect("discussion");
@@ -957,6 +968,9 @@ fn note_json(st: &State, p: &Project, m: &MergeRequest, n: &Note) -> Value {
         "imported": false, "imported_from": "none", "noteable_iid": m.iid,
         "commands_changes": {}
     });
+    if let Some(position) = &n.position {
+        v["position"] = crate::positions::position_json(position);
+    }
     if n.resolvable {
         v["resolved"] = json!(n.resolved);
         v["resolved_by"] = match n.resolved_by {

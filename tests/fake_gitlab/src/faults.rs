@@ -85,6 +85,12 @@ pub enum FaultAction {
     BadGateway,
     /// 503 with an HTML body. Not applied.
     Unavailable,
+    /// Answers `status` with the JSON `body`, as GitLab refusing a request it did not act on
+    /// (e.g. a DiffNote position on a line GitLab's diff does not have). Not applied.
+    Refuse {
+        status: u16,
+        body: serde_json::Value,
+    },
     /// Sleep before handling.
     Latency { ms: u64 },
     /// Apply the write, then lose the answer: a 500 or a connection closed without a response.

@@ -24,6 +24,7 @@ pub mod fixtures;
 mod http;
 pub mod model;
 pub mod ops;
+pub mod positions;
 pub mod route;
 pub mod sandbox;
 mod server;
@@ -39,7 +40,8 @@ use std::time::{Duration, Instant};
 pub use faults::{FaultAction, FaultRule, HoldApply, Matcher, When};
 pub use model::{
     ApprovalRule, ApprovalSettings, DiffFile, DiffRefs, Discussion, DiscussionOrder, FileContent,
-    Job, MergeRequest, MrState, Note, Pipeline, Project, ResourceGroup, State, Token, User,
+    Job, MergeRequest, MrState, Note, NotePosition, Pipeline, Project, ResourceGroup, State, Token,
+    User,
 };
 pub use ops::OpError;
 pub use route::RouteKind;

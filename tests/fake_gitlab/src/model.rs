@@ -581,6 +581,28 @@ pub struct Note {
     pub resolved_at: Option<String>,
     pub confidential: bool,
     pub internal: bool,
+    /// Where a `DiffNote` sits in the MR's diff; `None` for every other note.
+    pub position: Option<NotePosition>,
+}
+
+/// A DiffNote's `text` position, as GitLab validated and stored it
+/// (see [`crate::positions`]).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct NotePosition {
+    pub base_sha: String,
+    pub start_sha: String,
+    pub head_sha: String,
+    pub old_path: String,
+    pub new_path: String,
+    /// `text`.
+    pub position_type: String,
+    /// Set for a removed or an unchanged line.
+    pub old_line: Option<u64>,
+    /// Set for an added or an unchanged line.
+    pub new_line: Option<u64>,
+    /// `<path hash>_<old_pos>_<new_pos>`.
+    pub line_code: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

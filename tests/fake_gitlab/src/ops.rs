@@ -1,6 +1,6 @@
 //! State transitions shared by the HTTP API and the test-side "human" actions.
 
-use crate::model::{Discussion, MergeRequest, Note, Pipeline, State};
+use crate::model::{Discussion, MergeRequest, Note, NotePosition, Pipeline, State};
 
 /// Why an operation failed; maps onto GitLab's error answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +83,23 @@ impl State {
         self.push_discussion(pid, iid, author, body, false, |note| {
             note.note_type = Some("DiscussionNote".into());
             note.resolvable = true;
+        })
+    }
+
+    /// Creates a resolvable thread on a line of the MR's diff (a `DiffNote`) at a position
+    /// already validated ([`crate::positions::validate`]); returns `(discussion id, note id)`.
+    pub fn create_diff_thread(
+        &mut self,
+        pid: u64,
+        iid: u64,
+        author: u64,
+        body: &str,
+        position: NotePosition,
+    ) -> OpResult<(String, u64)> {
+        self.push_discussion(pid, iid, author, body, false, |note| {
+            note.note_type = Some("DiffNote".into());
+            note.resolvable = true;
+            note.position = Some(position);
         })
     }
 
@@ -204,6 +221,8 @@ impl State {
             .first()
             .and_then(|n| n.note_type.clone())
             .or(Some("DiscussionNote".into()));
+        // A reply in a diff thread is a DiffNote on the same line.
+        note.position = d.notes.first().and_then(|n| n.position.clone());
         note.resolvable = d.resolvable();
         if d.resolved() {
             if reply_unresolves {

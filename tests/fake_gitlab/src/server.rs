@@ -151,6 +151,7 @@ fn fault_name(a: &FaultAction) -> &'static str {
         FaultAction::Forbidden => "forbidden",
         FaultAction::BadGateway => "bad_gateway",
         FaultAction::Unavailable => "unavailable",
+        FaultAction::Refuse { .. } => "refuse",
         FaultAction::Latency { .. } => "latency",
         FaultAction::LostAck { .. } => "lost_ack",
         FaultAction::Reset => "reset",
@@ -373,6 +374,7 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
         Some(FaultAction::Forbidden) => Some(Response::message(403, "403 Forbidden")),
         Some(FaultAction::BadGateway) => Some(html(502, "502 Bad Gateway")),
         Some(FaultAction::Unavailable) => Some(html(503, "503 Service Temporarily Unavailable")),
+        Some(FaultAction::Refuse { status, body }) => Some(Response::json(*status, body)),
         Some(FaultAction::WindowLimit { .. }) => Some(Response::message(
             429,
             "This endpoint has been requested too many times. Try again later.",

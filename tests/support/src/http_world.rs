@@ -14,17 +14,22 @@
 //!   `per_page=100`), so a fixture's listing spans the same number of pages (HTTP
 //!   requests) as in memory;
 //! * the listing order maps onto the fake's discussion order; an explicit order of first-note
-//!   ids is translated to discussion ids whenever a discussion is added.
+//!   ids is translated to discussion ids whenever a discussion is added;
+//! * a fixture's diffs become the MR's diff listing, against which the fake validates
+//!   DiffNote positions as GitLab does; positions are read back from the fake's notes.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use assent::core::model::ListedDiscussion;
+use assent::core::model::{DiffLine, DiffPosition, ListedDiscussion};
 use assent::fixture::FixtureWorld;
+use assent::fixture::schema::DiffSpec;
 use assent::forge::Forge;
 use assent::forge::memory::{ListingOrder, MR_AUTHOR_USER_ID};
 use assent::gitlab::GitLabForge;
 use fake_gitlab::{
-    DiscussionOrder, FakeGitLab, MergeRequest, Project, State, Token as FakeToken, User,
+    DiffFile, DiscussionOrder, FakeGitLab, MergeRequest, NotePosition, Project, State,
+    Token as FakeToken, User,
 };
 
 use crate::{RecordingSleeper, config_for, forge_with};
@@ -222,7 +227,22 @@ impl FixtureWorld for FakeGitLabWorld {
             .first()
             .ok_or_else(|| format!("note {note_id}: empty discussion"))?;
         let resolvable = discussion.resolvable();
-        self.post(first.author_id, &first.body, resolvable, id)
+        let copy = self.post(first.author_id, &first.body, resolvable, id)?;
+        // A DiffNote's copy sits on the same line, as in memory.
+        if let Some(position) = first.position.clone() {
+            let note_type = first.note_type.clone();
+            self.fake.with_state(|s| {
+                if let Some(note) = s
+                    .mr_mut_ref(PROJECT_ID, MR_IID)
+                    .ok()
+                    .and_then(|m| m.note_mut(copy))
+                {
+                    note.position = Some(position);
+                    note.note_type = note_type;
+                }
+            });
+        }
+        Ok(copy)
     }
 
     fn set_head(&self, sha: &str) -> Result<(), String> {
@@ -233,4 +253,53 @@ impl FixtureWorld for FakeGitLabWorld {
     fn snapshot(&self) -> Result<Vec<ListedDiscussion>, String> {
         Ok(crate::listed_discussions(&self.fake, PROJECT_ID, MR_IID))
     }
+
+    fn set_diffs(&self, diffs: &[DiffSpec]) -> Result<(), String> {
+        let listed = diffs
+            .iter()
+            .map(|d| DiffFile {
+                old_path: d.old_path.clone().unwrap_or_else(|| d.path.clone()),
+                new_path: d.path.clone(),
+                diff: d.diff.clone(),
+                ..DiffFile::default()
+            })
+            .collect();
+        self.fake.with_state(|s| {
+            if let Ok(mr) = s.mr_mut_ref(PROJECT_ID, MR_IID) {
+                mr.diffs = listed;
+            }
+        });
+        Ok(())
+    }
+
+    fn positions(&self) -> Result<BTreeMap<u64, DiffPosition>, String> {
+        let mut positions = BTreeMap::new();
+        for discussion in self.fake.discussions(PROJECT_ID, MR_IID) {
+            let Some(first) = discussion.notes.first() else {
+                continue;
+            };
+            if let Some(position) = &first.position {
+                positions.insert(first.id, diff_position(position)?);
+            }
+        }
+        Ok(positions)
+    }
+}
+
+/// The fake's stored position as assent names it; assent only creates added- or
+/// removed-line positions.
+fn diff_position(p: &NotePosition) -> Result<DiffPosition, String> {
+    let line = match (p.old_line, p.new_line) {
+        (None, Some(n)) => DiffLine::New(n as usize),
+        (Some(o), None) => DiffLine::Old(o as usize),
+        other => return Err(format!("a position on an unchanged line {other:?}")),
+    };
+    Ok(DiffPosition {
+        base_sha: p.base_sha.clone(),
+        start_sha: p.start_sha.clone(),
+        head_sha: p.head_sha.clone(),
+        old_path: p.old_path.clone(),
+        new_path: p.new_path.clone(),
+        line,
+    })
 }

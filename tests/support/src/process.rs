@@ -3,7 +3,8 @@
 //!
 //! * [`Scenario`]: a merge request whose reconciliation has many writes (findings to create
 //!   and supersede, a stale thread, an undesired thread, a duplicate thread and a duplicate
-//!   summary), captured once as a fake [`State`] and started afresh for every case.
+//!   summary), captured once as a fake [`State`] and started afresh for every case; in a
+//!   second form the MR lists real unified diffs, so its threads are DiffNotes.
 //! * [`assent_run`] / [`spawn_assent`]: the binary (its path passed in: the caller's
 //!   `env!("CARGO_BIN_EXE_assent")`) with the CI environment a merge request pipeline gives
 //!   it, in its own working directory (so every run has its own receipt).
@@ -15,10 +16,13 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use assent::core::commit_sha;
 use assent::core::inventory::Inventory;
 use assent::core::marker::SummaryState;
 use assent::core::model::{ListedDiscussion, Slot};
-use fake_gitlab::{FakeGitLab, FileContent, State, fixtures};
+use fake_gitlab::{DiffFile, FakeGitLab, FileContent, State, fixtures};
+
+use crate::unified_diff::unified_diff;
 
 /// The MR head of the scenario's first published run.
 pub const HEAD_A: &str = fixtures::HEAD_SHA;
@@ -165,7 +169,31 @@ impl Scenario {
     /// (already resolved by assent) and left a note; then the head moved to B. The first run
     /// is `bin`'s.
     pub fn many_writes(bin: impl AsRef<Path>) -> Scenario {
+        Self::many_writes_with(bin, false)
+    }
+
+    /// [`Scenario::many_writes`] on an MR that lists each head's real unified diff, as
+    /// GitLab does: every finding on a changed line is a DiffNote (SPEC §12.2).
+    pub fn many_writes_on_diff_lines(bin: impl AsRef<Path>) -> Scenario {
+        Self::many_writes_with(bin, true)
+    }
+
+    fn many_writes_with(bin: impl AsRef<Path>, real_diffs: bool) -> Scenario {
+        let set_diff = |fake: &FakeGitLab, head: &str| {
+            let text = if head == HEAD_A { TOPICS_A } else { TOPICS_B };
+            fake.with_state(|s| {
+                if let Ok(mr) = s.mr_mut_ref(fixtures::PROJECT_ID, fixtures::MR_IID) {
+                    mr.diffs = vec![DiffFile {
+                        diff: unified_diff(BASE_TOPICS, text),
+                        ..DiffFile::modified(FILE)
+                    }];
+                }
+            });
+        };
         let fake = FakeGitLab::start(fresh_state());
+        if real_diffs {
+            set_diff(&fake, HEAD_A);
+        }
         let dir = tempfile::tempdir().unwrap();
         let out = assent_run(bin, &fake, dir.path(), HEAD_A, &[]);
         assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
@@ -189,6 +217,9 @@ impl Scenario {
             "Looks fine to me once the retention is settled.",
         );
         fake.set_head(fixtures::PROJECT_ID, fixtures::MR_IID, HEAD_B);
+        if real_diffs {
+            set_diff(&fake, HEAD_B);
+        }
         Scenario {
             state: fake.state(),
             head: HEAD_B,
@@ -316,10 +347,11 @@ pub fn normalize_ids(text: &str) -> String {
     out
 }
 
-/// Every discussion of the MR, one line each: author, resolved bit, first body and every
-/// reply, with note ids normalised; sorted. Two histories that leave the same review state
-/// give the same lines; a duplicate thread, summary or reply shows as an extra line or an
-/// extra reply.
+/// Every discussion of the MR, one line each: author, resolved bit, where it sits (a
+/// DiffNote's lines), first body and every reply, with note ids normalised; sorted. Two
+/// histories that leave the same review state give the same lines; a duplicate thread,
+/// summary or reply shows as an extra line or an extra reply, and a DiffNote posted as a
+/// general thread (or on another line) as a different line.
 pub fn normalized_state(fake: &FakeGitLab) -> Vec<String> {
     let mut lines: Vec<String> = fake
         .discussions(fixtures::PROJECT_ID, fixtures::MR_IID)
@@ -330,11 +362,21 @@ pub fn normalized_state(fake: &FakeGitLab) -> Vec<String> {
                 .iter()
                 .map(|n| format!("{}: {}", n.author_id, normalize_ids(&n.body)))
                 .collect();
+            let at = first.position.as_ref().map(|p| {
+                format!(
+                    " at={}:{:?}/{:?}@{}",
+                    p.new_path,
+                    p.old_line,
+                    p.new_line,
+                    commit_sha::short(&p.head_sha)
+                )
+            });
             format!(
-                "author={} resolvable={} resolved={}\n  {}\n  replies={:?}",
+                "author={} resolvable={} resolved={}{}\n  {}\n  replies={:?}",
                 first.author_id,
                 first.resolvable,
                 first.resolvable && first.resolved,
+                at.unwrap_or_default(),
                 normalize_ids(&first.body).replace('\n', "\n  "),
                 replies
             )

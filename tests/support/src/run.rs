@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use fake_gitlab::{DiffFile, Discussion, FakeGitLab, FileContent, LoggedRequest, fixtures};
+
+use crate::unified_diff::unified_diff;
 use serde_json::Value;
 
 /// The source-branch content of `topics/orders.yaml` in `fixtures::basic()` (30 → 7 days).
@@ -207,8 +209,21 @@ impl World {
 
     /// A push: commit `sha` is the base tree with `files` on top, the feature branch and
     /// the MR head move to it, and the MR's diff lists exactly the files that differ from
-    /// the base.
+    /// the base (with the fake's placeholder diff text, which no DiffNote can sit on).
     pub fn push(&self, sha: &str, files: &[(&str, &str)]) {
+        self.push_tree(sha, files, false);
+    }
+
+    /// [`World::push`], the listing carrying each file's real unified diff, as GitLab lists
+    /// it: findings on changed lines become DiffNotes.
+    pub fn push_with_diffs(&self, sha: &str, files: &[(&str, &str)]) {
+        self.push_tree(sha, files, true);
+    }
+
+    fn push_tree(&self, sha: &str, files: &[(&str, &str)], real_diffs: bool) {
+        let text = |content: Option<&FileContent>| {
+            content.map_or_else(String::new, |c| String::from_utf8_lossy(&c.0).into_owned())
+        };
         self.fake.with_state(|state| {
             let project = project(state);
             let base = project
@@ -223,11 +238,18 @@ impl World {
             let diffs: Vec<DiffFile> = tree
                 .iter()
                 .filter(|(path, content)| base.get(*path) != Some(content))
-                .map(|(path, _)| {
-                    if base.contains_key(path) {
+                .map(|(path, content)| {
+                    let listed = if base.contains_key(path) {
                         DiffFile::modified(path)
                     } else {
                         DiffFile::added(path)
+                    };
+                    if !real_diffs {
+                        return listed;
+                    }
+                    DiffFile {
+                        diff: unified_diff(&text(base.get(path)), &text(Some(content))),
+                        ..listed
                     }
                 })
                 .collect();

@@ -51,6 +51,8 @@ fn change(
         kind,
         old,
         new,
+        old_line: None,
+        new_line: None,
     }
 }
 

@@ -166,6 +166,8 @@ impl Walk<'_> {
             kind,
             old: old.map(Node::to_value),
             new: new.map(Node::to_value),
+            old_line: old.and_then(Node::line),
+            new_line: new.and_then(Node::line),
         });
         if let Some(new) = new {
             self.check_whole(pointer, new);
@@ -417,6 +419,8 @@ mod tests {
                 kind: Add,
                 old: None,
                 new: Some(doc.clone()),
+                old_line: None,
+                new_line: None,
             }]
         );
         let deleted = diff_documents("f.json", Some(&node), None, &no_identity).changes;

@@ -146,10 +146,36 @@ fn the_same_data_in_yaml_json_and_toml_gives_the_same_changes() {
     let from = |file: &str, text: &str| {
         diff_documents("t", Some(&old), Some(&parse(file, text)), &topics_by_name).changes
     };
-    let yaml = from("t.yaml", NEW_YAML);
+    // The same changes; only where each value is written differs.
+    let without_lines = |changes: Vec<Change>| -> Vec<Change> {
+        changes
+            .into_iter()
+            .map(|c| Change {
+                old_line: None,
+                new_line: None,
+                ..c
+            })
+            .collect()
+    };
+    let new_lines =
+        |changes: &[Change]| -> Vec<Option<usize>> { changes.iter().map(|c| c.new_line).collect() };
+    let (yaml, json, toml) = (
+        from("t.yaml", NEW_YAML),
+        from("t.json", NEW_JSON),
+        from("t.toml", NEW_TOML),
+    );
     assert_eq!(yaml.len(), 5);
-    assert_eq!(yaml, from("t.json", NEW_JSON));
-    assert_eq!(yaml, from("t.toml", NEW_TOML));
+    assert_eq!(without_lines(yaml.clone()), without_lines(json.clone()));
+    assert_eq!(without_lines(yaml.clone()), without_lines(toml.clone()));
+    // owner, (deleted topic), retention_days, compacted, the added topic: each value's own line.
+    assert_eq!(new_lines(&yaml), [Some(1), None, Some(7), Some(5), Some(9)]);
+    assert_eq!(new_lines(&json), [Some(2), None, Some(5), Some(4), Some(6)]);
+    assert_eq!(
+        new_lines(&toml),
+        [Some(2), None, Some(11), Some(7), Some(14)]
+    );
+    let old_lines: Vec<Option<usize>> = yaml.iter().map(|c| c.old_line).collect();
+    assert_eq!(old_lines, [Some(9), Some(7), Some(3), None, None]);
 }
 
 /// The line of each entry of `topics` and of each entry's `name`.

@@ -1,4 +1,5 @@
-//! The properties of the `marker`, `policy`, `semantic_diff` and `inert` fuzz targets, shared
+//! The properties of the `marker`, `policy`, `semantic_diff`, `inert` and `unified_diff` fuzz
+//! targets, shared
 //! with `tests/it/fuzz_regressions.rs` (which replays the kept inputs and runs the same checks
 //! under proptest in the ordinary test suite). Each function panics exactly when a property
 //! is violated.
@@ -9,15 +10,19 @@ use assent::core::desired_state::{
     ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
 };
 use assent::core::inert;
+use assent::core::links::{WebUrl, blob_url};
 use assent::core::marker::{self, Marker, SummaryState};
 use assent::core::model::{
-    Change, ChangeKind, DesiredState, Effect, Finding, Occurrence, Pins, Slot,
+    Change, ChangeKind, DesiredState, DiffLine, Effect, Finding, FindingSite, Occurrence, Pins,
+    Slot,
 };
+use assent::core::placement::{DiffRefs, FileDiff, PlacementContext, place_findings};
 use assent::core::policy::template::{Template, TemplateValues};
 use assent::core::policy::{MrContext, PolicyFile, PolicySet};
 use assent::core::render::{self, SummaryContext};
 use assent::core::review_state::FindingStatus;
 use assent::core::semantic_diff::{Format, Limits, diff_documents, parse_document};
+use assent::core::unified_diff::changed_lines;
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use serde_json::Value;
 
@@ -91,6 +96,8 @@ fn sample_changes() -> Vec<Change> {
         kind,
         old,
         new,
+        old_line: None,
+        new_line: None,
     };
     vec![
         change(
@@ -489,7 +496,10 @@ const WEB_URL: &str = "https://gitlab.example/g/p/-/merge_requests/7";
 const DOCS_URL: &str = "https://docs.example/";
 
 fn summary_of(findings: Vec<Finding>) -> String {
-    let desired = DesiredState::new(findings);
+    summary_of_state(DesiredState::new(findings))
+}
+
+fn summary_of_state(desired: DesiredState) -> String {
     let statuses: Vec<FindingStatus<'_>> = desired
         .findings
         .iter()
@@ -570,6 +580,100 @@ pub fn finding_bodies(change: &HostileChange) {
     let expected = summary_of(findings(&stand_in));
     assert_eq!(shape(&summary, false), shape(&expected, false), "{summary}");
     assert_only_trusted_markup(&summary, &[DOCS_URL, WEB_URL]);
+    linked_bodies(change);
+}
+
+/// Where [`WEB_URL`]'s project keeps its files.
+const BLOB_PREFIX: &str = "https://gitlab.example/g/p/-/blob/";
+
+/// Every link of `markdown`: its destination and its text.
+fn links(markdown: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut open: Option<(String, String)> = None;
+    for (event, _) in markdown_events(markdown) {
+        match event {
+            Event::Start(Tag::Link { dest_url, .. }) => {
+                open = Some((dest_url.to_string(), String::new()))
+            }
+            Event::Text(t) | Event::Code(t) => {
+                if let Some((_, text)) = open.as_mut() {
+                    text.push_str(&t);
+                }
+            }
+            Event::End(TagEnd::Link) => found.extend(open.take()),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The thread body and the summary of a finding about `change`'s file, linked to that file
+/// at line 3 as `assent run` places it (issue 15 §3, SPEC §10.7): the file name enters the
+/// link only percent-encoded, so the body has exactly the one file link `core::links` built,
+/// whole, with the fixed text `line 3`, and nothing of the name outside code spans is a
+/// mention, link, image, HTML or quick action. A name no link can carry gives none.
+pub fn linked_bodies(change: &HostileChange) {
+    let finding = change.finding(HOSTILE_TEMPLATE, "retention-shrink", Effect::Challenge);
+    let site = FindingSite {
+        file: change.file.clone(),
+        kind: ChangeKind::Modify,
+        whole_file: false,
+        old_line: Some(3),
+        new_line: Some(3),
+    };
+    let desired = DesiredState::new(vec![finding.clone()])
+        .with_sites([(finding.slot.clone(), site)].into_iter().collect());
+    let source = "1".repeat(40);
+    let placements = place_findings(
+        &desired,
+        &PlacementContext {
+            source_sha: &source,
+            base_sha: &"3".repeat(40),
+            diff_refs: None,
+            files: &[],
+            merge_request_url: Some(WEB_URL),
+        },
+    );
+    let desired = desired.with_placements(placements);
+    let project = WebUrl::parse(WEB_URL)
+        .and_then(|u| u.project_of_merge_request())
+        .expect("a project URL");
+    let expected = blob_url(&project, &source, &change.file, Some(3));
+    let link = desired
+        .placement(&finding.slot)
+        .and_then(|p| p.link.as_ref());
+    assert_eq!(link.map(|l| &l.url), expected.as_ref(), "{:?}", change.file);
+    if let Some(url) = &expected {
+        let destination = url.trim_start_matches("https://");
+        assert!(
+            destination
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~:/%#".contains(&b)),
+            "{url}"
+        );
+    }
+
+    let body = render::finding_thread_body_linked(&finding, link);
+    let summary = summary_of_state(desired.clone());
+    for markdown in [&body, &summary] {
+        assert_only_trusted_markup(markdown, &[DOCS_URL, WEB_URL, BLOB_PREFIX]);
+        let file_links: Vec<(String, String)> = links(markdown)
+            .into_iter()
+            .filter(|(dest, _)| dest.starts_with(BLOB_PREFIX))
+            .collect();
+        let want: Vec<(String, String)> = expected
+            .iter()
+            .map(|url| (url.clone(), "line 3".to_owned()))
+            .collect();
+        assert_eq!(file_links, want, "{markdown}");
+    }
+    // The link is the only difference a file makes to the thread body.
+    let without_link = render::finding_thread_body(&finding);
+    let unlinked = match &expected {
+        Some(url) => body.replacen(&format!(" · [line 3]({url})"), "", 1),
+        None => body.clone(),
+    };
+    assert_eq!(unlinked, without_link);
 }
 
 /// Built-in findings (self-edit, withheld and unreadable files, parse errors) for a file named
@@ -643,4 +747,80 @@ pub fn inert_input(text: &str) {
     };
     finding_bodies(&change);
     builtin_bodies(&file, &pointer);
+}
+
+/// The `unified_diff` fuzz target: any bytes as a file's diff text from the forge. Reading it
+/// never panics; a text it accepts changes at most as many lines as it has, none numbered 0;
+/// and placing findings on it never panics and puts a DiffNote only on a line it reports
+/// added (a new value) or removed (an old value).
+pub fn unified_diff(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let lines = changed_lines(&text);
+    if let Some(lines) = &lines {
+        assert!(
+            lines.added_count() + lines.removed_count() <= text.lines().count(),
+            "{text:?}"
+        );
+        assert!(!lines.is_added(0) && !lines.is_removed(0));
+    }
+    let sha = |c: char| c.to_string().repeat(40);
+    let refs = DiffRefs {
+        base_sha: sha('1'),
+        start_sha: sha('1'),
+        head_sha: sha('2'),
+    };
+    let mut findings = Vec::new();
+    let mut sites = std::collections::BTreeMap::new();
+    for line in 1..=12usize {
+        for (kind, old_line, new_line) in [
+            (ChangeKind::Modify, Some(line), Some(line)),
+            (ChangeKind::Delete, Some(line), None),
+        ] {
+            let slot = Slot {
+                rule: format!("{}-{line}", kind.as_str()),
+                subject: format!("f.yaml#/{line}"),
+            };
+            findings.push(Finding {
+                slot: slot.clone(),
+                effect: Effect::Challenge,
+                occurrence: Occurrence::digest(slot.rule.as_bytes()),
+                message: String::new(),
+            });
+            let site = FindingSite {
+                file: "f.yaml".into(),
+                kind,
+                whole_file: false,
+                old_line,
+                new_line,
+            };
+            sites.insert(slot, site);
+        }
+    }
+    let desired = DesiredState::new(findings).with_sites(sites);
+    let files = [FileDiff::from_listing("f.yaml", "f.yaml", &text, false)];
+    let placed = place_findings(
+        &desired,
+        &PlacementContext {
+            source_sha: &refs.head_sha,
+            base_sha: &refs.base_sha,
+            diff_refs: Some(&refs),
+            files: &files,
+            merge_request_url: None,
+        },
+    );
+    for (slot, placement) in placed {
+        let position = placement.position.expect("no URL, so only positions");
+        let lines = lines
+            .as_ref()
+            .expect("a position only on an understood diff");
+        let site = desired.site(&slot).unwrap();
+        match position.line {
+            DiffLine::New(n) => {
+                assert!(site.kind == ChangeKind::Modify && lines.is_added(n));
+            }
+            DiffLine::Old(n) => {
+                assert!(site.kind == ChangeKind::Delete && lines.is_removed(n));
+            }
+        }
+    }
 }
