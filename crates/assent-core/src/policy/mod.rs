@@ -42,9 +42,11 @@
 //! * **Digest**: see [`PolicySet::digest`].
 
 pub mod cel_eval;
+pub mod cel_types;
 pub mod document;
 pub mod excerpt;
 pub mod pattern;
+pub mod suggest;
 pub mod template;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -473,15 +475,20 @@ impl Loader {
                 return;
             }
         };
-        let doc = match document::parse(text) {
-            Ok(doc) => doc,
-            Err(e) => {
-                self.problem(path, e.line, e.message);
-                return;
+        match document::parse(text) {
+            Ok(doc) => self.check_document(path, &doc, &LineMap::scan(text)),
+            Err(first) => {
+                // The file fails whatever else is found: reading on only tells the author
+                // everything at once (`document::recover`).
+                let recovered = document::recover(text, first);
+                for error in recovered.errors {
+                    self.problem(path, error.line, error.message);
+                }
+                if let Some((doc, repaired)) = recovered.document {
+                    self.check_document(path, &doc, &LineMap::scan(&repaired));
+                }
             }
-        };
-        let lines = LineMap::scan(text);
-        self.check_document(path, &doc, &lines);
+        }
     }
 
     fn check_document(&mut self, path: &str, doc: &RawDocument, lines: &LineMap) {
@@ -656,7 +663,11 @@ impl Loader {
                             other => self.problem(
                                 path,
                                 at("kinds"),
-                                format!("rule `{}`: unknown kind `{other}` (expected add, modify or delete)", raw.id),
+                                format!(
+                                    "rule `{}`: unknown kind `{other}` (expected add, modify or delete){}",
+                                    raw.id,
+                                    suggest::hint(other, &["add", "modify", "delete"])
+                                ),
                             ),
                         }
                     }
@@ -671,7 +682,11 @@ impl Loader {
                     self.problem(
                         path,
                         at("effect"),
-                        format!("rule `{}`: unknown effect `{other}` (expected comment, challenge or block)", raw.id),
+                        format!(
+                            "rule `{}`: unknown effect `{other}` (expected comment, challenge or block){}",
+                            raw.id,
+                            suggest::hint(other, &["comment", "challenge", "block"])
+                        ),
                     );
                     None
                 }
@@ -679,12 +694,14 @@ impl Loader {
             let when = match raw
                 .when
                 .as_deref()
-                .map(|src| Predicate::compile(&self.env, src))
+                .map(|src| Predicate::compile_all(&self.env, src))
             {
                 None => None,
                 Some(Ok(p)) => Some(p),
-                Some(Err(e)) => {
-                    self.problem(path, at("when"), format!("rule `{}`: {e}", raw.id));
+                Some(Err(errors)) => {
+                    for e in errors {
+                        self.problem(path, at("when"), format!("rule `{}`: {e}", raw.id));
+                    }
                     None
                 }
             };
@@ -791,8 +808,9 @@ impl Loader {
                         path,
                         line,
                         format!(
-                            "{context}assenters.min_role: unknown role `{name}` (expected one of {})",
-                            names.join(", ")
+                            "{context}assenters.min_role: unknown role `{name}` (expected one of {}){}",
+                            names.join(", "),
+                            suggest::hint(name, &names)
                         ),
                     );
                     None
