@@ -179,6 +179,149 @@ fn an_unknown_field_is_reported_at_its_line() {
     );
 }
 
+/// One pass shows everything: an unknown field no longer hides the rest of its file, each
+/// misspelling says what it resembles, and CEL mistakes that would block every merge request
+/// are caught here.
+#[test]
+fn lint_reports_every_problem_in_one_pass_with_suggestions() {
+    let repo = broken("many-problems");
+    let (code, out, err) = assent(&["lint", &repo], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    let at = |line: usize| format!("{repo}/.assent/policies/topics.yaml:{line}: ");
+    let fields =
+        "expected one of `id`, `match`, `when`, `effect`, `message`, `assenters`, `group_above`";
+    assert_eq!(
+        out,
+        [
+            format!("{}rule `retention-shrink`: `when` uses undeclared name `nwe` (variables: old, new, kind, file, pointer, entry, mr) (did you mean `new`?)", at(12)),
+            format!("{}rule `retention-shrink`: unknown effect `challange` (expected comment, challenge or block) (did you mean `challenge`?)", at(13)),
+            format!("{}rules[0]: unknown field `efect`, {fields} (did you mean `effect`?)", at(13)),
+            format!("{}rule `partitions-decrease`: `when` applies `+` to string and int, which CEL does not define: every evaluation would fail", at(18)),
+            format!("{}rule `owner-change`: `when` calls unknown function `startswith` (did you mean `startsWith`?)", at(24)),
+            format!("{}rule `owner-change`: `when` reads `mr.titel`, which does not exist (mr has iid, title, source_branch, target_branch, author, labels) (did you mean `title`?)", at(24)),
+            format!("{}rules[2]: unknown field `severity`, {fields}", at(26)),
+            "7 problem(s) in 1 file(s)".to_owned(),
+            String::new(),
+        ]
+        .join("\n")
+    );
+    assert_eq!(
+        err,
+        format!(
+            "error: the policies in {repo}/.assent/policies do not load: 7 problem(s) in 1 file(s)\n"
+        )
+    );
+    // `test` refuses to run cases under them, printing the same problems.
+    let (code, test_out, _) = assent(&["test", &repo], &[]);
+    assert_eq!(code, 1);
+    assert!(
+        test_out.contains("(did you mean `startsWith`?)"),
+        "{test_out}"
+    );
+}
+
+/// A glob that matches no file of the checkout is a warning with its line: the policies
+/// load (exit 0), and the rule is named.
+#[test]
+fn a_glob_matching_no_file_is_a_warning_not_a_failure() {
+    let repo = broken("unmatched-glob");
+    let (code, out, err) = assent(&["lint", &repo], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        out,
+        format!(
+            "{repo}/.assent/policies/topics.yaml:7: warning: rule `retention-shrink`: match.files glob `topics/*.yml` matches no file in the checkout, so the rule judges nothing here\n\
+             ok: 2 rule(s) in 1 file(s); 1 warning(s)\n"
+        )
+    );
+    assert_eq!(err, "");
+    // Once a file matches, the warning is gone.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join(&repo), dir.path());
+    std::fs::write(dir.path().join("topics/legacy.yml"), "topics: []\n").unwrap();
+    let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    assert_eq!((code, out.as_str()), (0, "ok: 2 rule(s) in 1 file(s)\n"));
+    // A file only under `.assent/` does not count: it is never governed.
+    std::fs::remove_file(dir.path().join("topics/legacy.yml")).unwrap();
+    std::fs::write(dir.path().join(".assent/topics.yml"), "").unwrap();
+    std::fs::create_dir_all(dir.path().join(".assent/topics")).unwrap();
+    std::fs::write(dir.path().join(".assent/topics/x.yml"), "").unwrap();
+    let (_, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    assert!(out.contains("warning: rule `retention-shrink`"), "{out}");
+}
+
+/// The `when` of every policy the project ships or documents passes the type checks: the
+/// checker never rejects a predicate people actually write.
+#[test]
+fn every_shipped_and_documented_predicate_lints_clean() {
+    fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                yaml_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    yaml_files(&root().join("fixtures"), &mut files);
+    let mut predicates: Vec<String> = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    for file in &files {
+        lines.extend(
+            std::fs::read_to_string(file)
+                .unwrap()
+                .lines()
+                .map(str::to_owned),
+        );
+    }
+    for doc in std::fs::read_dir(root().join("docs")).unwrap() {
+        let path = doc.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            lines.extend(
+                std::fs::read_to_string(&path)
+                    .unwrap()
+                    .lines()
+                    .map(str::to_owned),
+            );
+        }
+    }
+    for line in lines {
+        let trimmed = line.trim_start().trim_start_matches("- ");
+        let Some(value) = trimmed.strip_prefix("when: ") else {
+            continue;
+        };
+        // `when: always` and the like are CI keywords, not predicates.
+        let Ok(serde_yaml::Value::String(source)) =
+            serde_yaml::from_str::<serde_yaml::Value>(value.split(" #").next().unwrap())
+        else {
+            continue;
+        };
+        if value.trim_start().starts_with('"') || value.trim_start().starts_with('\'') {
+            predicates.push(source);
+        }
+    }
+    predicates.sort();
+    predicates.dedup();
+    // The three predicates of the example registries and docs; more valid predicates are
+    // pinned in `assent-core`'s `cel_types` tests.
+    assert!(predicates.len() >= 3, "{predicates:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let policies = dir.path().join(".assent/policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    let mut text = "apiVersion: assent/v1\nkind: Policy\nrules:\n".to_owned();
+    for (i, predicate) in predicates.iter().enumerate() {
+        text.push_str(&format!(
+            "  - id: r{i}\n    match: {{ files: [\"**\"] }}\n    when: {}\n    effect: block\n",
+            serde_json::Value::String(predicate.clone())
+        ));
+    }
+    std::fs::write(policies.join("all.yaml"), &text).unwrap();
+    let (code, out, err) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{predicates:#?}\n{out}{err}");
+}
+
 #[test]
 fn group_above_must_be_a_positive_integer() {
     let repo = broken("bad-group-above");

@@ -860,6 +860,32 @@ rules:
         );
     }
 
+    /// What `assent lint` rejects, a run rejects the same way: a predicate certain to fail
+    /// and a misspelt field are `assent/policy-error`, with every problem, and no rule runs
+    /// (not even the well-formed ones).
+    #[test]
+    fn what_lint_rejects_is_a_policy_error_in_a_run() {
+        let mut inp = inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_7),
+        )]);
+        let broken = POLICY
+            .replace("int(new) < int(old)", "new < 'abc' + 1")
+            .replace("    effect: comment\n", "    efect: comment\n");
+        inp.policy_files[0].bytes = broken.into_bytes();
+        let out = compute_desired_state(inp);
+        assert_eq!(
+            slots(&out),
+            vec![slot(RULE_POLICY_ERROR, POLICY_ERROR_SUBJECT, Effect::Block)]
+        );
+        let message = &finding(&out, RULE_POLICY_ERROR).message;
+        assert!(
+            message.contains("`+` to string and int") && message.contains("unknown field `efect`"),
+            "{message}"
+        );
+    }
+
     #[test]
     fn touching_assent_is_a_self_edit_block_per_path() {
         let out = compute_desired_state(inputs(vec![

@@ -154,6 +154,9 @@ struct Rule {
     assenters: Option<Assenters>,
     /// Above this many findings the rule's findings are grouped.
     group_above: usize,
+    /// The policy file defining the rule, and the line of its `match.files`, for lint
+    /// warnings.
+    defined_at: (String, Option<usize>),
 }
 
 impl Rule {
@@ -403,6 +406,38 @@ impl PolicySet {
             .iter()
             .find(|r| r.id == rule)
             .map_or(DEFAULT_GROUP_ABOVE, |r| r.group_above)
+    }
+
+    /// A warning for each `match.files` glob that matches none of `paths` (a checkout's
+    /// files, `/`-separated repository paths), in load order: such a glob governs nothing
+    /// there, most likely a typo (`topics/*.yml` for `.yaml` files) or a moved folder. Paths
+    /// under `.assent/` do not count: they are never governed.
+    pub fn unmatched_globs<'p>(
+        &self,
+        paths: impl IntoIterator<Item = &'p str>,
+    ) -> Vec<PolicyProblem> {
+        let paths: Vec<&str> = paths
+            .into_iter()
+            .filter(|p| !p.starts_with(".assent/"))
+            .collect();
+        let mut warnings = Vec::new();
+        for rule in &self.rules {
+            for glob in &rule.files {
+                if !paths.iter().any(|p| glob.is_match(p)) {
+                    let (file, line) = &rule.defined_at;
+                    warnings.push(PolicyProblem {
+                        file: file.clone(),
+                        line: *line,
+                        message: excerpt::sanitize_message(&format!(
+                            "rule `{}`: match.files glob `{}` matches no file in the checkout, so the rule judges nothing here",
+                            rule.id,
+                            glob.as_str()
+                        )),
+                    });
+                }
+            }
+        }
+        warnings
     }
 
     /// Rule ids in load order.
@@ -758,6 +793,7 @@ impl Loader {
                     message,
                     assenters,
                     group_above,
+                    defined_at: (path.to_owned(), at("files")),
                 });
             }
         }

@@ -1183,3 +1183,28 @@ fn a_file_whose_only_problem_is_an_unknown_field_still_does_not_load() {
         "q.yaml:4: duplicate rule id `a` (first defined at p.yaml:4)"
     );
 }
+
+#[test]
+fn globs_that_match_no_checkout_path_are_warned_at_their_line() {
+    let set = load(
+        "apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: topics\n    match:\n      files: [\"topics/*.yml\", \"topics/*.yaml\"]\n    effect: block\n  - id: policies\n    match: {files: [\".assent/**\"]}\n    effect: block\n",
+    );
+    let paths = ["topics/orders.yaml", ".assent/policies/p.yaml", "README.md"];
+    let got: Vec<String> = set
+        .unmatched_globs(paths)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ".assent/policies/p.yaml:6: rule `topics`: match.files glob `topics/*.yml` matches no file in the checkout, so the rule judges nothing here",
+            ".assent/policies/p.yaml:9: rule `policies`: match.files glob `.assent/**` matches no file in the checkout, so the rule judges nothing here",
+        ]
+    );
+    assert!(
+        set.unmatched_globs(["topics/a.yml", "topics/b.yaml", ".x"])
+            .iter()
+            .all(|w| w.message.contains("`.assent/**`"))
+    );
+}
