@@ -137,6 +137,23 @@ pub struct Evaluation {
     pub unevaluated: BTreeMap<String, BTreeSet<String>>,
     /// The budget after the run: how much was spent, and whether it ran out.
     pub budget: CelBudget,
+    /// Each (rule, change) whose `when` failed (a run-time error, a non-bool, a cost over
+    /// the limit): each is also a `block` finding among [`Evaluation::findings`], saying it
+    /// could not be evaluated.
+    pub failures: Vec<EvaluationFailure>,
+}
+
+/// A rule that could not be judged on one change: its `when` failed there, or the run's CEL
+/// budget was spent before it could run. What `assent test --update` refuses to write down
+/// as an expectation without a look.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EvaluationFailure {
+    /// The rule's id.
+    pub rule: String,
+    /// The change's subject, `<file>#<pointer>` (`<file>#` for a spent budget).
+    pub subject: String,
+    /// Why, in one line (it may quote the change's values).
+    pub reason: String,
 }
 
 /// One compiled rule.
@@ -299,6 +316,7 @@ impl PolicySet {
         let mut findings = Vec::new();
         let mut sources = Vec::new();
         let mut unevaluated: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut failures = Vec::new();
         for (index, change) in changes.iter().enumerate() {
             let mut matching = self.rules.iter().filter(|r| r.matches(change)).peekable();
             if matching.peek().is_none() {
@@ -345,16 +363,22 @@ impl PolicySet {
                             .insert(rule.id.clone());
                         continue;
                     }
-                    Err(error) => (
-                        Effect::Block,
+                    Err(error) => {
+                        let reason = error.to_string();
                         // The subject and the error (which may quote values) are MR content.
-                        format!(
+                        let message = format!(
                             "rule {} could not be evaluated on {}: {} — fix the rule or the data",
                             inert::code(&rule.id),
                             inert::code(&subject),
-                            inert::code(&error.to_string())
-                        ),
-                    ),
+                            inert::code(&reason)
+                        );
+                        failures.push(EvaluationFailure {
+                            rule: rule.id.clone(),
+                            subject: subject.clone(),
+                            reason,
+                        });
+                        (Effect::Block, message)
+                    }
                 };
                 findings.push(Finding {
                     slot: Slot {
@@ -379,6 +403,7 @@ impl PolicySet {
             sources,
             unevaluated,
             budget,
+            failures,
         }
     }
 
