@@ -53,7 +53,10 @@
 //! above, a comprehension variable nor a CEL type name (`int`, `string`, …) is a problem,
 //! so a typo such as `nwe` is reported by `assent lint` instead of blocking every MR.
 //! (A bare receiver of a method call, such as `x` in `x.startsWith("a")`, is not checked:
-//! it may be a function namespace; an undeclared one still fails at run time.)
+//! it may be a function namespace; an undeclared one still fails at run time.) What else is
+//! certain to fail (unknown functions, operators on types they do not take, constant parts
+//! that always fail) is checked by [`super::cel_types`]; [`Predicate::compile_all`] reports
+//! every such problem of a predicate.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
