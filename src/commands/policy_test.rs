@@ -519,7 +519,7 @@ pub fn run(args: &TestArgs) -> Exit {
                     policy_problems: problems.iter().map(ToString::to_string).collect(),
                     cases: Vec::new(),
                 };
-                print!("{}", report.render(args.format));
+                print!("{}", report.render(args.format).unwrap_or_default());
                 // The lines a person reads go to the log, as in text mode.
                 for problem in &problems {
                     eprintln!("{}", problem_line(repo, problem));
@@ -613,10 +613,9 @@ pub fn run(args: &TestArgs) -> Exit {
     if summary.filtered_out > 0 {
         tally.push_str(&format!("; {} filtered out", summary.filtered_out));
     }
-    if text {
-        println!("{tally}");
-    } else {
-        print!("{}", report.render(args.format));
+    match report.render(args.format) {
+        Some(document) => print!("{document}"),
+        None => println!("{tally}"),
     }
     let refused_updates = report
         .cases

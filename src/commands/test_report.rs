@@ -142,12 +142,13 @@ impl TestReport {
         summary
     }
 
-    /// The document of `format` (JUnit or JSON; text is printed as the cases run).
-    pub fn render(&self, format: crate::commands::policy_test::TestFormat) -> String {
+    /// The document of `format`; `None` for text, which is printed as the cases run.
+    pub fn render(&self, format: crate::commands::policy_test::TestFormat) -> Option<String> {
         use crate::commands::policy_test::TestFormat;
         match format {
-            TestFormat::Junit => self.to_junit(),
-            TestFormat::Json | TestFormat::Text => self.to_json(),
+            TestFormat::Junit => Some(self.to_junit()),
+            TestFormat::Json => Some(self.to_json()),
+            TestFormat::Text => None,
         }
     }
 
