@@ -65,7 +65,7 @@ use crate::core::model::{Decision, Effect};
 use crate::core::policy::excerpt::{
     MAX_MESSAGE_CHARS, escape_controls, excerpt, excerpt_lines, sanitize_message,
 };
-use crate::core::policy::{EvaluationFailure, MrContext, PolicyFile};
+use crate::core::policy::{EvaluationFailure, MrContext, PolicyFile, document, suggest};
 use crate::core::review_state::unresolved_decision;
 use crate::core::semantic_diff::Limits;
 use crate::review_input::is_policy_file_name;
@@ -469,10 +469,19 @@ pub fn load_case(repo: &Path, case_path: &str) -> Result<(String, TestCase), Bro
 }
 
 fn parse_case(text: &str) -> Result<TestCase, BrokenCase> {
-    serde_yaml::from_str::<TestCase>(text).map_err(|e| BrokenCase {
-        line: e.location().map(|l| l.line()),
-        // `serde_yaml` quotes the offending scalar or key in full.
-        reason: sanitize_message(&strip_location(&e.to_string())),
+    serde_yaml::from_str::<TestCase>(text).map_err(|e| {
+        let message = strip_location(&e.to_string());
+        let hint = document::unknown_field(&message)
+            .map(|(field, expected)| {
+                let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+                suggest::hint(&field, &expected)
+            })
+            .unwrap_or_default();
+        BrokenCase {
+            line: e.location().map(|l| l.line()),
+            // `serde_yaml` quotes the offending scalar or key in full.
+            reason: sanitize_message(&format!("{message}{hint}")),
+        }
     })
 }
 
@@ -809,7 +818,8 @@ mod tests {
         );
         let err = parse_case("files:\n  - path: a\n    heda: x\n", "c.yaml").unwrap_err();
         assert!(
-            err.starts_with("c.yaml:3: files[0]: unknown field `heda`"),
+            err.starts_with("c.yaml:3: files[0]: unknown field `heda`")
+                && err.ends_with("(did you mean `head`?)"),
             "{err:?}"
         );
         let err = parse_case("expect: { decision: MAYBE }\n", "c.yaml").unwrap_err();

@@ -450,6 +450,7 @@ fn an_unparseable_case_is_a_usage_error_with_file_and_line() {
         )),
         "{err}"
     );
+    assert!(err.contains("(did you mean `head`?)"), "{err}");
     assert!(out.ends_with("0 passed, 0 failed\n"), "{out}");
 }
 

@@ -274,7 +274,7 @@ pub fn recover(text: &str, first: StructureError) -> Recovered {
 }
 
 /// `(field, expected fields)` of serde's "unknown field `x`, expected one of `a`, `b`".
-fn unknown_field(message: &str) -> Option<(String, Vec<String>)> {
+pub fn unknown_field(message: &str) -> Option<(String, Vec<String>)> {
     let rest = &message[message.find("unknown field `")? + "unknown field `".len()..];
     let end = rest.find('`')?;
     let field = rest[..end].to_owned();
