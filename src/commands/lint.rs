@@ -10,8 +10,13 @@
 //! files, files over [`MAX_FILE_BYTES`] and folders holding too much are refused, each a
 //! problem line, and never opened or read beyond the limit.
 //!
-//! Exit codes: `0` the policies load, `1` problems found (refused entries included), `2`
-//! `REPO` or its `.assent/policies` is missing or a file cannot be read.
+//! Once the policies load, each `match.files` glob that matches no file of the checkout is a
+//! warning (`path:line: warning: …`): the checkout's paths are listed, within caps, without
+//! opening anything ([`list_checkout`]). Warnings never fail the command.
+//!
+//! Exit codes: `0` the policies load (with or without warnings), `1` problems found (refused
+//! entries included), `2` `REPO` or its `.assent/policies` is missing or a file cannot be
+//! read.
 
 use std::path::{Path, PathBuf};
 
@@ -19,7 +24,8 @@ use clap::Args;
 
 use crate::commands::Exit;
 use crate::commands::local_tree::{
-    ListError, MAX_FILE_BYTES, MAX_TOTAL_BYTES, ReadError, Refusal, list_folder, read_file,
+    CheckoutTooLarge, ListError, MAX_FILE_BYTES, MAX_TOTAL_BYTES, ReadError, Refusal,
+    list_checkout, list_folder, read_file,
 };
 use crate::core::policy::excerpt::escape_controls;
 use crate::core::policy::{PolicyFile, PolicyProblem, PolicySet};
@@ -31,7 +37,8 @@ Examples:
   assent lint fixtures/repos/topic-registry    Lint another checkout
 
 Prints every problem as `path:line: message`, then `N problem(s) in M file(s)` or
-`ok: N rule(s) in M file(s)`.
+`ok: N rule(s) in M file(s)`. Once the policies load, a match.files glob that matches no file
+of the checkout is a `path:line: warning: ...` line (warnings do not fail).
 Exit codes: 0 the policies load, 1 problems found, 2 REPO or REPO/.assent/policies missing.";
 
 /// Arguments of `assent lint`.
@@ -173,6 +180,19 @@ pub fn print_problems(repo: &Path, problems: &[PolicyProblem]) {
     }
 }
 
+/// Prints `warnings` as `path:line: warning: message` lines on stdout, paths shown for
+/// `repo`.
+fn print_warnings(repo: &Path, warnings: &[PolicyProblem]) {
+    for warning in warnings {
+        let shown = shown_path(repo, &warning.file);
+        let message = escape_controls(&warning.message);
+        match warning.line {
+            Some(line) => println!("{shown}:{line}: warning: {message}"),
+            None => println!("{shown}: warning: {message}"),
+        }
+    }
+}
+
 /// Runs `assent lint`.
 pub fn run(args: &LintArgs) -> Exit {
     let local = match read_local_policies(&args.repo) {
@@ -184,11 +204,25 @@ pub fn run(args: &LintArgs) -> Exit {
     };
     match local.load() {
         Ok(set) => {
-            println!(
+            let warnings = match list_checkout(&args.repo) {
+                Ok(paths) => set.unmatched_globs(paths.iter().map(String::as_str)),
+                Err(CheckoutTooLarge(why)) => {
+                    eprintln!(
+                        "warning: the match.files globs were not checked against the checkout: {why}"
+                    );
+                    Vec::new()
+                }
+            };
+            print_warnings(&args.repo, &warnings);
+            let mut tally = format!(
                 "ok: {} rule(s) in {} file(s)",
                 set.rule_ids().len(),
                 local.files.len()
             );
+            if !warnings.is_empty() {
+                tally.push_str(&format!("; {} warning(s)", warnings.len()));
+            }
+            println!("{tally}");
             if local.files.is_empty() {
                 eprintln!(
                     "warning: {} holds no *.yaml policy file: no rule judges anything",

@@ -209,6 +209,70 @@ pub fn list_folder(
     Ok(listing)
 }
 
+/// Most entries walked when listing a whole checkout ([`list_checkout`]).
+pub const MAX_CHECKOUT_ENTRIES: usize = 200_000;
+
+/// Deepest folder nesting walked when listing a whole checkout.
+pub const MAX_CHECKOUT_DEPTH: usize = 32;
+
+/// Why a checkout was not listed whole: it holds more than the caps allow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckoutTooLarge(pub String);
+
+/// The repository paths of everything in the checkout at `repo` that `assent run` could
+/// see as a file: regular files and symbolic links (GitLab stores a link as a blob), never
+/// followed, never opened. `.git` at the root is skipped; names that are not UTF-8 are left
+/// out. At most [`MAX_CHECKOUT_ENTRIES`] entries and [`MAX_CHECKOUT_DEPTH`] levels are
+/// walked: a tree beyond either is not listed at all, so a caller never judges from part of
+/// it.
+pub fn list_checkout(repo: &Path) -> Result<Vec<String>, CheckoutTooLarge> {
+    let mut paths = Vec::new();
+    let mut entries = 0usize;
+    let mut pending: Vec<(String, usize)> = vec![(String::new(), 0)];
+    while let Some((dir, depth)) = pending.pop() {
+        // A folder that cannot be read (permissions) holds nothing `lint` can see.
+        let Ok(read) = std::fs::read_dir(repo.join(&dir)) else {
+            continue;
+        };
+        for entry in read {
+            let Ok(entry) = entry else { continue };
+            entries += 1;
+            if entries > MAX_CHECKOUT_ENTRIES {
+                return Err(CheckoutTooLarge(format!(
+                    "the checkout holds more than {MAX_CHECKOUT_ENTRIES} entries"
+                )));
+            }
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            let path = if dir.is_empty() {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
+            // `DirEntry::file_type` does not follow links.
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                if dir.is_empty() && path == ".git" {
+                    continue;
+                }
+                if depth + 1 > MAX_CHECKOUT_DEPTH {
+                    return Err(CheckoutTooLarge(format!(
+                        "the checkout nests folders more than {MAX_CHECKOUT_DEPTH} deep"
+                    )));
+                }
+                pending.push((path, depth + 1));
+            } else if kind.is_file() || kind.is_symlink() {
+                paths.push(path);
+            }
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
 /// Opens `path` for reading without following a final symbolic link and without blocking on
 /// a FIFO.
 fn open_no_follow(path: &Path) -> std::io::Result<File> {
@@ -412,6 +476,34 @@ mod tests {
                 .iter()
                 .any(|r| r.contains("more than 16 folders deep"))
         );
+    }
+
+    #[test]
+    fn a_checkout_is_listed_without_following_links_or_entering_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join("topics/deep")).unwrap();
+        std::fs::create_dir_all(repo.join(".git/objects")).unwrap();
+        std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+        std::fs::write(repo.join("topics/a.yaml"), "").unwrap();
+        std::fs::write(repo.join("topics/deep/b.json"), "").unwrap();
+        std::fs::write(repo.join(".git/objects/x"), "").unwrap();
+        std::fs::write(dir.path().join("outside/secret.yaml"), "").unwrap();
+        symlink(dir.path().join("outside"), repo.join("linked")).unwrap();
+        symlink("/dev/zero", repo.join("zero.yaml")).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(repo.join("s.yaml")).unwrap();
+        assert_eq!(
+            list_checkout(&repo).unwrap(),
+            vec!["linked", "topics/a.yaml", "topics/deep/b.json", "zero.yaml"]
+        );
+
+        let mut deep = repo.clone();
+        for _ in 0..=MAX_CHECKOUT_DEPTH {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        let err = list_checkout(&repo).unwrap_err();
+        assert!(err.0.contains("more than 32 deep"), "{err:?}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod policy_test;
 pub mod replay;
 pub mod run;
 pub mod sweep;
+pub mod test_report;
 
 use std::process::ExitCode;
 

@@ -24,17 +24,25 @@
 //! ```
 //!
 //! Findings are compared exactly as a multiset of (rule, subject, effect); messages and
-//! occurrences are not compared. `--update` rewrites the `expect:` block of every case whose
-//! result differs (the rest of the file, comments included, is kept byte for byte), and is
-//! refused when the `CI` environment variable is set: expectations are reviewed changes, never
-//! something a pipeline rewrites to make itself pass.
+//! occurrences are not compared, but a failure shows the message each unexpected finding would
+//! post. `--update` rewrites the `expect:` block of every case whose result differs (the rest
+//! of the file, comments included, is kept byte for byte), and is refused when the `CI`
+//! environment variable is set: expectations are reviewed changes, never something a pipeline
+//! rewrites to make itself pass. Nor does it write a result in which a rule could not be
+//! evaluated ([`Actual::evaluation_failures`]): that is a broken rule or data the rule does not
+//! expect, and written down it would pass unseen from then on; the case fails instead.
+//!
+//! `--format junit|json` prints the same results as one document
+//! ([`crate::commands::test_report`]); errors and the final `error:` lines go to stderr in
+//! every format, and the exit codes do not depend on the format.
 //!
 //! Case files are read like policy files ([`crate::commands::local_tree`]): a link, a special
 //! file or a file over [`MAX_FILE_BYTES`] under `.assent/tests/` is a broken case, never
 //! opened or read beyond the limit. A case holds its files inline: nothing else is read.
 //!
-//! Exit codes: `0` every case passes, `1` a case fails or the policies do not load (a refused
-//! policy file included), `2` a test file cannot be read, is refused or does not parse,
+//! Exit codes: `0` every case passes, `1` a case fails (`--update` refusing one included) or
+//! the policies do not load (a refused policy file included), `2` a test file cannot be read,
+//! is refused or does not parse,
 //! `REPO/.assent/policies` or `REPO/.assent/tests` is missing or empty, or `--update` is
 //! refused.
 
@@ -42,19 +50,22 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::commands::Exit;
 use crate::commands::lint::{LocalReadError, print_problems, read_local_policies, shown_path};
 use crate::commands::local_tree::{
     ListError, MAX_FILE_BYTES, ReadError, Refusal, list_folder, read_file, write_file_no_follow,
 };
+use crate::commands::test_report::{CaseReport, CaseStatus, TestReport};
 use crate::core::desired_state::{
     ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
 };
 use crate::core::model::{Decision, Effect};
-use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt, sanitize_message};
-use crate::core::policy::{MrContext, PolicyFile};
+use crate::core::policy::excerpt::{
+    MAX_MESSAGE_CHARS, escape_controls, excerpt, excerpt_lines, sanitize_message,
+};
+use crate::core::policy::{EvaluationFailure, MrContext, PolicyFile, document, suggest};
 use crate::core::review_state::unresolved_decision;
 use crate::core::semantic_diff::Limits;
 use crate::review_input::is_policy_file_name;
@@ -67,12 +78,17 @@ Examples:
   assent test                                  Run the cases under ./.assent/tests/
   assent test fixtures/repos/topic-registry    Run another checkout's cases
   assent test --update                         Rewrite each failing case's `expect:` block
-                                               from the actual result (refused when CI is set)
+                                               from the actual result (refused when CI is set,
+                                               and for a result where a rule could not be
+                                               evaluated)
+  assent test --format junit > assent-tests.xml
+                                               JUnit XML for GitLab's test report
 
-Prints `ok` or `FAILED` per case, a `- expected` / `+ actual` diff for each failure, then
-`N passed, M failed`.
-Exit codes: 0 all pass, 1 a case fails or the policies do not load, 2 a test file cannot be
-read or parsed (file:line), tests or policies missing, or --update refused.";
+Prints `ok` or `FAILED` per case, a `- expected` / `+ actual` diff for each failure (with the
+message each unexpected finding would post), then `N passed, M failed`.
+Exit codes: 0 all pass, 1 a case fails, --update refuses a case, or the policies do not load,
+2 a test file cannot be read or parsed (file:line), tests or policies missing, or --update
+refused.";
 
 /// Arguments of `assent test`.
 #[derive(Debug, Args)]
@@ -82,7 +98,8 @@ pub struct TestArgs {
     #[arg(value_name = "REPO", default_value = ".")]
     pub repo: PathBuf,
     /// Rewrite the `expect:` block of each case whose result differs. Refused when the `CI`
-    /// environment variable is set.
+    /// environment variable is set; a case whose result holds a rule that could not be
+    /// evaluated is not rewritten (it fails, saying why).
     #[arg(long)]
     pub update: bool,
     /// Run only the cases whose file path or name contains TEXT (any case); the others are
@@ -90,6 +107,22 @@ pub struct TestArgs {
     /// pass as a green run.
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
+    /// Output format on stdout: lines for a person (`text`), JUnit XML for GitLab's test
+    /// report (`junit`), or one JSON document (`json`). Errors go to stderr in every format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: TestFormat,
+}
+
+/// What `assent test` prints on stdout. Its own enum, not the shared [`crate::commands::Format`]:
+/// JUnit belongs to this command only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TestFormat {
+    /// `ok`/`FAILED` lines, a diff per failure, a tally.
+    Text,
+    /// JUnit XML, for `artifacts:reports:junit`.
+    Junit,
+    /// A `PolicyTestReport` JSON document, for tooling.
+    Json,
 }
 
 /// One test case as written.
@@ -152,7 +185,7 @@ pub struct FileSpec {
 }
 
 /// The expected result of a case.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// The decision with no thread resolved.
@@ -163,7 +196,7 @@ pub struct Expect {
 }
 
 /// One expected finding.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectedFinding {
     /// Rule id.
@@ -198,6 +231,11 @@ pub struct Actual {
     pub decision: Decision,
     /// Sorted findings.
     pub findings: Vec<ExpectedFinding>,
+    /// The message each finding's thread would carry (same index as `findings`).
+    pub messages: Vec<String>,
+    /// The rules that could not be evaluated on a change of the case (each is also a
+    /// `block` among `findings`): a result `--update` does not write down.
+    pub evaluation_failures: Vec<EvaluationFailure>,
 }
 
 /// Runs one case against `policy_files`.
@@ -231,30 +269,67 @@ pub fn run_case(policy_files: &[PolicyFile], case: &TestCase) -> Actual {
         mr,
         limits: Limits::default(),
     });
-    let mut findings: Vec<ExpectedFinding> = outcome
+    let mut findings: Vec<(ExpectedFinding, String)> = outcome
         .desired
         .findings
         .iter()
-        .map(|f| ExpectedFinding {
-            rule: f.slot.rule.clone(),
-            subject: f.slot.subject.clone(),
-            effect: f.effect,
+        .map(|f| {
+            let finding = ExpectedFinding {
+                rule: f.slot.rule.clone(),
+                subject: f.slot.subject.clone(),
+                effect: f.effect,
+            };
+            (finding, f.message.clone())
         })
         .collect();
     findings.sort();
+    let (findings, messages) = findings.into_iter().unzip();
     Actual {
         decision: unresolved_decision(&outcome.desired),
         findings,
+        messages,
+        evaluation_failures: outcome.evaluation_failures,
     }
 }
 
-/// The mismatch report of a case: empty when it passes.
+/// Most lines of a rendered message shown under a finding.
+const MAX_SHOWN_MESSAGE_LINES: usize = 6;
+
+/// The lines that show the message a finding's thread would carry, indented under its
+/// diff line: `  message: <first line>`, the next lines aligned below it (see
+/// [`excerpt_lines`]; each line is cut again when printed).
+fn message_lines(message: &str) -> Vec<String> {
+    excerpt_lines(message, MAX_SHOWN_MESSAGE_LINES, MAX_MESSAGE_CHARS)
+        .into_iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let lead = if i == 0 { "  message: " } else { "           " };
+            format!("{lead}{line}")
+        })
+        .collect()
+}
+
+/// The mismatch report of a case: empty when it passes. Each actual finding missing from
+/// the expectation (a `+` line) is followed by the message its thread would carry.
 pub fn mismatches(expect: Option<&Expect>, actual: &Actual) -> Vec<String> {
+    let plus = |lines: &mut Vec<String>, j: usize| {
+        lines.push(format!("+ {}", actual.findings[j].to_yaml()));
+        if let Some(message) = actual.messages.get(j) {
+            lines.extend(message_lines(message));
+        }
+    };
     let Some(expect) = expect else {
-        return vec![format!(
+        let mut lines = vec![format!(
             "no `expect:` block (actual decision {}; `assent test --update` writes it)",
             actual.decision.as_str()
         )];
+        if !actual.findings.is_empty() {
+            lines.push("findings (+ actual):".to_owned());
+            for j in 0..actual.findings.len() {
+                plus(&mut lines, j);
+            }
+        }
+        return lines;
     };
     let mut lines = Vec::new();
     if expect.decision != actual.decision {
@@ -284,7 +359,7 @@ pub fn mismatches(expect: Option<&Expect>, actual: &Actual) -> Vec<String> {
                 i += 1;
             }
             Ordering::Greater => {
-                diff.push(format!("+ {}", actual.findings[j].to_yaml()));
+                plus(&mut diff, j);
                 j += 1;
             }
         }
@@ -352,8 +427,20 @@ pub fn replace_expect_block(text: &str, block: &str) -> String {
 /// A test file that cannot be read or parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokenCase {
-    /// `path:line: message` or `path: message`.
-    pub message: String,
+    /// The 1-based line of the problem, when known.
+    pub line: Option<usize>,
+    /// What is wrong, escaped and cut (it may quote the file).
+    pub reason: String,
+}
+
+impl BrokenCase {
+    /// `path:line: reason`, or `path: reason`.
+    pub fn at(&self, shown: &str) -> String {
+        match self.line {
+            Some(line) => format!("{shown}:{line}: {}", self.reason),
+            None => format!("{shown}: {}", self.reason),
+        }
+    }
 }
 
 /// Longest case name printed, in characters (names come from the case file).
@@ -362,37 +449,38 @@ const MAX_NAME_CHARS: usize = 120;
 /// Reads and parses the case file at repository path `case_path` of `repo`, under the
 /// limits of [`crate::commands::local_tree`] (no link, regular file, at most
 /// [`MAX_FILE_BYTES`]).
-pub fn load_case(
-    repo: &Path,
-    case_path: &str,
-    shown: &str,
-) -> Result<(String, TestCase), BrokenCase> {
+pub fn load_case(repo: &Path, case_path: &str) -> Result<(String, TestCase), BrokenCase> {
     let bytes = read_file(repo, case_path, MAX_FILE_BYTES).map_err(|e| BrokenCase {
-        message: match e {
-            ReadError::Refused(reason) => format!("{shown}: {reason}"),
-            ReadError::Io(e) => format!("{shown}: {e}"),
+        line: None,
+        reason: match e {
+            ReadError::Refused(reason) => reason,
+            ReadError::Io(e) => e,
         },
     })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
         BrokenCase {
-            message: format!("{shown}:{line}: not valid UTF-8"),
+            line: Some(valid.iter().filter(|&&b| b == b'\n').count() + 1),
+            reason: "not valid UTF-8".to_owned(),
         }
     })?;
-    let case = parse_case(&text, shown)?;
+    let case = parse_case(&text)?;
     Ok((text, case))
 }
 
-fn parse_case(text: &str, shown: &str) -> Result<TestCase, BrokenCase> {
+fn parse_case(text: &str) -> Result<TestCase, BrokenCase> {
     serde_yaml::from_str::<TestCase>(text).map_err(|e| {
-        // `serde_yaml` quotes the offending scalar or key in full.
-        let message = sanitize_message(&strip_location(&e.to_string()));
+        let message = strip_location(&e.to_string());
+        let hint = document::unknown_field(&message)
+            .map(|(field, expected)| {
+                let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+                suggest::hint(&field, &expected)
+            })
+            .unwrap_or_default();
         BrokenCase {
-            message: match e.location() {
-                Some(l) => format!("{shown}:{}: {message}", l.line()),
-                None => format!("{shown}: {message}"),
-            },
+            line: e.location().map(|l| l.line()),
+            // `serde_yaml` quotes the offending scalar or key in full.
+            reason: sanitize_message(&format!("{message}{hint}")),
         }
     })
 }
@@ -403,6 +491,16 @@ fn strip_location(message: &str) -> String {
         Some(i) => message[..i].to_owned(),
         None => message.to_owned(),
     }
+}
+
+/// What one case file gave, before it is printed.
+enum CaseOutcome {
+    /// Left out by `--filter`.
+    FilteredOut(Option<String>),
+    /// Could not be read or parsed.
+    Broken(BrokenCase),
+    /// Ran: the case, its text and its result.
+    Ran(String, Box<TestCase>, Actual),
 }
 
 /// Runs `assent test`.
@@ -423,7 +521,20 @@ pub fn run(args: &TestArgs) -> Exit {
         }
     };
     if let Err(problems) = local.load() {
-        print_problems(repo, &problems);
+        match args.format {
+            TestFormat::Text => print_problems(repo, &problems),
+            TestFormat::Junit | TestFormat::Json => {
+                let report = TestReport {
+                    policy_problems: problems.iter().map(ToString::to_string).collect(),
+                    cases: Vec::new(),
+                };
+                print!("{}", report.render(args.format).unwrap_or_default());
+                // The lines a person reads go to the log, as in text mode.
+                for problem in &problems {
+                    eprintln!("{}", problem_line(repo, problem));
+                }
+            }
+        }
         eprintln!(
             "error: the policies do not load ({} problem(s)); no case ran. See `assent lint {}`",
             problems.len(),
@@ -455,108 +566,192 @@ pub fn run(args: &TestArgs) -> Exit {
                 || name.is_some_and(|n| n.to_lowercase().contains(&filter))
         }
     };
-    let (mut passed, mut failed, mut updated, mut broken) = (0usize, 0usize, 0usize, 0usize);
-    let mut filtered_out = 0usize;
+    let text = args.format == TestFormat::Text;
+    let mut report = TestReport::default();
     for Refusal { path, reason } in &refused {
-        if !wanted(path, None) {
-            filtered_out += 1;
-            continue;
-        }
-        let shown = shown_path(repo, path);
-        println!("BROKEN {shown}");
-        eprintln!("error: {shown}: {reason}");
-        broken += 1;
+        let status = if wanted(path, None) {
+            let shown = shown_path(repo, path);
+            if text {
+                println!("BROKEN {shown}");
+            }
+            eprintln!("error: {shown}: {reason}");
+            CaseStatus::Broken
+        } else {
+            CaseStatus::FilteredOut
+        };
+        report.cases.push(CaseReport {
+            error: (status == CaseStatus::Broken).then(|| format!("{path}: {reason}")),
+            ..CaseReport::new(path, None, status)
+        });
     }
     for case_path in &cases {
-        let shown = shown_path(repo, case_path);
-        let full = repo.join(case_path);
-        let (text, case) = match load_case(repo, case_path, &shown) {
-            Ok(loaded) => loaded,
+        let ran = match load_case(repo, case_path) {
             // A case that does not parse has no name: the filter sees its path only.
-            Err(BrokenCase { .. }) if !wanted(case_path, None) => {
-                filtered_out += 1;
-                continue;
+            Err(_) if !wanted(case_path, None) => CaseOutcome::FilteredOut(None),
+            Err(broken) => CaseOutcome::Broken(broken),
+            Ok((_, case)) if !wanted(case_path, case.name.as_deref()) => {
+                CaseOutcome::FilteredOut(case.name)
             }
-            Err(BrokenCase { message }) => {
-                println!("BROKEN {shown}");
-                eprintln!("error: {message}");
-                broken += 1;
-                continue;
+            Ok((text, case)) => {
+                let actual = run_case(&policy_files, &case);
+                CaseOutcome::Ran(text, Box::new(case), actual)
             }
         };
-        if !wanted(case_path, case.name.as_deref()) {
-            filtered_out += 1;
-            continue;
+        let case = judge(args, repo, case_path, ran);
+        if text {
+            print_case(repo, &case);
         }
-        let name = excerpt(
-            case.name.as_deref().unwrap_or(case_path.as_str()),
-            MAX_NAME_CHARS,
-        );
-        let actual = run_case(&policy_files, &case);
-        let report = mismatches(case.expect.as_ref(), &actual);
-        if report.is_empty() {
-            passed += 1;
-            println!("ok     {shown}: {name}");
-            continue;
-        }
-        if args.update {
-            match update_case(&full, &text, &shown, &actual) {
-                Ok(()) => {
-                    updated += 1;
-                    passed += 1;
-                    println!("updated {shown}: {name}");
-                }
-                Err(message) => {
-                    broken += 1;
-                    println!("BROKEN {shown}: {name}");
-                    eprintln!("error: {message}");
-                }
-            }
-            continue;
-        }
-        failed += 1;
-        println!("FAILED {shown}: {name}");
-        for line in report {
-            // Expected findings are quoted from the case file: shown, not echoed in full.
-            println!("    {}", excerpt(&line, MAX_MESSAGE_CHARS));
-        }
+        report.cases.push(case);
     }
+    let summary = report.summary();
     if let Some(filter) = &args.filter
-        && passed + failed + broken == 0
+        && summary.passed + summary.failed + summary.broken == 0
     {
         eprintln!(
-            "error: no test case matches --filter {:?} ({filtered_out} case(s) in {}); a filter matches part of a case's file path or name",
+            "error: no test case matches --filter {:?} ({} case(s) in {}); a filter matches part of a case's file path or name",
             excerpt(filter, MAX_NAME_CHARS),
+            summary.filtered_out,
             shown_path(repo, TEST_DIR)
         );
         return Exit::Usage;
     }
-    let mut tally = format!("{passed} passed, {failed} failed");
-    if updated > 0 {
-        tally.push_str(&format!(" ({updated} updated)"));
+    let mut tally = format!("{} passed, {} failed", summary.passed, summary.failed);
+    if summary.updated > 0 {
+        tally.push_str(&format!(" ({} updated)", summary.updated));
     }
-    if filtered_out > 0 {
-        tally.push_str(&format!("; {filtered_out} filtered out"));
+    if summary.filtered_out > 0 {
+        tally.push_str(&format!("; {} filtered out", summary.filtered_out));
     }
-    println!("{tally}");
-    if broken > 0 {
-        eprintln!("error: {broken} test file(s) could not be read, parsed or updated");
+    match report.render(args.format) {
+        Some(document) => print!("{document}"),
+        None => println!("{tally}"),
+    }
+    let refused_updates = report
+        .cases
+        .iter()
+        .filter(|c| c.status == CaseStatus::Failed && args.update)
+        .count();
+    if refused_updates > 0 {
+        eprintln!(
+            "error: {refused_updates} case(s) not updated: their result holds a rule that could not be evaluated; fix the rule or the case, or write the expectation by hand"
+        );
+    }
+    if summary.broken > 0 {
+        eprintln!(
+            "error: {} test file(s) could not be read, parsed or updated",
+            summary.broken
+        );
         Exit::Usage
-    } else if failed > 0 {
-        eprintln!("error: {failed} policy test case(s) failed");
+    } else if summary.failed > 0 {
+        eprintln!("error: {} policy test case(s) failed", summary.failed);
         Exit::GateFailed
     } else {
         Exit::Success
     }
 }
 
+/// A policy problem as a `path:line: message` line, paths shown for `repo`.
+fn problem_line(repo: &Path, problem: &crate::core::policy::PolicyProblem) -> String {
+    let shown = shown_path(repo, &problem.file);
+    let message = escape_controls(&problem.message);
+    match problem.line {
+        Some(line) => format!("{shown}:{line}: {message}"),
+        None => format!("{shown}: {message}"),
+    }
+}
+
+/// Decides what happened to one case file, updating it when asked and allowed.
+fn judge(args: &TestArgs, repo: &Path, case_path: &str, ran: CaseOutcome) -> CaseReport {
+    let shown = shown_path(repo, case_path);
+    let (text, case, actual) = match ran {
+        CaseOutcome::FilteredOut(name) => {
+            let name = name.map(|n| excerpt(&n, MAX_NAME_CHARS));
+            return CaseReport::new(case_path, name, CaseStatus::FilteredOut);
+        }
+        CaseOutcome::Broken(broken) => {
+            eprintln!("error: {}", broken.at(&shown));
+            return CaseReport {
+                error: Some(broken.at(case_path)),
+                ..CaseReport::new(case_path, None, CaseStatus::Broken)
+            };
+        }
+        CaseOutcome::Ran(text, case, actual) => (text, case, actual),
+    };
+    let name = excerpt(case.name.as_deref().unwrap_or(case_path), MAX_NAME_CHARS);
+    let report = mismatches(case.expect.as_ref(), &actual);
+    let mut result = CaseReport {
+        expected: case.expect.clone(),
+        actual: Some(actual),
+        ..CaseReport::new(case_path, Some(name), CaseStatus::Passed)
+    };
+    let actual = result.actual.as_ref().expect("set above");
+    // Expected findings are quoted from the case file: shown, not echoed in full.
+    let details: Vec<String> = report
+        .iter()
+        .map(|line| excerpt(line, MAX_MESSAGE_CHARS))
+        .collect();
+    if report.is_empty() {
+        return result;
+    }
+    if args.update && actual.evaluation_failures.is_empty() {
+        match update_case(&repo.join(case_path), &text, &shown, actual) {
+            Ok(()) => result.status = CaseStatus::Updated,
+            Err(message) => {
+                eprintln!("error: {message}");
+                result.status = CaseStatus::Broken;
+                result.error = Some(excerpt(
+                    &message.replacen(&shown, case_path, 1),
+                    MAX_MESSAGE_CHARS,
+                ));
+            }
+        }
+        return result;
+    }
+    result.status = CaseStatus::Failed;
+    result.details = details;
+    if args.update {
+        // An evaluation error is a broken rule or a case whose data the rule does not
+        // expect: written down as the expectation, it would pass from then on unseen.
+        for failure in &actual.evaluation_failures {
+            result.details.push(excerpt(
+                &format!(
+                    "not updated: rule `{}` could not be evaluated on `{}`: {}",
+                    failure.rule, failure.subject, failure.reason
+                ),
+                MAX_MESSAGE_CHARS,
+            ));
+        }
+    }
+    result
+}
+
+/// The text lines of one case, as it ran.
+fn print_case(repo: &Path, case: &CaseReport) {
+    let shown = shown_path(repo, &case.file);
+    match case.status {
+        CaseStatus::FilteredOut => {}
+        CaseStatus::Passed => println!("ok     {shown}: {}", case.shown_name()),
+        CaseStatus::Updated => println!("updated {shown}: {}", case.shown_name()),
+        CaseStatus::Broken => match &case.name {
+            Some(name) => println!("BROKEN {shown}: {name}"),
+            None => println!("BROKEN {shown}"),
+        },
+        CaseStatus::Failed => {
+            println!("FAILED {shown}: {}", case.shown_name());
+            for line in &case.details {
+                println!("    {line}");
+            }
+        }
+    }
+}
+
 /// Rewrites the case's `expect:` block, after checking the new text reads back as `actual`.
 fn update_case(path: &Path, text: &str, shown: &str, actual: &Actual) -> Result<(), String> {
     let new_text = replace_expect_block(text, &expect_block(actual));
-    let reread = parse_case(&new_text, shown).map_err(|b| {
+    let reread = parse_case(&new_text).map_err(|b| {
         format!(
             "{}: cannot update: the rewritten `expect:` block does not read back; edit it by hand",
-            b.message
+            b.at(shown)
         )
     })?;
     if !mismatches(reread.expect.as_ref(), actual).is_empty() {
@@ -598,7 +793,16 @@ mod tests {
                     effect: *e,
                 })
                 .collect(),
+            messages: findings
+                .iter()
+                .map(|(r, _, _)| format!("{r} fired"))
+                .collect(),
+            evaluation_failures: Vec::new(),
         }
+    }
+
+    fn parse_case(text: &str, shown: &str) -> Result<TestCase, String> {
+        super::parse_case(text).map_err(|b| b.at(shown))
     }
 
     #[test]
@@ -609,18 +813,17 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            err.message
-                .starts_with("c.yaml:5: expect: unknown field `extra`"),
+            err.starts_with("c.yaml:5: expect: unknown field `extra`"),
             "{err:?}"
         );
         let err = parse_case("files:\n  - path: a\n    heda: x\n", "c.yaml").unwrap_err();
         assert!(
-            err.message
-                .starts_with("c.yaml:3: files[0]: unknown field `heda`"),
+            err.starts_with("c.yaml:3: files[0]: unknown field `heda`")
+                && err.ends_with("(did you mean `head`?)"),
             "{err:?}"
         );
         let err = parse_case("expect: { decision: MAYBE }\n", "c.yaml").unwrap_err();
-        assert!(err.message.contains("MAYBE"), "{err:?}");
+        assert!(err.contains("MAYBE"), "{err:?}");
         let ok = parse_case(
             "name: n\nmr: { labels: [a] }\nfiles:\n  - path: a.yaml\n    base: null\n    head: \"x: 1\"\nexpect:\n  decision: APPROVE\n",
             "c.yaml",
@@ -659,6 +862,7 @@ mod tests {
                 "findings (- expected, + actual):",
                 "- { rule: \"b\", subject: \"f#/x\", effect: challenge }",
                 "+ { rule: \"c\", subject: \"f#\", effect: block }",
+                "  message: c fired",
             ]
         );
         let same = actual(
@@ -669,7 +873,36 @@ mod tests {
             ],
         );
         assert!(mismatches(Some(&expect), &same).is_empty());
-        assert_eq!(mismatches(None, &same).len(), 1);
+        // Without an expectation, every finding is shown with the message it would post.
+        assert_eq!(
+            mismatches(None, &same),
+            vec![
+                "no `expect:` block (actual decision REVIEW; `assent test --update` writes it)",
+                "findings (+ actual):",
+                "+ { rule: \"a\", subject: \"f#/x\", effect: comment }",
+                "  message: a fired",
+                "+ { rule: \"b\", subject: \"f#/x\", effect: challenge }",
+                "  message: b fired",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_long_message_is_shown_in_a_few_lines() {
+        assert_eq!(message_lines("one"), vec!["  message: one"]);
+        let long: String = (1..=9).map(|i| format!("line {i}\n\n")).collect();
+        assert_eq!(
+            message_lines(&long),
+            vec![
+                "  message: line 1",
+                "           line 2",
+                "           line 3",
+                "           line 4",
+                "           line 5",
+                "           line 6",
+                "           … 3 more line(s)",
+            ]
+        );
     }
 
     #[test]

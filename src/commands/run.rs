@@ -15,6 +15,7 @@ use crate::commands::{CommandResult, Exit, Format, UsageError, progress_for};
 use crate::core::codequality::codequality_report;
 use crate::core::commit_sha::{self, parse_commit_sha};
 use crate::core::model::Decision;
+use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
 use crate::core::semantic_diff::Limits;
 use crate::gitlab::GitLabForge;
@@ -288,6 +289,30 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&temporary, path)
 }
 
+/// Most lines of a finding's message a dry run prints under its plan line.
+const DRY_RUN_MESSAGE_LINES: usize = 6;
+
+/// The message the thread of slot `(rule, subject)` would carry, indented under its plan
+/// line: escaped and cut (values in it are MR content), empty for a slot no longer desired.
+fn dry_run_message(report: &RunReport, rule: &str, subject: &str) -> String {
+    let Some(finding) = report
+        .desired
+        .findings
+        .iter()
+        .find(|f| f.slot.rule == rule && f.slot.subject == subject)
+    else {
+        return String::new();
+    };
+    excerpt_lines(&finding.message, DRY_RUN_MESSAGE_LINES, MAX_MESSAGE_CHARS)
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let lead = if i == 0 { "message: " } else { "         " };
+            format!("      {lead}{line}\n")
+        })
+        .collect()
+}
+
 /// The text report: what happened, in a few lines.
 pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
     let receipt = &report.publication.receipt;
@@ -351,6 +376,9 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
                     action.rule,
                     action.subject
                 ));
+                if receipt.outcome == Outcome::DryRun {
+                    out.push_str(&dry_run_message(report, &action.rule, &action.subject));
+                }
             }
             for repair in &receipt.repairs {
                 out.push_str(&format!(

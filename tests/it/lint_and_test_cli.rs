@@ -179,6 +179,149 @@ fn an_unknown_field_is_reported_at_its_line() {
     );
 }
 
+/// One pass shows everything: an unknown field no longer hides the rest of its file, each
+/// misspelling says what it resembles, and CEL mistakes that would block every merge request
+/// are caught here.
+#[test]
+fn lint_reports_every_problem_in_one_pass_with_suggestions() {
+    let repo = broken("many-problems");
+    let (code, out, err) = assent(&["lint", &repo], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    let at = |line: usize| format!("{repo}/.assent/policies/topics.yaml:{line}: ");
+    let fields =
+        "expected one of `id`, `match`, `when`, `effect`, `message`, `assenters`, `group_above`";
+    assert_eq!(
+        out,
+        [
+            format!("{}rule `retention-shrink`: `when` uses undeclared name `nwe` (variables: old, new, kind, file, pointer, entry, mr) (did you mean `new`?)", at(12)),
+            format!("{}rule `retention-shrink`: unknown effect `challange` (expected comment, challenge or block) (did you mean `challenge`?)", at(13)),
+            format!("{}rules[0]: unknown field `efect`, {fields} (did you mean `effect`?)", at(13)),
+            format!("{}rule `partitions-decrease`: `when` applies `+` to string and int, which CEL does not define: every evaluation would fail", at(18)),
+            format!("{}rule `owner-change`: `when` calls unknown function `startswith` (did you mean `startsWith`?)", at(24)),
+            format!("{}rule `owner-change`: `when` reads `mr.titel`, which does not exist (mr has iid, title, source_branch, target_branch, author, labels) (did you mean `title`?)", at(24)),
+            format!("{}rules[2]: unknown field `severity`, {fields}", at(26)),
+            "7 problem(s) in 1 file(s)".to_owned(),
+            String::new(),
+        ]
+        .join("\n")
+    );
+    assert_eq!(
+        err,
+        format!(
+            "error: the policies in {repo}/.assent/policies do not load: 7 problem(s) in 1 file(s)\n"
+        )
+    );
+    // `test` refuses to run cases under them, printing the same problems.
+    let (code, test_out, _) = assent(&["test", &repo], &[]);
+    assert_eq!(code, 1);
+    assert!(
+        test_out.contains("(did you mean `startsWith`?)"),
+        "{test_out}"
+    );
+}
+
+/// A glob that matches no file of the checkout is a warning with its line: the policies
+/// load (exit 0), and the rule is named.
+#[test]
+fn a_glob_matching_no_file_is_a_warning_not_a_failure() {
+    let repo = broken("unmatched-glob");
+    let (code, out, err) = assent(&["lint", &repo], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        out,
+        format!(
+            "{repo}/.assent/policies/topics.yaml:7: warning: rule `retention-shrink`: match.files glob `topics/*.yml` matches no file in the checkout, so the rule judges nothing here\n\
+             ok: 2 rule(s) in 1 file(s); 1 warning(s)\n"
+        )
+    );
+    assert_eq!(err, "");
+    // Once a file matches, the warning is gone.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join(&repo), dir.path());
+    std::fs::write(dir.path().join("topics/legacy.yml"), "topics: []\n").unwrap();
+    let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    assert_eq!((code, out.as_str()), (0, "ok: 2 rule(s) in 1 file(s)\n"));
+    // A file only under `.assent/` does not count: it is never governed.
+    std::fs::remove_file(dir.path().join("topics/legacy.yml")).unwrap();
+    std::fs::write(dir.path().join(".assent/topics.yml"), "").unwrap();
+    std::fs::create_dir_all(dir.path().join(".assent/topics")).unwrap();
+    std::fs::write(dir.path().join(".assent/topics/x.yml"), "").unwrap();
+    let (_, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    assert!(out.contains("warning: rule `retention-shrink`"), "{out}");
+}
+
+/// The `when` of every policy the project ships or documents passes the type checks: the
+/// checker never rejects a predicate people actually write.
+#[test]
+fn every_shipped_and_documented_predicate_lints_clean() {
+    fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                yaml_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    yaml_files(&root().join("fixtures"), &mut files);
+    let mut predicates: Vec<String> = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    for file in &files {
+        lines.extend(
+            std::fs::read_to_string(file)
+                .unwrap()
+                .lines()
+                .map(str::to_owned),
+        );
+    }
+    for doc in std::fs::read_dir(root().join("docs")).unwrap() {
+        let path = doc.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            lines.extend(
+                std::fs::read_to_string(&path)
+                    .unwrap()
+                    .lines()
+                    .map(str::to_owned),
+            );
+        }
+    }
+    for line in lines {
+        let trimmed = line.trim_start().trim_start_matches("- ");
+        let Some(value) = trimmed.strip_prefix("when: ") else {
+            continue;
+        };
+        // `when: always` and the like are CI keywords, not predicates.
+        let Ok(serde_yaml::Value::String(source)) =
+            serde_yaml::from_str::<serde_yaml::Value>(value.split(" #").next().unwrap())
+        else {
+            continue;
+        };
+        if value.trim_start().starts_with('"') || value.trim_start().starts_with('\'') {
+            predicates.push(source);
+        }
+    }
+    predicates.sort();
+    predicates.dedup();
+    // The three predicates of the example registries and docs; more valid predicates are
+    // pinned in `assent-core`'s `cel_types` tests.
+    assert!(predicates.len() >= 3, "{predicates:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let policies = dir.path().join(".assent/policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    let mut text = "apiVersion: assent/v1\nkind: Policy\nrules:\n".to_owned();
+    for (i, predicate) in predicates.iter().enumerate() {
+        text.push_str(&format!(
+            "  - id: r{i}\n    match: {{ files: [\"**\"] }}\n    when: {}\n    effect: block\n",
+            serde_json::Value::String(predicate.clone())
+        ));
+    }
+    std::fs::write(policies.join("all.yaml"), &text).unwrap();
+    let (code, out, err) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{predicates:#?}\n{out}{err}");
+}
+
 #[test]
 fn group_above_must_be_a_positive_integer() {
     let repo = broken("bad-group-above");
@@ -288,6 +431,7 @@ FAILED {repo}/.assent/tests/shrink-wrongly-expected.yaml: shrinking retention (w
     findings (- expected, + actual):
     - {{ rule: \"owner-change\", subject: \"topics/orders.yaml#/topics/orders/owner\", effect: comment }}
     + {{ rule: \"retention-shrink\", subject: \"topics/orders.yaml#/topics/orders/retention_days\", effect: challenge }}
+      message: Retention of `orders` shrinks from `30` to `7` days. Resolve this thread to assent.
 1 passed, 1 failed
 "
     );
@@ -306,6 +450,7 @@ fn an_unparseable_case_is_a_usage_error_with_file_and_line() {
         )),
         "{err}"
     );
+    assert!(err.contains("(did you mean `head`?)"), "{err}");
     assert!(out.ends_with("0 passed, 0 failed\n"), "{out}");
 }
 
@@ -355,6 +500,234 @@ fn update_rewrites_only_the_expect_block_of_failing_cases() {
 
     let (code, out, _) = assent(&["test", repo_arg], &[]);
     assert_eq!(code, 0, "{out}");
+}
+
+/// A result in which a rule could not be evaluated is a broken rule or data the rule does
+/// not expect: `--update` refuses to write it down as the expectation, says why, and fails.
+#[test]
+fn update_refuses_results_that_hold_evaluation_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("evaluation-error");
+    copy_dir(&root().join(broken("evaluation-error")), &repo);
+    let case = repo.join(".assent/tests/retention-becomes-text.yaml");
+    let before = std::fs::read_to_string(&case).unwrap();
+    let repo_arg = repo.to_str().unwrap();
+    let (code, out, err) = assent(&["test", "--update", repo_arg], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        std::fs::read_to_string(&case).unwrap(),
+        before,
+        "not written"
+    );
+    let subject = "topics/orders.yaml#/topics/orders/retention_days";
+    let why = "Error executing function 'int': string parse error: invalid digit found in string";
+    assert_eq!(
+        out,
+        format!(
+            "ok     {repo_arg}/.assent/tests/growth-passes.yaml: growing retention passes
+FAILED {repo_arg}/.assent/tests/retention-becomes-text.yaml: retention written as text
+    no `expect:` block (actual decision BLOCK; `assent test --update` writes it)
+    findings (+ actual):
+    + {{ rule: \"retention-shrink\", subject: \"{subject}\", effect: block }}
+      message: rule `retention-shrink` could not be evaluated on `{subject}`: `{why}` — fix the rule or the data
+    not updated: rule `retention-shrink` could not be evaluated on `{subject}`: {why}
+1 passed, 1 failed
+"
+        )
+    );
+    assert_eq!(
+        err,
+        "error: 1 case(s) not updated: their result holds a rule that could not be evaluated; fix the rule or the case, or write the expectation by hand\n\
+         error: 1 policy test case(s) failed\n"
+    );
+    // Written by hand, the expectation of the block passes: only `--update` refuses it.
+    std::fs::write(
+        &case,
+        format!("{before}expect:\n  decision: BLOCK\n  findings:\n    - {{ rule: retention-shrink, subject: \"{subject}\", effect: block }}\n"),
+    )
+    .unwrap();
+    let (code, out, _) = assent(&["test", "--update", repo_arg], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.ends_with("2 passed, 0 failed\n"), "{out}");
+}
+
+/// Checks that `xml` is well-formed for what the JUnit writer emits: a declaration, then
+/// balanced elements whose attributes are quoted without `<`, and text whose only `&` start
+/// the five predefined entities or a character reference; no control character but `\n`
+/// and `\t`.
+fn assert_well_formed_xml(xml: &str) {
+    assert!(
+        xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"),
+        "{xml}"
+    );
+    assert!(
+        xml.chars()
+            .all(|c| !c.is_control() || c == '\n' || c == '\t'),
+        "{xml:?}"
+    );
+    let body = &xml[xml.find("?>").unwrap() + 2..];
+    let mut open: Vec<String> = Vec::new();
+    let mut rest = body;
+    while let Some(at) = rest.find(['<', '&']) {
+        let text = &rest[..at];
+        assert!(!text.contains('>'), "a bare > in text: {text:?}");
+        rest = &rest[at..];
+        if rest.starts_with('&') {
+            let end = rest.find(';').expect("an entity ends with ;");
+            let entity = &rest[1..end];
+            let known = ["amp", "lt", "gt", "quot", "apos"].contains(&entity)
+                || entity
+                    .strip_prefix('#')
+                    .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+            assert!(known, "unknown entity &{entity};");
+            rest = &rest[end + 1..];
+            continue;
+        }
+        let end = rest.find('>').expect("a tag ends with >");
+        let tag = &rest[1..end];
+        rest = &rest[end + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(open.pop().as_deref(), Some(name), "unbalanced </{name}>");
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let tag = tag.trim_end_matches('/');
+        let name: String = tag
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        assert!(!name.is_empty(), "a tag without a name: <{tag}>");
+        let mut attributes = &tag[name.len()..];
+        while !attributes.trim().is_empty() {
+            let trimmed = attributes.trim_start();
+            let eq = trimmed.find("=\"").expect("attribute=\"value\"");
+            let key = &trimmed[..eq];
+            assert!(
+                key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'),
+                "{key:?}"
+            );
+            let value_end = trimmed[eq + 2..].find('"').expect("a closing quote") + eq + 2;
+            let value = &trimmed[eq + 2..value_end];
+            assert!(!value.contains('<') && !value.contains('\n'), "{value:?}");
+            attributes = &trimmed[value_end + 1..];
+        }
+        if !self_closing {
+            open.push(name);
+        }
+    }
+    assert!(open.is_empty(), "unclosed: {open:?}");
+}
+
+/// The JUnit and JSON documents of a passing and a failing repository, pinned; exit codes as
+/// with text.
+#[test]
+fn test_reports_junit_and_json_for_passing_and_failing_repositories() {
+    for (name, repo, code) in [
+        ("passing", "fixtures/repos/grouped-registry", 0),
+        ("failing", "tests/broken-repos/failing-test", 1),
+    ] {
+        let (got, junit, err) = assent(&["test", repo, "--format", "junit"], &[]);
+        assert_eq!(got, code, "{junit}{err}");
+        assert_well_formed_xml(&junit);
+        insta::assert_snapshot!(format!("policy_test_junit_{name}"), junit);
+        let (got, json, err) = assent(&["test", repo, "--format", "json"], &[]);
+        assert_eq!(got, code, "{json}{err}");
+        let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(parsed["kind"], "PolicyTestReport");
+        insta::assert_snapshot!(format!("policy_test_json_{name}"), json);
+        // stderr says the same in every format.
+        let (_, _, text_err) = assent(&["test", repo], &[]);
+        assert_eq!(err, text_err);
+    }
+}
+
+/// Filtered-out cases are skipped test cases; broken ones are errors; policies that do not
+/// load are one erroring case, so the report always parses and says why.
+#[test]
+fn junit_marks_skipped_broken_and_unloadable_cases() {
+    let (code, xml, _) = assent(
+        &[
+            "test",
+            GOOD,
+            "--format",
+            "junit",
+            "--filter",
+            "retention-shrink",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{xml}");
+    assert_well_formed_xml(&xml);
+    let skipped = xml
+        .matches("<skipped message=\"filtered out by --filter\"/>")
+        .count();
+    assert!(skipped >= 10, "{xml}");
+    assert!(xml.contains(&format!("skipped=\"{skipped}\"")), "{xml}");
+
+    let (code, xml, err) = assent(
+        &["test", &broken("broken-test-file"), "--format", "junit"],
+        &[],
+    );
+    assert_eq!(code, 2, "{xml}{err}");
+    assert_well_formed_xml(&xml);
+    assert!(
+        xml.contains("<error type=\"broken\" message=\".assent/tests/typo.yaml:5: files[0]: unknown field `haed`"),
+        "{xml}"
+    );
+
+    let (code, xml, err) = assent(
+        &["test", &broken("many-problems"), "--format", "junit"],
+        &[],
+    );
+    assert_eq!(code, 1, "{xml}{err}");
+    assert_well_formed_xml(&xml);
+    assert!(
+        xml.contains("<testcase name=\"the policies load\" classname=\".assent/policies\""),
+        "{xml}"
+    );
+    assert!(xml.contains("(did you mean `startsWith`?)"), "{xml}");
+    assert!(err.contains("the policies do not load"), "{err}");
+    let (code, json, _) = assent(&["test", &broken("many-problems"), "--format", "json"], &[]);
+    assert_eq!(code, 1);
+    let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        parsed["policyProblems"].as_array().unwrap().len(),
+        7,
+        "{json}"
+    );
+    assert_eq!(parsed["cases"], serde_json::json!([]));
+}
+
+/// Case names, messages and values are the MR author's text: in JUnit they are escaped, and
+/// what XML cannot hold is dropped, so the report parses whatever they contain.
+#[test]
+fn junit_escapes_hostile_names_and_values() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join(broken("failing-test")), dir.path());
+    let case = dir
+        .path()
+        .join(".assent/tests/shrink-wrongly-expected.yaml");
+    let entry = r#""<o&'r\"ders>\a""#;
+    let side = |days: u32| {
+        format!("      topics:\n        - name: {entry}\n          retention_days: {days}\n")
+    };
+    let hostile = format!(
+        "name: \"</testcase><x a='1'> & \\e[31m \\0 ]]> \\\"q\\\"\"\nfiles:\n  - path: topics/orders.yaml\n    base: |\n{}    head: |\n{}expect:\n  decision: APPROVE\n  findings: []\n",
+        side(30),
+        side(7)
+    );
+    std::fs::write(&case, hostile).unwrap();
+    let (code, xml, err) = assent(
+        &["test", dir.path().to_str().unwrap(), "--format", "junit"],
+        &[],
+    );
+    assert_eq!(code, 1, "{xml}{err}");
+    assert_well_formed_xml(&xml);
+    assert!(xml.contains("name=\"&lt;/testcase&gt;&lt;x a=&apos;1&apos;&gt; &amp; \\u{1b}[31m \\u{0} ]]&gt; &quot;q&quot;\""), "{xml}");
+    assert!(
+        xml.contains("Retention of `&lt;o&amp;&apos;r&quot;ders&gt;"),
+        "{xml}"
+    );
 }
 
 #[test]

@@ -876,10 +876,15 @@ fn a_dry_run_prints_the_plan_and_writes_nothing() {
         "{}",
         r.stdout
     );
+    // Each planned thread shows the message it would carry, on the line below its plan line.
+    let plan = format!("create  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (new)\n");
+    let at = r
+        .stdout
+        .find(&plan)
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    let message = r.stdout[at + plan.len()..].lines().next().unwrap();
     assert!(
-        r.stdout.contains(&format!(
-            "create  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (new)"
-        )),
+        message.starts_with("      message: ") && message.contains("`orders.events.v1`"),
         "{}",
         r.stdout
     );

@@ -80,7 +80,7 @@ use crate::model::{
     Change, ChangeKind, DesiredState, Effect, Finding, FindingSite, GROUP_SUBJECT, Occurrence,
     Slot, bounded_subject,
 };
-use crate::policy::{CelBudget, MrContext, PolicyFile, PolicySet};
+use crate::policy::{CelBudget, EvaluationFailure, MrContext, PolicyFile, PolicySet};
 use crate::semantic_diff::{
     AmbiguousList, EntryAt, Limits, Node, ParseError, SideAmbiguity, Unkeyed, diff_documents,
     format_for_path, parse_document,
@@ -151,6 +151,11 @@ pub struct DesiredOutcome {
     pub policy_digest: String,
     /// Every semantic change of the governed files, sorted by (file, pointer, kind).
     pub changes: Vec<Change>,
+    /// Each rule that could not be judged on a change (its `when` failed there) or on a file
+    /// (the CEL budget was spent first, subject `<file>#`), sorted. Each is also among the
+    /// findings, as a `block`; a caller that records results as expectations must not take
+    /// them for a verdict (`assent test --update`).
+    pub evaluation_failures: Vec<EvaluationFailure>,
 }
 
 /// Whether `path` is under `.assent/`.
@@ -269,6 +274,7 @@ pub fn compute_desired_state_with_budget(
     // Where each policy finding's value sits; a grouped finding's is its first member's.
     // Kept beside the findings, never in them: lines are presentation only (SPEC §12.1).
     let mut sites: BTreeMap<Slot, FindingSite> = BTreeMap::new();
+    let mut evaluation_failures = Vec::new();
     let mut findings = match &policies {
         Some(policies) => {
             let evaluation = policies.evaluate_within(&changes, &mr, cel_budget);
@@ -277,7 +283,16 @@ pub fn compute_desired_state_with_budget(
                     .entry(subject_of(file))
                     .or_default()
                     .push(budget_spent_reason(file, rules, evaluation.budget.limit()));
+                evaluation_failures.extend(rules.iter().map(|rule| EvaluationFailure {
+                    rule: rule.clone(),
+                    subject: subject_of(file),
+                    reason: format!(
+                        "the run's CEL budget ({:e} steps) was spent before it could be evaluated",
+                        evaluation.budget.limit()
+                    ),
+                }));
             }
+            evaluation_failures.extend(evaluation.failures);
             let fired = evaluation
                 .findings
                 .into_iter()
@@ -317,12 +332,14 @@ pub fn compute_desired_state_with_budget(
         .as_ref()
         .map(PolicySet::assenters_by_rule)
         .unwrap_or_default();
+    evaluation_failures.sort();
     DesiredOutcome {
         desired: DesiredState::new(findings)
             .with_assenters(assenters)
             .with_sites(sites),
         policy_digest,
         changes,
+        evaluation_failures,
     }
 }
 
@@ -1029,6 +1046,92 @@ rules:
                 None,
                 Some(&json!(problems))
             )
+        );
+    }
+
+    /// What `assent lint` rejects, a run rejects the same way: a predicate certain to fail
+    /// and a misspelt field are `assent/policy-error`, with every problem, and no rule runs
+    /// (not even the well-formed ones).
+    #[test]
+    fn what_lint_rejects_is_a_policy_error_in_a_run() {
+        let mut inp = inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_7),
+        )]);
+        let broken = POLICY
+            .replace("int(new) < int(old)", "new < 'abc' + 1")
+            .replace("    effect: comment\n", "    efect: comment\n");
+        inp.policy_files[0].bytes = broken.into_bytes();
+        let out = compute_desired_state(inp);
+        assert_eq!(
+            slots(&out),
+            vec![slot(RULE_POLICY_ERROR, POLICY_ERROR_SUBJECT, Effect::Block)]
+        );
+        let message = &finding(&out, RULE_POLICY_ERROR).message;
+        assert!(
+            message.contains("`+` to string and int") && message.contains("unknown field `efect`"),
+            "{message}"
+        );
+    }
+
+    /// A rule whose `when` fails on a change, or that the spent budget left unjudged, is a
+    /// block finding and an evaluation failure: what `assent test --update` must not record.
+    #[test]
+    fn rules_that_could_not_be_evaluated_are_listed_beside_their_findings() {
+        let text = |days: &str| {
+            format!("topics:\n  - name: orders.events.v1\n    retention_days: {days}\n")
+        };
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(&text("30")),
+            present(&text("soon")),
+        )]));
+        let subject = "topics/orders.yaml#/topics/orders.events.v1/retention_days";
+        assert_eq!(
+            slots(&out),
+            vec![slot("retention-shrink", subject, Effect::Block)]
+        );
+        assert_eq!(
+            out.evaluation_failures.len(),
+            1,
+            "{:?}",
+            out.evaluation_failures
+        );
+        let failure = &out.evaluation_failures[0];
+        assert_eq!(
+            (failure.rule.as_str(), failure.subject.as_str()),
+            ("retention-shrink", subject)
+        );
+        assert!(
+            out.desired.findings[0].message.contains(&failure.reason),
+            "{failure:?}"
+        );
+
+        // Judged, a change fails nothing.
+        let fine = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(&text("30")),
+            present(&text("7")),
+        )]));
+        assert!(fine.evaluation_failures.is_empty());
+
+        // A budget spent before the rule ran.
+        let spent = compute_desired_state_with_budget(
+            inputs(vec![file(
+                "topics/orders.yaml",
+                present(&text("30")),
+                present(&text("7")),
+            )]),
+            CelBudget::new(0.0),
+        );
+        assert_eq!(
+            spent
+                .evaluation_failures
+                .iter()
+                .map(|f| (f.rule.as_str(), f.subject.as_str()))
+                .collect::<Vec<_>>(),
+            vec![("retention-shrink", "topics/orders.yaml#")]
         );
     }
 

@@ -53,10 +53,15 @@
 //! above, a comprehension variable nor a CEL type name (`int`, `string`, …) is a problem,
 //! so a typo such as `nwe` is reported by `assent lint` instead of blocking every MR.
 //! (A bare receiver of a method call, such as `x` in `x.startsWith("a")`, is not checked:
-//! it may be a function namespace; an undeclared one still fails at run time.)
+//! it may be a function namespace; an undeclared one still fails at run time.) What else is
+//! certain to fail (unknown functions, operators on types they do not take, constant parts
+//! that always fail) is checked by [`super::cel_types`]; [`Predicate::compile_all`] reports
+//! every such problem of a predicate.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+
+use super::{cel_types, suggest};
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use cel::objects::Key;
@@ -109,9 +114,41 @@ pub enum PredicateError {
     TooCostly,
     /// An identifier that is no variable.
     #[error(
-        "`when` uses undeclared name `{0}` (variables: old, new, kind, file, pointer, entry, mr)"
+        "`when` uses undeclared name `{0}` (variables: old, new, kind, file, pointer, entry, mr){hint}",
+        hint = suggest::hint(.0, &VARIABLES)
     )]
     UndeclaredName(String),
+    /// A function the runtime does not know, as a method or a global ([`cel_types`]).
+    #[error(
+        "`when` calls unknown function `{0}`{hint}",
+        hint = suggest::hint(.0, &cel_types::KNOWN_FUNCTIONS)
+    )]
+    UnknownFunction(String),
+    /// `mr.<field>` for a field `mr` does not have.
+    #[error(
+        "`when` reads `mr.{0}`, which does not exist (mr has iid, title, source_branch, target_branch, author, labels){hint}",
+        hint = suggest::hint(.0, &cel_types::MR_FIELDS.map(|(field, _)| field))
+    )]
+    UnknownMrField(String),
+    /// An operator or function applied to types it does not take.
+    #[error(
+        "`when` applies `{operator}` to {operands}, which CEL does not define: every evaluation would fail"
+    )]
+    Mismatch {
+        /// The operator or function as written (`+`, `size()`, `.startsWith()`).
+        operator: String,
+        /// The operand types, the receiver first (`string and int`).
+        operands: String,
+    },
+    /// The predicate's result type is known and is not bool.
+    #[error("`when` must yield a bool, but it yields {0} on every change")]
+    NotBool(&'static str),
+    /// The condition of `c ? a : b` is known not to be a bool.
+    #[error("the condition of `? :` in `when` is {0}, never a bool")]
+    ConditionNotBool(&'static str),
+    /// A part without variables fails whenever it is evaluated.
+    #[error("`when` holds a part without variables that always fails: {0}")]
+    AlwaysFails(String),
 }
 
 /// Why one evaluation did not give a bool.
@@ -222,31 +259,49 @@ pub struct Bindings<'a> {
 }
 
 impl Predicate {
-    /// Compiles and checks `source` against the limits documented on this module.
-    pub fn compile(env: &Env, source: &str) -> Result<Self, PredicateError> {
+    /// Compiles and checks `source` against the limits documented on this module; the first
+    /// problem of [`Predicate::compile_all`].
+    pub fn compile(env: &Arc<Env>, source: &str) -> Result<Self, PredicateError> {
+        Self::compile_all(env, source).map_err(|mut errors| errors.remove(0))
+    }
+
+    /// Compiles and checks `source`: its syntax and size, the limits documented on this
+    /// module, its names, and what [`cel_types`] can tell fails before it runs. On failure,
+    /// every problem found (never empty): a syntax, size or nesting problem alone, otherwise
+    /// each undeclared name, then each certain failure, then the cost.
+    pub fn compile_all(env: &Arc<Env>, source: &str) -> Result<Self, Vec<PredicateError>> {
         if source.trim().is_empty() {
-            return Err(PredicateError::Empty);
+            return Err(vec![PredicateError::Empty]);
         }
         if source.len() > MAX_SOURCE_BYTES {
-            return Err(PredicateError::TooLong(source.len()));
+            return Err(vec![PredicateError::TooLong(source.len())]);
         }
         let program = env
             .compile(source)
-            .map_err(|e| PredicateError::Syntax(one_line(&e.to_string())))?;
+            .map_err(|e| vec![PredicateError::Syntax(one_line(&e.to_string()))])?;
         let mut check = Check {
             env,
             bound: Vec::new(),
             undeclared: BTreeSet::new(),
         };
-        check.walk(program.expression(), 1, 0)?;
-        if let Some(name) = check.undeclared.into_iter().next() {
-            return Err(PredicateError::UndeclaredName(name));
-        }
+        check
+            .walk(program.expression(), 1, 0)
+            .map_err(|e| vec![e])?;
+        let mut errors: Vec<PredicateError> = check
+            .undeclared
+            .into_iter()
+            .map(PredicateError::UndeclaredName)
+            .collect();
+        errors.extend(cel_types::check(env, program.expression()));
         let predicate = Predicate { program };
         if !within_budget(predicate.cost_bound(&Sizes::ONE)) {
-            return Err(PredicateError::TooCostly);
+            errors.push(PredicateError::TooCostly);
         }
-        Ok(predicate)
+        if errors.is_empty() {
+            Ok(predicate)
+        } else {
+            Err(errors)
+        }
     }
 
     /// The worst-case cost of one evaluation with variables of the given sizes (see the
@@ -676,8 +731,19 @@ impl<'a> CostModel<'a> {
     }
 }
 
+/// The worst-case cost of evaluating `expr` alone with every variable of size 1 (see the
+/// module docs): what [`cel_types`] may spend evaluating a part without variables.
+pub(super) fn cost_of(expr: &IdedExpr) -> f64 {
+    CostModel {
+        sizes: &Sizes::ONE,
+        scope: Vec::new(),
+    }
+    .expr(expr)
+    .cost
+}
+
 /// Error texts can span lines (parser excerpts); a finding message and a problem line want one.
-fn one_line(text: &str) -> String {
+pub(super) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -57,6 +57,21 @@ pub fn excerpt(text: &str, max_chars: usize) -> String {
     truncate(&escape_controls(text), max_chars)
 }
 
+/// A multi-line text (a rendered message) fit to print under something: its non-blank lines,
+/// each an [`excerpt`] of `max_chars`, at most `max_lines` of them, then `… N more line(s)`.
+pub fn excerpt_lines(text: &str, max_lines: usize, max_chars: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut out: Vec<String> = lines
+        .iter()
+        .take(max_lines)
+        .map(|line| excerpt(line, max_chars))
+        .collect();
+    if lines.len() > max_lines {
+        out.push(format!("… {} more line(s)", lines.len() - max_lines));
+    }
+    out
+}
+
 /// A problem message fit to print: every quoted run (between backticks, or between double
 /// quotes with `\"` escapes, as `serde` quotes strings) cut to [`MAX_QUOTED_CHARS`], control
 /// characters escaped, and the whole cut to [`MAX_MESSAGE_CHARS`].
@@ -114,6 +129,16 @@ mod tests {
         assert_eq!(excerpt("short", 10), "short");
         assert_eq!(excerpt("ééééé", 3), "ééé…");
         assert_eq!(excerpt("a\nb", 2), "a\\…");
+    }
+
+    #[test]
+    fn multi_line_texts_keep_a_few_escaped_lines() {
+        assert_eq!(excerpt_lines("one", 3, 10), vec!["one"]);
+        assert_eq!(
+            excerpt_lines("a\n\n\u{1b}[2Jb\nc\nd\ne", 3, 4),
+            vec!["a", "\\u{1…", "c", "… 2 more line(s)"]
+        );
+        assert!(excerpt_lines("", 3, 10).is_empty());
     }
 
     #[test]

@@ -42,9 +42,11 @@
 //! * **Digest**: see [`PolicySet::digest`].
 
 pub mod cel_eval;
+pub mod cel_types;
 pub mod document;
 pub mod excerpt;
 pub mod pattern;
+pub mod suggest;
 pub mod template;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -135,6 +137,23 @@ pub struct Evaluation {
     pub unevaluated: BTreeMap<String, BTreeSet<String>>,
     /// The budget after the run: how much was spent, and whether it ran out.
     pub budget: CelBudget,
+    /// Each (rule, change) whose `when` failed (a run-time error, a non-bool, a cost over
+    /// the limit): each is also a `block` finding among [`Evaluation::findings`], saying it
+    /// could not be evaluated.
+    pub failures: Vec<EvaluationFailure>,
+}
+
+/// A rule that could not be judged on one change: its `when` failed there, or the run's CEL
+/// budget was spent before it could run. What `assent test --update` refuses to write down
+/// as an expectation without a look.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EvaluationFailure {
+    /// The rule's id.
+    pub rule: String,
+    /// The change's subject, `<file>#<pointer>` (`<file>#` for a spent budget).
+    pub subject: String,
+    /// Why, in one line (it may quote the change's values).
+    pub reason: String,
 }
 
 /// One compiled rule.
@@ -152,6 +171,9 @@ struct Rule {
     assenters: Option<Assenters>,
     /// Above this many findings the rule's findings are grouped.
     group_above: usize,
+    /// The policy file defining the rule, and the line of its `match.files`, for lint
+    /// warnings.
+    defined_at: (String, Option<usize>),
 }
 
 impl Rule {
@@ -294,6 +316,7 @@ impl PolicySet {
         let mut findings = Vec::new();
         let mut sources = Vec::new();
         let mut unevaluated: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut failures = Vec::new();
         for (index, change) in changes.iter().enumerate() {
             let mut matching = self.rules.iter().filter(|r| r.matches(change)).peekable();
             if matching.peek().is_none() {
@@ -340,16 +363,22 @@ impl PolicySet {
                             .insert(rule.id.clone());
                         continue;
                     }
-                    Err(error) => (
-                        Effect::Block,
+                    Err(error) => {
+                        let reason = error.to_string();
                         // The subject and the error (which may quote values) are MR content.
-                        format!(
+                        let message = format!(
                             "rule {} could not be evaluated on {}: {} — fix the rule or the data",
                             inert::code(&rule.id),
                             inert::code(&subject),
-                            inert::code(&error.to_string())
-                        ),
-                    ),
+                            inert::code(&reason)
+                        );
+                        failures.push(EvaluationFailure {
+                            rule: rule.id.clone(),
+                            subject: subject.clone(),
+                            reason,
+                        });
+                        (Effect::Block, message)
+                    }
                 };
                 findings.push(Finding {
                     slot: Slot {
@@ -374,6 +403,7 @@ impl PolicySet {
             sources,
             unevaluated,
             budget,
+            failures,
         }
     }
 
@@ -401,6 +431,38 @@ impl PolicySet {
             .iter()
             .find(|r| r.id == rule)
             .map_or(DEFAULT_GROUP_ABOVE, |r| r.group_above)
+    }
+
+    /// A warning for each `match.files` glob that matches none of `paths` (a checkout's
+    /// files, `/`-separated repository paths), in load order: such a glob governs nothing
+    /// there, most likely a typo (`topics/*.yml` for `.yaml` files) or a moved folder. Paths
+    /// under `.assent/` do not count: they are never governed.
+    pub fn unmatched_globs<'p>(
+        &self,
+        paths: impl IntoIterator<Item = &'p str>,
+    ) -> Vec<PolicyProblem> {
+        let paths: Vec<&str> = paths
+            .into_iter()
+            .filter(|p| !p.starts_with(".assent/"))
+            .collect();
+        let mut warnings = Vec::new();
+        for rule in &self.rules {
+            for glob in &rule.files {
+                if !paths.iter().any(|p| glob.is_match(p)) {
+                    let (file, line) = &rule.defined_at;
+                    warnings.push(PolicyProblem {
+                        file: file.clone(),
+                        line: *line,
+                        message: excerpt::sanitize_message(&format!(
+                            "rule `{}`: match.files glob `{}` matches no file in the checkout, so the rule judges nothing here",
+                            rule.id,
+                            glob.as_str()
+                        )),
+                    });
+                }
+            }
+        }
+        warnings
     }
 
     /// Rule ids in load order.
@@ -473,15 +535,20 @@ impl Loader {
                 return;
             }
         };
-        let doc = match document::parse(text) {
-            Ok(doc) => doc,
-            Err(e) => {
-                self.problem(path, e.line, e.message);
-                return;
+        match document::parse(text) {
+            Ok(doc) => self.check_document(path, &doc, &LineMap::scan(text)),
+            Err(first) => {
+                // The file fails whatever else is found: reading on only tells the author
+                // everything at once (`document::recover`).
+                let recovered = document::recover(text, first);
+                for error in recovered.errors {
+                    self.problem(path, error.line, error.message);
+                }
+                if let Some((doc, repaired)) = recovered.document {
+                    self.check_document(path, &doc, &LineMap::scan(&repaired));
+                }
             }
-        };
-        let lines = LineMap::scan(text);
-        self.check_document(path, &doc, &lines);
+        }
     }
 
     fn check_document(&mut self, path: &str, doc: &RawDocument, lines: &LineMap) {
@@ -656,7 +723,11 @@ impl Loader {
                             other => self.problem(
                                 path,
                                 at("kinds"),
-                                format!("rule `{}`: unknown kind `{other}` (expected add, modify or delete)", raw.id),
+                                format!(
+                                    "rule `{}`: unknown kind `{other}` (expected add, modify or delete){}",
+                                    raw.id,
+                                    suggest::hint(other, &["add", "modify", "delete"])
+                                ),
                             ),
                         }
                     }
@@ -671,7 +742,11 @@ impl Loader {
                     self.problem(
                         path,
                         at("effect"),
-                        format!("rule `{}`: unknown effect `{other}` (expected comment, challenge or block)", raw.id),
+                        format!(
+                            "rule `{}`: unknown effect `{other}` (expected comment, challenge or block){}",
+                            raw.id,
+                            suggest::hint(other, &["comment", "challenge", "block"])
+                        ),
                     );
                     None
                 }
@@ -679,12 +754,14 @@ impl Loader {
             let when = match raw
                 .when
                 .as_deref()
-                .map(|src| Predicate::compile(&self.env, src))
+                .map(|src| Predicate::compile_all(&self.env, src))
             {
                 None => None,
                 Some(Ok(p)) => Some(p),
-                Some(Err(e)) => {
-                    self.problem(path, at("when"), format!("rule `{}`: {e}", raw.id));
+                Some(Err(errors)) => {
+                    for e in errors {
+                        self.problem(path, at("when"), format!("rule `{}`: {e}", raw.id));
+                    }
                     None
                 }
             };
@@ -741,6 +818,7 @@ impl Loader {
                     message,
                     assenters,
                     group_above,
+                    defined_at: (path.to_owned(), at("files")),
                 });
             }
         }
@@ -791,8 +869,9 @@ impl Loader {
                         path,
                         line,
                         format!(
-                            "{context}assenters.min_role: unknown role `{name}` (expected one of {})",
-                            names.join(", ")
+                            "{context}assenters.min_role: unknown role `{name}` (expected one of {}){}",
+                            names.join(", "),
+                            suggest::hint(name, &names)
                         ),
                     );
                     None

@@ -152,10 +152,16 @@ fn document_level_problems_name_their_lines() {
 #[test]
 fn structure_errors_carry_the_yaml_line() {
     // Unknown top-level field.
+    // Read on as `rules` (`document::recover`), the file has no rule either.
     let got = problems("apiVersion: assent/v1\nkind: Policy\nrulez: []\n");
-    assert_eq!(got.len(), 1);
+    assert_eq!(got.len(), 2, "{got:?}");
     assert!(
-        got[0].starts_with("p.yaml:3: unknown field `rulez`"),
+        got[0].starts_with("p.yaml:3: rules must not be empty"),
+        "{got:?}"
+    );
+    assert!(
+        got[1].starts_with("p.yaml:3: unknown field `rulez`")
+            && got[1].ends_with("(did you mean `rules`?)"),
         "{got:?}"
     );
     // Unknown field inside match.
@@ -903,7 +909,7 @@ rules:
         got,
         [
             "p.yaml:3: assenters must name `users` or a `min_role` (omit it to let anyone but the MR author assent)",
-            "p.yaml:8: rule `r`: assenters.min_role: unknown role `Maintainer` (expected one of guest, reporter, developer, maintainer, owner)",
+            "p.yaml:8: rule `r`: assenters.min_role: unknown role `Maintainer` (expected one of guest, reporter, developer, maintainer, owner) (did you mean `maintainer`?)",
             "p.yaml:8: rule `r`: assenters.users: `bob smith` is not a GitLab username",
             "p.yaml:8: rule `r`: assenters.users: write `alice` without the `@`",
         ]
@@ -1124,4 +1130,83 @@ fn evaluation_names_the_change_each_finding_judged() {
     for (finding, &index) in evaluation.findings.iter().zip(&evaluation.sources) {
         assert_eq!(finding.slot.subject, changes[index].subject());
     }
+}
+
+#[test]
+fn an_unknown_field_no_longer_hides_the_other_problems_of_its_file() {
+    let text = "\
+apiVersion: assent/v1
+kind: Policy
+rules:
+  - id: shrink
+    match: {files: [\"topics/*.yaml\"]}
+    when: \"nwe < old\"
+    efect: challange
+  - id: other
+    match:
+      files: [x]
+      kinds: [modfy]
+    effect: block
+    severity: high
+";
+    let got = problems(text);
+    assert_eq!(
+        got,
+        vec![
+            "p.yaml:6: rule `shrink`: `when` uses undeclared name `nwe` (variables: old, new, kind, file, pointer, entry, mr) (did you mean `new`?)",
+            "p.yaml:7: rule `shrink`: unknown effect `challange` (expected comment, challenge or block) (did you mean `challenge`?)",
+            "p.yaml:7: rules[0]: unknown field `efect`, expected one of `id`, `match`, `when`, `effect`, `message`, `assenters`, `group_above` (did you mean `effect`?)",
+            "p.yaml:11: rule `other`: unknown kind `modfy` (expected add, modify or delete) (did you mean `modify`?)",
+            "p.yaml:13: rules[1]: unknown field `severity`, expected one of `id`, `match`, `when`, `effect`, `message`, `assenters`, `group_above`",
+        ]
+    );
+}
+
+#[test]
+fn a_file_whose_only_problem_is_an_unknown_field_still_does_not_load() {
+    // The recovered document is read for problems, never loaded: strict as before.
+    let text = one_rule("id: a\n    match: {files: [x]}\n    effect: block\n    efect: block");
+    let got = PolicySet::load(&[file("p.yaml", &text)]).unwrap_err();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].message.contains("unknown field `efect`"), "{got:?}");
+    // Misspelt alone, the renamed field makes the rule whole, and still nothing loads.
+    let text = one_rule("id: a\n    match: {files: [x]}\n    efect: block");
+    let got = PolicySet::load(&[file("p.yaml", &text)]).unwrap_err();
+    assert_eq!(got.len(), 1, "{got:?}");
+    // Its rule id is known to the other files: a duplicate is still reported.
+    let other = file(
+        "q.yaml",
+        &one_rule("id: a\n    match: {files: [y]}\n    effect: block"),
+    );
+    let got = PolicySet::load(&[file("p.yaml", &text), other]).unwrap_err();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(
+        got[1].to_string(),
+        "q.yaml:4: duplicate rule id `a` (first defined at p.yaml:4)"
+    );
+}
+
+#[test]
+fn globs_that_match_no_checkout_path_are_warned_at_their_line() {
+    let set = load(
+        "apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: topics\n    match:\n      files: [\"topics/*.yml\", \"topics/*.yaml\"]\n    effect: block\n  - id: policies\n    match: {files: [\".assent/**\"]}\n    effect: block\n",
+    );
+    let paths = ["topics/orders.yaml", ".assent/policies/p.yaml", "README.md"];
+    let got: Vec<String> = set
+        .unmatched_globs(paths)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ".assent/policies/p.yaml:6: rule `topics`: match.files glob `topics/*.yml` matches no file in the checkout, so the rule judges nothing here",
+            ".assent/policies/p.yaml:9: rule `policies`: match.files glob `.assent/**` matches no file in the checkout, so the rule judges nothing here",
+        ]
+    );
+    assert!(
+        set.unmatched_globs(["topics/a.yml", "topics/b.yaml", ".x"])
+            .iter()
+            .all(|w| w.message.contains("`.assent/**`"))
+    );
 }

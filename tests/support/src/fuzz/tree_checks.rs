@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use assent::commands::lint::{LocalReadError, read_local_policies, shown_path};
 use assent::commands::local_tree::{MAX_ENTRIES, MAX_FILE_BYTES, MAX_TOTAL_BYTES, list_folder};
-use assent::commands::policy_test::{BrokenCase, load_case, run_case};
+use assent::commands::policy_test::{load_case, run_case};
 use assent::core::policy::excerpt::MAX_MESSAGE_CHARS;
 use assent::review_input::is_policy_file_name;
 
@@ -251,10 +251,12 @@ pub fn policy_tree(data: &[u8]) {
                 check_line("a refusal", &refusal.reason, wrote_secret);
             }
             for path in &listing.files {
-                match load_case(&repo, path, &shown_path(&repo, path)) {
-                    Err(BrokenCase { message }) => {
-                        check_line("a broken case", &message, wrote_secret)
-                    }
+                match load_case(&repo, path) {
+                    Err(broken) => check_line(
+                        "a broken case",
+                        &broken.at(&shown_path(&repo, path)),
+                        wrote_secret,
+                    ),
                     Ok((text, case)) => {
                         assert_eq!(
                             regular.get(path).map(Vec::as_slice),
