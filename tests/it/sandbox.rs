@@ -115,6 +115,12 @@ fn the_walkthrough_gates_on_the_challenge_until_a_reviewer_assents() {
         "{transcript}"
     );
     assert!(transcript.contains("(unresolved)"), "{transcript}");
+    // Both findings sit on their changed line of the diff (DiffNotes).
+    assert!(
+        transcript.contains("on topics/orders.yaml line 4 (unresolved)")
+            && transcript.contains("on topics/orders.yaml line 11 (resolved by @assent-bot)"),
+        "{transcript}"
+    );
 
     // The author's own resolution does not count.
     let challenge = s.challenge_thread();

@@ -30,6 +30,7 @@ pub mod sandbox;
 mod server;
 pub mod socks;
 pub mod time;
+pub mod unified_diff;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;

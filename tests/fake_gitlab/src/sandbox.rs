@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::model::{DiffFile, MergeRequest, Project, State, Token, User};
+use crate::unified_diff::unified_diff;
 
 /// The sandbox project's id.
 pub const PROJECT_ID: u64 = 1;
@@ -178,7 +179,12 @@ fn tree_sha(salt: &str, tree: &Tree) -> String {
     hex::encode(hash.finalize())[..40].to_owned()
 }
 
-/// The files whose bytes differ between `base` and `head`, as GitLab lists an MR's diffs.
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The files whose bytes differ between `base` and `head`, as GitLab lists an MR's diffs
+/// (each with its unified diff, so findings can sit on their changed line).
 pub fn changed_files(base: &Tree, head: &Tree) -> Vec<DiffFile> {
     let mut paths: Vec<&String> = base.keys().chain(head.keys()).collect();
     paths.sort();
@@ -187,9 +193,18 @@ pub fn changed_files(base: &Tree, head: &Tree) -> Vec<DiffFile> {
         .into_iter()
         .filter_map(|path| match (base.get(path), head.get(path)) {
             (Some(a), Some(b)) if a == b => None,
-            (Some(_), Some(_)) => Some(DiffFile::modified(path)),
-            (None, Some(_)) => Some(DiffFile::added(path)),
-            (Some(_), None) => Some(DiffFile::deleted(path)),
+            (Some(a), Some(b)) => Some(DiffFile {
+                diff: unified_diff(&text(a), &text(b)),
+                ..DiffFile::modified(path)
+            }),
+            (None, Some(b)) => Some(DiffFile {
+                diff: unified_diff("", &text(b)),
+                ..DiffFile::added(path)
+            }),
+            (Some(a), None) => Some(DiffFile {
+                diff: unified_diff(&text(a), ""),
+                ..DiffFile::deleted(path)
+            }),
             (None, None) => None,
         })
         .collect()
@@ -317,7 +332,15 @@ pub fn transcript(state: &State) -> String {
                     Some(_) if d.resolvable() => "unresolved".into(),
                     _ => "note".into(),
                 };
-                out.push_str(&format!("\n## discussion {} ({status})\n", d.id));
+                let place = match d.notes.first().and_then(|n| n.position.as_ref()) {
+                    Some(p) => match (p.new_line, p.old_line) {
+                        (Some(line), _) => format!(" on {} line {line}", p.new_path),
+                        (None, Some(line)) => format!(" on {} removed line {line}", p.old_path),
+                        (None, None) => format!(" on {}", p.new_path),
+                    },
+                    None => String::new(),
+                };
+                out.push_str(&format!("\n## discussion {}{place} ({status})\n", d.id));
                 for note in &d.notes {
                     out.push_str(&format!(
                         "\n--- note {} by {}\n{}\n",
@@ -354,6 +377,13 @@ mod tests {
         let new = String::from_utf8(source["topics/orders.yaml"].clone()).unwrap();
         assert!(new.contains("retention_days: 7\n    partitions: 12\n    owner: team-orders"));
         assert!(new.contains("owner: team-risk"));
+        // Each change is a line of the diff, so its finding can sit on it.
+        assert!(
+            diffs[0]
+                .diff
+                .contains("\n-    retention_days: 30\n+    retention_days: 7\n")
+        );
+        assert!(diffs[0].diff.contains("\n+    owner: team-risk\n"));
     }
 
     #[test]

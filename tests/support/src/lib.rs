@@ -19,7 +19,6 @@
 //! * [`perf_world`]: generated merge requests of a chosen size, and the request counts the
 //!   protocol implies for them.
 //! * [`fuzz`]: the properties the fuzz targets check, also run by the ordinary test suite.
-//! * [`unified_diff`]: the unified diff of two texts, as GitLab lists a changed file's diff.
 //!
 //! A library crate cannot see `env!("CARGO_BIN_EXE_assent")` (Cargo sets it only for the
 //! integration tests and benchmarks of the package that owns the binary), so every helper
@@ -32,7 +31,6 @@ pub mod http_world;
 pub mod perf_world;
 pub mod process;
 pub mod run;
-pub mod unified_diff;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

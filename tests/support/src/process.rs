@@ -22,7 +22,7 @@ use assent::core::marker::SummaryState;
 use assent::core::model::{ListedDiscussion, Slot};
 use fake_gitlab::{DiffFile, FakeGitLab, FileContent, State, fixtures};
 
-use crate::unified_diff::unified_diff;
+use fake_gitlab::unified_diff::unified_diff;
 
 /// The MR head of the scenario's first published run.
 pub const HEAD_A: &str = fixtures::HEAD_SHA;

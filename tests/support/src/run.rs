@@ -12,7 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use fake_gitlab::{DiffFile, Discussion, FakeGitLab, FileContent, LoggedRequest, fixtures};
 
-use crate::unified_diff::unified_diff;
+use fake_gitlab::unified_diff::unified_diff;
 use serde_json::Value;
 
 /// The source-branch content of `topics/orders.yaml` in `fixtures::basic()` (30 → 7 days).

@@ -34,12 +34,13 @@ pub fn unified_diff(old: &str, new: &str) -> String {
         if i < a.len() && j < b.len() && a[i] == b[j] {
             script.push((Op::Keep, a[i]));
             (i, j) = (i + 1, j + 1);
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            script.push((Op::Add, b[j]));
-            j += 1;
-        } else {
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            // Removals before additions, as `git diff` prints a replaced line.
             script.push((Op::Remove, a[i]));
             i += 1;
+        } else {
+            script.push((Op::Add, b[j]));
+            j += 1;
         }
     }
     hunks(&script)
@@ -92,4 +93,33 @@ fn hunks(script: &[(Op, &str)]) -> String {
         k += 1;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unified_diff;
+
+    #[test]
+    fn a_changed_line_is_one_hunk_with_three_lines_of_context() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
+        let new = "a\nb\nc\nd\nE\nf\ng\nh\n";
+        assert_eq!(
+            unified_diff(old, new),
+            "@@ -2,7 +2,7 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n"
+        );
+    }
+
+    #[test]
+    fn added_and_deleted_files_and_equal_texts() {
+        assert_eq!(unified_diff("", "x\ny\n"), "@@ -0,0 +1,2 @@\n+x\n+y\n");
+        assert_eq!(unified_diff("x\n", ""), "@@ -1,1 +0,0 @@\n-x\n");
+        assert_eq!(unified_diff("same\n", "same\n"), "");
+    }
+
+    #[test]
+    fn changes_far_apart_are_separate_hunks() {
+        let old: String = (1..=20).map(|i| format!("{i}\n")).collect();
+        let new = old.replace("2\n", "two\n").replace("19\n", "nineteen\n");
+        assert_eq!(unified_diff(&old, &new).matches("@@ -").count(), 2);
+    }
 }
