@@ -35,7 +35,7 @@ use crate::core::model::Pins;
 use crate::core::placement::FileDiff;
 use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::Limits;
-use crate::forge::{ForgeError, ForgeErrorKind, Repository};
+use crate::forge::{ForgeError, ForgeErrorKind, Repository, RepositoryFiles};
 
 /// The folder policy files are read from, at the target SHA.
 pub const POLICY_DIR: &str = ".assent/policies";
@@ -166,7 +166,7 @@ fn is_forge_failure(error: &ForgeError) -> bool {
 /// error: a policy that cannot be read is never skipped. `assent doctor` reads policies the
 /// same way, so it checks exactly what a run would load.
 pub fn read_policy_files(
-    repo: &dyn Repository,
+    repo: &dyn RepositoryFiles,
     target_sha: &str,
 ) -> Result<Vec<PolicyFile>, ForgeError> {
     let mut paths: Vec<String> = repo
@@ -198,7 +198,7 @@ pub fn read_policy_files(
 type ReadResult = Result<Option<Vec<u8>>, ForgeError>;
 
 /// Reads `(sha, path)` pairs on at most [`MAX_READERS`] threads; results in input order.
-fn read_all(repo: &dyn Repository, reads: &[(&str, &str)]) -> Vec<ReadResult> {
+fn read_all(repo: &dyn RepositoryFiles, reads: &[(&str, &str)]) -> Vec<ReadResult> {
     let slots: Vec<Mutex<Option<ReadResult>>> = reads.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let workers = reads.len().min(MAX_READERS);
@@ -327,6 +327,9 @@ mod tests {
                 None => self.inner.changed_files(),
             }
         }
+    }
+
+    impl RepositoryFiles for Flaky {
         fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
             match &self.list_error {
                 Some(e) => Err(e.clone()),
@@ -503,6 +506,8 @@ mod tests {
             fn changed_files(&self) -> Result<Vec<ChangedFile>, ForgeError> {
                 self.0.changed_files()
             }
+        }
+        impl RepositoryFiles for Vanishing {
             fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
                 let mut paths = self.0.list_tree(sha, dir)?;
                 paths.push(".assent/policies/ghost.yaml".into());

@@ -20,10 +20,10 @@ use super::responses::{
     Project, ResourceGroup, TokenSelf, Version,
 };
 use super::serialization::{ConfigFacts, Evidence, JobFacts, Probe, expected_key, judge};
-use crate::forge::Repository;
+use crate::forge::RepositoryFiles;
 use crate::gitlab::retry::RetryPolicy;
 use crate::gitlab::transport::{Token, allow_http, cleartext_warning, select_proxy};
-use crate::gitlab::{GitLabClient, GitLabConfig, GitLabConfigError, GitLabForge};
+use crate::gitlab::{GitLabClient, GitLabConfig, GitLabConfigError};
 use crate::review_input::read_policy_files;
 
 /// What doctor needs; resolved by the command layer.
@@ -133,10 +133,8 @@ impl Prober<'_> {
 
     /// The policy files on `branch`'s tip, through the ports a run reads them with.
     fn policies(&self, branch: &str) -> PolicyRead {
-        // The repository reads are project routes: the forge's MR is never sent.
-        let repo = GitLabForge::over(self.client.clone(), self.inputs.mr.unwrap_or_default());
-        let sha = repo.branch_head(branch)?;
-        let files = read_policy_files(&repo, &sha)?;
+        let sha = self.client.branch_head(branch)?;
+        let files = read_policy_files(self.client.as_ref(), &sha)?;
         Ok((sha, files))
     }
 

@@ -299,17 +299,22 @@ pub struct ChangedFile {
     pub diff: String,
 }
 
-/// Read access to repository content at pinned SHAs (no checkout).
-pub trait Repository: Send + Sync {
-    /// Every file the merge request changes, all pages; an error when the listing cannot be
-    /// proven complete.
-    fn changed_files(&self) -> Result<Vec<ChangedFile>, ForgeError>;
+/// The project's repository at pinned SHAs: content reads that belong to no merge request,
+/// so a project-level client (`assent doctor`'s policy check) reads them as a run does.
+pub trait RepositoryFiles: Send + Sync {
     /// Paths of the blobs under `dir` (recursive) at `sha`; empty when `dir` does not exist.
     fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError>;
     /// The bytes of `path` at `sha`; `None` when it does not exist there (404).
     fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError>;
     /// The tip SHA of `branch` (used when the target SHA is not pinned by CI).
     fn branch_head(&self, branch: &str) -> Result<String, ForgeError>;
+}
+
+/// One merge request's view of the repository: what it changes, and content at pinned SHAs.
+pub trait Repository: RepositoryFiles {
+    /// Every file the merge request changes, all pages; an error when the listing cannot be
+    /// proven complete.
+    fn changed_files(&self) -> Result<Vec<ChangedFile>, ForgeError>;
 }
 
 #[cfg(test)]

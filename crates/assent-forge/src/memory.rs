@@ -17,7 +17,9 @@ use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
-use crate::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
+use crate::{
+    ChangedFile, CreatedThread, Forge, ForgeError, Repository, RepositoryFiles, RequestCounts,
+};
 use assent_core::model::{
     DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
     Role, UserRef,
@@ -666,7 +668,9 @@ impl Repository for InMemoryForge {
         state.counts.reads += 1;
         Ok(state.changed.clone())
     }
+}
 
+impl RepositoryFiles for InMemoryForge {
     fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
         let mut state = self.lock();
         state.counts.reads += 1;

@@ -18,13 +18,10 @@ use gitlab::api::projects::merge_requests::notes::{CreateMergeRequestNote, EditM
 use gitlab::api::projects::merge_requests::{
     ApproveMergeRequest, MergeRequest, MergeRequestDiffs, UnapproveMergeRequest,
 };
-use gitlab::api::projects::repository::Tree;
-use gitlab::api::projects::repository::branches::Branch;
-use gitlab::api::projects::repository::files::FileRaw;
 use serde::Deserialize;
 
 use super::GitLabConfigError;
-use super::client::{GitLabClient, is_absent_content};
+use super::client::GitLabClient;
 use super::endpoints::{
     CreateMergeRequestDiscussionNote, MergeRequestNote, ResolveMergeRequestDiscussion,
 };
@@ -37,7 +34,9 @@ use assent_core::model::{
     DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
     Role, UserRef,
 };
-use assent_forge::{ChangedFile, CreatedThread, Forge, ForgeError, Repository, RequestCounts};
+use assent_forge::{
+    ChangedFile, CreatedThread, Forge, ForgeError, Repository, RepositoryFiles, RequestCounts,
+};
 
 /// Everything a [`GitLabClient`] needs to reach one project. `Debug` never shows the token.
 /// A merge request is not part of it: it belongs to the [`GitLabForge`] built over the client.
@@ -263,23 +262,6 @@ struct ApiDiff {
     too_large: Option<bool>,
     collapsed: Option<bool>,
     diff: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ApiTreeItem {
-    path: String,
-    #[serde(rename = "type")]
-    kind: String,
-}
-
-#[derive(Deserialize)]
-struct ApiCommit {
-    id: String,
-}
-
-#[derive(Deserialize)]
-struct ApiBranch {
-    commit: ApiCommit,
 }
 
 /// GitLab's `position[…]` parameters of a DiffNote (SPEC §12.2): `text`, the diff refs, both
@@ -569,52 +551,19 @@ impl Repository for GitLabForge {
             })
             .collect())
     }
+}
 
+/// Content reads are the project's: the forge answers them through its client.
+impl RepositoryFiles for GitLabForge {
     fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
-        let dir = dir.trim_matches('/');
-        let mut builder = Tree::builder();
-        builder
-            .project(self.client.project_ref())
-            .ref_(sha)
-            .recursive(true);
-        if !dir.is_empty() {
-            builder.path(dir);
-        }
-        let endpoint = builder.build().map_err(|e| build_error("tree", e))?;
-        let what = format!("tree {dir:?} at {sha}");
-        let items: Vec<ApiTreeItem> = list_all(
-            &self.client.requester,
-            self.client.prepare(&endpoint)?,
-            &self.client.listing(&what, true),
-        )?;
-        Ok(items
-            .into_iter()
-            .filter(|i| i.kind == "blob")
-            .map(|i| i.path)
-            .collect())
+        self.client.list_tree(sha, dir)
     }
 
     fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
-        let endpoint = FileRaw::builder()
-            .project(self.client.project_ref())
-            .file_path(path)
-            .ref_(sha)
-            .build()
-            .map_err(|e| build_error("file", e))?;
-        match self.client.requester.read(&self.client.prepare(&endpoint)?) {
-            Ok(response) => Ok(Some(response.body)),
-            Err(error) if is_absent_content(&error) => Ok(None),
-            Err(error) => Err(error),
-        }
+        self.client.read_file(sha, path)
     }
 
     fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
-        let endpoint = Branch::builder()
-            .project(self.client.project_ref())
-            .branch(branch)
-            .build()
-            .map_err(|e| build_error("branch", e))?;
-        let branch: ApiBranch = self.client.get(&endpoint)?;
-        Ok(branch.commit.id)
+        self.client.branch_head(branch)
     }
 }

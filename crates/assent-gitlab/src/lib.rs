@@ -1,5 +1,6 @@
 //! The GitLab HTTP adapter: [`GitLabForge`] implements the [`assent_forge::Forge`] and
-//! [`assent_forge::Repository`] ports over GitLab's REST API v4.
+//! [`assent_forge::Repository`] ports over GitLab's REST API v4, and [`GitLabClient`] the
+//! project-level [`assent_forge::RepositoryFiles`].
 //!
 //! Invariants: every request goes through one transport and one retry policy; the token is
 //! sent only as `PRIVATE-TOKEN` and never appears in an error, a log or a `Debug`; writes
@@ -17,6 +18,7 @@
 //! * [`advice`](mod@advice): what an operator can do about a failed request (one line each).
 //! * [`client`]: one project's connection (transport, retry, typed sends); every command's
 //!   requests go through one.
+//! * [`repository`]: the project's files at pinned SHAs, read through a client.
 //! * [`forge`]: the ports, per merge request, over a client.
 //! * [`project_endpoints`]: the sweep's project-level routes (open MRs in a window, MR
 //!   pipeline creation).
@@ -37,6 +39,7 @@ pub mod endpoints;
 pub mod forge;
 pub mod pagination;
 pub mod project_endpoints;
+pub mod repository;
 pub mod retry;
 pub mod transport;
 

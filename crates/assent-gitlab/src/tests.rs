@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use assent_core::model::MergeRequestState;
-use assent_forge::{Forge, ForgeError, Repository, RequestCounts};
+use assent_forge::{Forge, ForgeError, Repository, RepositoryFiles, RequestCounts};
 
 const TOKEN: &str = "glpat-SuperSecretToken123";
 
