@@ -410,6 +410,28 @@ pub fn pipelines_setting_check(project: &Project) -> Check {
     )
 }
 
+/// The `outdated-threads-setting` check: GitLab does not resolve a diff thread when a push
+/// outdates it. With that setting on, a push that outdates the line of one of assent's
+/// DiffNotes resolves the thread in the pusher's name, and a pusher other than the MR's
+/// author would count as assent without anyone having assented (SPEC §10.1, §12.2).
+pub fn outdated_threads_setting_check(project: &Project) -> Check {
+    const ID: &str = "outdated-threads-setting";
+    const FIX: &str = "Turn off Settings > Merge requests > Merge options > Automatically resolve merge request diff threads when they become outdated: assent's threads on changed lines must be resolved by a reviewer, never by a push.";
+    match project.resolve_outdated_diff_discussions {
+        Some(false) => Check::pass(ID, "a push that outdates a line leaves its threads open"),
+        Some(true) => Check::fail(
+            ID,
+            "a push that outdates a line resolves its threads (resolve_outdated_diff_discussions is true): a push by anyone but the MR's author would assent to a challenge on that line",
+            FIX,
+        ),
+        None => Check::unknown(
+            ID,
+            "GitLab does not show resolve_outdated_diff_discussions",
+            FIX,
+        ),
+    }
+}
+
 /// The `merge-request` check: MR `iid` (when given) is of this project, not from a fork.
 pub fn merge_request_check(mr: Option<(u64, &Result<MergeRequest, Failed>)>) -> Check {
     let Some((iid, answer)) = mr else {

@@ -85,6 +85,7 @@ const AFTER_API: &[&str] = &[
     "role",
     "threads-setting",
     "pipelines-setting",
+    "outdated-threads-setting",
     "merge-request",
     "policies",
     "serialization",
@@ -348,11 +349,16 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
             checks.push(checks::role_check(&inputs.project, &user, level));
             checks.push(checks::threads_setting_check(p));
             checks.push(checks::pipelines_setting_check(p));
+            checks.push(checks::outdated_threads_setting_check(p));
         }
         Err(failed) => {
             checks.push(checks::project_unreadable_check(&inputs.project, failed));
             checks.extend(checks::skipped(
-                &["threads-setting", "pipelines-setting"],
+                &[
+                    "threads-setting",
+                    "pipelines-setting",
+                    "outdated-threads-setting",
+                ],
                 "the project could not be read",
             ));
         }

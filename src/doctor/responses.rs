@@ -46,6 +46,8 @@ pub struct Project {
     pub only_allow_merge_if_all_discussions_are_resolved: Option<bool>,
     /// "Pipelines must succeed".
     pub only_allow_merge_if_pipeline_succeeds: Option<bool>,
+    /// "Automatically resolve merge request diff threads when they become outdated".
+    pub resolve_outdated_diff_discussions: Option<bool>,
     /// "Skipped pipelines are considered successful".
     pub allow_merge_on_skipped_pipeline: Option<bool>,
     /// The "CI/CD configuration file" setting.

@@ -188,6 +188,7 @@ fn a_healthy_deployment_passes_every_check_and_is_serialized() {
         "role",
         "threads-setting",
         "pipelines-setting",
+        "outdated-threads-setting",
         "merge-request",
         "policies",
         "serialization",
@@ -216,7 +217,7 @@ fn json_is_the_typed_report() {
     assert_eq!(v["kind"], "DoctorReport");
     assert_eq!(v["duplicate_prevention"], "single-writer-serialized");
     let checks = v["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 11);
+    assert_eq!(checks.len(), 12);
     assert!(
         checks
             .iter()
@@ -250,6 +251,27 @@ fn json_is_the_typed_report() {
             .contains("Pipelines must succeed")
     );
     assert_eq!(by_id("serialization")["status"], "unknown");
+}
+
+#[test]
+fn threads_a_push_resolves_fail_the_outdated_threads_check() {
+    let mut state = healthy();
+    state.projects[0].resolve_outdated_diff_discussions = true;
+    let fake = FakeGitLab::start(state);
+    let o = doctor(&fake);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(o.mark("outdated-threads-setting"), "✗", "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("Automatically resolve merge request diff threads"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stderr.contains("outdated-threads-setting"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]
@@ -346,7 +368,7 @@ fn warnings_alone_exit_0_and_strict_makes_them_fail() {
     assert_eq!(o.mark("serialization"), "?", "{}", o.stdout);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(
-        o.summary().starts_with("10 passed, 0 failed, 1 warning (1 not verified; a warning fails doctor only with --strict)"),
+        o.summary().starts_with("11 passed, 0 failed, 1 warning (1 not verified; a warning fails doctor only with --strict)"),
         "{}",
         o.stdout
     );
@@ -398,7 +420,7 @@ fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
     assert_eq!(
         o.skipped_lines(),
         [
-            "- skipped  token, identity, scope, role, threads-setting, pipelines-setting, merge-request, policies, serialization (not checked: the api check failed: GitLab could not be reached)"
+            "- skipped  token, identity, scope, role, threads-setting, pipelines-setting, outdated-threads-setting, merge-request, policies, serialization (not checked: the api check failed: GitLab could not be reached)"
         ],
         "{}",
         o.stdout
@@ -459,6 +481,7 @@ fn a_rejected_token_fails_the_token_check() {
             "role",
             "threads-setting",
             "pipelines-setting",
+            "outdated-threads-setting",
             "merge-request",
             "policies",
             "serialization"
@@ -472,7 +495,7 @@ fn a_rejected_token_fails_the_token_check() {
     );
     assert!(
         o.summary()
-            .starts_with("2 passed, 1 failed, 8 warnings (8 not checked"),
+            .starts_with("2 passed, 1 failed, 9 warnings (9 not checked"),
         "{}",
         o.stdout
     );

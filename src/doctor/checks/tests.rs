@@ -422,6 +422,36 @@ fn setting_verdicts() {
     );
 }
 
+#[test]
+fn outdated_threads_resolved_by_a_push_fail_the_gate() {
+    let project = |on: Option<bool>| Project {
+        resolve_outdated_diff_discussions: on,
+        ..Project::default()
+    };
+    // Off is the safe value: a reviewer, never a push, resolves a thread on a changed line.
+    assert_check(
+        &outdated_threads_setting_check(&project(Some(false))),
+        "outdated-threads-setting",
+        Status::Pass,
+        "leaves its threads open",
+    );
+    let on = outdated_threads_setting_check(&project(Some(true)));
+    assert_check(
+        &on,
+        "outdated-threads-setting",
+        Status::Fail,
+        "a push by anyone but the MR's author would assent",
+    );
+    assert!(fix(&on).contains("Turn off"), "{}", fix(&on));
+    assert!(fix(&on).contains("become outdated"), "{}", fix(&on));
+    assert_check(
+        &outdated_threads_setting_check(&project(None)),
+        "outdated-threads-setting",
+        Status::Unknown,
+        "does not show",
+    );
+}
+
 // ---- merge request, policies, serialization --------------------------------------------------
 
 #[test]

@@ -895,7 +895,7 @@ fn project_json(st: &State, p: &Project, level: u32) -> Value {
         "only_allow_merge_if_pipeline_succeeds": p.only_allow_merge_if_pipeline_succeeds,
         "ci_config_path": if p.ci_config_path.is_empty() { Value::Null } else { json!(p.ci_config_path) },
         "allow_merge_on_skipped_pipeline": p.allow_merge_on_skipped_pipeline,
-        "resolve_outdated_diff_discussions": false,
+        "resolve_outdated_diff_discussions": p.resolve_outdated_diff_discussions,
         "merge_requests_enabled": true,
         "permissions": {
             "project_access": { "access_level": level, "notification_level": 3 },

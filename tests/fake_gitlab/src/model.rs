@@ -164,6 +164,8 @@ pub struct Project {
     pub default_branch: String,
     pub only_allow_merge_if_all_discussions_are_resolved: bool,
     pub only_allow_merge_if_pipeline_succeeds: bool,
+    /// "Automatically resolve merge request diff threads when they become outdated".
+    pub resolve_outdated_diff_discussions: bool,
     /// branch name -> commit sha
     pub branches: BTreeMap<String, String>,
     /// commit sha -> path -> content (the full tree of that commit)
@@ -276,6 +278,7 @@ impl Default for Project {
             default_branch: "main".into(),
             only_allow_merge_if_all_discussions_are_resolved: true,
             only_allow_merge_if_pipeline_succeeds: false,
+            resolve_outdated_diff_discussions: false,
             branches: BTreeMap::new(),
             files: BTreeMap::new(),
             merge_requests: vec![],

@@ -30,7 +30,7 @@
 
 use std::sync::Arc;
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
+use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, operators};
 use cel::{Context, Env, ExecutionError, Value as CelValue};
 
 use super::cel_eval::{PredicateError, VARIABLES, cost_of};
@@ -562,6 +562,17 @@ fn constant<'a>(e: &'a IdedExpr, bound: &mut Vec<&'a str>) -> bool {
     }
 }
 
+/// The keys and values of a map's or a struct's entries.
+fn entry_children(entries: &[IdedEntryExpr]) -> Vec<&IdedExpr> {
+    entries
+        .iter()
+        .flat_map(|entry| match &entry.expr {
+            EntryExpr::MapEntry(m) => vec![&m.key, &m.value],
+            EntryExpr::StructField(f) => vec![&f.value],
+        })
+        .collect()
+}
+
 /// The direct sub-expressions of `e` (for a comprehension: its range and initial value, the
 /// parts evaluated without its variables, then the rest).
 fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
@@ -570,22 +581,8 @@ fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
         Expr::Select(s) => vec![&s.operand],
         Expr::Call(call) => call.target.iter().map(|t| &**t).chain(&call.args).collect(),
         Expr::List(list) => list.elements.iter().collect(),
-        Expr::Map(map) => map
-            .entries
-            .iter()
-            .flat_map(|entry| match &entry.expr {
-                EntryExpr::MapEntry(m) => vec![&m.key, &m.value],
-                EntryExpr::StructField(f) => vec![&f.value],
-            })
-            .collect(),
-        Expr::Struct(s) => s
-            .entries
-            .iter()
-            .flat_map(|entry| match &entry.expr {
-                EntryExpr::MapEntry(m) => vec![&m.key, &m.value],
-                EntryExpr::StructField(f) => vec![&f.value],
-            })
-            .collect(),
+        Expr::Map(map) => entry_children(&map.entries),
+        Expr::Struct(s) => entry_children(&s.entries),
         Expr::Comprehension(c) => vec![
             &c.iter_range,
             &c.accu_init,
