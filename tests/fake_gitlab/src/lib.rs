@@ -140,6 +140,12 @@ impl FakeGitLab {
         });
     }
 
+    /// Listings announce a next page after every full page (see
+    /// [`State::next_on_full_page`]).
+    pub fn set_next_on_full_page(&self, on: bool) {
+        self.with_state(|s| s.next_on_full_page = on);
+    }
+
     /// Sets the listing order of an MR's discussions.
     pub fn set_discussion_order(&self, project: u64, iid: u64, order: DiscussionOrder) {
         self.with_state(|s| {
