@@ -6,6 +6,7 @@
 use std::process::Command;
 
 use fake_gitlab::fixtures::*;
+use fake_gitlab::tls::TlsFront;
 use fake_gitlab::{
     ApprovalRule, FakeGitLab, FaultAction, FaultRule, Job, Project, RouteKind, State, Token,
 };
@@ -1276,73 +1277,32 @@ const TLS_DIR: &str = concat!(
     "/crates/assent-gitlab/testdata/tls"
 );
 
-/// An HTTPS server on loopback presenting `cert` with `key` (files of [`TLS_DIR`]) and
-/// answering every request with GitLab's `GET version`; a handshake the client refuses just
-/// ends the connection.
-fn tls_gitlab(cert: &str, key: &str) -> String {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    use std::io::{Read, Write};
-    use std::sync::Arc;
-
-    let certs = CertificateDer::pem_file_iter(format!("{TLS_DIR}/{cert}"))
-        .unwrap()
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    let key = PrivateKeyDer::from_pem_file(format!("{TLS_DIR}/{key}")).unwrap();
-    let config = Arc::new(
-        rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap(),
-    );
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for tcp in listener.incoming() {
-            let Ok(tcp) = tcp else { return };
-            let mut tls = rustls::StreamOwned::new(
-                rustls::ServerConnection::new(config.clone()).unwrap(),
-                tcp,
-            );
-            let mut request = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                match tls.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => request.extend_from_slice(&buf[..n]),
-                }
-            }
-            let body = br#"{"version":"18.6.0"}"#;
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = tls.write_all(head.as_bytes());
-            let _ = tls.write_all(body);
-            tls.conn.send_close_notify();
-            let _ = tls.flush();
-        }
-    });
-    format!("https://localhost:{port}/api/v4")
+/// The fake GitLab behind its HTTPS front presenting `cert` with `key` (files of
+/// [`TLS_DIR`]); a handshake the client refuses just ends the connection.
+fn tls_gitlab(cert: &str, key: &str) -> (FakeGitLab, TlsFront) {
+    let read = |name: &str| std::fs::read_to_string(format!("{TLS_DIR}/{name}")).unwrap();
+    let fake = FakeGitLab::start(basic());
+    let front = TlsFront::start(&fake, &read(cert), &read(key));
+    (fake, front)
 }
 
-fn doctor_over_tls(api_url: &str, env: &[(&str, &str)], args: &[&str]) -> Out {
-    let fake = FakeGitLab::start(State::default());
-    let mut all = vec![("CI_API_V4_URL", api_url), ("CI_JOB_ID", "")];
+/// `assent doctor` against the fake behind `front`.
+fn doctor_over_tls(
+    (fake, front): &(FakeGitLab, TlsFront),
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Out {
+    let url = front.base_url();
+    let mut all = vec![("CI_API_V4_URL", url.as_str()), ("CI_JOB_ID", "")];
     all.extend_from_slice(env);
-    doctor_with(&fake, BOT_TOKEN, &all, args)
+    doctor_with(fake, BOT_TOKEN, &all, args)
 }
 
 #[test]
 fn a_private_ca_given_as_the_ca_file_verifies_gitlab() {
-    let url = tls_gitlab("leaf.pem", "leaf.key");
+    let gitlab = tls_gitlab("leaf.pem", "leaf.key");
     let ca = format!("{TLS_DIR}/ca.pem");
-    let o = doctor_over_tls(&url, &[("ASSENT_CA_FILE", &ca)], &[]);
+    let o = doctor_over_tls(&gitlab, &[("ASSENT_CA_FILE", &ca)], &[]);
     assert_eq!(o.mark("api"), "✓", "{}", o.stdout);
     assert!(
         o.line("api").contains(&format!(
@@ -1355,8 +1315,8 @@ fn a_private_ca_given_as_the_ca_file_verifies_gitlab() {
 
 #[test]
 fn without_a_ca_file_an_unknown_issuer_says_to_set_one() {
-    let url = tls_gitlab("leaf.pem", "leaf.key");
-    let o = doctor_over_tls(&url, &[], &[]);
+    let gitlab = tls_gitlab("leaf.pem", "leaf.key");
+    let o = doctor_over_tls(&gitlab, &[], &[]);
     assert_eq!(o.mark("api"), "✗", "{}", o.stdout);
     assert_eq!(
         o.fix_after("api"),
@@ -1369,7 +1329,7 @@ fn without_a_ca_file_an_unknown_issuer_says_to_set_one() {
 fn with_a_ca_file_that_does_not_verify_gitlab_the_advice_says_so() {
     // Another CA's certificate, given three ways: the fix names the file and where it came
     // from, and never says to set a CA file.
-    let url = tls_gitlab("leaf.pem", "leaf.key");
+    let gitlab = tls_gitlab("leaf.pem", "leaf.key");
     let other = format!("{TLS_DIR}/selfleaf.pem");
     for (env, args, source) in [
         (
@@ -1384,7 +1344,7 @@ fn with_a_ca_file_that_does_not_verify_gitlab_the_advice_says_so() {
         ),
         (vec![], vec!["--ca-file", other.as_str()], "--ca-file"),
     ] {
-        let o = doctor_over_tls(&url, &env, &args);
+        let o = doctor_over_tls(&gitlab, &env, &args);
         assert_eq!(o.mark("api"), "✗", "{}", o.stdout);
         let fix = o.fix_after("api");
         assert!(
@@ -1399,9 +1359,9 @@ fn with_a_ca_file_that_does_not_verify_gitlab_the_advice_says_so() {
 fn a_self_signed_ca_certificate_as_gitlabs_own_is_explained() {
     // The issue's case: GitLab serves a self-signed certificate made with `openssl req -x509`
     // defaults (CA:TRUE), and that very certificate is given as the CA file.
-    let url = tls_gitlab("selfca.pem", "selfca.key");
+    let gitlab = tls_gitlab("selfca.pem", "selfca.key");
     let own = format!("{TLS_DIR}/selfca.pem");
-    let o = doctor_over_tls(&url, &[("ASSENT_CA_FILE", &own)], &[]);
+    let o = doctor_over_tls(&gitlab, &[("ASSENT_CA_FILE", &own)], &[]);
     assert_eq!(o.mark("api"), "✗", "{}", o.stdout);
     let fix = o.fix_after("api");
     assert!(
@@ -1421,8 +1381,8 @@ fn a_self_signed_ca_certificate_as_gitlabs_own_is_explained() {
     assert!(!fix.contains("Set ASSENT_CA_FILE"), "{fix}");
     // What the fix promises: the same certificate re-issued with CA:FALSE verifies as its own
     // CA file.
-    let url = tls_gitlab("selfleaf.pem", "selfleaf.key");
+    let gitlab = tls_gitlab("selfleaf.pem", "selfleaf.key");
     let own = format!("{TLS_DIR}/selfleaf.pem");
-    let o = doctor_over_tls(&url, &[("ASSENT_CA_FILE", &own)], &[]);
+    let o = doctor_over_tls(&gitlab, &[("ASSENT_CA_FILE", &own)], &[]);
     assert_eq!(o.mark("api"), "✓", "{}", o.stdout);
 }

@@ -99,69 +99,50 @@ impl GitLabClient {
 
 #[cfg(test)]
 mod tests {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::net::TcpListener;
-    use std::sync::mpsc;
+    use fake_gitlab::fixtures::{AUTHOR_ID, BASE_SHA, HEAD_SHA, PROJECT_ID};
+    use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, MergeRequest, RouteKind};
+    use serde_json::json;
 
     use super::*;
-    use crate::{GitLabConfig, Token};
+    use crate::tests::{config, world};
 
-    /// A one-shot HTTP server answering `status` with `body`; returns the base URL and a
-    /// receiver of the request line.
-    fn serve_once(status: u16, body: &'static str) -> (String, mpsc::Receiver<String>) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let (stream, _) = listener.accept().unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let mut length = 0usize;
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).unwrap();
-                if header.trim().is_empty() {
-                    break;
-                }
-                if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let mut rest = vec![0; length];
-            reader.read_exact(&mut rest).unwrap();
-            tx.send(line.trim().to_owned()).unwrap();
-            let mut stream = stream;
-            write!(
-                stream,
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nX-Next-Page: \r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            )
-            .unwrap();
-        });
-        (format!("http://{addr}/api/v4"), rx)
-    }
-
-    fn forge(base: &str) -> GitLabClient {
-        let mut config = GitLabConfig::new(base, Token::new("t0ken"), "group/sub/proj");
+    /// The bot's client of the fake's project, one attempt per request.
+    fn client(fake: &FakeGitLab) -> GitLabClient {
+        let mut config = config(fake);
         config.retry.max_attempts = 1;
         GitLabClient::new(&config).unwrap()
     }
 
     #[test]
     fn the_listing_asks_for_open_mrs_updated_in_the_window() {
-        let (base, rx) = serve_once(
-            200,
-            r#"[{"iid":7,"state":"opened","sha":"abc","updated_at":"2026-11-30T17:41:36.123Z","title":"x","target_branch":"main","blocking_discussions_resolved":true},{"iid":8,"state":"opened"}]"#,
+        // One MR with every field read, one with none of them: a shape the fake's state
+        // cannot hold, answered as it is.
+        let fake = FakeGitLab::start(world());
+        fake.inject(
+            FaultRule::new(FaultAction::Reply {
+                status: 200,
+                headers: vec![
+                    ("Content-Type".into(), "application/json".into()),
+                    ("X-Next-Page".into(), String::new()),
+                ],
+                body: json!([
+                    {"iid": 7, "state": "opened", "sha": "abc", "updated_at": "2026-11-30T17:41:36.123Z",
+                     "title": "x", "target_branch": "main", "blocking_discussions_resolved": true},
+                    {"iid": 8, "state": "opened"}
+                ])
+                .to_string(),
+            })
+            .route(RouteKind::MergeRequests),
         );
         let after = DateTime::parse_from_rfc3339("2026-11-28T12:00:00Z")
             .unwrap()
             .with_timezone(&Utc);
-        let listed = forge(&base).list_open_merge_requests(after).unwrap();
-        let line = rx.recv().unwrap();
-        assert!(
-            line.starts_with("GET /api/v4/projects/group%2Fsub%2Fproj/merge_requests?"),
-            "{line}"
+        let listed = client(&fake).list_open_merge_requests(after).unwrap();
+        let seen = fake.requests();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(
+            (seen[0].method.as_str(), seen[0].path.as_str()),
+            ("GET", "/api/v4/projects/group%2Fsub%2Fproj/merge_requests")
         );
         for param in [
             "state=opened",
@@ -170,7 +151,11 @@ mod tests {
             "sort=asc",
             "per_page=100",
         ] {
-            assert!(line.contains(param), "{param} missing: {line}");
+            assert!(
+                seen[0].query.split('&').any(|p| p == param),
+                "{param} missing: {}",
+                seen[0].query
+            );
         }
         assert_eq!(listed.len(), 2);
         assert_eq!(listed[0].sha.as_deref(), Some("abc"));
@@ -183,23 +168,38 @@ mod tests {
 
     #[test]
     fn pipeline_creation_posts_once_to_the_mr_pipelines_route() {
-        let (base, rx) = serve_once(201, r#"{"id":5001,"status":"created","sha":"abc"}"#);
-        let created = forge(&base).create_merge_request_pipeline(9).unwrap();
+        let mut state = world();
+        state.pipeline_id_start = 5001;
+        state.projects[0]
+            .merge_requests
+            .push(MergeRequest::new(9, AUTHOR_ID, HEAD_SHA, BASE_SHA).branches("other", "main"));
+        let fake = FakeGitLab::start(state);
+        let created = client(&fake).create_merge_request_pipeline(9).unwrap();
+        let seen = fake.requests();
+        assert_eq!(seen.len(), 1);
         assert_eq!(
-            rx.recv().unwrap(),
-            "POST /api/v4/projects/group%2Fsub%2Fproj/merge_requests/9/pipelines HTTP/1.1"
+            (seen[0].method.as_str(), seen[0].path.as_str()),
+            (
+                "POST",
+                "/api/v4/projects/group%2Fsub%2Fproj/merge_requests/9/pipelines"
+            )
         );
         assert_eq!(created.id, 5001);
         assert_eq!(created.status.as_deref(), Some("created"));
+        let pipelines = fake.pipelines(PROJECT_ID);
+        assert_eq!(pipelines.len(), 1);
+        assert_eq!(pipelines[0].mr_iid, Some(9));
     }
 
     #[test]
     fn a_refused_pipeline_creation_is_a_status_error() {
-        let (base, _rx) = serve_once(403, r#"{"message":"403 Forbidden"}"#);
-        let err = forge(&base).create_merge_request_pipeline(9).unwrap_err();
+        let fake = FakeGitLab::start(world());
+        fake.inject(FaultRule::new(FaultAction::Forbidden).route(RouteKind::Pipelines));
+        let err = client(&fake).create_merge_request_pipeline(9).unwrap_err();
         assert!(
             matches!(err, ForgeError::Status { status: 403, .. }),
             "{err:?}"
         );
+        assert!(fake.pipelines(PROJECT_ID).is_empty());
     }
 }

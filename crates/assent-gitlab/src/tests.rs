@@ -1,239 +1,118 @@
-//! Loopback tests of the adapter: small `tiny_http` servers play GitLab.
+//! Loopback tests of the adapter against the fake GitLab (`fake_gitlab`), the one fake every
+//! HTTP test uses. Its state answers as GitLab would; its fault rules give what a test needs
+//! beyond that: statuses and refusals, the forms of `Retry-After`, header edits (pagination
+//! headers stripped or lying, `RateLimit-*` on a successful write), closed connections, and
+//! exact replies for JSON shapes the state cannot hold (fields missing or `null`). Its request
+//! log is what the adapter sent. Certificate tests reach it through its HTTPS front
+//! (`fake_gitlab::tls`).
 
-use std::io::Read;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use fake_gitlab::fixtures::{self, BOT_ID, HUMAN_ID, MR_IID, PROJECT_ID, PROJECT_PATH};
+use fake_gitlab::tls::TlsFront;
+use fake_gitlab::{
+    DiffFile, Discussion, FakeGitLab, FaultAction, FaultRule, FileContent, LoggedRequest, Note,
+    RouteKind, State,
+};
 use serde_json::{Value, json};
 
 use super::*;
 use assent_core::model::MergeRequestState;
 use assent_forge::{Forge, ForgeError, Repository, RepositoryFiles, RequestCounts};
 
-const TOKEN: &str = "glpat-SuperSecretToken123";
+pub(crate) const TOKEN: &str = "glpat-SuperSecretToken123";
 
-/// One request as the server saw it.
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    /// Raw request target: path and query, as sent (not decoded).
-    url: String,
-    headers: Vec<(String, String)>,
-    body: String,
+/// The fake's basic world (project `group/sub/proj` with open MR !7, the bot `assent-bot`)
+/// with [`TOKEN`] as one of the bot's tokens.
+pub(crate) fn world() -> State {
+    let mut state = fixtures::basic();
+    state
+        .tokens
+        .push(fake_gitlab::Token::new(TOKEN, BOT_ID, &["api"]));
+    state
 }
 
-impl Seen {
-    fn path(&self) -> &str {
-        self.url.split('?').next().unwrap_or_default()
+/// [`world`] whose MR lists `count` resolvable threads, note ids `1000..1000 + count`.
+fn with_discussions(count: usize) -> State {
+    let mut state = world();
+    let mr = state.projects[0].mr_mut(MR_IID).unwrap();
+    for i in 0..count {
+        mr.discussions.push(Discussion {
+            notes: vec![Note {
+                id: 1000 + i as u64,
+                note_type: Some("DiscussionNote".into()),
+                body: format!("note {i}"),
+                author_id: HUMAN_ID,
+                resolvable: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
     }
-
-    fn query(&self, key: &str) -> Option<String> {
-        let query = self.url.split_once('?').map(|(_, q)| q).unwrap_or_default();
-        url::form_urlencoded::parse(query.as_bytes())
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.into_owned())
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
+    state
 }
 
-/// What the server does with one request.
-enum Reply {
-    Respond {
-        status: u16,
-        headers: Vec<(String, String)>,
-        body: Vec<u8>,
-    },
+/// [`world`] with `content` at `path` in the tree of commit `sha`.
+fn with_file(mut state: State, sha: &str, path: &str, content: &[u8]) -> State {
+    state.projects[0]
+        .files
+        .entry(sha.into())
+        .or_default()
+        .insert(path.into(), FileContent(content.to_vec()));
+    state
 }
 
-fn json_reply(status: u16, value: Value) -> Reply {
-    Reply::Respond {
-        status,
-        headers: vec![("Content-Type".into(), "application/json".into())],
-        body: value.to_string().into_bytes(),
-    }
-}
-
-fn reply_with(status: u16, headers: &[(&str, &str)], body: &str) -> Reply {
-    Reply::Respond {
+/// Exactly this answer: `status`, `headers` and `body`.
+fn reply(status: u16, headers: &[(&str, &str)], body: &str) -> FaultAction {
+    FaultAction::Reply {
         status,
         headers: headers
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
-        body: body.as_bytes().to_vec(),
+        body: body.to_owned(),
     }
 }
 
-/// The context a handler sees: the request, its index (0-based) and the server's origin.
-struct Hit<'a> {
-    req: &'a Seen,
-    index: usize,
-    origin: &'a str,
+/// Exactly this JSON answer.
+fn json_reply(status: u16, value: Value) -> FaultAction {
+    reply(
+        status,
+        &[("Content-Type", "application/json")],
+        &value.to_string(),
+    )
 }
 
-type Handler = dyn Fn(&Hit<'_>) -> Reply + Send + Sync;
-
-struct Server {
-    origin: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    server: Arc<tiny_http::Server>,
-    thread: Option<JoinHandle<()>>,
+/// GitLab's application limit refusing a request: 429 JSON, no header saying how long.
+fn json_429() -> FaultAction {
+    json_reply(
+        429,
+        json!({"message": "This endpoint has been requested too many times. Try again later."}),
+    )
 }
 
-impl Server {
-    fn start(handler: impl Fn(&Hit<'_>) -> Reply + Send + Sync + 'static) -> Server {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
-        let port = server.server_addr().to_ip().unwrap().port();
-        let origin = format!("http://127.0.0.1:{port}");
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let handler: Box<Handler> = Box::new(handler);
-        let thread = {
-            let (server, seen, origin) = (server.clone(), seen.clone(), origin.clone());
-            std::thread::spawn(move || {
-                for mut request in server.incoming_requests() {
-                    let mut body = String::new();
-                    let _ = request.as_reader().read_to_string(&mut body);
-                    let record = Seen {
-                        method: request.method().as_str().to_owned(),
-                        url: request.url().to_owned(),
-                        headers: request
-                            .headers()
-                            .iter()
-                            .map(|h| {
-                                (
-                                    h.field.as_str().as_str().to_owned(),
-                                    h.value.as_str().to_owned(),
-                                )
-                            })
-                            .collect(),
-                        body,
-                    };
-                    let index = {
-                        let mut seen = seen.lock().unwrap();
-                        seen.push(record.clone());
-                        seen.len() - 1
-                    };
-                    match handler(&Hit {
-                        req: &record,
-                        index,
-                        origin: &origin,
-                    }) {
-                        Reply::Respond {
-                            status,
-                            headers,
-                            body,
-                        } => {
-                            let mut response =
-                                tiny_http::Response::from_data(body).with_status_code(status);
-                            for (k, v) in headers {
-                                response.add_header(
-                                    tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes())
-                                        .unwrap(),
-                                );
-                            }
-                            let _ = request.respond(response);
-                        }
-                    }
-                }
-            })
-        };
-        Server {
-            origin,
-            seen,
-            server,
-            thread: Some(thread),
-        }
-    }
-
-    fn api_url(&self) -> String {
-        format!("{}/api/v4", self.origin)
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
+/// Edits the answer's headers: `remove` goes, `set` replaces.
+fn headers(set: &[(&str, &str)], remove: &[&str]) -> FaultAction {
+    FaultAction::Headers {
+        set: set
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        remove: remove.iter().map(|h| (*h).to_owned()).collect(),
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// A bare TCP server for what tiny_http cannot do: per connection, read one request, then
-/// either close the socket without a byte of answer (`None`) or answer 200 with the JSON text.
-struct RawServer {
-    origin: String,
-    requests: Arc<Mutex<Vec<String>>>,
-}
-
-impl RawServer {
-    fn start(script: Vec<Option<&'static str>>) -> RawServer {
-        use std::io::{BufRead, BufReader, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let origin = format!("http://{}", listener.local_addr().unwrap());
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let seen = requests.clone();
-        std::thread::spawn(move || {
-            for answer in script {
-                let Ok((stream, _)) = listener.accept() else {
-                    return;
-                };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut request_line = String::new();
-                reader.read_line(&mut request_line).unwrap();
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    if line.trim().is_empty() {
-                        break;
-                    }
-                    if let Some((k, v)) = line.split_once(':')
-                        && k.eq_ignore_ascii_case("content-length")
-                    {
-                        length = v.trim().parse().unwrap();
-                    }
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                seen.lock().unwrap().push(request_line.trim().to_owned());
-                let mut stream = stream;
-                match answer {
-                    None => {
-                        let _ = stream.shutdown(std::net::Shutdown::Both);
-                    }
-                    Some(json) => {
-                        let _ = write!(
-                            stream,
-                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
-                            json.len()
-                        );
-                    }
-                }
-            }
-        });
-        RawServer { origin, requests }
-    }
-
-    fn api_url(&self) -> String {
-        format!("{}/api/v4", self.origin)
-    }
-
-    fn requests(&self) -> Vec<String> {
-        self.requests.lock().unwrap().clone()
-    }
-}
+/// Every header by which GitLab paginates.
+const PAGINATION_HEADERS: &[&str] = &[
+    "X-Page",
+    "X-Per-Page",
+    "X-Next-Page",
+    "X-Prev-Page",
+    "X-Total",
+    "X-Total-Pages",
+    "Link",
+];
 
 #[derive(Default)]
 struct RecordingSleeper(Mutex<Vec<Duration>>);
@@ -250,8 +129,9 @@ impl RecordingSleeper {
     }
 }
 
-fn config(server: &Server) -> GitLabConfig {
-    let mut config = GitLabConfig::new(server.api_url(), Token::new(TOKEN), "group/sub/proj");
+/// The bot's connection to the fake's project, without a proxy.
+pub(crate) fn config(fake: &FakeGitLab) -> GitLabConfig {
+    let mut config = GitLabConfig::new(fake.base_url(), Token::new(TOKEN), PROJECT_PATH);
     config.proxy = ProxyConfig::Direct;
     config.connect_timeout = Duration::from_secs(2);
     config.request_timeout = Duration::from_secs(3);
@@ -261,34 +141,26 @@ fn config(server: &Server) -> GitLabConfig {
 fn forge_with(config: GitLabConfig) -> (GitLabForge, Arc<RecordingSleeper>) {
     let sleeper = Arc::new(RecordingSleeper::default());
     (
-        GitLabForge::with_sleeper(config, 7, sleeper.clone()).unwrap(),
+        GitLabForge::with_sleeper(config, MR_IID, sleeper.clone()).unwrap(),
         sleeper,
     )
 }
 
-fn forge(server: &Server) -> (GitLabForge, Arc<RecordingSleeper>) {
-    forge_with(config(server))
-}
-
-fn forge_at(api_url: &str) -> (GitLabForge, Arc<RecordingSleeper>) {
-    let mut config = GitLabConfig::new(api_url, Token::new(TOKEN), "group/sub/proj");
-    config.proxy = ProxyConfig::Direct;
-    config.request_timeout = Duration::from_secs(3);
-    forge_with(config)
+fn forge(fake: &FakeGitLab) -> (GitLabForge, Arc<RecordingSleeper>) {
+    forge_with(config(fake))
 }
 
 const MR: &str = "/api/v4/projects/group%2Fsub%2Fproj/merge_requests/7";
 
-fn discussion(i: usize) -> Value {
-    json!({
-        "id": format!("{i:040x}"),
-        "individual_note": false,
-        "notes": [{"id": 1000 + i, "body": format!("note {i}"), "author": {"id": 5}, "system": false,
-                   "resolvable": true, "resolved": false, "updated_at": "2024-01-01T00:00:00Z"}]
-    })
+/// A request as sent: method, path and query.
+fn line(request: &LoggedRequest) -> String {
+    match request.query.as_str() {
+        "" => format!("{} {}", request.method, request.path),
+        query => format!("{} {}?{query}", request.method, request.path),
+    }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Paging {
     /// `X-Next-Page` (empty on the last page), with totals, and a lying `X-Total-Pages: 1`.
     NextPage,
@@ -298,83 +170,47 @@ enum Paging {
     LinkOnly,
 }
 
-/// A server listing `total` discussions.
-fn paged_server(total: usize, paging: Paging) -> Server {
-    Server::start(move |hit| {
-        let page: usize = hit
-            .req
-            .query("page")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(1);
-        let per_page: usize = hit
-            .req
-            .query("per_page")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(20);
-        let start = (page - 1) * per_page;
-        let items: Vec<Value> = (start..total.min(start + per_page))
-            .map(discussion)
-            .collect();
-        let has_next = start + per_page < total;
-        let mut headers: Vec<(String, String)> =
-            vec![("Content-Type".into(), "application/json".into())];
-        match paging {
-            Paging::NextPage | Paging::NextPageNoTotals => {
-                let next = if has_next {
-                    (page + 1).to_string()
-                } else {
-                    String::new()
-                };
-                headers.push(("X-Next-Page".into(), next));
-                headers.push(("X-Page".into(), page.to_string()));
-                if let Paging::NextPage = paging {
-                    headers.push(("X-Total".into(), total.to_string()));
-                    headers.push(("X-Total-Pages".into(), "1".into()));
-                }
-            }
-            Paging::LinkOnly => {
-                let mut links = vec![format!(
-                    "<{}{}/discussions?page=1&per_page={per_page}>; rel=\"first\"",
-                    hit.origin, MR
-                )];
-                if items.len() == per_page {
-                    links.push(format!(
-                        "<{}{}/discussions?page={}&per_page={per_page}>; rel=\"next\"",
-                        hit.origin,
-                        MR,
-                        page + 1
-                    ));
-                }
-                headers.push(("Link".into(), links.join(", ")));
-            }
+/// The fake listing `total` discussions, paginated as `paging` says.
+fn paged_fake(total: usize, paging: Paging) -> FakeGitLab {
+    let fake = FakeGitLab::start(with_discussions(total));
+    match paging {
+        Paging::NextPage => {
+            fake.inject(FaultRule::new(headers(
+                &[("X-Total-Pages", "1")],
+                &["Link"],
+            )));
         }
-        Reply::Respond {
-            status: 200,
-            headers,
-            body: Value::Array(items).to_string().into_bytes(),
+        Paging::NextPageNoTotals => {
+            fake.set_omit_totals(true);
+            fake.inject(FaultRule::new(headers(&[], &["Link"])));
         }
-    })
+        Paging::LinkOnly => {
+            fake.set_link_pagination(true, None);
+            fake.set_next_on_full_page(true);
+        }
+    }
+    fake
 }
 
 #[test]
 fn pagination_returns_every_item_for_edge_counts() {
     for paging in [Paging::NextPage, Paging::NextPageNoTotals, Paging::LinkOnly] {
         for total in [0usize, 1, 100, 101, 200, 250] {
-            let server = paged_server(total, paging);
-            let (forge, _) = forge(&server);
+            let fake = paged_fake(total, paging);
+            let (forge, _) = forge(&fake);
             let listed = forge.list_discussions().unwrap();
             let ids: Vec<u64> = listed.iter().map(|d| d.notes[0].id).collect();
             let expected: Vec<u64> = (0..total as u64).map(|i| 1000 + i).collect();
-            assert_eq!(ids, expected, "total {total}");
-            let seen = server.seen();
+            assert_eq!(ids, expected, "{paging:?} total {total}");
+            let seen = fake.requests();
             let pages = match paging {
                 Paging::LinkOnly => total / 100 + 1,
                 _ => total.div_ceil(100).max(1),
             };
-            assert_eq!(seen.len(), pages, "total {total}: pages fetched");
+            assert_eq!(seen.len(), pages, "{paging:?} total {total}: pages fetched");
             assert!(
                 seen.iter()
-                    .all(|s| s.query("per_page").as_deref() == Some("100"))
+                    .all(|s| s.query_param("per_page").as_deref() == Some("100"))
             );
             assert_eq!(
                 forge.request_counts(),
@@ -389,19 +225,9 @@ fn pagination_returns_every_item_for_edge_counts() {
 
 #[test]
 fn a_page_failing_after_retries_fails_the_whole_listing() {
-    let server = Server::start(|hit| {
-        if hit.req.query("page").is_none() {
-            let items: Vec<Value> = (0..100).map(discussion).collect();
-            Reply::Respond {
-                status: 200,
-                headers: vec![("X-Next-Page".into(), "2".into())],
-                body: Value::Array(items).to_string().into_bytes(),
-            }
-        } else {
-            json_reply(500, json!({"message": "500 Internal Server Error"}))
-        }
-    });
-    let (forge, sleeper) = forge(&server);
+    let fake = FakeGitLab::start(with_discussions(200));
+    fake.inject(FaultRule::new(FaultAction::ServerError).query_contains("page=2"));
+    let (forge, sleeper) = forge(&fake);
     let err = forge.list_discussions().unwrap_err();
     // A forge failure (exit 3), not "GitLab says the listing is incomplete".
     assert!(
@@ -413,57 +239,54 @@ fn a_page_failing_after_retries_fails_the_whole_listing() {
         err.to_string().contains("500 Internal Server Error"),
         "{err}"
     );
-    assert_eq!(server.seen().len(), 1 + 5);
+    let seen = fake.requests();
+    assert_eq!(seen.len(), 1 + 5);
+    assert_eq!(seen[0].query_param("page"), None);
+    assert!(
+        seen[1..]
+            .iter()
+            .all(|s| s.query_param("page").as_deref() == Some("2"))
+    );
     assert_eq!(sleeper.delays().len(), 4);
 }
 
 #[test]
 fn a_full_page_without_pagination_headers_is_incomplete_but_a_short_one_is_last() {
-    let full = Server::start(|_| json_reply(200, Value::Array((0..100).map(discussion).collect())));
+    let full = FakeGitLab::start(with_discussions(100));
+    full.inject(FaultRule::new(headers(&[], PAGINATION_HEADERS)));
     let err = forge(&full).0.list_discussions().unwrap_err();
     assert!(
         matches!(err, ForgeError::IncompleteListing { .. }),
         "{err:?}"
     );
-    let short = Server::start(|_| json_reply(200, Value::Array((0..99).map(discussion).collect())));
+    let short = FakeGitLab::start(with_discussions(99));
+    short.inject(FaultRule::new(headers(&[], PAGINATION_HEADERS)));
     assert_eq!(forge(&short).0.list_discussions().unwrap().len(), 99);
 }
 
 #[test]
 fn a_next_link_to_another_origin_is_not_followed() {
-    let other = Server::start(|_| json_reply(200, json!([])));
-    let target = format!("{}/api/v4/steal?page=2", other.origin);
-    let server = Server::start(move |_| {
-        reply_with(
-            200,
-            &[("Link", &format!("<{target}>; rel=\"next\""))],
-            &Value::Array((0..100).map(discussion).collect()).to_string(),
-        )
-    });
-    let err = forge(&server).0.list_discussions().unwrap_err();
+    let other = FakeGitLab::start(world());
+    let target = format!("{}/steal?page=2", other.base_url());
+    let fake = FakeGitLab::start(with_discussions(200));
+    fake.inject(FaultRule::new(headers(
+        &[("Link", &format!("<{target}>; rel=\"next\""))],
+        &["X-Next-Page"],
+    )));
+    let err = forge(&fake).0.list_discussions().unwrap_err();
     assert!(
         matches!(err, ForgeError::IncompleteListing { .. }),
         "{err:?}"
     );
     assert!(err.to_string().contains("another origin"), "{err}");
-    assert!(other.seen().is_empty());
+    assert!(other.requests().is_empty());
+    assert_eq!(fake.requests().len(), 1);
 }
 
 #[test]
 fn pagination_is_capped_and_loops_are_caught() {
-    let server = Server::start(|hit| {
-        let page: u64 = hit
-            .req
-            .query("page")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(1);
-        reply_with(
-            200,
-            &[("X-Next-Page", &(page + 1).to_string())],
-            &Value::Array((0..100).map(discussion).collect()).to_string(),
-        )
-    });
-    let mut config = config(&server);
+    let fake = FakeGitLab::start(with_discussions(400));
+    let mut config = config(&fake);
     config.max_pages = 3;
     let err = forge_with(config).0.list_discussions().unwrap_err();
     assert!(
@@ -471,47 +294,44 @@ fn pagination_is_capped_and_loops_are_caught() {
         "{err:?}"
     );
     assert!(err.to_string().contains("more than 3 pages"), "{err}");
-    assert_eq!(server.seen().len(), 3);
+    assert_eq!(fake.requests().len(), 3);
 
-    let looping = Server::start(|_| {
-        reply_with(
-            200,
-            &[("X-Next-Page", "1")],
-            &Value::Array((0..100).map(discussion).collect()).to_string(),
-        )
-    });
+    let looping = FakeGitLab::start(with_discussions(200));
+    looping.inject(FaultRule::new(headers(&[("X-Next-Page", "1")], &["Link"])));
     let err = forge(&looping).0.list_discussions().unwrap_err();
     assert!(err.to_string().contains("loop"), "{err}");
 }
 
 #[test]
 fn rate_limits_in_both_gitlab_forms_are_honoured() {
-    // Plain-text form with Retry-After, then the RateLimit-Reset form, then the JSON
-    // application-limit form without headers, then success.
+    // Rack::Attack's plain-text form with Retry-After, then a RateLimit-Reset without
+    // Retry-After, then the JSON application-limit form without headers, then success.
     let reset = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs()
         + 30;
-    let server = Server::start(move |hit| match hit.index {
-        0 => reply_with(
-            429,
-            &[("Retry-After", "7"), ("Content-Type", "text/plain")],
-            "Retry later\n",
-        ),
-        1 => reply_with(
+    let fake = FakeGitLab::start(world());
+    for (n, action) in [
+        FaultAction::RateLimitText { retry_after: 7 },
+        reply(
             429,
             &[("RateLimit-Reset", &reset.to_string())],
             "Retry later\n",
         ),
-        2 => json_reply(
-            429,
-            json!({"message": "This endpoint has been requested too many times. Try again later."}),
-        ),
-        _ => json_reply(200, json!({"id": 77, "username": "assent-bot"})),
-    });
-    let (forge, sleeper) = forge(&server);
-    assert_eq!(forge.bot_user_id().unwrap(), 77);
+        json_429(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        fake.inject(
+            FaultRule::new(action)
+                .route(RouteKind::User)
+                .nth(n as u64 + 1),
+        );
+    }
+    let (forge, sleeper) = forge(&fake);
+    assert_eq!(forge.bot_user_id().unwrap(), BOT_ID);
     let delays = sleeper.delays();
     assert_eq!(delays.len(), 3);
     assert_eq!(delays[0], Duration::from_secs(7));
@@ -522,32 +342,32 @@ fn rate_limits_in_both_gitlab_forms_are_honoured() {
     // No server delay: full-jitter backoff under the third retry's ceiling (4 × 500 ms).
     assert!(delays[2] <= Duration::from_secs(2), "{delays:?}");
     assert_eq!(forge.request_counts().reads, 4);
+    let statuses: Vec<Option<u16>> = fake.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [Some(429), Some(429), Some(429), Some(200)]);
 }
 
 #[test]
 fn retry_after_is_capped() {
-    let server = Server::start(|hit| match hit.index {
-        0 => reply_with(429, &[("Retry-After", "86400")], "Retry later"),
-        _ => json_reply(200, json!({"id": 1})),
-    });
-    let (forge, sleeper) = forge(&server);
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(reply(429, &[("Retry-After", "86400")], "Retry later")).nth(1));
+    let (forge, sleeper) = forge(&fake);
     forge.bot_user_id().unwrap();
     assert_eq!(sleeper.delays(), vec![Duration::from_secs(60)]);
 }
 
 #[test]
 fn server_errors_and_html_502_are_retried_then_succeed() {
-    let server = Server::start(|hit| match hit.index {
-        0 => reply_with(
-            502,
-            &[("Content-Type", "text/html")],
-            "<html><body><h1>502 Bad Gateway</h1></body></html>",
-        ),
-        1 => json_reply(503, json!({"message": "503 Service Unavailable"})),
-        _ => json_reply(200, json!({"id": 9})),
-    });
-    let (forge, sleeper) = forge(&server);
-    assert_eq!(forge.bot_user_id().unwrap(), 9);
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(FaultAction::BadGateway).nth(1));
+    fake.inject(
+        FaultRule::new(json_reply(
+            503,
+            json!({"message": "503 Service Unavailable"}),
+        ))
+        .nth(2),
+    );
+    let (forge, sleeper) = forge(&fake);
+    assert_eq!(forge.bot_user_id().unwrap(), BOT_ID);
     let delays = sleeper.delays();
     assert_eq!(delays.len(), 2);
     let policy = RetryPolicy::default();
@@ -558,8 +378,8 @@ fn server_errors_and_html_502_are_retried_then_succeed() {
         );
     }
     // Cached: a second call makes no request.
-    assert_eq!(forge.bot_user_id().unwrap(), 9);
-    assert_eq!(server.seen().len(), 3);
+    assert_eq!(forge.bot_user_id().unwrap(), BOT_ID);
+    assert_eq!(fake.requests().len(), 3);
     assert_eq!(
         forge.request_counts(),
         RequestCounts {
@@ -571,26 +391,34 @@ fn server_errors_and_html_502_are_retried_then_succeed() {
 
 #[test]
 fn a_dropped_connection_is_retried_for_reads() {
-    let server = RawServer::start(vec![None, Some(r#"{"id": 4}"#)]);
-    let (forge, sleeper) = forge_at(&server.api_url());
-    assert_eq!(forge.bot_user_id().unwrap(), 4);
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(FaultAction::LostAck { close: true }).nth(1));
+    let (forge, sleeper) = forge(&fake);
+    assert_eq!(forge.bot_user_id().unwrap(), BOT_ID);
     assert_eq!(sleeper.delays().len(), 1);
-    assert_eq!(server.requests().len(), 2);
+    let statuses: Vec<Option<u16>> = fake.requests().iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses,
+        [None, Some(200)],
+        "closed unanswered, then answered"
+    );
 }
 
 #[test]
 fn a_write_whose_connection_drops_is_ambiguous_and_not_retried() {
-    let server = RawServer::start(vec![None]);
-    let (forge, sleeper) = forge_at(&server.api_url());
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(FaultAction::LostAck { close: true }).any_write());
+    let (forge, sleeper) = forge(&fake);
     let err = forge.create_thread("x", None).unwrap_err();
     assert!(err.is_ambiguous_write(), "{err:?}");
     assert!(
         !err.to_string().contains("timeout"),
         "a real drop, not a timeout: {err}"
     );
-    let requests = server.requests();
+    let requests = fake.requests();
     assert_eq!(requests.len(), 1);
-    assert!(requests[0].starts_with("POST "), "{requests:?}");
+    assert_eq!(requests[0].method, "POST", "{requests:?}");
+    assert_eq!(requests[0].status, None, "closed without an answer");
     assert_waited_for_the_write_to_settle(&sleeper.delays());
     assert_eq!(
         forge.request_counts(),
@@ -603,9 +431,9 @@ fn a_write_whose_connection_drops_is_ambiguous_and_not_retried() {
 
 #[test]
 fn exhausted_retries_name_method_route_status_and_message() {
-    let server =
-        Server::start(|_| reply_with(502, &[], "<html><title>502 Bad Gateway</title></html>"));
-    let (forge, sleeper) = forge(&server);
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(FaultAction::BadGateway));
+    let (forge, sleeper) = forge(&fake);
     let err = forge.merge_request().unwrap_err();
     match &err {
         ForgeError::Status {
@@ -621,14 +449,15 @@ fn exhausted_retries_name_method_route_status_and_message() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(server.seen().len(), 5);
+    assert_eq!(fake.requests().len(), 5);
     assert_eq!(sleeper.delays().len(), 4);
 }
 
 #[test]
 fn client_errors_are_not_retried() {
-    let server = Server::start(|_| json_reply(403, json!({"message": "403 Forbidden"})));
-    let (forge, sleeper) = forge(&server);
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(FaultAction::Forbidden));
+    let (forge, sleeper) = forge(&fake);
     let err = forge.merge_request().unwrap_err();
     assert!(
         matches!(err, ForgeError::Status { status: 403, .. }),
@@ -638,7 +467,7 @@ fn client_errors_are_not_retried() {
         err.to_string(),
         format!("GET {MR}: HTTP 403: 403 Forbidden")
     );
-    assert_eq!(server.seen().len(), 1);
+    assert_eq!(fake.requests().len(), 1);
     assert!(sleeper.delays().is_empty());
 }
 
@@ -656,27 +485,18 @@ fn assert_waited_for_the_write_to_settle(delays: &[Duration]) {
 #[test]
 fn failed_writes_are_ambiguous_and_never_retried() {
     // 429 is not among them: GitLab refuses it before acting (see the rate-limit tests).
-    for (label, reply) in [
-        (
-            "500",
-            json_reply(500, json!({"message": "500 Internal Server Error"})),
-        ),
-        ("502 html", reply_with(502, &[], "<html>Bad Gateway</html>")),
+    for (label, failure) in [
+        ("500", FaultAction::ServerError),
+        ("502 html", FaultAction::BadGateway),
     ] {
-        let reply = Arc::new(Mutex::new(Some(reply)));
-        let server = Server::start(move |_| {
-            reply
-                .lock()
-                .unwrap()
-                .take()
-                .unwrap_or_else(|| json_reply(201, json!({"id": 1})))
-        });
-        let (forge, sleeper) = forge(&server);
+        let fake = FakeGitLab::start(world());
+        fake.inject(FaultRule::new(failure).any_write().nth(1));
+        let (forge, sleeper) = forge(&fake);
         let err = forge
             .create_note("<!-- assent:marker {} -->\nsummary")
             .unwrap_err();
         assert!(err.is_ambiguous_write(), "{label}: {err:?}");
-        let seen = server.seen();
+        let seen = fake.requests();
         assert_eq!(seen.len(), 1, "{label}: exactly one POST");
         assert_eq!(seen[0].method, "POST");
         assert_waited_for_the_write_to_settle(&sleeper.delays());
@@ -691,29 +511,21 @@ fn failed_writes_are_ambiguous_and_never_retried() {
     }
 }
 
-/// A server whose answers to POSTs follow `script` in order (then 201), and which answers
-/// every GET with the bot user.
-fn scripted_writes(script: Vec<Reply>) -> Server {
-    let script = Arc::new(Mutex::new(std::collections::VecDeque::from(script)));
-    Server::start(move |hit| {
-        if hit.req.method == "GET" {
-            return json_reply(200, json!({"id": 77, "username": "assent-bot"}));
-        }
-        script.lock().unwrap().pop_front().unwrap_or_else(|| {
-            if hit.req.path().ends_with("/notes") {
-                json_reply(201, json!({"id": 3}))
-            } else {
-                json_reply(
-                    201,
-                    json!({"id": "d".repeat(40), "notes": [{"id": 1}], "individual_note": false}),
-                )
-            }
-        })
-    })
+/// The fake, whose answers to writes follow `script` in order (the n-th write meets the n-th
+/// action), then its state's.
+fn scripted_writes(script: Vec<FaultAction>) -> FakeGitLab {
+    let fake = FakeGitLab::start(world());
+    for (n, action) in script.into_iter().enumerate() {
+        fake.inject(FaultRule::new(action).any_write().nth(n as u64 + 1));
+    }
+    fake
 }
 
-fn posts(server: &Server) -> usize {
-    server.seen().iter().filter(|r| r.method == "POST").count()
+fn posts(fake: &FakeGitLab) -> usize {
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .count()
 }
 
 #[test]
@@ -723,7 +535,7 @@ fn a_write_refused_with_429_is_sent_again_after_the_wait_it_asks_for() {
     for (label, refusal) in [
         (
             "text",
-            reply_with(
+            reply(
                 429,
                 &[("Retry-After", "60"), ("Content-Type", "text/plain")],
                 "Retry later\n",
@@ -731,25 +543,31 @@ fn a_write_refused_with_429_is_sent_again_after_the_wait_it_asks_for() {
         ),
         (
             "json",
-            Reply::Respond {
-                status: 429,
-                headers: vec![
-                    ("Content-Type".into(), "application/json".into()),
-                    ("Retry-After".into(), "60".into()),
+            reply(
+                429,
+                &[
+                    ("Content-Type", "application/json"),
+                    ("Retry-After", "60"),
                 ],
-                body: json!({"message": "This endpoint has been requested too many times. Try again later."})
-                    .to_string()
-                    .into_bytes(),
-            },
+                &json!({"message": "This endpoint has been requested too many times. Try again later."})
+                    .to_string(),
+            ),
         ),
     ] {
-        let server = scripted_writes(vec![refusal]);
-        let (forge, sleeper) = forge(&server);
+        let fake = scripted_writes(vec![refusal]);
+        let (forge, sleeper) = forge(&fake);
         let created = forge.create_thread("x", None).unwrap();
-        assert_eq!(created.note_id, 1, "{label}");
-        assert_eq!(posts(&server), 2, "{label}: the same write, sent again once");
-        let seen = server.seen();
+        let threads = fake.discussions(PROJECT_ID, MR_IID);
+        assert_eq!(threads.len(), 1, "{label}: one thread");
+        assert_eq!(created.note_id, threads[0].notes[0].id, "{label}");
+        assert_eq!(posts(&fake), 2, "{label}: the same write, sent again once");
+        let seen = fake.requests();
         assert_eq!(seen[0].body, seen[1].body, "{label}: the same write");
+        assert_eq!(
+            (seen[0].status, seen[1].status),
+            (Some(429), Some(201)),
+            "{label}"
+        );
         // The wait GitLab asked for, and no write-settle wait: nothing was in flight.
         assert_eq!(sleeper.delays(), vec![Duration::from_secs(60)], "{label}");
         let tally = forge.client().rate_limits();
@@ -761,21 +579,15 @@ fn a_write_refused_with_429_is_sent_again_after_the_wait_it_asks_for() {
 
 #[test]
 fn a_429_without_a_delay_backs_off_boundedly_and_retry_after_zero_still_waits() {
-    let json_429 = || {
-        json_reply(
-            429,
-            json!({"message": "This endpoint has been requested too many times. Try again later."}),
-        )
-    };
-    let server = scripted_writes(vec![
+    let fake = scripted_writes(vec![
         json_429(),
         json_429(),
-        reply_with(429, &[("Retry-After", "0")], "Retry later"),
-        reply_with(429, &[("Retry-After", "3600")], "Retry later"),
+        reply(429, &[("Retry-After", "0")], "Retry later"),
+        reply(429, &[("Retry-After", "3600")], "Retry later"),
     ]);
-    let (forge, sleeper) = forge(&server);
+    let (forge, sleeper) = forge(&fake);
     forge.create_note("summary").unwrap();
-    assert_eq!(posts(&server), 5);
+    assert_eq!(posts(&fake), 5);
     let delays = sleeper.delays();
     assert_eq!(delays.len(), 4, "{delays:?}");
     // Backoff from 1 s doubling, over its upper half: never nothing.
@@ -794,13 +606,9 @@ fn a_429_without_a_delay_backs_off_boundedly_and_retry_after_zero_still_waits() 
 
 #[test]
 fn when_the_rate_limit_budget_is_spent_the_write_fails_as_rate_limited() {
-    let server = Server::start(|hit| {
-        if hit.req.method == "GET" {
-            return json_reply(200, json!({"id": 77}));
-        }
-        reply_with(429, &[("Retry-After", "60")], "Retry later")
-    });
-    let mut config = config(&server);
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(reply(429, &[("Retry-After", "60")], "Retry later")).any_write());
+    let mut config = config(&fake);
     config.retry.rate_limit_budget = Duration::from_secs(150);
     let (forge, sleeper) = forge_with(config);
     let err = forge.create_thread("x", None).unwrap_err();
@@ -820,58 +628,53 @@ fn when_the_rate_limit_budget_is_spent_the_write_fails_as_rate_limited() {
     assert!(!text.contains(TOKEN), "{text}");
     // Two waits fitted; the third would not, so it was not started.
     assert_eq!(sleeper.delays(), vec![Duration::from_secs(60); 2]);
-    assert_eq!(posts(&server), 3);
+    assert_eq!(posts(&fake), 3);
 
     // The budget is the client's: a later write has none left to wait with.
     let err = forge.create_note("y").unwrap_err();
     assert!(err.is_rate_limited(), "{err:?}");
     assert_eq!(sleeper.delays().len(), 2);
+    assert!(fake.discussions(PROJECT_ID, MR_IID).is_empty());
 }
 
 #[test]
 fn a_zero_budget_gives_up_on_the_first_429() {
-    let server = scripted_writes(vec![reply_with(
-        429,
-        &[("Retry-After", "5")],
-        "Retry later",
-    )]);
-    let mut config = config(&server);
+    let fake = scripted_writes(vec![reply(429, &[("Retry-After", "5")], "Retry later")]);
+    let mut config = config(&fake);
     config.retry.rate_limit_budget = Duration::ZERO;
     let (forge, sleeper) = forge_with(config);
     let err = forge.create_note("x").unwrap_err();
     assert!(err.is_rate_limited(), "{err:?}");
     assert!(err.to_string().contains("(0 s waited of 0 s)"), "{err}");
     assert!(sleeper.delays().is_empty());
-    assert_eq!(posts(&server), 1);
+    assert_eq!(posts(&fake), 1);
 }
 
 #[test]
 fn read_waits_for_429_count_against_the_same_budget() {
-    let server = Server::start(|hit| match hit.index {
-        0 | 1 => reply_with(429, &[("Retry-After", "7")], "Retry later"),
-        _ => json_reply(200, json!({"id": 77})),
-    });
-    let mut config = config(&server);
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(reply(429, &[("Retry-After", "7")], "Retry later")).first_n(2));
+    let mut config = config(&fake);
     config.retry.rate_limit_budget = Duration::from_secs(10);
     let (forge, sleeper) = forge_with(config);
     let err = forge.bot_user_id().unwrap_err();
     assert!(err.is_rate_limited(), "{err:?}");
     assert!(err.to_string().contains("(7 s waited of 10 s)"), "{err}");
     assert_eq!(sleeper.delays(), vec![Duration::from_secs(7)]);
-    assert_eq!(server.seen().len(), 2);
+    assert_eq!(fake.requests().len(), 2);
 }
 
 #[test]
 fn server_errors_on_writes_stay_ambiguous_and_spend_no_rate_limit_budget() {
-    let server = scripted_writes(vec![json_reply(503, json!({"message": "busy"}))]);
-    let (forge, _sleeper) = forge(&server);
+    let fake = scripted_writes(vec![json_reply(503, json!({"message": "busy"}))]);
+    let (forge, _sleeper) = forge(&fake);
     assert!(
         forge
             .create_thread("x", None)
             .unwrap_err()
             .is_ambiguous_write()
     );
-    assert_eq!(posts(&server), 1);
+    assert_eq!(posts(&fake), 1);
     assert_eq!(forge.client().rate_limits(), RateLimitTally::default());
 }
 
@@ -881,20 +684,18 @@ fn writes_are_paced_when_ratelimit_remaining_says_the_window_is_spent() {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let created = |remaining: u64, reset_in: u64| Reply::Respond {
-        status: 201,
-        headers: vec![
-            ("Content-Type".into(), "application/json".into()),
-            ("RateLimit-Limit".into(), "10".into()),
-            ("RateLimit-Remaining".into(), remaining.to_string()),
-            ("RateLimit-Reset".into(), (now + reset_in).to_string()),
-        ],
-        body: json!({"id": "d".repeat(40), "notes": [{"id": 1}]})
-            .to_string()
-            .into_bytes(),
+    let limits = |remaining: u64, reset_in: u64| {
+        headers(
+            &[
+                ("RateLimit-Limit", "10"),
+                ("RateLimit-Remaining", &remaining.to_string()),
+                ("RateLimit-Reset", &(now + reset_in).to_string()),
+            ],
+            &[],
+        )
     };
-    let server = scripted_writes(vec![created(5, 40), created(0, 30), created(9, 60)]);
-    let (forge, sleeper) = forge(&server);
+    let fake = scripted_writes(vec![limits(5, 40), limits(0, 30), limits(9, 60)]);
+    let (forge, sleeper) = forge(&fake);
     forge.create_thread("a", None).unwrap();
     forge.create_thread("b", None).unwrap();
     // Plenty left after the first: no wait before the second.
@@ -915,7 +716,8 @@ fn writes_are_paced_when_ratelimit_remaining_says_the_window_is_spent() {
         1,
         "the window reset: no more pacing"
     );
-    assert_eq!(posts(&server), 4, "pacing sends nothing twice");
+    assert_eq!(posts(&fake), 4, "pacing sends nothing twice");
+    assert_eq!(fake.discussions(PROJECT_ID, MR_IID).len(), 4);
     assert_eq!(forge.client().rate_limits().waited, delays[0]);
     assert_eq!(forge.client().rate_limits().refused_writes, 0);
 }
@@ -926,27 +728,27 @@ fn pacing_that_does_not_fit_the_budget_lets_gitlab_decide() {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let server = scripted_writes(vec![Reply::Respond {
-        status: 201,
-        headers: vec![
-            ("RateLimit-Remaining".into(), "0".into()),
-            ("RateLimit-Reset".into(), (now + 50).to_string()),
+    let fake = scripted_writes(vec![headers(
+        &[
+            ("RateLimit-Remaining", "0"),
+            ("RateLimit-Reset", &(now + 50).to_string()),
         ],
-        body: json!({"id": 3}).to_string().into_bytes(),
-    }]);
-    let mut config = config(&server);
+        &[],
+    )]);
+    let mut config = config(&fake);
     config.retry.rate_limit_budget = Duration::from_secs(20);
     let (forge, sleeper) = forge_with(config);
     forge.create_note("a").unwrap();
     forge.create_note("b").unwrap();
     assert!(sleeper.delays().is_empty(), "{:?}", sleeper.delays());
-    assert_eq!(posts(&server), 2);
+    assert_eq!(posts(&fake), 2);
 }
 
 #[test]
 fn every_write_kind_is_ambiguous_on_a_server_error() {
-    let server = Server::start(|_| json_reply(500, json!({"message": "boom"})));
-    let (forge, _) = forge(&server);
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(json_reply(500, json!({"message": "boom"}))));
+    let (forge, _) = forge(&fake);
     assert!(
         forge
             .create_thread("x", None)
@@ -966,7 +768,8 @@ fn every_write_kind_is_ambiguous_on_a_server_error() {
             .is_ambiguous_write()
     );
     assert!(forge.edit_note(5, "x").unwrap_err().is_ambiguous_write());
-    assert_eq!(server.seen().len(), 4);
+    let methods: Vec<String> = fake.requests().into_iter().map(|r| r.method).collect();
+    assert_eq!(methods, ["POST", "POST", "PUT", "PUT"]);
     assert_eq!(
         forge.request_counts(),
         RequestCounts {
@@ -978,13 +781,12 @@ fn every_write_kind_is_ambiguous_on_a_server_error() {
 
 #[test]
 fn refused_writes_are_status_errors() {
-    let server = Server::start(|_| {
-        json_reply(
-            400,
-            json!({"message": {"body": ["is too long (maximum is 1000000 characters)"]}}),
-        )
-    });
-    let (forge, _) = forge(&server);
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(FaultAction::Refuse {
+        status: 400,
+        body: json!({"message": {"body": ["is too long (maximum is 1000000 characters)"]}}),
+    }));
+    let (forge, _) = forge(&fake);
     let err = forge.create_note("x").unwrap_err();
     match &err {
         ForgeError::Status {
@@ -1028,18 +830,12 @@ fn a_write_that_could_not_connect_is_a_transport_error() {
 
 #[test]
 fn redirects_are_refused_and_never_followed() {
-    let server = Server::start(|hit| {
-        if hit.req.path() == "/elsewhere" {
-            json_reply(200, json!({"id": 1}))
-        } else {
-            reply_with(
-                301,
-                &[("Location", &format!("{}/elsewhere?x=1", hit.origin))],
-                "",
-            )
-        }
-    });
-    let (forge, sleeper) = forge(&server);
+    let fake = FakeGitLab::start(world());
+    let elsewhere = format!("{}/elsewhere?x=1", fake.root_url());
+    fake.inject(FaultRule::new(FaultAction::Redirect {
+        location: Some(elsewhere),
+    }));
+    let (forge, sleeper) = forge(&fake);
     let err = forge.bot_user_id().unwrap_err();
     match &err {
         ForgeError::Status {
@@ -1048,36 +844,42 @@ fn redirects_are_refused_and_never_followed() {
             ..
         } => {
             assert!(
-                message.contains(&format!("{}/elsewhere", server.origin)),
+                message.contains(&format!("{}/elsewhere", fake.root_url())),
                 "{message}"
             );
         }
         other => panic!("{other:?}"),
     }
-    let seen = server.seen();
+    let seen = fake.requests();
     assert_eq!(seen.len(), 1);
-    assert!(seen.iter().all(|s| s.path() != "/elsewhere"));
+    assert!(seen.iter().all(|s| s.path != "/elsewhere"));
     assert!(sleeper.delays().is_empty());
     // Writes too.
     assert!(matches!(
         forge.create_note("x").unwrap_err(),
         ForgeError::Status { status: 301, .. }
     ));
-    assert!(server.seen().iter().all(|s| s.path() != "/elsewhere"));
+    assert!(fake.requests().iter().all(|s| s.path != "/elsewhere"));
+    assert!(fake.discussions(PROJECT_ID, MR_IID).is_empty());
 }
 
 #[test]
 fn the_token_is_only_ever_a_header() {
-    // The server echoes the token back in error bodies, the worst case for error texts.
-    let server = Server::start(|hit| match hit.index % 3 {
-        0 => json_reply(
-            401,
-            json!({"message": format!("401 Unauthorized: bad token {TOKEN}")}),
-        ),
-        1 => reply_with(500, &[], &format!("<html>{TOKEN}</html>")),
-        _ => json_reply(200, json!({"id": TOKEN})),
-    });
-    let mut config = config(&server);
+    // The server echoes the token back in error bodies, the worst case for error texts: by
+    // turns a 401 naming it, an HTML 500 holding it, and a 200 whose id is the token.
+    let fake = FakeGitLab::start(world());
+    for n in 0..6u64 {
+        let echo = match n % 3 {
+            0 => json_reply(
+                401,
+                json!({"message": format!("401 Unauthorized: bad token {TOKEN}")}),
+            ),
+            1 => reply(500, &[], &format!("<html>{TOKEN}</html>")),
+            _ => json_reply(200, json!({"id": TOKEN})),
+        };
+        fake.inject(FaultRule::new(echo).nth(n + 1));
+    }
+    let mut config = config(&fake);
     config.retry.max_attempts = 1;
     let (forge, _) = forge_with(config.clone());
     let mut errors = vec![
@@ -1094,64 +896,67 @@ fn the_token_is_only_ever_a_header() {
     }
     assert!(!format!("{config:?}").contains(TOKEN));
     assert!(!format!("{forge:?}").contains(TOKEN));
-    let seen = server.seen();
-    assert!(!seen.is_empty());
+    let seen = fake.requests();
+    assert_eq!(seen.len(), 6);
     for s in &seen {
-        assert!(!s.url.contains(TOKEN), "{}", s.url);
+        assert!(!line(s).contains(TOKEN), "{}", line(s));
         assert_eq!(s.header("PRIVATE-TOKEN"), Some(TOKEN));
         assert_eq!(
             s.header("User-Agent"),
             Some(concat!("assent/", env!("CARGO_PKG_VERSION")))
         );
     }
+    assert_eq!(fake.violations(), Vec::<String>::new());
 }
 
 #[test]
 fn project_and_file_paths_are_single_encoded_segments() {
-    let server = Server::start(|hit| {
-        if hit.req.path().ends_with("/raw") {
-            reply_with(200, &[], "retention: 7\n")
-        } else {
-            json_reply(
-                200,
-                json!({"name": "release/2.0", "commit": {"id": "c0ffee"}}),
-            )
-        }
-    });
-    let (forge, _) = forge(&server);
+    let mut state = with_file(
+        world(),
+        "abc123",
+        "topics/a b/orders.yaml",
+        b"retention: 7\n",
+    );
+    state.projects[0]
+        .branches
+        .insert("release/2.0".into(), "c0ffee".into());
+    let fake = FakeGitLab::start(state);
+    let (forge, _) = forge(&fake);
     let bytes = forge
         .read_file("abc123", "topics/a b/orders.yaml")
         .unwrap()
         .unwrap();
     assert_eq!(bytes, b"retention: 7\n");
     assert_eq!(forge.branch_head("release/2.0").unwrap(), "c0ffee");
-    let seen = server.seen();
+    let seen = fake.requests();
     assert_eq!(
-        seen[0].path(),
+        seen[0].path,
         "/api/v4/projects/group%2Fsub%2Fproj/repository/files/topics%2Fa%20b%2Forders.yaml/raw"
     );
-    assert_eq!(seen[0].query("ref").as_deref(), Some("abc123"));
+    assert_eq!(seen[0].query_param("ref").as_deref(), Some("abc123"));
     assert_eq!(
-        seen[1].path(),
+        seen[1].path,
         "/api/v4/projects/group%2Fsub%2Fproj/repository/branches/release%2F2.0"
     );
 }
 
 #[test]
 fn the_body_limit_is_enforced() {
-    let server = Server::start(|_| reply_with(200, &[], &"x".repeat(5000)));
-    let mut config = config(&server);
+    let state = with_file(world(), "abc", "big.yaml", "x".repeat(5000).as_bytes());
+    let fake = FakeGitLab::start(with_file(state, "abc", "f", "x".repeat(4096).as_bytes()));
+    let mut config = config(&fake);
     config.body_limit = 4096;
-    let (forge, sleeper) = forge_with(config);
+    let (forge, sleeper) = forge_with(config.clone());
     let err = forge.read_file("abc", "big.yaml").unwrap_err();
     assert!(matches!(err, ForgeError::Decode { .. }), "{err:?}");
     assert!(err.to_string().contains("4096-byte limit"), "{err}");
-    assert_eq!(server.seen().len(), 1, "an over-limit body is not retried");
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "an over-limit body is not retried"
+    );
     assert!(sleeper.delays().is_empty());
     // At the limit exactly is fine.
-    let server = Server::start(|_| reply_with(200, &[], &"x".repeat(4096)));
-    let mut config = self::config(&server);
-    config.body_limit = 4096;
     assert_eq!(
         forge_with(config)
             .0
@@ -1165,8 +970,10 @@ fn the_body_limit_is_enforced() {
 
 #[test]
 fn discussions_map_to_listed_notes_with_defaults() {
-    let server = Server::start(|_| {
-        json_reply(
+    // Shapes the fake's state never lists (a note without `updated_at`, a plain note without
+    // `resolvable`, `resolved: null`), answered as they are.
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(json_reply(
             200,
             json!([
                 {"id": "aaa", "individual_note": false, "notes": [
@@ -1181,9 +988,10 @@ fn discussions_map_to_listed_notes_with_defaults() {
                     {"id": 14, "body": "resolved all threads", "author": {"id": 5}, "system": true, "resolvable": false, "resolved": null}
                 ]}
             ]),
-        )
-    });
-    let (forge, _) = forge(&server);
+        ))
+        .route(RouteKind::Discussions),
+    );
+    let (forge, _) = forge(&fake);
     let listed = forge.list_discussions().unwrap();
     assert_eq!(listed.len(), 3);
     assert_eq!(listed[0].id, "aaa");
@@ -1208,50 +1016,55 @@ fn discussions_map_to_listed_notes_with_defaults() {
     let plain = &listed[1].notes[0];
     assert!(listed[1].individual_note && !plain.resolvable && !plain.resolved);
     assert!(listed[2].notes[0].system);
-    assert_eq!(server.seen()[0].path(), format!("{MR}/discussions"));
+    assert_eq!(fake.requests()[0].path, format!("{MR}/discussions"));
 }
 
 #[test]
 fn writes_send_the_documented_requests() {
-    let server = Server::start(|hit| match (hit.req.method.as_str(), hit.req.path()) {
-        ("POST", p) if p == format!("{MR}/discussions") => json_reply(
-            201,
-            json!({"id": "d1", "individual_note": false, "notes": [{"id": 501, "body": "b"}]}),
-        ),
-        ("POST", p) if p == format!("{MR}/discussions/d1/notes") => {
-            json_reply(201, json!({"id": 502}))
-        }
-        ("PUT", p) if p == format!("{MR}/discussions/d1") => {
-            json_reply(200, json!({"id": "d1", "notes": []}))
-        }
-        ("POST", p) if p == format!("{MR}/notes") => json_reply(201, json!({"id": 503})),
-        ("PUT", p) if p == format!("{MR}/notes/503") => json_reply(200, json!({"id": 503})),
-        _ => json_reply(404, json!({"message": "404 Not Found"})),
-    });
-    let (forge, _) = forge(&server);
+    let fake = FakeGitLab::start(world());
+    let (forge, _) = forge(&fake);
     let created = forge
         .create_thread("<!-- m -->\nRetention & days", None)
         .unwrap();
+    let thread = fake
+        .discussion(PROJECT_ID, MR_IID, &created.discussion_id)
+        .unwrap();
+    assert_eq!(created.note_id, thread.notes[0].id);
+    let reply = forge
+        .reply_to_thread(&created.discussion_id, "outdated as of abc")
+        .unwrap();
+    forge.resolve_thread(&created.discussion_id).unwrap();
+    let summary = forge.create_note("summary").unwrap();
+    forge.edit_note(summary, "summary v2").unwrap();
+
+    let thread = fake
+        .discussion(PROJECT_ID, MR_IID, &created.discussion_id)
+        .unwrap();
+    let bodies: Vec<&str> = thread.notes.iter().map(|n| n.body.as_str()).collect();
     assert_eq!(
-        (created.discussion_id.as_str(), created.note_id),
-        ("d1", 501)
+        bodies,
+        ["<!-- m -->\nRetention & days", "outdated as of abc"]
+    );
+    assert_eq!(thread.notes[1].id, reply);
+    assert!(thread.resolved());
+    let note = fake.note(PROJECT_ID, MR_IID, summary).unwrap();
+    assert_eq!(note.body, "summary v2");
+
+    let seen = fake.requests();
+    let id = &created.discussion_id;
+    let lines: Vec<String> = seen.iter().map(line).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("POST {MR}/discussions"),
+            format!("POST {MR}/discussions/{id}/notes"),
+            format!("PUT {MR}/discussions/{id}?resolved=true"),
+            format!("POST {MR}/notes"),
+            format!("PUT {MR}/notes/{summary}"),
+        ]
     );
     assert_eq!(
-        forge.reply_to_thread("d1", "outdated as of abc").unwrap(),
-        502
-    );
-    forge.resolve_thread("d1").unwrap();
-    assert_eq!(forge.create_note("summary").unwrap(), 503);
-    forge.edit_note(503, "summary v2").unwrap();
-    let seen = server.seen();
-    assert_eq!(seen.len(), 5);
-    let form = |s: &Seen| -> Vec<(String, String)> {
-        url::form_urlencoded::parse(s.body.as_bytes())
-            .into_owned()
-            .collect()
-    };
-    assert_eq!(
-        form(&seen[0]),
+        seen[0].form(),
         vec![(
             "body".to_string(),
             "<!-- m -->\nRetention & days".to_string()
@@ -1262,12 +1075,12 @@ fn writes_send_the_documented_requests() {
         Some("application/x-www-form-urlencoded")
     );
     assert_eq!(
-        form(&seen[1]),
+        seen[1].form(),
         vec![("body".to_string(), "outdated as of abc".to_string())]
     );
-    assert_eq!(seen[2].query("resolved").as_deref(), Some("true"));
+    assert_eq!(seen[2].query_param("resolved").as_deref(), Some("true"));
     assert_eq!(
-        form(&seen[4]),
+        seen[4].form(),
         vec![("body".to_string(), "summary v2".to_string())]
     );
     assert_eq!(
@@ -1281,45 +1094,41 @@ fn writes_send_the_documented_requests() {
 
 #[test]
 fn an_undecodable_write_answer_is_ambiguous() {
-    let server = Server::start(|_| reply_with(201, &[], "<html>created?</html>"));
-    let (forge, _) = forge(&server);
+    let fake = FakeGitLab::start(world());
+    fake.inject(FaultRule::new(reply(201, &[], "<html>created?</html>")));
+    let (forge, _) = forge(&fake);
     assert!(
         forge
             .create_thread("x", None)
             .unwrap_err()
             .is_ambiguous_write()
     );
-    assert_eq!(server.seen().len(), 1);
+    assert_eq!(fake.requests().len(), 1);
 }
 
 #[test]
 fn merge_request_info_is_mapped() {
-    let server = Server::start(|_| {
-        json_reply(
-            200,
-            json!({"iid": 7, "state": "opened", "sha": "head1", "diff_refs": {"base_sha": "base1", "head_sha": "head1"},
-                   "target_branch": "main", "head_pipeline": {"id": 3, "status": "running"},
-                   "web_url": "https://gl.example/g/p/-/merge_requests/7"}),
-        )
-    });
-    let (forge, _) = forge(&server);
+    let fake = FakeGitLab::start(world());
+    fake.set_head_pipeline(PROJECT_ID, MR_IID, Some((3, "running")));
+    let (forge, _) = forge(&fake);
     let mr = forge.merge_request().unwrap();
     assert_eq!(mr.state, MergeRequestState::Opened);
-    assert_eq!(mr.head_sha, "head1");
-    assert_eq!(mr.base_sha.as_deref(), Some("base1"));
+    assert_eq!(mr.head_sha, fixtures::HEAD_SHA);
+    assert_eq!(mr.base_sha.as_deref(), Some(fixtures::BASE_SHA));
     assert_eq!(mr.target_branch, "main");
     assert_eq!(mr.head_pipeline_status.as_deref(), Some("running"));
     assert_eq!(
         mr.web_url.as_deref(),
-        Some("https://gl.example/g/p/-/merge_requests/7")
+        Some("https://gitlab.example.com/group/sub/proj/-/merge_requests/7")
     );
 
-    let bare = Server::start(|_| {
-        json_reply(
+    // What the state always has, absent: no diff refs, no pipeline, no web URL.
+    let bare = FakeGitLab::start(world());
+    bare.inject(FaultRule::new(json_reply(
             200,
             json!({"state": "merged", "sha": "h", "diff_refs": null, "target_branch": "main", "head_pipeline": null}),
-        )
-    });
+        )),
+    );
     let mr = forge_with(config(&bare)).0.merge_request().unwrap();
     assert_eq!(mr.state, MergeRequestState::Merged);
     assert_eq!(
@@ -1330,30 +1139,41 @@ fn merge_request_info_is_mapped() {
 
 #[test]
 fn changed_files_mark_withheld_diffs() {
-    let server = Server::start(|_| {
-        json_reply(
-            200,
-            json!([
-                {"old_path": "a.yaml", "new_path": "a.yaml", "new_file": false, "renamed_file": false, "deleted_file": false, "diff": "@@"},
-                {"old_path": "b.yaml", "new_path": "b.yaml", "new_file": true, "renamed_file": false, "deleted_file": false, "too_large": true, "diff": ""},
-                {"old_path": "c.yaml", "new_path": "d.yaml", "new_file": false, "renamed_file": true, "deleted_file": false, "collapsed": true, "diff": ""}
-            ]),
-        )
-    });
-    let (forge, _) = forge(&server);
+    let mut state = world();
+    state.projects[0].mr_mut(MR_IID).unwrap().diffs = vec![
+        DiffFile {
+            diff: "@@".into(),
+            ..DiffFile::modified("a.yaml")
+        },
+        DiffFile {
+            too_large: Some(true),
+            diff: String::new(),
+            ..DiffFile::added("b.yaml")
+        },
+        DiffFile {
+            collapsed: Some(true),
+            ..DiffFile::renamed("c.yaml", "d.yaml")
+        },
+    ];
+    let fake = FakeGitLab::start(state);
+    let (forge, _) = forge(&fake);
     let files = forge.changed_files().unwrap();
     assert_eq!(files.len(), 3);
     assert!(!files[0].withheld);
     assert!(files[1].withheld && files[1].new_file);
     assert!(files[2].withheld && files[2].renamed_file && files[2].new_path == "d.yaml");
-    assert_eq!(server.seen()[0].path(), format!("{MR}/diffs"));
-    assert_eq!(server.seen()[0].query("per_page").as_deref(), Some("100"));
+    let seen = fake.requests();
+    assert_eq!(seen[0].path, format!("{MR}/diffs"));
+    assert_eq!(seen[0].query_param("per_page").as_deref(), Some("100"));
 }
 
 #[test]
 fn tree_lists_blobs_and_a_missing_dir_is_empty() {
-    let server = Server::start(|hit| match hit.req.query("path").as_deref() {
-        Some(".assent/policies") => json_reply(
+    // A listing with a subtree and a submodule (which the fake's state cannot hold), then
+    // GitLab's two 404s: a path that is not there, and a project that is not.
+    let fake = FakeGitLab::start(world());
+    for (n, answer) in [
+        json_reply(
             200,
             json!([
                 {"id": "1", "name": "a.yaml", "type": "blob", "path": ".assent/policies/a.yaml", "mode": "100644"},
@@ -1362,10 +1182,18 @@ fn tree_lists_blobs_and_a_missing_dir_is_empty() {
                 {"id": "4", "name": "mod", "type": "commit", "path": ".assent/policies/mod", "mode": "160000"}
             ]),
         ),
-        Some("gone") => json_reply(404, json!({"message": "404 Tree Not Found"})),
-        _ => json_reply(404, json!({"message": "404 Project Not Found"})),
-    });
-    let (forge, _) = forge(&server);
+        json_reply(404, json!({"message": "404 Tree Not Found"})),
+        json_reply(404, json!({"message": "404 Project Not Found"})),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        fake.inject(FaultRule::new(answer)
+                .route(RouteKind::Tree)
+                .nth(n as u64 + 1),
+        );
+    }
+    let (forge, _) = forge(&fake);
     assert_eq!(
         forge.list_tree("t1", "/.assent/policies/").unwrap(),
         vec![
@@ -1373,49 +1201,67 @@ fn tree_lists_blobs_and_a_missing_dir_is_empty() {
             ".assent/policies/sub/b.yml".to_string()
         ]
     );
-    let seen = server.seen();
+    let seen = fake.requests();
     assert_eq!(
-        seen[0].path(),
+        seen[0].path,
         "/api/v4/projects/group%2Fsub%2Fproj/repository/tree"
     );
-    assert_eq!(seen[0].query("ref").as_deref(), Some("t1"));
-    assert_eq!(seen[0].query("recursive").as_deref(), Some("true"));
+    assert_eq!(
+        seen[0].query_param("path").as_deref(),
+        Some(".assent/policies")
+    );
+    assert_eq!(seen[0].query_param("ref").as_deref(), Some("t1"));
+    assert_eq!(seen[0].query_param("recursive").as_deref(), Some("true"));
     assert_eq!(seen[0].body, "", "a GET carries no body");
     assert!(forge.list_tree("t1", "gone").unwrap().is_empty());
     // A project that is not there is an error, not an empty tree.
     assert!(forge.list_tree("t1", "other").is_err());
-}
-
-#[test]
-fn missing_files_are_none_but_missing_projects_are_errors() {
-    let server = Server::start(|hit| {
-        if hit.req.path().contains("absent") {
-            json_reply(404, json!({"message": "404 File Not Found"}))
-        } else {
-            json_reply(404, json!({"message": "404 Project Not Found"}))
-        }
-    });
-    let (forge, _) = forge(&server);
-    assert_eq!(forge.read_file("s", "absent.yaml").unwrap(), None);
-    let err = forge.read_file("s", "x.yaml").unwrap_err();
-    assert!(
-        matches!(err, ForgeError::Status { status: 404, .. }),
-        "{err:?}"
+    let paths: Vec<Option<String>> = fake
+        .requests()
+        .iter()
+        .map(|r| r.query_param("path"))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            Some(".assent/policies".to_string()),
+            Some("gone".to_string()),
+            Some("other".to_string())
+        ]
     );
 }
 
 #[test]
+fn missing_files_are_none_but_missing_projects_are_errors() {
+    let mut state = world();
+    state.projects[0].files.entry("s".into()).or_default();
+    let fake = FakeGitLab::start(state);
+    let (forge, _) = forge(&fake);
+    assert_eq!(forge.read_file("s", "absent.yaml").unwrap(), None);
+    let mut elsewhere = config(&fake);
+    elsewhere.project = "group/gone".into();
+    let err = forge_with(elsewhere)
+        .0
+        .read_file("s", "x.yaml")
+        .unwrap_err();
+    assert!(
+        matches!(err, ForgeError::Status { status: 404, .. }),
+        "{err:?}"
+    );
+    let statuses: Vec<Option<u16>> = fake.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [Some(404), Some(404)]);
+}
+
+#[test]
 fn note_endpoint_reads_one_note() {
-    let server = Server::start(|_| {
-        json_reply(
-            200,
-            json!({"id": 42, "body": "b", "author": {"id": 3}, "system": false}),
-        )
-    });
-    let (forge, _) = forge(&server);
+    let fake = FakeGitLab::start(world());
+    fake.ensure_user(3, "carol");
+    fake.post_with_id(PROJECT_ID, MR_IID, 3, "b", false, 42)
+        .unwrap();
+    let (forge, _) = forge(&fake);
     let note = forge.note(42).unwrap();
     assert_eq!((note.id, note.author_id, note.resolvable), (42, 3, false));
-    assert_eq!(server.seen()[0].path(), format!("{MR}/notes/42"));
+    assert_eq!(fake.requests()[0].path, format!("{MR}/notes/42"));
 }
 
 #[test]
@@ -1500,13 +1346,14 @@ fn the_forge_is_send_and_sync() {
 
 #[test]
 fn a_configured_proxy_carries_the_requests() {
-    let proxy = RawServer::start(vec![None]);
+    // The fake as the proxy: it logs what reaches it and answers nothing a proxy would.
+    let proxy = FakeGitLab::start(State::default());
     let mut config = GitLabConfig::new("http://gitlab.invalid/api/v4", Token::new(TOKEN), "g/p");
-    config.proxy = ProxyConfig::Url(proxy.origin.clone());
+    config.proxy = ProxyConfig::Url(proxy.root_url());
     config.retry.max_attempts = 1;
     let (forge, _) = forge_with(config);
     assert!(forge.bot_user_id().is_err());
-    let requests = proxy.requests();
+    let requests: Vec<String> = proxy.requests().iter().map(line).collect();
     assert_eq!(requests.len(), 1);
     assert!(
         requests[0].starts_with("CONNECT gitlab.invalid:80")
@@ -1539,57 +1386,6 @@ fn a_dead_configured_proxy_is_named_as_the_cause() {
 
 // ---- TLS: certificate failures told apart by type -------------------------------------------
 
-/// A one-connection-at-a-time HTTPS server presenting `cert` (PEM) with `key`, answering every
-/// request with `{"id": 1}`. Handshakes the client refuses just end the connection.
-fn tls_server(cert: &str, key: &str) -> String {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    use std::io::Write;
-
-    let certs = CertificateDer::pem_slice_iter(cert.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
-    let config = Arc::new(
-        rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap(),
-    );
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for tcp in listener.incoming() {
-            let Ok(tcp) = tcp else { return };
-            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
-            let mut tls = rustls::StreamOwned::new(conn, tcp);
-            let mut request = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                match tls.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => request.extend_from_slice(&buf[..n]),
-                }
-            }
-            let body = br#"{"id":1}"#;
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = tls.write_all(head.as_bytes());
-            let _ = tls.write_all(body);
-            let _ = tls.flush();
-            tls.conn.send_close_notify();
-            let _ = tls.flush();
-        }
-    });
-    format!("https://localhost:{port}/api/v4")
-}
-
 const TLS_CA: &str = include_str!("../testdata/tls/ca.pem");
 const TLS_LEAF: &str = include_str!("../testdata/tls/leaf.pem");
 const TLS_LEAF_KEY: &str = include_str!("../testdata/tls/leaf.key");
@@ -1597,6 +1393,13 @@ const TLS_SELF_CA: &str = include_str!("../testdata/tls/selfca.pem");
 const TLS_SELF_CA_KEY: &str = include_str!("../testdata/tls/selfca.key");
 const TLS_SELF_LEAF: &str = include_str!("../testdata/tls/selfleaf.pem");
 const TLS_SELF_LEAF_KEY: &str = include_str!("../testdata/tls/selfleaf.key");
+
+/// The fake behind its HTTPS front presenting `cert` with `key`.
+fn fake_over_tls(cert: &str, key: &str) -> (FakeGitLab, TlsFront) {
+    let fake = FakeGitLab::start(world());
+    let front = TlsFront::start(&fake, cert, key);
+    (fake, front)
+}
 
 /// `GET /user` against `api_url`, trusting the public roots plus `ca` when given.
 fn user_over_tls(api_url: &str, ca: Option<&str>) -> Result<u64, ForgeError> {
@@ -1629,22 +1432,32 @@ fn certificate_failure_of(result: Result<u64, ForgeError>) -> assent_forge::Cert
 
 #[test]
 fn tls_a_private_ca_given_as_the_ca_file_verifies_its_server() {
-    let url = tls_server(TLS_LEAF, TLS_LEAF_KEY);
-    assert_eq!(user_over_tls(&url, Some(TLS_CA)).unwrap(), 1);
+    let (fake, front) = fake_over_tls(TLS_LEAF, TLS_LEAF_KEY);
+    assert_eq!(
+        user_over_tls(&front.base_url(), Some(TLS_CA)).unwrap(),
+        BOT_ID
+    );
+    let seen = fake.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].header("PRIVATE-TOKEN"), Some(TOKEN));
 }
 
 #[test]
 fn tls_a_certificate_from_an_unknown_ca_is_unknown_issuer() {
     use assent_forge::CertificateFailure::UnknownIssuer;
-    let url = tls_server(TLS_LEAF, TLS_LEAF_KEY);
+    let (fake, front) = fake_over_tls(TLS_LEAF, TLS_LEAF_KEY);
     assert_eq!(
-        certificate_failure_of(user_over_tls(&url, None)),
+        certificate_failure_of(user_over_tls(&front.base_url(), None)),
         UnknownIssuer
     );
     // Another CA in the file does not help.
     assert_eq!(
-        certificate_failure_of(user_over_tls(&url, Some(TLS_SELF_LEAF))),
+        certificate_failure_of(user_over_tls(&front.base_url(), Some(TLS_SELF_LEAF))),
         UnknownIssuer
+    );
+    assert!(
+        fake.requests().is_empty(),
+        "nothing sent past the handshake"
     );
 }
 
@@ -1653,10 +1466,14 @@ fn tls_a_self_signed_ca_certificate_as_the_server_certificate_is_ca_used_as_end_
     use assent_forge::CertificateFailure::CaUsedAsEndEntity;
     // The server's own certificate given as the CA file: the TLS library still refuses a CA
     // certificate (CA:TRUE) presented as the server's.
-    let url = tls_server(TLS_SELF_CA, TLS_SELF_CA_KEY);
+    let (fake, front) = fake_over_tls(TLS_SELF_CA, TLS_SELF_CA_KEY);
     assert_eq!(
-        certificate_failure_of(user_over_tls(&url, Some(TLS_SELF_CA))),
+        certificate_failure_of(user_over_tls(&front.base_url(), Some(TLS_SELF_CA))),
         CaUsedAsEndEntity
+    );
+    assert!(
+        fake.requests().is_empty(),
+        "nothing sent past the handshake"
     );
 }
 
@@ -1664,10 +1481,13 @@ fn tls_a_self_signed_ca_certificate_as_the_server_certificate_is_ca_used_as_end_
 fn tls_a_self_signed_end_entity_certificate_is_its_own_trust_anchor() {
     // CA:FALSE, self-signed: given as the CA file, it verifies (the advice for the CA:TRUE
     // case relies on this).
-    let url = tls_server(TLS_SELF_LEAF, TLS_SELF_LEAF_KEY);
-    assert_eq!(user_over_tls(&url, Some(TLS_SELF_LEAF)).unwrap(), 1);
+    let (_fake, front) = fake_over_tls(TLS_SELF_LEAF, TLS_SELF_LEAF_KEY);
     assert_eq!(
-        certificate_failure_of(user_over_tls(&url, None)),
+        user_over_tls(&front.base_url(), Some(TLS_SELF_LEAF)).unwrap(),
+        BOT_ID
+    );
+    assert_eq!(
+        certificate_failure_of(user_over_tls(&front.base_url(), None)),
         assent_forge::CertificateFailure::UnknownIssuer
     );
 }

@@ -796,7 +796,8 @@ fn paginate_with<T>(st: &State, items: Vec<T>, ctx: &Ctx, render: impl Fn(T) -> 
         .map(render)
         .collect();
     let total_pages = total.div_ceil(per_page).max(1);
-    let next = (end < total).then_some(page + 1);
+    let full = end - start == per_page;
+    let next = (end < total || (st.next_on_full_page && full)).then_some(page + 1);
     let prev = (page > 1).then(|| page - 1);
     let href = |pg: u64| {
         let mut q: BTreeMap<String, String> = ctx.query_pairs.iter().cloned().collect();

@@ -2,8 +2,9 @@
 //!
 //! Rules form an ordered list. For each API request every rule whose matcher matches counts
 //! one occurrence; a rule *fires* when its [`When`] accepts that occurrence number. Latency of
-//! every firing rule is added up; the first firing non-latency rule decides the request's
-//! fate. Control routes (`/__fake/...`) are never subject to faults.
+//! every firing rule is added up and the header edits of every firing rule are applied in
+//! order; the first firing other rule decides the request's fate. Control routes
+//! (`/__fake/...`) are never subject to faults.
 
 use serde::{Deserialize, Serialize};
 
@@ -119,6 +120,27 @@ pub enum FaultAction {
         window_ms: u64,
         #[serde(default)]
         headers: bool,
+    },
+    /// Answers exactly `status`, `headers` and `body`, whatever the route: for an answer no
+    /// other action gives, e.g. a `Retry-After` form, an HTML page with a success status, a
+    /// JSON shape the state cannot produce (fields missing or `null`). Not applied.
+    Reply {
+        status: u16,
+        #[serde(default)]
+        headers: Vec<(String, String)>,
+        #[serde(default)]
+        body: String,
+    },
+    /// Edits the headers of the answer, whatever gives it (the state or another rule): every
+    /// header named in `remove` goes (any case), then each of `set` replaces the headers of its
+    /// name. Applied as usual. Like [`FaultAction::Latency`], it adds to the rule that decides
+    /// the request's fate rather than being it: e.g. a listing page whose pagination headers a
+    /// proxy stripped, a lying `X-Total-Pages`, `RateLimit-*` headers on a successful write.
+    Headers {
+        #[serde(default)]
+        set: Vec<(String, String)>,
+        #[serde(default)]
+        remove: Vec<String>,
     },
 }
 

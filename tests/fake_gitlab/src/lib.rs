@@ -15,6 +15,9 @@
 //! `GET /__fake/log`, `POST /__fake/log/reset`,
 //! `POST /__fake/faults` (a JSON [`FaultRule`]), `DELETE /__fake/faults`,
 //! `POST /__fake/release`.
+//!
+//! With the cargo feature `tls`, [`tls::TlsFront`] serves the fake over HTTPS with a given
+//! certificate, for the tests of certificate handling.
 
 mod api;
 mod approvals;
@@ -30,6 +33,8 @@ pub mod sandbox;
 mod server;
 pub mod socks;
 pub mod time;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub mod unified_diff;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -138,6 +143,12 @@ impl FakeGitLab {
             s.link_only = link_only;
             s.link_userinfo = userinfo.map(str::to_owned);
         });
+    }
+
+    /// Listings announce a next page after every full page (see
+    /// [`State::next_on_full_page`]).
+    pub fn set_next_on_full_page(&self, on: bool) {
+        self.with_state(|s| s.next_on_full_page = on);
     }
 
     /// Sets the listing order of an MR's discussions.

@@ -45,6 +45,10 @@ pub struct State {
     pub link_only: bool,
     /// `user:password` put into the authority of every `Link` URL of a listing.
     pub link_userinfo: Option<String>,
+    /// Announce a next page after every full page (`X-Next-Page` and `rel="next"`), as
+    /// GitLab's keyset pagination does without counting what follows: a listing whose length
+    /// is a multiple of `per_page` then ends on an empty page.
+    pub next_on_full_page: bool,
     /// When true, a reply to a resolved thread re-opens it; when false (default) the reply
     /// joins the thread resolved.
     pub reply_unresolves: bool,
@@ -69,6 +73,7 @@ impl Default for State {
             inflated_notes: BTreeMap::new(),
             link_only: false,
             link_userinfo: None,
+            next_on_full_page: false,
             reply_unresolves: false,
             version: "18.6.0".into(),
             users: vec![],

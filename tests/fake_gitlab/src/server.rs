@@ -38,6 +38,30 @@ pub struct LoggedRequest {
     pub body: String,
 }
 
+impl LoggedRequest {
+    /// The value of header `name` (any case) as the client sent it.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The percent-decoded value of query parameter `key`.
+    pub fn query_param(&self, key: &str) -> Option<String> {
+        form_urlencoded::parse(self.query.as_bytes())
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.into_owned())
+    }
+
+    /// The form-encoded body's pairs, percent-decoded, in order.
+    pub fn form(&self) -> Vec<(String, String)> {
+        form_urlencoded::parse(self.body.as_bytes())
+            .into_owned()
+            .collect()
+    }
+}
+
 pub(crate) struct Inner {
     pub state: State,
     pub log: Vec<LoggedRequest>,
@@ -158,6 +182,28 @@ fn fault_name(a: &FaultAction) -> &'static str {
         FaultAction::Hold { .. } => "hold",
         FaultAction::Redirect { .. } => "redirect",
         FaultAction::WindowLimit { .. } => "window_limit",
+        FaultAction::Reply { .. } => "reply",
+        FaultAction::Headers { .. } => "headers",
+    }
+}
+
+/// One firing [`FaultAction::Headers`] rule: the headers it sets and those it removes.
+type HeaderEdit = (Vec<(String, String)>, Vec<String>);
+
+/// The header edits of the firing [`FaultAction::Headers`] rules, in rule order.
+#[derive(Default)]
+struct HeaderEdits(Vec<HeaderEdit>);
+
+impl HeaderEdits {
+    fn apply(&self, resp: &mut Response) {
+        for (set, remove) in &self.0 {
+            resp.headers
+                .retain(|(k, _)| !remove.iter().any(|r| r.eq_ignore_ascii_case(k)));
+            for (name, value) in set {
+                resp.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+                resp.headers.push((name.clone(), value.clone()));
+            }
+        }
     }
 }
 
@@ -278,7 +324,7 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
     let write = !matches!(req.method.as_str(), "GET" | "HEAD");
 
     // Log arrival and pick the faults that fire.
-    let (seq, latency, action, limit_headers) = {
+    let (seq, latency, action, limit_headers, edits) = {
         let mut g = shared.lock();
         let g = &mut *g;
         let seq = g.log.len() as u64;
@@ -302,6 +348,7 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
         let mut action: Option<FaultAction> = None;
         let mut names = vec![];
         let mut limit_headers: Vec<(String, String)> = vec![];
+        let mut edits = HeaderEdits::default();
         for (index, (rule, count)) in g.faults.iter_mut().enumerate() {
             if !rule.matches(&req.method, &raw_path, &query, route.kind) {
                 continue;
@@ -314,6 +361,10 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
                 FaultAction::Latency { ms } => {
                     latency += ms;
                     names.push("latency");
+                }
+                FaultAction::Headers { set, remove } => {
+                    edits.0.push((set.clone(), remove.clone()));
+                    names.push("headers");
                 }
                 FaultAction::WindowLimit {
                     limit,
@@ -342,7 +393,7 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
             g.log[seq as usize].fault = Some(names.join("+"));
         }
         shared.cv.notify_all();
-        (seq, latency, action, limit_headers)
+        (seq, latency, action, limit_headers, edits)
     };
     if latency > 0 {
         std::thread::sleep(Duration::from_millis(latency));
@@ -385,10 +436,20 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
                 .unwrap_or_else(|| format!("http://{host}/moved{}", req.target));
             Some(Response::message(301, "301 Moved Permanently").header("Location", loc))
         }
+        Some(FaultAction::Reply {
+            status,
+            headers,
+            body,
+        }) => Some(Response {
+            status: *status,
+            headers: headers.clone(),
+            body: body.clone().into_bytes(),
+        }),
         _ => None,
     };
     if let Some(mut resp) = early {
         resp.headers.extend(limit_headers);
+        edits.apply(&mut resp);
         set_status(shared, seq, Some(resp.status));
         return Outcome::Respond(resp);
     }
@@ -428,7 +489,8 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
                 set_status(shared, seq, None);
                 return Outcome::Close;
             }
-            let r = Response::message(500, "500 Internal Server Error");
+            let mut r = Response::message(500, "500 Internal Server Error");
+            edits.apply(&mut r);
             set_status(shared, seq, Some(500));
             return Outcome::Respond(r);
         }
@@ -438,6 +500,7 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
         }) => hold(shared, *timeout_ms),
         _ => {}
     }
+    edits.apply(&mut resp);
     set_status(shared, seq, Some(resp.status));
     Outcome::Respond(resp)
 }

@@ -1089,3 +1089,135 @@ fn notes_over_a_million_characters_are_refused_on_create_reply_and_edit() {
         "the refused edit changed nothing"
     );
 }
+
+#[test]
+fn a_next_page_after_every_full_page_when_asked() {
+    for (n, pages) in [(0usize, 1usize), (99, 1), (100, 2), (200, 3), (250, 3)] {
+        let fake = FakeGitLab::start(with_threads(n));
+        fake.set_next_on_full_page(true);
+        let mut page = 1;
+        let mut seen = 0;
+        loop {
+            let r = get(
+                &fake,
+                &mr_path(&format!("/discussions?per_page=100&page={page}")),
+            );
+            let items = r.json().as_array().unwrap().len();
+            seen += items;
+            let next = r.h("X-Next-Page").unwrap().to_string();
+            let rels = link_rels(r.h("Link").unwrap());
+            let has_next = rels.iter().any(|(rel, _)| rel == "next");
+            assert_eq!(has_next, items == 100, "n={n} page={page}");
+            if items < 100 {
+                assert_eq!(next, "", "n={n} page={page}");
+                break;
+            }
+            assert_eq!(next, (page + 1).to_string(), "n={n} page={page}");
+            page += 1;
+        }
+        assert_eq!((seen, page), (n, pages), "n={n}");
+    }
+    // Off by default: a listing of exactly one full page has no next.
+    let fake = FakeGitLab::start(with_threads(100));
+    let r = get(&fake, &mr_path("/discussions?per_page=100"));
+    assert_eq!(r.h("X-Next-Page"), Some(""));
+}
+
+#[test]
+fn a_reply_rule_answers_exactly_what_it_says_and_applies_nothing() {
+    let fake = FakeGitLab::start(basic());
+    fake.inject(
+        FaultRule::new(FaultAction::Reply {
+            status: 429,
+            headers: vec![("RateLimit-Reset".into(), "1700000000".into())],
+            body: "Retry later\n".into(),
+        })
+        .any_write()
+        .nth(1),
+    );
+    fake.inject(
+        FaultRule::new(FaultAction::Reply {
+            status: 201,
+            headers: vec![],
+            body: "<html>created?</html>".into(),
+        })
+        .any_write()
+        .nth(2),
+    );
+    let r = form(&fake, "POST", &mr_path("/notes"), &[("body", "one")]);
+    assert_eq!((r.status, r.body.as_str()), (429, "Retry later\n"));
+    assert_eq!(r.h("RateLimit-Reset"), Some("1700000000"));
+    assert_eq!(r.h("Retry-After"), None);
+    assert_eq!(r.h("Content-Type"), None, "only the headers given");
+    let r = form(&fake, "POST", &mr_path("/notes"), &[("body", "two")]);
+    assert_eq!((r.status, r.body.as_str()), (201, "<html>created?</html>"));
+    assert!(
+        fake.discussions(PROJECT_ID, MR_IID).is_empty(),
+        "not applied"
+    );
+    let log = fake.requests();
+    assert_eq!(log[0].fault.as_deref(), Some("reply"));
+    assert_eq!((log[0].status, log[1].status), (Some(429), Some(201)));
+    // The log reads back what the client sent.
+    assert_eq!(log[1].form(), vec![("body".to_string(), "two".to_string())]);
+    assert_eq!(log[1].header("private-token"), Some(BOT_TOKEN));
+    // Through the control route too.
+    let rule = r#"{"action":{"reply":{"status":503,"body":"down"}},"when":{"nth":1}}"#;
+    let r = agent()
+        .post(format!("{}/__fake/faults", fake.root_url()))
+        .header("Content-Type", "application/json")
+        .send(rule)
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let r = get(&fake, "/user");
+    assert_eq!((r.status, r.body.as_str()), (503, "down"));
+}
+
+#[test]
+fn a_headers_rule_edits_the_answer_and_still_applies_it() {
+    let fake = FakeGitLab::start(with_threads(150));
+    fake.inject(
+        FaultRule::new(FaultAction::Headers {
+            set: vec![("x-total-pages".into(), "1".into())],
+            remove: vec!["link".into(), "X-NEXT-PAGE".into()],
+        })
+        .route(RouteKind::Discussions)
+        .nth(1),
+    );
+    fake.inject(
+        FaultRule::new(FaultAction::Headers {
+            set: vec![("RateLimit-Remaining".into(), "0".into())],
+            remove: vec![],
+        })
+        .any_write(),
+    );
+    let r = get(&fake, &mr_path("/discussions?per_page=100"));
+    assert_eq!(r.json().as_array().unwrap().len(), 100);
+    assert_eq!(r.h("X-Total-Pages"), Some("1"), "replaced, not added");
+    assert_eq!(
+        r.headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case("x-total-pages"))
+            .count(),
+        1
+    );
+    assert_eq!((r.h("Link"), r.h("X-Next-Page")), (None, None));
+    assert_eq!(r.h("X-Total"), Some("150"), "the rest untouched");
+    // Only the first listing.
+    let r = get(&fake, &mr_path("/discussions?per_page=100"));
+    assert_eq!(r.h("X-Next-Page"), Some("2"));
+    // On a write: applied, with the header added.
+    let r = form(&fake, "POST", &mr_path("/notes"), &[("body", "x")]);
+    assert_eq!(r.status, 201);
+    assert_eq!(r.h("RateLimit-Remaining"), Some("0"));
+    assert_eq!(fake.discussions(PROJECT_ID, MR_IID).len(), 151);
+    // With a rule deciding the answer: the edit applies to it.
+    fake.inject(FaultRule::new(FaultAction::ServerError).any_write().nth(1));
+    let r = form(&fake, "POST", &mr_path("/notes"), &[("body", "y")]);
+    assert_eq!(r.status, 500);
+    assert_eq!(r.h("RateLimit-Remaining"), Some("0"));
+    assert_eq!(
+        fake.requests().last().unwrap().fault.as_deref(),
+        Some("headers+server_error")
+    );
+}
