@@ -16,7 +16,7 @@
 //! `POST /__fake/faults` (a JSON [`FaultRule`]), `DELETE /__fake/faults`,
 //! `POST /__fake/release`.
 //!
-//! With the cargo feature `tls`, [`tls::TlsFront`] serves the fake over HTTPS with a given
+//! With the cargo feature `tls`, `tls::TlsFront` serves the fake over HTTPS with a given
 //! certificate, for the tests of certificate handling.
 
 mod api;

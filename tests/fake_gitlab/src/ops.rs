@@ -87,7 +87,7 @@ impl State {
     }
 
     /// Creates a resolvable thread on a line of the MR's diff (a `DiffNote`) at a position
-    /// already validated ([`crate::positions::validate`]); returns `(discussion id, note id)`.
+    /// already validated (by the positions module); returns `(discussion id, note id)`.
     pub fn create_diff_thread(
         &mut self,
         pid: u64,
