@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::time;
+use crate::unified_diff::unified_diff;
 
 /// Everything the fake knows. `Default` is an empty GitLab at `https://gitlab.example.com`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -773,6 +774,37 @@ impl DiffFile {
             ..Default::default()
         }
     }
+    /// The files whose bytes differ between the trees `base` and `head` (path to content),
+    /// sorted by path, as GitLab lists an MR's diffs: each added, deleted or modified, with
+    /// its unified diff, so findings can sit on their changed line.
+    pub fn listing<C: AsRef<[u8]>>(
+        base: &BTreeMap<String, C>,
+        head: &BTreeMap<String, C>,
+    ) -> Vec<DiffFile> {
+        let text = |c: &C| String::from_utf8_lossy(c.as_ref()).into_owned();
+        let mut paths: Vec<&String> = base.keys().chain(head.keys()).collect();
+        paths.sort();
+        paths.dedup();
+        paths
+            .into_iter()
+            .filter_map(|path| match (base.get(path), head.get(path)) {
+                (Some(a), Some(b)) if a.as_ref() == b.as_ref() => None,
+                (Some(a), Some(b)) => Some(DiffFile {
+                    diff: unified_diff(&text(a), &text(b)),
+                    ..DiffFile::modified(path)
+                }),
+                (None, Some(b)) => Some(DiffFile {
+                    diff: unified_diff("", &text(b)),
+                    ..DiffFile::added(path)
+                }),
+                (Some(a), None) => Some(DiffFile {
+                    diff: unified_diff(&text(a), ""),
+                    ..DiffFile::deleted(path)
+                }),
+                (None, None) => None,
+            })
+            .collect()
+    }
     pub fn added(path: &str) -> Self {
         DiffFile {
             new_file: true,
@@ -800,6 +832,12 @@ impl DiffFile {
 /// File bytes. Serialized as a plain string when UTF-8, else as `{base64: "..."}`.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct FileContent(pub Vec<u8>);
+
+impl AsRef<[u8]> for FileContent {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
 
 impl Serialize for FileContent {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

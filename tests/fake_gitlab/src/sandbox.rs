@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::model::{DiffFile, MergeRequest, Project, State, Token, User};
-use crate::unified_diff::unified_diff;
 
 /// The sandbox project's id.
 pub const PROJECT_ID: u64 = 1;
@@ -179,41 +178,10 @@ fn tree_sha(salt: &str, tree: &Tree) -> String {
     hex::encode(hash.finalize())[..40].to_owned()
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// The files whose bytes differ between `base` and `head`, as GitLab lists an MR's diffs
-/// (each with its unified diff, so findings can sit on their changed line).
-pub fn changed_files(base: &Tree, head: &Tree) -> Vec<DiffFile> {
-    let mut paths: Vec<&String> = base.keys().chain(head.keys()).collect();
-    paths.sort();
-    paths.dedup();
-    paths
-        .into_iter()
-        .filter_map(|path| match (base.get(path), head.get(path)) {
-            (Some(a), Some(b)) if a == b => None,
-            (Some(a), Some(b)) => Some(DiffFile {
-                diff: unified_diff(&text(a), &text(b)),
-                ..DiffFile::modified(path)
-            }),
-            (None, Some(b)) => Some(DiffFile {
-                diff: unified_diff("", &text(b)),
-                ..DiffFile::added(path)
-            }),
-            (Some(a), None) => Some(DiffFile {
-                diff: unified_diff(&text(a), ""),
-                ..DiffFile::deleted(path)
-            }),
-            (None, None) => None,
-        })
-        .collect()
-}
-
 /// The sandbox: a project whose `main` is `target` and whose open MR !1 from `feature` makes
 /// it `source`. Both merge checks are on, as the setup guide asks.
 pub fn state(target: &Tree, source: &Tree) -> Result<State, SandboxError> {
-    let diffs = changed_files(target, source);
+    let diffs = DiffFile::listing(target, source);
     if diffs.is_empty() {
         return Err(SandboxError::NoChange);
     }
@@ -371,7 +339,7 @@ mod tests {
     fn the_example_changes_one_file_two_values() {
         let (target, source) = example("topic-registry").expect("the example applies");
         assert!(target.contains_key(".assent/policies/topics.yaml"));
-        let diffs = changed_files(&target, &source);
+        let diffs = DiffFile::listing(&target, &source);
         let paths: Vec<&str> = diffs.iter().map(|d| d.new_path.as_str()).collect();
         assert_eq!(paths, ["topics/orders.yaml"]);
         let new = String::from_utf8(source["topics/orders.yaml"].clone()).unwrap();
@@ -390,7 +358,7 @@ mod tests {
     fn changed_files_name_adds_deletes_and_modifications_only() {
         let base = tree(&[("a", "1"), ("b", "2"), ("c", "3")]);
         let head = tree(&[("a", "1"), ("b", "20"), ("d", "4")]);
-        let diffs = changed_files(&base, &head);
+        let diffs = DiffFile::listing(&base, &head);
         let kinds: Vec<(&str, bool, bool)> = diffs
             .iter()
             .map(|d| (d.new_path.as_str(), d.new_file, d.deleted_file))

@@ -12,7 +12,6 @@ use std::process::{Child, Command, Output, Stdio};
 
 use fake_gitlab::{DiffFile, Discussion, FakeGitLab, FileContent, LoggedRequest, fixtures};
 
-use fake_gitlab::unified_diff::unified_diff;
 use serde_json::Value;
 
 /// The source-branch content of `topics/orders.yaml` in `fixtures::basic()` (30 → 7 days).
@@ -221,9 +220,6 @@ impl World {
     }
 
     fn push_tree(&self, sha: &str, files: &[(&str, &str)], real_diffs: bool) {
-        let text = |content: Option<&FileContent>| {
-            content.map_or_else(String::new, |c| String::from_utf8_lossy(&c.0).into_owned())
-        };
         self.fake.with_state(|state| {
             let project = project(state);
             let base = project
@@ -235,24 +231,13 @@ impl World {
             for (path, content) in files {
                 tree.insert((*path).to_owned(), FileContent(content.as_bytes().to_vec()));
             }
-            let diffs: Vec<DiffFile> = tree
-                .iter()
-                .filter(|(path, content)| base.get(*path) != Some(content))
-                .map(|(path, content)| {
-                    let listed = if base.contains_key(path) {
-                        DiffFile::modified(path)
-                    } else {
-                        DiffFile::added(path)
-                    };
-                    if !real_diffs {
-                        return listed;
-                    }
-                    DiffFile {
-                        diff: unified_diff(&text(base.get(path)), &text(Some(content))),
-                        ..listed
-                    }
-                })
-                .collect();
+            let mut diffs = DiffFile::listing(&base, &tree);
+            if !real_diffs {
+                // The placeholder hunk the fake lists by default: no line to sit on.
+                for listed in &mut diffs {
+                    listed.diff = DiffFile::modified(&listed.new_path).diff;
+                }
+            }
             project.files.insert(sha.to_owned(), tree);
             project.branches.insert("feature".into(), sha.to_owned());
             project.mr_mut(fixtures::MR_IID).expect("mr").diffs = diffs;
