@@ -8,7 +8,8 @@
 use clap::Args;
 
 use crate::commands::inputs::{
-    ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr,
+    ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr, switch_input,
+    with_gitlab_environment,
 };
 use crate::commands::{Exit, Format};
 use crate::doctor::checks::missing_inputs_check;
@@ -17,7 +18,7 @@ use crate::doctor::{self, Check, DoctorInputs, DuplicatePrevention, Report};
 
 /// Arguments of `assent doctor`.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:
+#[command(after_help = with_gitlab_environment("Examples:
   assent doctor                      In the MR job: every input comes from the CI environment
   assent doctor --mr 7 --project group/proj --api-url https://gitlab.example.com/api/v4
   assent doctor --format json
@@ -27,7 +28,7 @@ A check that fails (✗) makes doctor exit 1. A check that could not be verified
 not checked because an earlier one failed (-), is a warning: exit 0 unless --strict.
 Serialization (duplicate_prevention) and what holds the gate (gate_enforcement) can only be
 verified from inside the MR job itself (CI_JOB_ID set), where the CI configuration is read;
-anywhere else doctor reports unserialized-best-effort and threads-only, as warnings.")]
+anywhere else doctor reports unserialized-best-effort and threads-only, as warnings."))]
 pub struct DoctorArgs {
     /// Where GitLab is and which project.
     #[command(flatten)]
@@ -39,8 +40,9 @@ pub struct DoctorArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Exit 1 when a check could not be verified, not only when one fails (for a gate in CI:
-    /// run doctor in the MR job, where everything can be verified).
-    #[arg(long, env = "ASSENT_DOCTOR_STRICT")]
+    /// run doctor in the MR job, where everything can be verified)
+    /// [env: ASSENT_DOCTOR_STRICT=1|0, true|false, yes|no, on|off].
+    #[arg(long)]
     pub strict: bool,
 }
 
@@ -57,8 +59,11 @@ fn print(report: &Report, format: Format) {
 }
 
 /// Everything doctor needs from flags and environment, or every problem with them at once.
-fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<DoctorInputs, InputError> {
+fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<(DoctorInputs, bool), InputError> {
     let mut problems = Vec::new();
+    let strict = switch_input(args.strict, "ASSENT_DOCTOR_STRICT", env)
+        .map_err(|e| problems.push(e))
+        .unwrap_or(false);
     let connection = args
         .connection
         .resolve_each(env)
@@ -92,7 +97,7 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<DoctorInputs, InputE
     } else {
         None
     };
-    Ok(DoctorInputs {
+    let inputs = DoctorInputs {
         api_url: connection.api_url,
         project: connection.project,
         token: connection.token,
@@ -100,7 +105,8 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<DoctorInputs, InputE
         ca_source,
         mr,
         job_id,
-    })
+    };
+    Ok((inputs, strict))
 }
 
 /// Runs `assent doctor` with an injected environment.
@@ -118,8 +124,8 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
         eprintln!("error: {cause}");
         Exit::Usage
     };
-    let inputs = match resolve(args, env) {
-        Ok(inputs) => inputs,
+    let (inputs, strict) = match resolve(args, env) {
+        Ok(resolved) => resolved,
         Err(e) => return cannot_run(missing_inputs_check(&e.0), &e.0),
     };
     let report = match doctor::run(&inputs) {
@@ -148,7 +154,7 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
             "error: doctor found problems in: {} ({verdicts})",
             failures.join(", ")
         );
-    } else if !warnings.is_empty() && args.strict {
+    } else if !warnings.is_empty() && strict {
         eprintln!(
             "error: doctor could not verify: {} (--strict; {verdicts})",
             warnings.join(", ")
@@ -159,7 +165,7 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
             warnings.join(", ")
         );
     }
-    if report.found_problems(args.strict) {
+    if report.found_problems(strict) {
         Exit::GateFailed
     } else {
         Exit::Success

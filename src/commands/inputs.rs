@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::core::switch::{SPELLINGS, parse_switch};
+
 use crate::gitlab::{DEFAULT_RATE_LIMIT_BUDGET, DEFAULT_WRITE_SETTLE, GitLabConfig, Token};
 
 /// The longest accepted `ASSENT_WRITE_SETTLE_SECS`: a CI job should not hang for longer
@@ -18,6 +20,25 @@ const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(6 * 3_600);
 
 /// The fix to add to a rate-limited failure's line: how to wait longer.
 pub const RATE_LIMIT_ADVICE: &str = "to wait longer, raise --rate-limit-wait or ASSENT_RATE_LIMIT_WAIT, or the bot user's rate limits in GitLab; a rerun continues where this run stopped";
+
+/// The variables that every command talking to GitLab reads and that no option shows with
+/// its `[env: …]`, appended to those commands' `--help` by [`with_gitlab_environment`].
+pub const GITLAB_ENVIRONMENT: &str = "\
+Environment, besides each option's [env: ...]:
+  ASSENT_TOKEN, then GITLAB_TOKEN  the bot's API token (never a flag; sent only in the
+                                   PRIVATE-TOKEN header)
+  HTTPS_PROXY, HTTP_PROXY,         the proxy to GitLab by the API's scheme (also lowercase),
+  ALL_PROXY, NO_PROXY              and the hosts reached directly
+  ASSENT_ALLOW_HTTP=1              no warning for a plain http:// API base to a remote host
+                                   (1, true, yes or on)
+  ASSENT_WRITE_SETTLE_SECS=65      seconds a write whose answer was lost waits before the
+                                   listing decides it (0 to 600; 0 only where GitLab answers
+                                   within its request timeout)";
+
+/// `help` followed by [`GITLAB_ENVIRONMENT`], for a command's `after_help`.
+pub fn with_gitlab_environment(help: &str) -> String {
+    format!("{help}\n\n{GITLAB_ENVIRONMENT}")
+}
 
 /// How long `run` and `sweep` may wait for GitLab's rate limits (SPEC §11.1).
 #[derive(Debug, Clone, Args)]
@@ -129,6 +150,23 @@ pub fn first_of(flag: Option<&str>, vars: &[&str], env: EnvLookup<'_>) -> Option
             vars.iter()
                 .find_map(|var| env(var).filter(|v| !v.trim().is_empty()))
         })
+}
+
+/// An on/off setting: `true` when the flag is given, else the variable `var` read with the
+/// one parser of on/off text ([`crate::core::switch`]), else `false`. A value that is neither
+/// is a usage error naming the variable: a misspelt setting must not silently mean "off".
+pub fn switch_input(flag: bool, var: &str, env: EnvLookup<'_>) -> Result<bool, InputError> {
+    if flag {
+        return Ok(true);
+    }
+    match first_of(None, &[var], env) {
+        None => Ok(false),
+        Some(value) => parse_switch(&value).ok_or_else(|| {
+            InputError(format!(
+                "{var} is neither on nor off: {value:?} (write {SPELLINGS})"
+            ))
+        }),
+    }
 }
 
 /// The resolved connection: everything [`GitLabConfig`] needs except the MR.

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 
 use crate::commands::inputs::{
     ConnectionArgs, EnvLookup, InputError, RATE_LIMIT_ADVICE, RateLimitArgs, first_of, process_env,
-    resolve_mr,
+    resolve_mr, switch_input, with_gitlab_environment,
 };
 use crate::commands::{CommandResult, Exit, Format, UsageError, progress_for};
 use crate::core::codequality::codequality_report;
@@ -61,7 +61,7 @@ pub enum FailOn {
 
 /// Arguments of `assent run`.
 #[derive(Debug, Args)]
-#[command(after_help = EXAMPLES)]
+#[command(after_help = with_gitlab_environment(EXAMPLES))]
 pub struct RunArgs {
     /// GitLab connection.
     #[command(flatten)]
@@ -96,7 +96,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "block")]
     pub fail_on: FailOn,
     /// After the verified summary, approve the MR as the bot when the decision is APPROVE at
-    /// the pinned head, and withdraw the bot's approval otherwise [env: ASSENT_APPROVE=true|false].
+    /// the pinned head, and withdraw the bot's approval otherwise [env: ASSENT_APPROVE=1|0, true|false, yes|no, on|off].
     #[arg(long)]
     pub approve: bool,
     /// Output format on stdout: a few lines for a person (`text`), or exactly the receipt document (`json`).
@@ -132,24 +132,6 @@ fn sha_input(
     }
 }
 
-/// `--approve`, else `ASSENT_APPROVE` (`true` or `false`, any case). Any other value is a
-/// usage error: a misspelt setting must not silently leave the approval unmanaged.
-fn approve_input(flag: bool, env: EnvLookup<'_>) -> Result<bool, InputError> {
-    if flag {
-        return Ok(true);
-    }
-    match first_of(None, &["ASSENT_APPROVE"], env) {
-        None => Ok(false),
-        Some(value) => match value.trim().to_ascii_lowercase().as_str() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(InputError(format!(
-                "ASSENT_APPROVE is neither true nor false: {value:?}"
-            ))),
-        },
-    }
-}
-
 fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
     let usage = UsageError::from;
     let mut connection = args.connection.resolve(env).map_err(usage)?;
@@ -179,7 +161,7 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
         "the base SHA",
     )
     .map_err(usage)?;
-    let approve = approve_input(args.approve, env).map_err(usage)?;
+    let approve = switch_input(args.approve, "ASSENT_APPROVE", env).map_err(usage)?;
     let target_branch = first_of(
         args.target_branch.as_deref(),
         &["CI_MERGE_REQUEST_TARGET_BRANCH_NAME"],
@@ -432,20 +414,27 @@ mod tests {
     }
 
     #[test]
-    fn approve_comes_from_the_flag_or_a_boolean_environment_value() {
-        assert_eq!(approve_input(false, &env_with(None)), Ok(false));
-        assert_eq!(approve_input(true, &env_with(None)), Ok(true));
-        assert_eq!(approve_input(false, &env_with(Some("true"))), Ok(true));
-        assert_eq!(approve_input(false, &env_with(Some("TRUE"))), Ok(true));
-        assert_eq!(approve_input(false, &env_with(Some("false"))), Ok(false));
-        assert_eq!(
-            approve_input(true, &env_with(Some("false"))),
-            Ok(true),
-            "the flag wins"
-        );
-        for misspelt in ["yes", "1", "ture", "on"] {
-            let err = approve_input(false, &env_with(Some(misspelt))).unwrap_err();
-            assert!(err.0.contains("ASSENT_APPROVE"), "{err}");
+    fn approve_comes_from_the_flag_or_an_on_off_environment_value() {
+        let approve = |flag, value| switch_input(flag, "ASSENT_APPROVE", &env_with(value));
+        assert_eq!(approve(false, None), Ok(false));
+        assert_eq!(approve(true, None), Ok(true));
+        for on in ["true", "TRUE", "1", "yes", "on"] {
+            assert_eq!(approve(false, Some(on)), Ok(true), "{on:?}");
+        }
+        for off in ["false", "0", "no", "Off"] {
+            assert_eq!(approve(false, Some(off)), Ok(false), "{off:?}");
+        }
+        assert_eq!(approve(true, Some("false")), Ok(true), "the flag wins");
+        for misspelt in ["ture", "2", "enabled"] {
+            let err = approve(false, Some(misspelt)).unwrap_err();
+            assert!(
+                err.0.starts_with("ASSENT_APPROVE is neither on nor off"),
+                "{err}"
+            );
+            assert!(
+                err.0.contains("yes"),
+                "the message lists the spellings: {err}"
+            );
         }
     }
 }

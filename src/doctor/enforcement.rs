@@ -48,6 +48,8 @@
 
 use serde_yaml::Value as Yaml;
 
+use crate::core::switch::parse_switch;
+
 use super::report::GateEnforcement;
 use super::serialization::{ConfigFacts, Probe};
 
@@ -305,11 +307,12 @@ fn approve_setting(args: &[String], scopes: &[&[(String, String)]]) -> Result<bo
             .find(|(k, _)| k == "ASSENT_APPROVE")
             .map(|(_, v)| v.clone())
     });
-    match value.as_deref().map(str::trim) {
+    // Read as `assent run` reads the variable: empty is unset, then the one on/off parser.
+    match value.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
         None => Ok(false),
-        Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
-        Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
-        Some(v) => Err(format!("ASSENT_APPROVE is {v:?}, neither true nor false")),
+        Some(v) => {
+            parse_switch(v).ok_or_else(|| format!("ASSENT_APPROVE is {v:?}, neither on nor off"))
+        }
     }
 }
 
@@ -860,9 +863,9 @@ mod tests {
             ("no approving job", "without --approve", |e| {
                 e.config = config("assent:\n  script:\n  - assent run\n")
             }),
-            ("approve misspelt", "neither true nor false", |e| {
+            ("approve misspelt", "neither on nor off", |e| {
                 e.config = config(
-                    "assent:\n  variables:\n    ASSENT_APPROVE: 'yes'\n  script:\n  - assent run\n",
+                    "assent:\n  variables:\n    ASSENT_APPROVE: 'ture'\n  script:\n  - assent run\n",
                 )
             }),
             (

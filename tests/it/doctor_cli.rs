@@ -397,9 +397,27 @@ fn warnings_alone_exit_0_and_strict_makes_them_fail() {
         "{}",
         strict.stderr
     );
-    let mut by_env = outside.to_vec();
-    by_env.push(("ASSENT_DOCTOR_STRICT", "true"));
-    assert_eq!(doctor_with(&fake, BOT_TOKEN, &by_env, &[]).code, 1);
+    // The variable takes the same spellings as every on/off variable, and a misspelt one is
+    // named as the variable (not as the flag).
+    for on in ["true", "1", "yes"] {
+        let mut by_env = outside.to_vec();
+        by_env.push(("ASSENT_DOCTOR_STRICT", on));
+        assert_eq!(doctor_with(&fake, BOT_TOKEN, &by_env, &[]).code, 1, "{on}");
+    }
+    let mut off = outside.to_vec();
+    off.push(("ASSENT_DOCTOR_STRICT", "0"));
+    assert_eq!(doctor_with(&fake, BOT_TOKEN, &off, &[]).code, 0);
+    let mut misspelt = outside.to_vec();
+    misspelt.push(("ASSENT_DOCTOR_STRICT", "ture"));
+    let misspelt = doctor_with(&fake, BOT_TOKEN, &misspelt, &[]);
+    assert_eq!(misspelt.code, 2, "{}", misspelt.stderr);
+    assert!(
+        misspelt
+            .stderr
+            .contains("ASSENT_DOCTOR_STRICT is neither on nor off: \"ture\""),
+        "{}",
+        misspelt.stderr
+    );
     // Inside the job everything is verified: --strict passes.
     let inside = doctor_with(&fake, BOT_TOKEN, &[], &["--strict"]);
     assert_eq!(inside.code, 0, "{}\n{}", inside.stdout, inside.stderr);

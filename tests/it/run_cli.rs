@@ -1739,28 +1739,34 @@ fn without_approve_the_approval_is_never_touched() {
 }
 
 #[test]
-fn assent_approve_in_the_environment_is_a_boolean() {
+fn assent_approve_in_the_environment_is_an_on_off_value() {
     let w = World::new(ASSENT);
     revert_to_base(&w);
+    // CI users write 1, true and yes alike.
     let r = w
         .invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
-        .env("ASSENT_APPROVE", "true")
+        .env("ASSENT_APPROVE", "1")
         .run();
     r.expect_code(0);
     assert_eq!(r.receipt()["approval"], "approved");
 
     w.fake.reset_log();
-    let r = w.invocation().env("ASSENT_APPROVE", "yes").run();
+    let r = w.invocation().env("ASSENT_APPROVE", "ture").run();
     r.expect_code(2);
-    assert!(r.error_line().contains("ASSENT_APPROVE"), "{}", r.stderr);
+    assert!(
+        r.error_line()
+            .contains("ASSENT_APPROVE is neither on nor off: \"ture\""),
+        "the error names the variable: {}",
+        r.stderr
+    );
     assert_eq!(w.fake.requests().len(), 0, "nothing sent");
     assert!(r.receipt_text.is_none());
 
     let r = w
         .invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
-        .env("ASSENT_APPROVE", "false")
+        .env("ASSENT_APPROVE", "no")
         .run();
     r.expect_code(0);
     assert_eq!(r.receipt()["approval"], Value::Null);

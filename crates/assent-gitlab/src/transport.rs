@@ -672,10 +672,11 @@ fn build_proxy(source: &str, value: &str) -> Result<ureq::Proxy, GitLabConfigErr
     }
 }
 
-/// True when `ASSENT_ALLOW_HTTP` is `1`: the operator accepts a plain-`http://` API base to a
-/// remote host.
+/// True when `ASSENT_ALLOW_HTTP` is on (`1`, `true`, `yes`, …: the one on/off parser,
+/// [`assent_core::switch`]): the operator accepts a plain-`http://` API base to a remote host.
+/// Anything else keeps the warning, so a misspelt value fails towards saying more.
 pub fn allow_http(lookup: impl Fn(&str) -> Option<String>) -> bool {
-    lookup(ALLOW_HTTP_VAR).is_some_and(|v| v.trim() == "1")
+    lookup(ALLOW_HTTP_VAR).is_some_and(|v| assent_core::switch::parse_switch(&v) == Some(true))
 }
 
 /// True for a host that never leaves the machine: `localhost`, `127.0.0.0/8`, `::1` (also
@@ -1021,9 +1022,10 @@ mod tests {
         let env = |value: &'static str| {
             move |name: &str| (name == ALLOW_HTTP_VAR).then(|| value.to_owned())
         };
-        assert!(allow_http(env("1")));
-        assert!(allow_http(env(" 1 ")));
-        for no in ["", "0", "true", "yes", "11"] {
+        for yes in ["1", " 1 ", "true", "YES", "on"] {
+            assert!(allow_http(env(yes)), "{yes:?}");
+        }
+        for no in ["", "0", "false", "off", "11", "maybe"] {
             assert!(!allow_http(env(no)), "{no:?}");
         }
         assert!(!allow_http(|_: &str| None));
