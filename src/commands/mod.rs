@@ -1,6 +1,7 @@
 //! The thin command layer: flags and environment in, a call into the core, text out, an exit
 //! code back. No protocol logic lives here.
 
+pub mod completions;
 pub mod doctor;
 pub mod inputs;
 pub mod lint;
@@ -155,6 +156,8 @@ pub enum Command {
     /// Scheduled safety net: start a pipeline for every open MR whose review state is not
     /// verified for its head.
     Sweep(sweep::SweepArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
+    Completions(completions::CompletionsArgs),
 }
 
 /// Parses the command line, runs the command and returns its exit code.
@@ -167,6 +170,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => finish(run::run(&args)),
         Command::Sweep(args) => finish(sweep::run(&args)),
         Command::Doctor(args) => doctor::run(&args),
+        Command::Completions(args) => completions::run(&args),
     };
     exit.into()
 }
@@ -189,5 +193,44 @@ mod tests {
         assert_eq!(exit_of(&runtime), Exit::Runtime);
         assert_eq!(finish(Ok(Exit::GateFailed)), Exit::GateFailed);
         assert_eq!(finish(Err(runtime)), Exit::Runtime);
+    }
+
+    /// The long help of a subcommand, as `assent <name> --help` prints it.
+    fn long_help(name: &str) -> String {
+        use clap::CommandFactory as _;
+        let mut cli = Cli::command();
+        cli.build();
+        cli.find_subcommand_mut(name)
+            .expect(name)
+            .render_long_help()
+            .to_string()
+    }
+
+    #[test]
+    fn the_help_of_every_command_talking_to_gitlab_names_every_variable_it_reads() {
+        for name in ["run", "sweep", "doctor"] {
+            let help = long_help(name);
+            for var in [
+                "ASSENT_TOKEN",
+                "GITLAB_TOKEN",
+                "ASSENT_ALLOW_HTTP",
+                "ASSENT_WRITE_SETTLE_SECS",
+                "HTTPS_PROXY",
+                "NO_PROXY",
+                "CI_API_V4_URL",
+                "ASSENT_CA_FILE",
+            ] {
+                assert!(
+                    help.contains(var),
+                    "`assent {name} --help` lacks {var}:\n{help}"
+                );
+            }
+            // An on/off option read from a variable shows its spellings, never an empty
+            // `[env: NAME=]`.
+            assert!(!help.contains("=]"), "`assent {name} --help`:\n{help}");
+        }
+        assert!(long_help("doctor").contains("ASSENT_DOCTOR_STRICT=1|0"));
+        assert!(long_help("run").contains("ASSENT_APPROVE=1|0"));
+        assert!(long_help("run").contains("ASSENT_RATE_LIMIT_WAIT"));
     }
 }

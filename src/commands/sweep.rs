@@ -8,7 +8,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
-use crate::commands::inputs::{ConnectionArgs, RATE_LIMIT_ADVICE, RateLimitArgs, process_env};
+use crate::commands::inputs::{
+    ConnectionArgs, RATE_LIMIT_ADVICE, RateLimitArgs, process_env, with_gitlab_environment,
+};
 use crate::commands::{CommandResult, Exit, Format, UsageError, progress_for};
 use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
 use crate::gitlab::GitLabClient;
@@ -39,7 +41,7 @@ not wider than the interval), 3 forge failure (the report shows the progress mad
 
 /// Arguments of `assent sweep`.
 #[derive(Debug, Args)]
-#[command(after_help = SWEEP_HELP)]
+#[command(after_help = with_gitlab_environment(SWEEP_HELP))]
 pub struct SweepArgs {
     /// Where GitLab is and which project to sweep.
     #[command(flatten)]

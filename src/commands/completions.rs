@@ -1,0 +1,35 @@
+//! `assent completions SHELL`: the shell completion script, generated from the same clap
+//! definition as `--help`, so it can never drift from the options the binary takes.
+
+use std::io::Write as _;
+
+use clap::{Args, CommandFactory as _};
+use clap_complete::Shell;
+
+use crate::commands::{Cli, Exit};
+
+/// `assent completions`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  assent completions bash > ~/.local/share/bash-completion/completions/assent
+  assent completions zsh > \"${fpath[1]}/_assent\"
+  assent completions fish > ~/.config/fish/completions/assent.fish")]
+pub struct CompletionsArgs {
+    /// The shell to write the completion script for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// Writes the completion script for `args.shell` on stdout.
+pub fn run(args: &CompletionsArgs) -> Exit {
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "assent", &mut script);
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(&script).and_then(|()| stdout.flush()) {
+        Ok(()) => Exit::Success,
+        Err(e) => {
+            eprintln!("error: writing the completion script: {e}");
+            Exit::Runtime
+        }
+    }
+}
