@@ -85,7 +85,8 @@ Examples:
                                                JUnit XML for GitLab's test report
 
 Prints `ok` or `FAILED` per case, a `- expected` / `+ actual` diff for each failure (with the
-message each unexpected finding would post), then `N passed, M failed`.
+message each unexpected finding would post), then `N passed, M failed` (`, K broken` when a
+case file could not be read or parsed).
 Exit codes: 0 all pass, 1 a case fails, --update refuses a case, or the policies do not load,
 2 a test file cannot be read or parsed (file:line), tests or policies missing, or --update
 refused.";
@@ -616,6 +617,11 @@ pub fn run(args: &TestArgs) -> Exit {
         return Exit::Usage;
     }
     let mut tally = format!("{} passed, {} failed", summary.passed, summary.failed);
+    // A broken case file counts in the tally as it does in the JUnit report (as an error),
+    // so the two never disagree on how many cases there were.
+    if summary.broken > 0 {
+        tally.push_str(&format!(", {} broken", summary.broken));
+    }
     if summary.updated > 0 {
         tally.push_str(&format!(" ({} updated)", summary.updated));
     }

@@ -199,8 +199,10 @@ fn lint_reports_every_problem_in_one_pass_with_suggestions() {
             format!("{}rule `partitions-decrease`: `when` applies `+` to string and int, which CEL does not define: every evaluation would fail", at(18)),
             format!("{}rule `owner-change`: `when` calls unknown function `startswith` (did you mean `startsWith`?)", at(24)),
             format!("{}rule `owner-change`: `when` reads `mr.titel`, which does not exist (mr has iid, title, source_branch, target_branch, author, labels) (did you mean `title`?)", at(24)),
-            format!("{}rules[2]: unknown field `severity`, {fields}", at(26)),
-            "7 problem(s) in 1 file(s)".to_owned(),
+            format!("{}rule `owner-change`: placeholder `{{{{ new }}}}` is inside a link destination, where merge request content cannot be shown inert; move it into the message text", at(26)),
+            format!("{}rule `owner-change`: unknown placeholder `{{{{ ownr }}}}` in message template (known: old, new, entry, file, pointer, kind, rule)", at(26)),
+            format!("{}rules[2]: unknown field `severity`, {fields}", at(27)),
+            "9 problem(s) in 1 file(s)".to_owned(),
             String::new(),
         ]
         .join("\n")
@@ -208,7 +210,7 @@ fn lint_reports_every_problem_in_one_pass_with_suggestions() {
     assert_eq!(
         err,
         format!(
-            "error: the policies in {repo}/.assent/policies do not load: 7 problem(s) in 1 file(s)\n"
+            "error: the policies in {repo}/.assent/policies do not load: 9 problem(s) in 1 file(s)\n"
         )
     );
     // `test` refuses to run cases under them, printing the same problems.
@@ -451,7 +453,44 @@ fn an_unparseable_case_is_a_usage_error_with_file_and_line() {
         "{err}"
     );
     assert!(err.contains("(did you mean `head`?)"), "{err}");
-    assert!(out.ends_with("0 passed, 0 failed\n"), "{out}");
+    assert!(out.ends_with("0 passed, 0 failed, 1 broken\n"), "{out}");
+}
+
+#[test]
+fn the_text_tally_counts_what_the_junit_report_counts() {
+    // Two broken case files beside passing and failing cases: the text tally and the JUnit
+    // report must agree on the number of cases.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(Path::new(&broken("failing-test")), dir.path());
+    let tests = dir.path().join(".assent/tests");
+    std::fs::write(tests.join("zz-broken-1.yaml"), "cases: [\n").unwrap();
+    std::fs::write(tests.join("zz-broken-2.yaml"), "name: x\nhaed: 1\n").unwrap();
+    let repo = dir.path().to_str().unwrap();
+    let (_, text, _) = assent(&["test", repo], &[]);
+    let (_, junit, _) = assent(&["test", repo, "--format", "junit"], &[]);
+    let tally = text.lines().last().unwrap();
+    let number = |text: &str, word: &str| -> usize {
+        text.split(", ")
+            .find_map(|part| part.strip_suffix(word))
+            .map_or(0, |n| n.trim().parse().unwrap())
+    };
+    let attribute = |name: &str| -> usize {
+        let start = junit.find(&format!(" {name}=\"")).expect(name) + name.len() + 3;
+        junit[start..].split('"').next().unwrap().parse().unwrap()
+    };
+    let (passed, failed, broken) = (
+        number(tally, " passed"),
+        number(tally, " failed"),
+        number(tally, " broken"),
+    );
+    assert_eq!(broken, 2, "{tally}");
+    assert_eq!(failed, attribute("failures"), "{tally}\n{junit}");
+    assert_eq!(broken, attribute("errors"), "{tally}\n{junit}");
+    assert_eq!(
+        passed + failed + broken + attribute("skipped"),
+        attribute("tests"),
+        "{tally}\n{junit}"
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -692,7 +731,7 @@ fn junit_marks_skipped_broken_and_unloadable_cases() {
     let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(
         parsed["policyProblems"].as_array().unwrap().len(),
-        7,
+        9,
         "{json}"
     );
     assert_eq!(parsed["cases"], serde_json::json!([]));
@@ -950,7 +989,7 @@ fn a_link_to_dev_zero_is_refused_at_once() {
         out.starts_with(&format!("BROKEN {repo}/.assent/tests/zero.yaml\n")),
         "{out}"
     );
-    assert!(out.ends_with("19 passed, 0 failed\n"), "{out}");
+    assert!(out.ends_with("19 passed, 0 failed, 1 broken\n"), "{out}");
     assert!(
         err.starts_with(&format!(
             "error: {repo}/.assent/tests/zero.yaml{LINK_LINE}\n"

@@ -765,11 +765,13 @@ impl Loader {
                     None
                 }
             };
-            let message = match raw.message.as_deref().map(Template::parse) {
+            let message = match raw.message.as_deref().map(Template::parse_all) {
                 None => Some(Template::default_message()),
                 Some(Ok(t)) => Some(t),
-                Some(Err(e)) => {
-                    self.problem(path, at("message"), format!("rule `{}`: {e}", raw.id));
+                Some(Err(errors)) => {
+                    for e in errors {
+                        self.problem(path, at("message"), format!("rule `{}`: {e}", raw.id));
+                    }
                     None
                 }
             };

@@ -143,30 +143,51 @@ enum Token {
 }
 
 impl Template {
-    /// Parses `source`.
+    /// Parses `source`; the first problem when there are several ([`Template::parse_all`]
+    /// has them all).
     pub fn parse(source: &str) -> Result<Self, TemplateError> {
+        Self::parse_all(source).map_err(|mut errors| errors.swap_remove(0))
+    }
+
+    /// Parses `source`, or every problem in it (at least one: unknown or unclosed placeholders
+    /// first, then placeholders in unsafe places, each in the order they appear), so
+    /// that `assent lint` shows them all in one pass: an unknown placeholder does not hide a
+    /// placeholder in an unsafe place after it.
+    pub fn parse_all(source: &str) -> Result<Self, Vec<TemplateError>> {
+        let mut errors = Vec::new();
         let mut tokens = Vec::new();
         let mut rest = source;
         while let Some(open) = rest.find("{{") {
             tokens.extend(rest[..open].chars().map(Token::Char));
             let after = &rest[open + 2..];
-            let close = after.find("}}").ok_or(TemplateError::Unclosed)?;
+            let Some(close) = after.find("}}") else {
+                // Nothing after an unclosed `{{` can be read as placeholders.
+                errors.push(TemplateError::Unclosed);
+                rest = "";
+                break;
+            };
             let name = after[..close].trim();
             let var = match name {
-                "old" => Var::Old,
-                "new" => Var::New,
-                "entry" => Var::Entry,
-                "file" => Var::File,
-                "pointer" => Var::Pointer,
-                "kind" => Var::Kind,
-                "rule" => Var::Rule,
-                other => return Err(TemplateError::Unknown(other.to_owned())),
+                "old" => Some(Var::Old),
+                "new" => Some(Var::New),
+                "entry" => Some(Var::Entry),
+                "file" => Some(Var::File),
+                "pointer" => Some(Var::Pointer),
+                "kind" => Some(Var::Kind),
+                "rule" => Some(Var::Rule),
+                other => {
+                    errors.push(TemplateError::Unknown(other.to_owned()));
+                    None
+                }
             };
-            tokens.push(Token::Var(var));
+            tokens.extend(var.map(Token::Var));
             rest = &after[close + 2..];
         }
         tokens.extend(rest.chars().map(Token::Char));
-        let parts = markdown_parts(&tokens)?;
+        let parts = markdown_parts(&tokens, &mut errors);
+        if !errors.is_empty() {
+            return Err(errors);
+        }
         Ok(Template {
             parts,
             escape_pipes: source.lines().any(is_table_delimiter_row),
@@ -287,8 +308,8 @@ fn is_table_delimiter_row(line: &str) -> bool {
 /// Splits the template's tokens into Markdown text, placeholders and the template's own code
 /// spans around placeholders, as CommonMark reads code spans (placeholders count as
 /// characters that are not backticks), and refuses a content placeholder in a place where it
-/// could not be inert.
-fn markdown_parts(tokens: &[Token]) -> Result<Vec<Part>, TemplateError> {
+/// could not be inert (each refusal pushed onto `errors`).
+fn markdown_parts(tokens: &[Token], errors: &mut Vec<TemplateError>) -> Vec<Part> {
     let mut parts = Vec::new();
     let mut text = String::new();
     let mut i = 0;
@@ -313,7 +334,7 @@ fn markdown_parts(tokens: &[Token]) -> Result<Vec<Part>, TemplateError> {
                     Some(close) => {
                         let inside = &tokens[open_end..close];
                         if inside.iter().any(|t| matches!(t, Token::Var(_))) {
-                            check_place(tokens, i, inside)?;
+                            errors.extend(check_place(tokens, i, inside).err());
                             flush(&mut parts, &mut text);
                             parts.push(Part::Code(code_pieces(inside)));
                         } else {
@@ -339,7 +360,7 @@ fn markdown_parts(tokens: &[Token]) -> Result<Vec<Part>, TemplateError> {
                 i += 1;
             }
             Token::Var(var) => {
-                check_place(tokens, i, &tokens[i..=i])?;
+                errors.extend(check_place(tokens, i, &tokens[i..=i]).err());
                 flush(&mut parts, &mut text);
                 parts.push(Part::Var(var));
                 i += 1;
@@ -347,7 +368,7 @@ fn markdown_parts(tokens: &[Token]) -> Result<Vec<Part>, TemplateError> {
         }
     }
     flush(&mut parts, &mut text);
-    Ok(parts)
+    parts
 }
 
 /// Refuses the content placeholders among `placed` (which start at token `at`) when the
@@ -784,6 +805,33 @@ mod tests {
         assert!(
             error.contains("`{{ new }}`") && error.contains("a link destination"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn every_problem_of_a_template_is_reported_at_once() {
+        let errors = Template::parse_all("{{ olds }} see [here]({{ new }}) and {{ nope }}")
+            .expect_err("three problems");
+        assert_eq!(
+            errors,
+            [
+                TemplateError::Unknown("olds".into()),
+                TemplateError::Unknown("nope".into()),
+                TemplateError::UnsafePlace {
+                    name: "new".into(),
+                    place: "a link destination",
+                },
+            ]
+        );
+        assert_eq!(
+            Template::parse_all("<b title=\"{{ old }}\">x</b> {{ x").expect_err("two"),
+            [
+                TemplateError::Unclosed,
+                TemplateError::UnsafePlace {
+                    name: "old".into(),
+                    place: "an HTML tag",
+                },
+            ]
         );
     }
 
