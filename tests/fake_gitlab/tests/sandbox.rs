@@ -135,3 +135,25 @@ fn the_sandbox_flags_do_not_mix_with_a_state_file() {
         .expect("text");
     assert!(text.contains("usage:"), "{text}");
 }
+
+#[test]
+fn help_is_printed_on_stdout_with_exit_0_and_a_wrong_flag_on_stderr_with_exit_2() {
+    for flag in ["--help", "-h"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_fake-gitlab"))
+            .arg(flag)
+            .output()
+            .expect("run fake-gitlab");
+        assert_eq!(output.status.code(), Some(0), "{flag}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.starts_with("usage: fake-gitlab"), "{stdout}");
+        assert!(stdout.contains("--example topic-registry"), "{stdout}");
+        assert!(output.stderr.is_empty(), "{flag}");
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_fake-gitlab"))
+        .arg("--no-such-flag")
+        .output()
+        .expect("run fake-gitlab");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&output.stderr).starts_with("usage: fake-gitlab"));
+}

@@ -17,8 +17,9 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-fn usage() -> ! {
-    eprintln!(
+/// What `--help` prints on stdout, and a wrong command line on stderr before exit 2.
+fn usage_text() -> String {
+    format!(
         "usage: fake-gitlab [--port N] [--state FILE.yaml|FILE.json] [--dump-on-exit FILE]
        fake-gitlab --example topic-registry [--port N] [--dump-on-exit FILE]
        fake-gitlab --target-tree DIR --source-tree DIR [--port N] [--dump-on-exit FILE]
@@ -28,7 +29,11 @@ merge request, and prints the environment to export for assent doctor, run and s
 --target-tree/--source-tree do the same with two directory trees of your own (the target
 branch, and the MR's source branch).",
         sandbox::PROJECT_PATH
-    );
+    )
+}
+
+fn usage() -> ! {
+    eprintln!("{}", usage_text());
     std::process::exit(2);
 }
 
@@ -58,7 +63,10 @@ fn main() {
             "--example" => example = Some(args.next().unwrap_or_else(|| usage())),
             "--target-tree" => target_tree = Some(args.next().unwrap_or_else(|| usage())),
             "--source-tree" => source_tree = Some(args.next().unwrap_or_else(|| usage())),
-            "-h" | "--help" => usage(),
+            "-h" | "--help" => {
+                println!("{}", usage_text());
+                return;
+            }
             _ => usage(),
         }
     }
