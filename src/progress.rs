@@ -219,7 +219,12 @@ impl<W: Write + Send> Progress for Lines<W> {
                 )
             }
             Event::Planned { writes: 0 } => "plan: nothing to write".to_owned(),
-            Event::Planned { writes } => format!("plan: {}", count(writes, "write", "writes")),
+            // The plan's writes end with the rescan; marking the summary verified is one more, so
+            // the request count at the end is never a surprise.
+            Event::Planned { writes } => format!(
+                "plan: {}, then 1 to mark the summary verified",
+                count(writes, "write", "writes")
+            ),
             Event::Wrote { done, total } => {
                 let due =
                     write_milestone(done, total) || state.last_line.elapsed() >= self.heartbeat;
@@ -365,7 +370,7 @@ mod tests {
                 "progress: inputs read: 2 policy files, 1 changed file (5 requests)",
                 "progress: desired state: 1 finding of 1 rule",
                 "progress: listed 0 discussions (1 request)",
-                "progress: plan: 2 writes",
+                "progress: plan: 2 writes, then 1 to mark the summary verified",
                 "progress: rescan listed 2 discussions (1 request)",
                 "progress: verified at 22222222",
                 "progress: rate limits: 2 writes refused with 429 and sent again, 120 s waited in total",

@@ -14,7 +14,7 @@ use crate::commands::inputs::{
 use crate::commands::{CommandResult, Exit, Format, UsageError, progress_for};
 use crate::core::codequality::codequality_report;
 use crate::core::commit_sha::{self, parse_commit_sha};
-use crate::core::model::Decision;
+use crate::core::model::{Decision, Effect};
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
 use crate::core::semantic_diff::Limits;
@@ -351,6 +351,17 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
                 let id = action
                     .forge_id
                     .map_or_else(|| "new".to_owned(), |id| format!("note {id}"));
+                // A kept resolution is an assent only when it counts: say which, so that
+                // `preserve-resolution` never reads as an assent it is not.
+                let id = match finding {
+                    Some(f) if f.effect == Effect::Challenge && f.resolved && f.assented => {
+                        format!("{id}; assented")
+                    }
+                    Some(f) if f.effect == Effect::Challenge && f.resolved => {
+                        format!("{id}; resolved, but not an assent: still gating, see the summary")
+                    }
+                    _ => id,
+                };
                 out.push_str(&format!(
                     "  {:<width$}  {:<9}  {} @ {}  ({id})\n",
                     action.action.as_str(),

@@ -284,7 +284,14 @@ fn a_resolved_challenge_is_preserved_and_only_the_summary_is_edited() {
         "{}",
         r.stdout
     );
-    assert!(r.stdout.contains("preserve-resolution"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(&format!(
+            "preserve-resolution  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (note {}; assented)",
+            thread.notes[0].id
+        )),
+        "{}",
+        r.stdout
+    );
 
     // Exactly one write: the summary edited in place.
     let writes = w.writes();
@@ -352,6 +359,15 @@ fn the_authors_own_resolution_is_not_assent_and_the_summary_says_why() {
     assert_eq!(receipt["findings"][0]["resolved"], true);
     assert_eq!(receipt["findings"][0]["assented"], false);
     assert_eq!(receipt["actions"][0]["action"], "preserve-resolution");
+    // The text report never lets the kept resolution read as an assent.
+    assert!(
+        r.stdout.contains(&format!(
+            "preserve-resolution  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (note {}; resolved, but not an assent: still gating, see the summary)",
+            thread.notes[0].id
+        )),
+        "{}",
+        r.stdout
+    );
     // Only the summary changes: the thread is never re-opened or replied to.
     let writes = w.writes();
     assert_eq!(writes.len(), 1, "{writes:#?}");
@@ -914,7 +930,7 @@ fn a_dry_run_prints_the_plan_and_writes_nothing() {
     assert!(r.stdout.starts_with("assent: APPROVE"), "{}", r.stdout);
     assert!(
         r.stdout.contains(&format!(
-            "preserve-resolution  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (note {})",
+            "preserve-resolution  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (note {}; assented)",
             thread.notes[0].id
         )),
         "{}",
@@ -2313,13 +2329,18 @@ fn a_run_with_writes_says_each_phase_on_stderr_in_order() {
             "progress: inputs read: 2 policy files, 1 changed file (6 requests)",
             "progress: desired state: 1 finding of 1 rule",
             "progress: listed 0 discussions (1 request)",
-            "progress: plan: 2 writes",
+            "progress: plan: 2 writes, then 1 to mark the summary verified",
             "progress: writes 1/2",
             "progress: writes 2/2",
             "progress: rescan listed 2 discussions (1 request)",
             "progress: confirmation listed 2 discussions (1 request)",
             "progress: verified at 22222222",
         ]
+    );
+    assert_eq!(
+        r.receipt()["requests"]["writes"],
+        3,
+        "the plan's 2 writes and the verified edit, as the plan line says"
     );
     r.assert_no_token();
 
