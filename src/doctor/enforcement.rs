@@ -131,7 +131,8 @@ pub struct EnforcementVerdict {
 pub const THREADS_ONLY_WARNING: &str = "an MR's author can resolve their own challenge threads and nothing stops the merge. Hold the gate with one of: Settings > Merge requests > Pipelines must succeed on (and skipped pipelines not successful) with the template's fail_on: review (any GitLab tier); or an approval rule requiring 1 approval from the bot user only, approvals removed on push, approval rules not editable in MRs, and the template's approve: true (GitLab Premium). Load the template from a protected CI configuration project (docs/setup.md, Step 3)";
 
 impl EnforcementVerdict {
-    /// `threads-only` with `reason`, and the standard warning.
+    /// `threads-only` with `reason`, and the standard warning (for a doctor that could not
+    /// read the evidence: [`judge`] names what is missing instead).
     pub fn threads_only(reason: impl Into<String>) -> Self {
         EnforcementVerdict {
             enforcement: GateEnforcement::ThreadsOnly,
@@ -639,6 +640,28 @@ fn pipeline_required(e: &EnforcementEvidence) -> Result<String, String> {
     Err(why.join("; "))
 }
 
+/// What to change when the gate is `threads-only`: what each verdict lacks, then how to
+/// hold the gate, leaving out the settings the evidence shows on already.
+fn threads_only_advice(e: &EnforcementEvidence, pipeline: &str, approval: &str) -> String {
+    let setting_on = matches!(
+        &e.project,
+        Probe::Got(p) if p.only_allow_merge_if_pipeline_succeeds == Some(true)
+            && p.allow_merge_on_skipped_pipeline == Some(false)
+    );
+    let pipeline_how = if setting_on {
+        "the template's fail_on: review, from a protected CI configuration project (Pipelines must succeed is on already)"
+    } else {
+        "Settings > Merge requests > Pipelines must succeed on (and skipped pipelines not successful) with the template's fail_on: review, from a protected CI configuration project (any GitLab tier)"
+    };
+    format!(
+        "an MR's author can resolve their own challenge threads and nothing stops the merge. \
+         Missing for pipeline-required: {pipeline}. Missing for approval-required: {approval}. \
+         Hold the gate with one of: {pipeline_how}; or an approval rule requiring 1 approval \
+         from the bot user only, approvals removed on push, approval rules not editable in MRs, \
+         and the template's approve: true (GitLab Premium). docs/setup.md, Step 3 and Step 6"
+    )
+}
+
 /// The verdict (see the module docs for the rule).
 pub fn judge(e: &EnforcementEvidence) -> EnforcementVerdict {
     let approval = match approval_required(e) {
@@ -661,9 +684,13 @@ pub fn judge(e: &EnforcementEvidence) -> EnforcementVerdict {
         }
         Err(why) => why,
     };
-    EnforcementVerdict::threads_only(format!(
-        "not approval-required: {approval}; not pipeline-required: {pipeline}"
-    ))
+    EnforcementVerdict {
+        enforcement: GateEnforcement::ThreadsOnly,
+        // The standard advice would tell an operator to turn on what may be on already: name
+        // what is missing for each verdict instead, from the same evidence as the reason.
+        warning: Some(threads_only_advice(e, &pipeline, &approval)),
+        reason: format!("not approval-required: {approval}; not pipeline-required: {pipeline}"),
+    }
 }
 
 #[cfg(test)]

@@ -1022,11 +1022,43 @@ fn json_carries_the_gate_verdict() {
     let o = doctor_with(&fake, BOT_TOKEN, &[], &["--format", "json"]);
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["gate_enforcement"], "threads-only");
+    // "Pipelines must succeed" is on here: the warning names the real gap (the job fails on
+    // block only) instead of advising to turn on what is on.
+    let pipelines = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "pipelines-setting")
+        .unwrap();
+    assert_eq!(pipelines["status"], "pass", "{pipelines}");
+    let warning = v["gate_enforcement_warning"].as_str().unwrap();
+    assert!(!warning.contains("Pipelines must succeed on"), "{warning}");
     assert!(
-        v["gate_enforcement_warning"]
-            .as_str()
-            .unwrap()
-            .contains("Pipelines must succeed")
+        warning.contains("Pipelines must succeed is on already"),
+        "{warning}"
+    );
+    let pipeline_gap = v["gate_enforcement_reason"]
+        .as_str()
+        .unwrap()
+        .split_once("not pipeline-required: ")
+        .unwrap()
+        .1;
+    assert!(warning.contains(pipeline_gap), "{warning}");
+
+    // With the setting off, that is what the warning names.
+    let mut state = healthy();
+    state.projects[0].only_allow_merge_if_pipeline_succeeds = false;
+    let fake = FakeGitLab::start(state);
+    let o = doctor_with(&fake, BOT_TOKEN, &[], &["--format", "json"]);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    let warning = v["gate_enforcement_warning"].as_str().unwrap();
+    assert!(
+        warning.contains("Missing for pipeline-required: Pipelines must succeed is off"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("Pipelines must succeed on (and skipped"),
+        "{warning}"
     );
 }
 
