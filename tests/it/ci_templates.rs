@@ -762,33 +762,47 @@ fn the_component_readme_names_every_shipped_file() {
 }
 
 #[test]
-fn the_component_readme_documents_every_input_with_its_default() {
+fn the_component_readme_is_in_the_catalog_layout_and_names_every_input() {
     let readme = read("ci-templates/README.md");
-    let table: BTreeMap<String, String> = readme
-        .split("## Inputs")
+    // The catalog lists a project's components from its README's `## Components` section,
+    // one `###` heading each, and renders the inputs itself from `spec:inputs`: the README
+    // names each input only to map it to the classic include's variable, and repeats no
+    // default (one source for them, the spec).
+    let components = readme
+        .split("\n## Components\n")
         .nth(1)
-        .expect("an Inputs section")
+        .expect("a `## Components` section");
+    assert!(components.starts_with("\n### `assent`\n"), "{components}");
+    let table: Vec<String> = components
         .lines()
+        .skip_while(|l| !l.starts_with("| input | classic variable |"))
         .filter(|l| l.starts_with("| `"))
         .map(|l| {
-            let cells: Vec<&str> = l.split(" | ").collect();
-            let name = cells[0].trim_start_matches("| ").trim_matches('`');
-            let default = cells[2].trim_matches('`');
-            let default = if default == "\"\"" { "" } else { default };
-            (name.to_owned(), default.to_owned())
+            assert_eq!(l.matches(" | ").count(), 1, "two columns: {l}");
+            l.split(" | ")
+                .next()
+                .unwrap()
+                .trim_start_matches("| ")
+                .trim_matches('`')
+                .to_owned()
         })
         .collect();
     let (spec, _) = component();
-    let mut declared = BTreeMap::new();
-    for (name, def) in inputs(&spec) {
-        let default = match &def["default"] {
-            Value::String(s) => s.clone(),
-            Value::Bool(b) => b.to_string(),
-            other => panic!("{other:?}"),
-        };
-        declared.insert(name.as_str().unwrap().to_owned(), default);
+    let declared: Vec<String> = inputs(&spec)
+        .keys()
+        .map(|k| k.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        table, declared,
+        "the README maps every input, in the spec's order"
+    );
+    assert!(!readme.contains("## Inputs"), "no second inputs table");
+    let classic = read("ci-templates/assent.gitlab-ci.yml");
+    for row in components.lines().filter(|l| l.starts_with("| `")) {
+        if let Some(var) = row.split('`').nth(3) {
+            assert!(classic.contains(var), "the classic include reads {var}");
+        }
     }
-    assert_eq!(table, declared, "the README's table is the spec's inputs");
     for topic in [
         "workflow:",
         "$CI_OPEN_MERGE_REQUESTS",
