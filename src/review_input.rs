@@ -253,7 +253,9 @@ fn listing_is_complete(changes_count: Option<&str>, listed: usize) -> Result<(),
              (`changes_count` is \"{count}\"; its diff listing has {listed} file(s))"
         ));
     }
-    match count.parse::<usize>() {
+    // Digits only: Rust's integer parser would take a leading `+` too.
+    let digits = !count.is_empty() && count.bytes().all(|b| b.is_ascii_digit());
+    match count.parse::<usize>().ok().filter(|_| digits).ok_or(()) {
         Ok(counted) if counted == listed => Ok(()),
         Ok(counted) => Err(format!(
             "GitLab counts {counted} changed file(s) (`changes_count`) but its diff listing has \
@@ -362,8 +364,8 @@ mod tests {
 
     use super::*;
     use crate::core::desired_state::{RULE_POLICY_ERROR, RULE_UNDECIDABLE, compute_desired_state};
-    use crate::forge::ChangedFile;
     use crate::forge::memory::InMemoryForge;
+    use crate::forge::{ChangedFile, FileMode};
 
     const TARGET: &str = "t0000000";
     const BASE: &str = "b0000000";
@@ -801,6 +803,98 @@ mod tests {
             assert_eq!(file.base, FileContent::Present(topic(i as u32 + 10)));
             assert_eq!(file.source, FileContent::Present(topic(i as u32 + 11)));
         }
+    }
+
+    #[test]
+    fn a_listing_is_complete_only_when_it_holds_gitlabs_count() {
+        assert_eq!(listing_is_complete(Some("3"), 3), Ok(()));
+        assert_eq!(listing_is_complete(Some("0"), 0), Ok(()));
+        let refused = |count: Option<&str>, listed| {
+            listing_is_complete(count, listed).expect_err("not complete")
+        };
+        let capped = refused(Some("1000+"), 1000);
+        assert!(
+            capped.contains("\"1000+\"") && capped.contains("1000 file(s)"),
+            "{capped}"
+        );
+        let short = refused(Some("4"), 3);
+        assert!(
+            short.contains("counts 4") && short.contains("has 3"),
+            "{short}"
+        );
+        assert!(refused(Some("2"), 3).contains("counts 2"));
+        assert!(refused(None, 0).contains("no `changes_count`"));
+        for garbage in ["", "+", "-1", "3 files", "1e3", "+3"] {
+            assert!(
+                refused(Some(garbage), 3).contains("is not a count"),
+                "{garbage:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_governed_link_or_submodule_is_never_read_and_an_lfs_pointer_never_judged() {
+        let forge = forge();
+        forge.put_file(BASE, "topics/orders.yaml", topic(30));
+        forge.put_file(SOURCE, "topics/orders.yaml", b"../elsewhere.yaml".to_vec());
+        forge.put_file(BASE, "topics/sub.yaml", topic(30));
+        forge.put_file(
+            SOURCE,
+            "topics/lfs.yaml",
+            b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 3\n".to_vec(),
+        );
+        forge.put_file(BASE, "README.md", b"x".to_vec());
+        forge.set_changed_files(vec![
+            ChangedFile {
+                new_mode: FileMode::Symlink,
+                ..changed("topics/orders.yaml")
+            },
+            ChangedFile {
+                new_mode: FileMode::Submodule,
+                ..changed("topics/sub.yaml")
+            },
+            ChangedFile::regular("topics/lfs.yaml", "topics/lfs.yaml", true, false),
+            // Not governed: its mode does not matter.
+            ChangedFile {
+                new_mode: FileMode::Symlink,
+                ..changed("README.md")
+            },
+        ]);
+        let repo = Flaky::new(forge);
+        let inputs = gather(&repo).unwrap();
+        let read: BTreeSet<(String, String)> = [
+            (TARGET, ".assent/policies/topics.yaml"),
+            (BASE, "topics/orders.yaml"),
+            (BASE, "topics/sub.yaml"),
+            (SOURCE, "topics/lfs.yaml"),
+        ]
+        .iter()
+        .map(|(s, p)| (s.to_string(), p.to_string()))
+        .collect();
+        assert_eq!(repo.read_set(), read, "no link or submodule side is read");
+        let files = inputs.changed_files.as_ref().unwrap();
+        let unreadable = |content: &FileContent| match content {
+            FileContent::Unreadable(reason) => reason.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(unreadable(&files[0].source).contains("symbolic link (mode 120000) at the source"));
+        assert!(unreadable(&files[1].source).contains("submodule (mode 160000)"));
+        assert!(unreadable(&files[2].source).contains("Git LFS pointer"));
+        let out = compute_desired_state(inputs);
+        let subjects: Vec<(&str, &str)> = out
+            .desired
+            .findings
+            .iter()
+            .map(|f| (f.slot.rule.as_str(), f.slot.subject.as_str()))
+            .collect();
+        assert_eq!(
+            subjects,
+            [
+                (RULE_UNDECIDABLE, "topics/lfs.yaml#"),
+                (RULE_UNDECIDABLE, "topics/orders.yaml#"),
+                (RULE_UNDECIDABLE, "topics/sub.yaml#"),
+            ]
+        );
     }
 
     #[test]

@@ -542,6 +542,72 @@ mod tests {
     }
 
     #[test]
+    fn git_modes_name_what_a_path_is() {
+        assert_eq!(FileMode::from_git("100644"), FileMode::Regular);
+        assert_eq!(FileMode::from_git("100755"), FileMode::Executable);
+        assert_eq!(FileMode::from_git("120000"), FileMode::Symlink);
+        assert_eq!(FileMode::from_git("160000"), FileMode::Submodule);
+        assert_eq!(FileMode::from_git("0"), FileMode::Absent);
+        assert_eq!(FileMode::from_git(""), FileMode::Other(String::new()));
+        assert_eq!(
+            FileMode::from_git("040000"),
+            FileMode::Other("040000".into())
+        );
+        let regular: Vec<bool> = ["100644", "100755", "120000", "160000", "0", "", "644"]
+            .iter()
+            .map(|m| FileMode::from_git(m).is_regular_file())
+            .collect();
+        assert_eq!(regular, [true, true, false, false, false, false, false]);
+        assert_eq!(
+            FileMode::Symlink.describe(),
+            "a symbolic link (mode 120000)"
+        );
+        let new = ChangedFile::regular("a.yaml", "a.yaml", true, false);
+        assert_eq!(
+            (new.old_mode, new.new_mode),
+            (FileMode::Absent, FileMode::Regular)
+        );
+    }
+
+    #[test]
+    fn a_content_budget_takes_what_fits_and_is_spent_by_what_does_not() {
+        let budget = ContentBudget::new(10);
+        assert!(budget.try_take(6));
+        assert!(budget.try_take(4), "exactly the limit fits");
+        assert!(!budget.is_spent());
+        budget.give_back(4);
+        assert!(!budget.try_take(5), "6 + 5 > 10");
+        assert!(
+            budget.is_spent(),
+            "a read that did not fit spends it for good"
+        );
+        assert!(budget.try_take(4), "taking still counts what fits");
+        assert!(budget.is_spent());
+        let overflow = ContentBudget::new(u64::MAX);
+        assert!(overflow.try_take(u64::MAX));
+        assert!(!overflow.try_take(1), "no wrap-around");
+    }
+
+    #[test]
+    fn the_default_budgeted_read_reads_then_takes_and_stops_once_spent() {
+        let forge = memory::InMemoryForge::new(1, "s");
+        forge.put_file("s", "a.yaml", b"12345".to_vec());
+        forge.put_file("s", "b.yaml", b"123".to_vec());
+        let budget = ContentBudget::new(6);
+        let read = |path| forge.read_file_within("s", path, &budget).unwrap();
+        assert_eq!(read("a.yaml"), BudgetedRead::Present(b"12345".to_vec()));
+        assert_eq!(read("missing.yaml"), BudgetedRead::Absent);
+        assert_eq!(read("b.yaml"), BudgetedRead::OverBudget);
+        let reads = forge.request_counts().reads;
+        assert_eq!(read("a.yaml"), BudgetedRead::OverBudget);
+        assert_eq!(
+            forge.request_counts().reads,
+            reads,
+            "nothing read once spent"
+        );
+    }
+
+    #[test]
     fn a_spent_rate_limit_budget_is_a_refusal_that_says_so() {
         let err = ForgeError::RateLimited(Box::new(RateLimited {
             method: "POST".into(),
