@@ -11,7 +11,9 @@
 //!   would fail open.
 //! * **Changed files**: an [`ForgeError::IncompleteListing`] becomes
 //!   `changed_files: Err(reason)` (an `assent/undecidable` finding); any other error is
-//!   returned.
+//!   returned. So does a listing whose length is not GitLab's `changes_count` for the MR, or
+//!   whose count ends in `+` (GitLab stopped collecting at its diff limits): nothing of a
+//!   partial listing is read or judged.
 //! * **Contents**: only governed sides are read ([`is_governed`] under the loaded policies):
 //!   the base side (`old_path` at the base SHA) unless the MR creates the file, the source side
 //!   (`new_path` at the source SHA) unless it deletes it. When the policies do not load, no
@@ -20,7 +22,13 @@
 //!   is returned as the forge failure it is; any other read error (403, a body over the
 //!   limit) is [`FileContent::Unreadable`] for that side; so is
 //!   a side that reads as absent although the diff says it exists (the pins and the diff
-//!   disagree, so judging would be a guess).
+//!   disagree, so judging would be a guess). A governed side whose git mode is not a regular
+//!   file's (a symbolic link, a submodule) is not read and is `Unreadable`, naming the mode;
+//!   so is content that is a Git LFS pointer (reads ask for the LFS object, so a pointer
+//!   means GitLab did not serve it).
+//! * **Budget**: governed reads take their bytes from one [`ContentBudget`] of
+//!   [`ReadBounds::content_budget`] ([`GOVERNED_CONTENT_BUDGET`] in a run); once a read does
+//!   not fit, no further read is sent and the change set is `Err(reason)` naming the budget.
 //! * **Diffs**: the changed files' unified diff texts, from the same listing, become the
 //!   [`FileDiff`]s the run places DiffNotes with (SPEC §12.2); no request of their own.
 //! * **Concurrency**: the reads of one phase run on at most [`MAX_READERS`] scoped threads
