@@ -1026,6 +1026,36 @@ fn excerpt(text: &str) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_body_of_unannounced_length_is_taken_as_it_arrives_and_stops_where_it_does_not_fit() {
+        let text = vec![b'x'; 200 * 1024];
+        // Fits: every byte taken, none beyond.
+        let budget = ContentBudget::new(300 * 1024);
+        let (mut body, mut taken) = (Vec::new(), 0);
+        read_within(&mut &text[..], &mut body, &budget, &mut taken).unwrap();
+        assert_eq!((body.len(), taken), (text.len(), text.len() as u64));
+        assert!(budget.try_take(100 * 1024), "exactly the rest is left");
+        assert!(!budget.try_take(1));
+
+        // Does not fit: the read stops at the first chunk past the budget, having held no
+        // more than the budget, and the budget is spent.
+        let budget = ContentBudget::new(100 * 1024);
+        let (mut body, mut taken) = (Vec::new(), 0);
+        let err = read_within(&mut &text[..], &mut body, &budget, &mut taken).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::FileTooLarge);
+        assert!(body.len() as u64 <= budget.limit(), "{}", body.len());
+        assert_eq!(taken, body.len() as u64);
+        assert!(budget.is_spent());
+
+        // Announced and taken already: reading it takes nothing more.
+        let budget = ContentBudget::new(text.len() as u64);
+        assert!(budget.try_take(text.len() as u64));
+        let (mut body, mut taken) = (Vec::new(), text.len() as u64);
+        read_within(&mut &text[..], &mut body, &budget, &mut taken).unwrap();
+        assert_eq!(body.len(), text.len());
+        assert!(!budget.is_spent());
+    }
+
     fn url(s: &str) -> Url {
         Url::parse(s).unwrap()
     }
