@@ -379,8 +379,8 @@ impl FileMode {
             FileMode::Executable => "an executable file (mode 100755)".into(),
             FileMode::Symlink => "a symbolic link (mode 120000)".into(),
             FileMode::Submodule => "a submodule (mode 160000)".into(),
-            FileMode::Other(mode) if mode.is_empty() => "of no mode the forge would say".into(),
-            FileMode::Other(mode) => format!("of the unknown mode {mode:?}"),
+            FileMode::Other(mode) if mode.is_empty() => "listed without a git mode".into(),
+            FileMode::Other(mode) => format!("of the unknown git mode {mode:?}"),
         }
     }
 }
@@ -561,6 +561,10 @@ mod tests {
         assert_eq!(
             FileMode::Symlink.describe(),
             "a symbolic link (mode 120000)"
+        );
+        assert_eq!(
+            FileMode::from_git("").describe(),
+            "listed without a git mode"
         );
         let new = ChangedFile::regular("a.yaml", "a.yaml", true, false);
         assert_eq!(
