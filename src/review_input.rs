@@ -11,7 +11,9 @@
 //!   would fail open.
 //! * **Changed files**: an [`ForgeError::IncompleteListing`] becomes
 //!   `changed_files: Err(reason)` (an `assent/undecidable` finding); any other error is
-//!   returned.
+//!   returned. So does a listing whose length is not GitLab's `changes_count` for the MR, or
+//!   whose count ends in `+` (GitLab stopped collecting at its diff limits): nothing of a
+//!   partial listing is read or judged.
 //! * **Contents**: only governed sides are read ([`is_governed`] under the loaded policies):
 //!   the base side (`old_path` at the base SHA) unless the MR creates the file, the source side
 //!   (`new_path` at the source SHA) unless it deletes it. When the policies do not load, no
@@ -20,7 +22,13 @@
 //!   is returned as the forge failure it is; any other read error (403, a body over the
 //!   limit) is [`FileContent::Unreadable`] for that side; so is
 //!   a side that reads as absent although the diff says it exists (the pins and the diff
-//!   disagree, so judging would be a guess).
+//!   disagree, so judging would be a guess). A governed side whose git mode is not a regular
+//!   file's (a symbolic link, a submodule) is not read and is `Unreadable`, naming the mode;
+//!   so is content that is a Git LFS pointer (reads ask for the LFS object, so a pointer
+//!   means GitLab did not serve it).
+//! * **Budget**: governed reads take their bytes from one [`ContentBudget`] of
+//!   [`ReadBounds::content_budget`] ([`GOVERNED_CONTENT_BUDGET`] in a run); once a read does
+//!   not fit, no further read is sent and the change set is `Err(reason)` naming the budget.
 //! * **Diffs**: the changed files' unified diff texts, from the same listing, become the
 //!   [`FileDiff`]s the run places DiffNotes with (SPEC §12.2); no request of their own.
 //! * **Concurrency**: the reads of one phase run on at most [`MAX_READERS`] scoped threads
@@ -35,7 +43,9 @@ use crate::core::model::Pins;
 use crate::core::placement::FileDiff;
 use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::Limits;
-use crate::forge::{ForgeError, ForgeErrorKind, Repository, RepositoryFiles};
+use crate::forge::{
+    BudgetedRead, ContentBudget, ForgeError, ForgeErrorKind, Repository, RepositoryFiles,
+};
 
 /// The folder policy files are read from, at the target SHA.
 pub const POLICY_DIR: &str = ".assent/policies";
@@ -60,6 +70,24 @@ pub struct GatheredInputs {
     pub diffs: Vec<FileDiff>,
 }
 
+/// The most bytes of governed content one run reads: both sides of every governed file
+/// together (docs/performance.md, "Memory"). Four sides of files at the parser's own limit
+/// (16 MiB each, [`Limits::default`]) fit; past it the change set is `assent/undecidable`
+/// and nothing more is read, so a merge request of many large files costs a bounded amount
+/// of memory instead of whatever its files weigh.
+pub const GOVERNED_CONTENT_BUDGET: u64 = 64 * 1024 * 1024;
+
+/// What bounds one run's reading besides the parser's limits: GitLab's own count of the
+/// change set, which the listing must match, and the budget of governed content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadBounds {
+    /// The merge request's `changes_count` as GitLab reported it
+    /// ([`MergeRequestInfo::changes_count`](crate::core::model::MergeRequestInfo)).
+    pub changes_count: Option<String>,
+    /// Most bytes of governed content read ([`GOVERNED_CONTENT_BUDGET`] in a run).
+    pub content_budget: u64,
+}
+
 /// Reads the policies, the change set and the governed contents at `pins` (its
 /// `policy_digest` is not read: the digest is computed from what this reads).
 pub fn gather_review_inputs(
@@ -67,11 +95,16 @@ pub fn gather_review_inputs(
     pins: &Pins,
     mr: MrContext,
     limits: Limits,
+    bounds: &ReadBounds,
 ) -> Result<GatheredInputs, ForgeError> {
     let policy_files = read_policy_files(repo, &pins.target_sha)?;
 
     let listed = match repo.changed_files() {
-        Ok(files) => Ok(files),
+        // A listing GitLab did not complete is never judged in part: nothing of it is read,
+        // and its diffs place nothing.
+        Ok(files) => {
+            listing_is_complete(bounds.changes_count.as_deref(), files.len()).map(|()| files)
+        }
         Err(e @ ForgeError::IncompleteListing { .. }) => Err(e.to_string()),
         Err(e) => return Err(e),
     };
@@ -98,43 +131,80 @@ pub fn gather_review_inputs(
                 let Some(policies) = policies.as_ref().filter(|_| !file.withheld) else {
                     continue;
                 };
-                if !file.new_file && is_governed(policies, &file.old_path) {
-                    jobs.push((
-                        index,
+                let sides = [
+                    (
+                        !file.new_file,
                         Side::Base,
                         pins.base_sha.as_str(),
                         file.old_path.as_str(),
-                    ));
-                }
-                if !file.deleted_file && is_governed(policies, &file.new_path) {
-                    jobs.push((
-                        index,
+                        &file.old_mode,
+                    ),
+                    (
+                        !file.deleted_file,
                         Side::Source,
                         pins.source_sha.as_str(),
                         file.new_path.as_str(),
-                    ));
+                        &file.new_mode,
+                    ),
+                ];
+                for (exists, side, sha, path, mode) in sides {
+                    if !exists || !is_governed(policies, path) {
+                        continue;
+                    }
+                    // A governed path must be a regular file: a link's text or a submodule's
+                    // commit is not what consumers of the path read, so it is never judged.
+                    if mode.is_regular_file() {
+                        jobs.push((index, side, sha, path));
+                    } else {
+                        let reason = format!(
+                            "`{path}` is {} at the {} SHA, not a regular file: assent judges a \
+                             governed path's own content only, never what a link points to or \
+                             what another repository holds",
+                            mode.describe(),
+                            side.name()
+                        );
+                        side.set(&mut inputs[index], FileContent::Unreadable(reason));
+                    }
                 }
             }
-            let reads: Vec<(&str, &str)> = jobs.iter().map(|j| (j.2, j.3)).collect();
-            let results = read_all(repo, &reads);
+            let budget = ContentBudget::new(bounds.content_budget);
+            let results = read_all_with(&jobs, |&(_, _, sha, path)| {
+                repo.read_file_within(sha, path, &budget)
+            });
+            let mut over_budget = false;
             for ((index, side, sha, path), result) in jobs.iter().zip(results) {
                 let content = match result {
-                    Ok(Some(bytes)) => FileContent::Present(bytes),
-                    Ok(None) => FileContent::Unreadable(format!(
+                    Ok(BudgetedRead::Present(bytes)) if is_lfs_pointer(&bytes) => {
+                        FileContent::Unreadable(format!(
+                            "`{path}` is a Git LFS pointer at {sha} and GitLab answered with the \
+                             pointer, not the LFS object it names: the pointer's text is never \
+                             judged as the file"
+                        ))
+                    }
+                    Ok(BudgetedRead::Present(bytes)) => FileContent::Present(bytes),
+                    Ok(BudgetedRead::Absent) => FileContent::Unreadable(format!(
                         "`{path}` is not found at {sha}, although the merge request's diff says \
                          it exists there"
                     )),
+                    Ok(BudgetedRead::OverBudget) => {
+                        over_budget = true;
+                        FileContent::Absent
+                    }
                     // A read that still fails after its retries is a forge failure (exit 3,
                     // nothing written), not a file to publish a finding about (SPEC §3).
                     Err(e) if is_forge_failure(&e) => return Err(e),
                     Err(e) => FileContent::Unreadable(e.to_string()),
                 };
-                match side {
-                    Side::Base => inputs[*index].base = content,
-                    Side::Source => inputs[*index].source = content,
-                }
+                side.set(&mut inputs[*index], content);
             }
-            Ok(inputs)
+            if over_budget {
+                // Which reads were left out depends on timing; that the content does not fit
+                // does not. So the whole change set is undecidable, with a reason that names
+                // the budget only: the same merge request gets the same finding every run.
+                Err(over_budget_reason(bounds.content_budget))
+            } else {
+                Ok(inputs)
+            }
         }
     };
 
@@ -153,6 +223,75 @@ pub fn gather_review_inputs(
 enum Side {
     Base,
     Source,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Base => "base",
+            Side::Source => "source",
+        }
+    }
+
+    fn set(self, file: &mut ChangedFileInput, content: FileContent) {
+        match self {
+            Side::Base => file.base = content,
+            Side::Source => file.source = content,
+        }
+    }
+}
+
+/// Whether GitLab's diff listing holds every file its `changes_count` says the merge request
+/// changes. `changes_count` counts files (a rename once, as the listing lists it), and ends
+/// in `+` once GitLab stopped collecting at its diff limits ("1000+" by default): then the
+/// listing is a part, whatever its length. No count at all proves nothing either.
+fn listing_is_complete(changes_count: Option<&str>, listed: usize) -> Result<(), String> {
+    let Some(count) = changes_count else {
+        return Err(format!(
+            "GitLab reports no `changes_count` for the merge request, so its diff listing of \
+             {listed} file(s) cannot be shown to be complete"
+        ));
+    };
+    if let Some(at_least) = count.strip_suffix('+')
+        && at_least.bytes().all(|b| b.is_ascii_digit())
+        && !at_least.is_empty()
+    {
+        return Err(format!(
+            "GitLab stopped collecting the merge request's changes at its diff limits \
+             (`changes_count` is \"{count}\"; its diff listing has {listed} file(s))"
+        ));
+    }
+    // Digits only: Rust's integer parser would take a leading `+` too.
+    let digits = !count.is_empty() && count.bytes().all(|b| b.is_ascii_digit());
+    match count.parse::<usize>().ok().filter(|_| digits).ok_or(()) {
+        Ok(counted) if counted == listed => Ok(()),
+        Ok(counted) => Err(format!(
+            "GitLab counts {counted} changed file(s) (`changes_count`) but its diff listing has \
+             {listed}"
+        )),
+        Err(_) => Err(format!(
+            "GitLab's `changes_count` {count:?} is not a count of files, so its diff listing of \
+             {listed} file(s) cannot be shown to be complete"
+        )),
+    }
+}
+
+/// Whether `bytes` is a Git LFS pointer (the spec's first line, or its pre-1.0 name) rather
+/// than the content it stands for. Anything that starts so is taken for one: a real
+/// configuration file never does.
+fn is_lfs_pointer(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"version https://git-lfs.github.com/spec/")
+        || bytes.starts_with(b"version https://hawser.github.com/spec/")
+}
+
+/// The reason a change set whose governed content does not fit is undecidable.
+fn over_budget_reason(budget: u64) -> String {
+    format!(
+        "the governed files' content (both sides of every governed file together) is larger \
+         than the {budget} bytes ({} MiB) one run reads, so assent stopped reading rather than \
+         judge a part or run out of memory; split the merge request",
+        budget / (1024 * 1024)
+    )
 }
 
 /// Whether a read error is the forge failing (transport, 429, 5xx after the retries) rather
@@ -176,9 +315,10 @@ pub fn read_policy_files(
         .collect();
     paths.sort();
     paths.dedup();
-    let reads: Vec<(&str, &str)> = paths.iter().map(|p| (target_sha, p.as_str())).collect();
+    let reads: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let results = read_all_with(&reads, |path| repo.read_file(target_sha, path));
     let mut files = Vec::with_capacity(paths.len());
-    for (path, result) in paths.iter().zip(read_all(repo, &reads)) {
+    for (path, result) in paths.iter().zip(results) {
         match result? {
             Some(bytes) => files.push(PolicyFile {
                 path: path.clone(),
@@ -195,11 +335,9 @@ pub fn read_policy_files(
     Ok(files)
 }
 
-type ReadResult = Result<Option<Vec<u8>>, ForgeError>;
-
-/// Reads `(sha, path)` pairs on at most [`MAX_READERS`] threads; results in input order.
-fn read_all(repo: &dyn RepositoryFiles, reads: &[(&str, &str)]) -> Vec<ReadResult> {
-    let slots: Vec<Mutex<Option<ReadResult>>> = reads.iter().map(|_| Mutex::new(None)).collect();
+/// Runs `read` on each of `reads` on at most [`MAX_READERS`] threads; results in input order.
+fn read_all_with<J: Sync, R: Send>(reads: &[J], read: impl Fn(&J) -> R + Sync) -> Vec<R> {
+    let slots: Vec<Mutex<Option<R>>> = reads.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let workers = reads.len().min(MAX_READERS);
     std::thread::scope(|scope| {
@@ -207,10 +345,10 @@ fn read_all(repo: &dyn RepositoryFiles, reads: &[(&str, &str)]) -> Vec<ReadResul
             scope.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((sha, path)) = reads.get(i) else {
+                    let Some(job) = reads.get(i) else {
                         break;
                     };
-                    let result = repo.read_file(sha, path);
+                    let result = read(job);
                     *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
                 }
             });
@@ -234,8 +372,8 @@ mod tests {
 
     use super::*;
     use crate::core::desired_state::{RULE_POLICY_ERROR, RULE_UNDECIDABLE, compute_desired_state};
-    use crate::forge::ChangedFile;
     use crate::forge::memory::InMemoryForge;
+    use crate::forge::{ChangedFile, FileMode};
 
     const TARGET: &str = "t0000000";
     const BASE: &str = "b0000000";
@@ -252,16 +390,16 @@ mod tests {
         }
     }
 
-    fn changed(path: &str) -> ChangedFile {
-        ChangedFile {
-            old_path: path.into(),
-            new_path: path.into(),
-            new_file: false,
-            deleted_file: false,
-            renamed_file: false,
-            withheld: false,
-            diff: String::new(),
+    /// GitLab's count of `files` listed files, and the run's budget.
+    fn bounds(files: usize) -> ReadBounds {
+        ReadBounds {
+            changes_count: Some(files.to_string()),
+            content_budget: GOVERNED_CONTENT_BUDGET,
         }
+    }
+
+    fn changed(path: &str) -> ChangedFile {
+        ChangedFile::regular(path, path, false, false)
     }
 
     fn forge() -> InMemoryForge {
@@ -368,8 +506,16 @@ mod tests {
     }
 
     fn gather(repo: &dyn Repository) -> Result<ReviewInputs, ForgeError> {
-        gather_review_inputs(repo, &pins(), MrContext::default(), Limits::default())
-            .map(|gathered| gathered.inputs)
+        // GitLab's count agrees with its listing, as it does below its diff limits.
+        let listed = repo.changed_files().map_or(0, |files| files.len());
+        gather_review_inputs(
+            repo,
+            &pins(),
+            MrContext::default(),
+            Limits::default(),
+            &bounds(listed),
+        )
+        .map(|gathered| gathered.inputs)
     }
 
     #[test]
@@ -443,14 +589,8 @@ mod tests {
         forge.put_file(BASE, "topics/gone.yaml", topic(7));
         forge.set_changed_files(vec![
             changed("topics/orders.yaml"),
-            ChangedFile {
-                new_file: true,
-                ..changed("topics/new.yaml")
-            },
-            ChangedFile {
-                deleted_file: true,
-                ..changed("topics/gone.yaml")
-            },
+            ChangedFile::regular("topics/new.yaml", "topics/new.yaml", true, false),
+            ChangedFile::regular("topics/gone.yaml", "topics/gone.yaml", false, true),
             changed("README.md"),
         ]);
         forge
@@ -470,8 +610,14 @@ mod tests {
                 ..changed("topics/big.yaml")
             },
         ]);
-        let gathered =
-            gather_review_inputs(&forge, &pins(), MrContext::default(), Limits::default()).unwrap();
+        let gathered = gather_review_inputs(
+            &forge,
+            &pins(),
+            MrContext::default(),
+            Limits::default(),
+            &bounds(2),
+        )
+        .unwrap();
         let lines: Vec<(&str, Option<bool>)> = gathered
             .diffs
             .iter()
@@ -665,6 +811,98 @@ mod tests {
             assert_eq!(file.base, FileContent::Present(topic(i as u32 + 10)));
             assert_eq!(file.source, FileContent::Present(topic(i as u32 + 11)));
         }
+    }
+
+    #[test]
+    fn a_listing_is_complete_only_when_it_holds_gitlabs_count() {
+        assert_eq!(listing_is_complete(Some("3"), 3), Ok(()));
+        assert_eq!(listing_is_complete(Some("0"), 0), Ok(()));
+        let refused = |count: Option<&str>, listed| {
+            listing_is_complete(count, listed).expect_err("not complete")
+        };
+        let capped = refused(Some("1000+"), 1000);
+        assert!(
+            capped.contains("\"1000+\"") && capped.contains("1000 file(s)"),
+            "{capped}"
+        );
+        let short = refused(Some("4"), 3);
+        assert!(
+            short.contains("counts 4") && short.contains("has 3"),
+            "{short}"
+        );
+        assert!(refused(Some("2"), 3).contains("counts 2"));
+        assert!(refused(None, 0).contains("no `changes_count`"));
+        for garbage in ["", "+", "-1", "3 files", "1e3", "+3"] {
+            assert!(
+                refused(Some(garbage), 3).contains("is not a count"),
+                "{garbage:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_governed_link_or_submodule_is_never_read_and_an_lfs_pointer_never_judged() {
+        let forge = forge();
+        forge.put_file(BASE, "topics/orders.yaml", topic(30));
+        forge.put_file(SOURCE, "topics/orders.yaml", b"../elsewhere.yaml".to_vec());
+        forge.put_file(BASE, "topics/sub.yaml", topic(30));
+        forge.put_file(
+            SOURCE,
+            "topics/lfs.yaml",
+            b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 3\n".to_vec(),
+        );
+        forge.put_file(BASE, "README.md", b"x".to_vec());
+        forge.set_changed_files(vec![
+            ChangedFile {
+                new_mode: FileMode::Symlink,
+                ..changed("topics/orders.yaml")
+            },
+            ChangedFile {
+                new_mode: FileMode::Submodule,
+                ..changed("topics/sub.yaml")
+            },
+            ChangedFile::regular("topics/lfs.yaml", "topics/lfs.yaml", true, false),
+            // Not governed: its mode does not matter.
+            ChangedFile {
+                new_mode: FileMode::Symlink,
+                ..changed("README.md")
+            },
+        ]);
+        let repo = Flaky::new(forge);
+        let inputs = gather(&repo).unwrap();
+        let read: BTreeSet<(String, String)> = [
+            (TARGET, ".assent/policies/topics.yaml"),
+            (BASE, "topics/orders.yaml"),
+            (BASE, "topics/sub.yaml"),
+            (SOURCE, "topics/lfs.yaml"),
+        ]
+        .iter()
+        .map(|(s, p)| (s.to_string(), p.to_string()))
+        .collect();
+        assert_eq!(repo.read_set(), read, "no link or submodule side is read");
+        let files = inputs.changed_files.as_ref().unwrap();
+        let unreadable = |content: &FileContent| match content {
+            FileContent::Unreadable(reason) => reason.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(unreadable(&files[0].source).contains("symbolic link (mode 120000) at the source"));
+        assert!(unreadable(&files[1].source).contains("submodule (mode 160000)"));
+        assert!(unreadable(&files[2].source).contains("Git LFS pointer"));
+        let out = compute_desired_state(inputs);
+        let subjects: Vec<(&str, &str)> = out
+            .desired
+            .findings
+            .iter()
+            .map(|f| (f.slot.rule.as_str(), f.slot.subject.as_str()))
+            .collect();
+        assert_eq!(
+            subjects,
+            [
+                (RULE_UNDECIDABLE, "topics/lfs.yaml#"),
+                (RULE_UNDECIDABLE, "topics/orders.yaml#"),
+                (RULE_UNDECIDABLE, "topics/sub.yaml#"),
+            ]
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::reconcile::{
     Publication, ReconcileError, RunContext, Staleness, reconcile_with_approval_observed,
     refusal_receipt, retargeted_warning,
 };
-use crate::review_input::gather_review_inputs;
+use crate::review_input::{GOVERNED_CONTENT_BUDGET, ReadBounds, gather_review_inputs};
 
 /// What the pipeline pinned, and how to run.
 #[derive(Debug, Clone)]
@@ -179,7 +179,11 @@ pub fn run_review_observed(
         labels: mr.labels.clone(),
     };
     let reads_before = forge.request_counts().reads;
-    let gathered = gather_review_inputs(repo, &pins, context, request.limits)?;
+    let bounds = ReadBounds {
+        changes_count: mr.changes_count.clone(),
+        content_budget: GOVERNED_CONTENT_BUDGET,
+    };
+    let gathered = gather_review_inputs(repo, &pins, context, request.limits, &bounds)?;
     let inputs = gathered.inputs;
     progress.event(&Event::InputsRead {
         policy_files: inputs.policy_files.len(),

@@ -667,6 +667,7 @@ mod tests {
                 author: String::new(),
                 author_id: None,
                 labels: Vec::new(),
+                changes_count: None,
             })
         }
         fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {

@@ -16,6 +16,7 @@
 
 mod ci_local;
 mod ci_templates;
+mod complete_change_set;
 mod completions_cli;
 mod diff_notes;
 mod doctor_cli;

@@ -644,6 +644,10 @@ pub struct MergeRequestInfo {
     pub author_id: Option<u64>,
     /// The MR's labels.
     pub labels: Vec<String>,
+    /// GitLab's `changes_count` as it sends it: the number of files the MR's diff changes (a
+    /// rename counts once), `"1000+"` when GitLab stopped collecting at its diff limits;
+    /// `None` when the forge did not say. A run checks its diff listing against it.
+    pub changes_count: Option<String>,
 }
 
 #[cfg(test)]

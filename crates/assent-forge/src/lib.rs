@@ -12,6 +12,7 @@
 pub mod faults;
 pub mod memory;
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use assent_core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo, Role};
@@ -297,6 +298,163 @@ pub struct ChangedFile {
     /// The file's unified diff text as the forge lists it (GitLab's `diff`), from which the
     /// lines it adds and removes are read (`assent_core::unified_diff`); empty when withheld.
     pub diff: String,
+    /// What `old_path` is at the base SHA (GitLab's `a_mode`).
+    pub old_mode: FileMode,
+    /// What `new_path` is at the source SHA (GitLab's `b_mode`).
+    pub new_mode: FileMode,
+}
+
+impl ChangedFile {
+    /// A change of regular files: the modes follow `new_file` and `deleted_file` (absent on
+    /// the side the file does not exist, a regular `100644` file on the other).
+    pub fn regular(
+        old_path: impl Into<String>,
+        new_path: impl Into<String>,
+        new_file: bool,
+        deleted_file: bool,
+    ) -> Self {
+        let side = |exists: bool| {
+            if exists {
+                FileMode::Regular
+            } else {
+                FileMode::Absent
+            }
+        };
+        ChangedFile {
+            old_path: old_path.into(),
+            new_path: new_path.into(),
+            new_file,
+            deleted_file,
+            renamed_file: false,
+            withheld: false,
+            diff: String::new(),
+            old_mode: side(!new_file),
+            new_mode: side(!deleted_file),
+        }
+    }
+}
+
+/// What a path is on one side of a change, from git's mode as the forge lists it (GitLab's
+/// `a_mode`/`b_mode` strings). Only a regular file is content assent can judge: a symbolic
+/// link's "content" is the path it points to, and a submodule has none in this repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileMode {
+    /// `0`: nothing at this path on this side.
+    Absent,
+    /// `100644`: a regular file.
+    Regular,
+    /// `100755`: a regular, executable file.
+    Executable,
+    /// `120000`: a symbolic link.
+    Symlink,
+    /// `160000`: a submodule (a commit of another repository).
+    Submodule,
+    /// Any other mode, as listed (empty when the forge gave none).
+    Other(String),
+}
+
+impl FileMode {
+    /// The mode of git's octal `mode` string (`"100644"`, `"0"`, …).
+    pub fn from_git(mode: &str) -> Self {
+        match mode {
+            "0" | "000000" => FileMode::Absent,
+            "100644" => FileMode::Regular,
+            "100755" => FileMode::Executable,
+            "120000" => FileMode::Symlink,
+            "160000" => FileMode::Submodule,
+            other => FileMode::Other(other.to_owned()),
+        }
+    }
+
+    /// Whether the path is a regular file (executable or not): the only content judged.
+    pub fn is_regular_file(&self) -> bool {
+        matches!(self, FileMode::Regular | FileMode::Executable)
+    }
+
+    /// What this is, in words, with its git mode, for a finding's reason.
+    pub fn describe(&self) -> String {
+        match self {
+            FileMode::Absent => "absent (mode 0)".into(),
+            FileMode::Regular => "a regular file (mode 100644)".into(),
+            FileMode::Executable => "an executable file (mode 100755)".into(),
+            FileMode::Symlink => "a symbolic link (mode 120000)".into(),
+            FileMode::Submodule => "a submodule (mode 160000)".into(),
+            FileMode::Other(mode) if mode.is_empty() => "listed without a git mode".into(),
+            FileMode::Other(mode) => format!("of the unknown git mode {mode:?}"),
+        }
+    }
+}
+
+/// A run's allowance of governed content, in bytes, shared by the reads of one run however
+/// many run at once. A read takes its bytes from it before they are held (from the announced
+/// length, else as they arrive); once a read does not fit, the budget is spent and every
+/// later read refuses without asking the forge. Whether a run goes over is a function of
+/// what it reads, never of the order reads finish in: the sum of every answer fits, or some
+/// read does not.
+#[derive(Debug)]
+pub struct ContentBudget {
+    limit: u64,
+    taken: AtomicU64,
+    spent: AtomicBool,
+}
+
+impl ContentBudget {
+    /// A budget of `limit` bytes, none taken.
+    pub fn new(limit: u64) -> Self {
+        ContentBudget {
+            limit,
+            taken: AtomicU64::new(0),
+            spent: AtomicBool::new(false),
+        }
+    }
+
+    /// The budget's size in bytes.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Takes `bytes` from the budget when they fit; otherwise takes nothing and marks the
+    /// budget spent.
+    pub fn try_take(&self, bytes: u64) -> bool {
+        let fits = self
+            .taken
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |taken| {
+                taken
+                    .checked_add(bytes)
+                    .filter(|total| *total <= self.limit)
+            })
+            .is_ok();
+        if !fits {
+            self.spent.store(true, Ordering::Release);
+        }
+        fits
+    }
+
+    /// Gives back `bytes` taken by a read that did not complete (it is sent again, or fails).
+    pub fn give_back(&self, bytes: u64) {
+        let _ = self
+            .taken
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |taken| {
+                Some(taken.saturating_sub(bytes))
+            });
+    }
+
+    /// Whether some read did not fit: no further read is sent.
+    pub fn is_spent(&self) -> bool {
+        self.spent.load(Ordering::Acquire)
+    }
+}
+
+/// What a read within a [`ContentBudget`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BudgetedRead {
+    /// The path does not exist at that SHA (404).
+    Absent,
+    /// The file's bytes, taken from the budget.
+    Present(Vec<u8>),
+    /// The file did not fit in what was left of the budget, or the budget was spent before
+    /// the read: its bytes were not read (or not past the point they stopped fitting).
+    OverBudget,
 }
 
 /// The project's repository at pinned SHAs: content reads that belong to no merge request,
@@ -304,8 +462,30 @@ pub struct ChangedFile {
 pub trait RepositoryFiles: Send + Sync {
     /// Paths of the blobs under `dir` (recursive) at `sha`; empty when `dir` does not exist.
     fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError>;
-    /// The bytes of `path` at `sha`; `None` when it does not exist there (404).
+    /// The bytes of `path` at `sha`; `None` when it does not exist there (404). A file
+    /// stored in Git LFS is read as its LFS object where the forge serves it (GitLab:
+    /// `lfs=true`), otherwise as the pointer the repository holds.
     fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError>;
+    /// [`RepositoryFiles::read_file`] taking the bytes from `budget`: once the budget is
+    /// spent nothing is read, and a file that does not fit is [`BudgetedRead::OverBudget`].
+    /// This default reads first and then takes the bytes, which costs nothing more where the
+    /// content is in memory already; an adapter that downloads overrides it so that no byte
+    /// past the budget is downloaded.
+    fn read_file_within(
+        &self,
+        sha: &str,
+        path: &str,
+        budget: &ContentBudget,
+    ) -> Result<BudgetedRead, ForgeError> {
+        if budget.is_spent() {
+            return Ok(BudgetedRead::OverBudget);
+        }
+        Ok(match self.read_file(sha, path)? {
+            None => BudgetedRead::Absent,
+            Some(bytes) if budget.try_take(bytes.len() as u64) => BudgetedRead::Present(bytes),
+            Some(_) => BudgetedRead::OverBudget,
+        })
+    }
     /// The tip SHA of `branch` (used when the target SHA is not pinned by CI).
     fn branch_head(&self, branch: &str) -> Result<String, ForgeError>;
 }
@@ -359,6 +539,76 @@ mod tests {
         };
         assert_eq!(ambiguous.kind(), ForgeErrorKind::Ambiguous);
         assert!(ambiguous.is_ambiguous_write());
+    }
+
+    #[test]
+    fn git_modes_name_what_a_path_is() {
+        assert_eq!(FileMode::from_git("100644"), FileMode::Regular);
+        assert_eq!(FileMode::from_git("100755"), FileMode::Executable);
+        assert_eq!(FileMode::from_git("120000"), FileMode::Symlink);
+        assert_eq!(FileMode::from_git("160000"), FileMode::Submodule);
+        assert_eq!(FileMode::from_git("0"), FileMode::Absent);
+        assert_eq!(FileMode::from_git(""), FileMode::Other(String::new()));
+        assert_eq!(
+            FileMode::from_git("040000"),
+            FileMode::Other("040000".into())
+        );
+        let regular: Vec<bool> = ["100644", "100755", "120000", "160000", "0", "", "644"]
+            .iter()
+            .map(|m| FileMode::from_git(m).is_regular_file())
+            .collect();
+        assert_eq!(regular, [true, true, false, false, false, false, false]);
+        assert_eq!(
+            FileMode::Symlink.describe(),
+            "a symbolic link (mode 120000)"
+        );
+        assert_eq!(
+            FileMode::from_git("").describe(),
+            "listed without a git mode"
+        );
+        let new = ChangedFile::regular("a.yaml", "a.yaml", true, false);
+        assert_eq!(
+            (new.old_mode, new.new_mode),
+            (FileMode::Absent, FileMode::Regular)
+        );
+    }
+
+    #[test]
+    fn a_content_budget_takes_what_fits_and_is_spent_by_what_does_not() {
+        let budget = ContentBudget::new(10);
+        assert!(budget.try_take(6));
+        assert!(budget.try_take(4), "exactly the limit fits");
+        assert!(!budget.is_spent());
+        budget.give_back(4);
+        assert!(!budget.try_take(5), "6 + 5 > 10");
+        assert!(
+            budget.is_spent(),
+            "a read that did not fit spends it for good"
+        );
+        assert!(budget.try_take(4), "taking still counts what fits");
+        assert!(budget.is_spent());
+        let overflow = ContentBudget::new(u64::MAX);
+        assert!(overflow.try_take(u64::MAX));
+        assert!(!overflow.try_take(1), "no wrap-around");
+    }
+
+    #[test]
+    fn the_default_budgeted_read_reads_then_takes_and_stops_once_spent() {
+        let forge = memory::InMemoryForge::new(1, "s");
+        forge.put_file("s", "a.yaml", b"12345".to_vec());
+        forge.put_file("s", "b.yaml", b"123".to_vec());
+        let budget = ContentBudget::new(6);
+        let read = |path| forge.read_file_within("s", path, &budget).unwrap();
+        assert_eq!(read("a.yaml"), BudgetedRead::Present(b"12345".to_vec()));
+        assert_eq!(read("missing.yaml"), BudgetedRead::Absent);
+        assert_eq!(read("b.yaml"), BudgetedRead::OverBudget);
+        let reads = forge.request_counts().reads;
+        assert_eq!(read("a.yaml"), BudgetedRead::OverBudget);
+        assert_eq!(
+            forge.request_counts().reads,
+            reads,
+            "nothing read once spent"
+        );
     }
 
     #[test]

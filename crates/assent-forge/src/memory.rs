@@ -78,6 +78,8 @@ struct State {
     counts: RequestCounts,
     files: Vec<((String, String), Vec<u8>)>,
     changed: Vec<ChangedFile>,
+    /// What `changes_count` says instead of the number of changed files, when set.
+    changes_count: Option<Option<String>>,
     clock: u64,
     roles: BTreeMap<u64, Role>,
     /// Users who approve the MR right now.
@@ -126,6 +128,7 @@ impl InMemoryForge {
                     author: user_ref(MR_AUTHOR_USER_ID).username,
                     author_id: Some(MR_AUTHOR_USER_ID),
                     labels: Vec::new(),
+                    changes_count: None,
                 },
                 discussions: Vec::new(),
                 highest_note_id: 0,
@@ -135,6 +138,7 @@ impl InMemoryForge {
                 counts: RequestCounts::default(),
                 files: Vec::new(),
                 changed: Vec::new(),
+                changes_count: None,
                 clock: 0,
                 roles: BTreeMap::new(),
                 approved_by: BTreeSet::new(),
@@ -230,6 +234,12 @@ impl InMemoryForge {
     /// diff DiffNote positions are validated against.
     pub fn set_changed_files(&self, files: Vec<ChangedFile>) {
         self.lock().changed = files;
+    }
+
+    /// Makes the MR's `changes_count` say `count` (`"1000+"`, a wrong number, or nothing)
+    /// instead of the number of changed files, as GitLab does past its diff limits.
+    pub fn set_changes_count(&self, count: Option<&str>) {
+        self.lock().changes_count = Some(count.map(str::to_owned));
     }
 
     /// Posts a thread (resolvable) or a plain note as `author_id`, with an explicit note id
@@ -499,7 +509,12 @@ impl Forge for InMemoryForge {
     fn merge_request(&self) -> Result<MergeRequestInfo, ForgeError> {
         let mut state = self.lock();
         state.counts.reads += 1;
-        Ok(state.mr.clone())
+        // GitLab counts the files of the MR's diff: as many as its listing holds.
+        let counted = Some(state.changed.len().to_string());
+        Ok(MergeRequestInfo {
+            changes_count: state.changes_count.clone().unwrap_or(counted),
+            ..state.mr.clone()
+        })
     }
 
     fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError> {
@@ -804,13 +819,8 @@ mod tests {
         let forge = InMemoryForge::new(1, "h");
         forge.set_diff_refs("b", "s");
         forge.set_changed_files(vec![ChangedFile {
-            old_path: "f.yaml".into(),
-            new_path: "f.yaml".into(),
-            new_file: false,
-            deleted_file: false,
-            renamed_file: false,
-            withheld: false,
             diff: "@@ -1,2 +1,2 @@\n a\n-b\n+c\n".into(),
+            ..ChangedFile::regular("f.yaml", "f.yaml", false, false)
         }]);
         let at = |line| DiffPosition {
             base_sha: "b".into(),

@@ -35,7 +35,8 @@ use assent_core::model::{
     Role, UserRef,
 };
 use assent_forge::{
-    ChangedFile, CreatedThread, Forge, ForgeError, Repository, RepositoryFiles, RequestCounts,
+    BudgetedRead, ChangedFile, ContentBudget, CreatedThread, FileMode, Forge, ForgeError,
+    Repository, RepositoryFiles, RequestCounts,
 };
 
 /// Everything a [`GitLabClient`] needs to reach one project. `Debug` never shows the token.
@@ -232,6 +233,8 @@ struct ApiMergeRequest {
     author: Option<ApiAuthorName>,
     #[serde(default)]
     labels: Vec<String>,
+    /// A string (`"3"`, `"1000+"`) on GitLab; `null` before GitLab has computed the diff.
+    changes_count: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -262,6 +265,8 @@ struct ApiDiff {
     too_large: Option<bool>,
     collapsed: Option<bool>,
     diff: Option<String>,
+    a_mode: Option<String>,
+    b_mode: Option<String>,
 }
 
 /// GitLab's `position[…]` parameters of a DiffNote (SPEC §12.2): `text`, the diff refs, both
@@ -370,6 +375,11 @@ impl Forge for GitLabForge {
             author_id: mr.author.as_ref().and_then(|a| a.id),
             author: mr.author.map(|a| a.username).unwrap_or_default(),
             labels: mr.labels,
+            changes_count: mr.changes_count.and_then(|count| match count {
+                serde_json::Value::String(text) => Some(text),
+                serde_json::Value::Number(number) => Some(number.to_string()),
+                _ => None,
+            }),
         })
     }
 
@@ -548,6 +558,8 @@ impl Repository for GitLabForge {
                 renamed_file: d.renamed_file.unwrap_or(false),
                 withheld: d.too_large.unwrap_or(false) || d.collapsed.unwrap_or(false),
                 diff: d.diff.unwrap_or_default(),
+                old_mode: FileMode::from_git(d.a_mode.as_deref().unwrap_or_default()),
+                new_mode: FileMode::from_git(d.b_mode.as_deref().unwrap_or_default()),
             })
             .collect())
     }
@@ -561,6 +573,15 @@ impl RepositoryFiles for GitLabForge {
 
     fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
         self.client.read_file(sha, path)
+    }
+
+    fn read_file_within(
+        &self,
+        sha: &str,
+        path: &str,
+        budget: &ContentBudget,
+    ) -> Result<BudgetedRead, ForgeError> {
+        self.client.read_file_within(sha, path, budget)
     }
 
     fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {

@@ -281,6 +281,10 @@ pub(crate) fn list_all<T: DeserializeOwned>(
                 // listing that GitLab says is incomplete: the caller must not publish on it
                 // (SPEC §3).
                 Err(ReadFailure::Failed(error)) => return Err(on_page(error, page)),
+                // A listing is read without a content budget: this cannot happen.
+                Err(failure @ ReadFailure::OverBudget { .. }) => {
+                    return Err(on_page(failure.into_error(), page));
+                }
             }
         };
         // A server that clamps `per_page` says so; later offsets use its size.

@@ -2,7 +2,7 @@
 //! files and branch tips are project routes, so `assent doctor` reads policies through the
 //! same code as a run without naming a merge request.
 
-use assent_forge::{ForgeError, RepositoryFiles};
+use assent_forge::{BudgetedRead, ContentBudget, ForgeError, RepositoryFiles};
 use gitlab::api::projects::repository::Tree;
 use gitlab::api::projects::repository::branches::Branch;
 use gitlab::api::projects::repository::files::FileRaw;
@@ -11,6 +11,8 @@ use serde::Deserialize;
 use super::client::{GitLabClient, is_absent_content};
 use super::forge::build_error;
 use super::pagination::list_all;
+use super::retry::ReadFailure;
+use super::transport::PreparedRequest;
 
 #[derive(Deserialize)]
 struct ApiTreeItem {
@@ -55,16 +57,32 @@ impl RepositoryFiles for GitLabClient {
     }
 
     fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
-        let endpoint = FileRaw::builder()
-            .project(self.project_ref())
-            .file_path(path)
-            .ref_(sha)
-            .build()
-            .map_err(|e| build_error("file", e))?;
-        match self.requester.read(&self.prepare(&endpoint)?) {
+        match self.requester.read(&self.raw_file(sha, path)?) {
             Ok(response) => Ok(Some(response.body)),
             Err(error) if is_absent_content(&error) => Ok(None),
             Err(error) => Err(error),
+        }
+    }
+
+    fn read_file_within(
+        &self,
+        sha: &str,
+        path: &str,
+        budget: &ContentBudget,
+    ) -> Result<BudgetedRead, ForgeError> {
+        if budget.is_spent() {
+            return Ok(BudgetedRead::OverBudget);
+        }
+        match self
+            .requester
+            .read_within(&self.raw_file(sha, path)?, Some(budget))
+        {
+            Ok(response) => Ok(BudgetedRead::Present(response.body)),
+            Err(ReadFailure::OverBudget { .. }) => Ok(BudgetedRead::OverBudget),
+            Err(failure) => match failure.into_error() {
+                error if is_absent_content(&error) => Ok(BudgetedRead::Absent),
+                error => Err(error),
+            },
         }
     }
 
@@ -76,5 +94,21 @@ impl RepositoryFiles for GitLabClient {
             .map_err(|e| build_error("branch", e))?;
         let branch: ApiBranch = self.get(&endpoint)?;
         Ok(branch.commit.id)
+    }
+}
+
+impl GitLabClient {
+    /// `GET …/repository/files/:path/raw?ref=<sha>&lfs=true`: a file stored in Git LFS is
+    /// answered with its LFS object, which is what a consumer of the repository reads; any
+    /// other file with its blob (GitLab ignores `lfs` for a file that is no LFS pointer).
+    fn raw_file(&self, sha: &str, path: &str) -> Result<PreparedRequest, ForgeError> {
+        let endpoint = FileRaw::builder()
+            .project(self.project_ref())
+            .file_path(path)
+            .ref_(sha)
+            .lfs(true)
+            .build()
+            .map_err(|e| build_error("file", e))?;
+        self.prepare(&endpoint)
     }
 }

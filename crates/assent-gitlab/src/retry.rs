@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::transport::{Failure, PreparedRequest, RawResponse, Transport, error_message};
-use assent_forge::{ForgeError, RateLimited};
+use assent_forge::{ContentBudget, ForgeError, RateLimited};
 
 /// Waits between read attempts. Implementations must be thread-safe.
 pub trait Sleeper: Send + Sync {
@@ -257,6 +257,8 @@ pub(crate) enum ReadFailure {
     /// The answer's body exceeded the transport's limit (`limit` bytes); final at once, never
     /// retried as is. `error` is what a caller that cannot shrink the request reports.
     BodyTooLarge { limit: u64, error: ForgeError },
+    /// The answer did not fit in the content budget the read was given; final, never retried.
+    OverBudget { limit: u64 },
     /// Any other failure, after the retries the policy allows.
     Failed(ForgeError),
 }
@@ -266,6 +268,11 @@ impl ReadFailure {
     pub(crate) fn into_error(self) -> ForgeError {
         match self {
             ReadFailure::BodyTooLarge { error, .. } | ReadFailure::Failed(error) => error,
+            ReadFailure::OverBudget { limit } => ForgeError::Decode {
+                method: "GET".into(),
+                route: "-".into(),
+                message: format!("the answer does not fit in the {limit}-byte content budget"),
+            },
         }
     }
 }
@@ -281,11 +288,22 @@ impl Requester {
         &self,
         request: &PreparedRequest,
     ) -> Result<RawResponse, ReadFailure> {
+        self.read_within(request, None)
+    }
+
+    /// [`Requester::read_bounded`] taking a successful answer's body from `budget`
+    /// ([`Transport::execute_within`]); an answer that does not fit is
+    /// [`ReadFailure::OverBudget`].
+    pub(crate) fn read_within(
+        &self,
+        request: &PreparedRequest,
+        budget: Option<&ContentBudget>,
+    ) -> Result<RawResponse, ReadFailure> {
         debug_assert!(request.method.is_read());
         let attempts = self.policy.max_attempts.max(1);
         let mut retry = 0;
         loop {
-            let verdict = self.judge_read(request, self.transport.execute(request));
+            let verdict = self.judge_read(request, self.transport.execute_within(request, budget));
             match verdict {
                 Verdict::Done(response) => return Ok(response),
                 Verdict::Fail(failure) => return Err(failure),
@@ -318,6 +336,7 @@ impl Requester {
         let method = request.method.as_str().to_owned();
         let route = request.route();
         match outcome {
+            Err(Failure::OverBudget { limit }) => Verdict::Fail(ReadFailure::OverBudget { limit }),
             Err(failure @ Failure::BodyTooLarge { limit, .. }) => {
                 Verdict::Fail(ReadFailure::BodyTooLarge {
                     limit,

@@ -969,6 +969,89 @@ fn the_body_limit_is_enforced() {
 }
 
 #[test]
+fn budgeted_reads_take_what_fits_ask_for_lfs_objects_and_stop_once_spent() {
+    use assent_forge::{BudgetedRead, ContentBudget};
+    let state = with_file(world(), "abc", "big.yaml", "x".repeat(5000).as_bytes());
+    let state = with_file(state, "abc", "six.yaml", b"123456");
+    let fake = FakeGitLab::start(with_file(state, "abc", "four.yaml", b"1234"));
+    let (forge, _) = forge(&fake);
+    let raw_reads = || {
+        fake.requests()
+            .into_iter()
+            .filter(|r| r.route == RouteKind::FileRaw)
+            .collect::<Vec<LoggedRequest>>()
+    };
+
+    // A 500 first: an error's body is not content, so the retried read and the next one fit
+    // exactly (6 + 4 = 10).
+    fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .path_contains("six.yaml")
+            .nth(1),
+    );
+    let budget = ContentBudget::new(10);
+    let read = |path| forge.read_file_within("abc", path, &budget).unwrap();
+    assert_eq!(read("six.yaml"), BudgetedRead::Present(b"123456".to_vec()));
+    assert_eq!(read("absent.yaml"), BudgetedRead::Absent);
+    assert_eq!(read("four.yaml"), BudgetedRead::Present(b"1234".to_vec()));
+    assert!(!budget.is_spent());
+    assert!(
+        raw_reads()
+            .iter()
+            .all(|r| r.query_param("lfs").as_deref() == Some("true")),
+        "every raw read asks for an LFS file's object"
+    );
+
+    // A body announced larger than what is left is refused unread and spends the budget: no
+    // later read is sent.
+    let budget = ContentBudget::new(100);
+    let before = raw_reads().len();
+    let read = |path| forge.read_file_within("abc", path, &budget).unwrap();
+    assert_eq!(read("big.yaml"), BudgetedRead::OverBudget);
+    assert_eq!(raw_reads().len(), before + 1, "not retried");
+    assert_eq!(read("four.yaml"), BudgetedRead::OverBudget);
+    assert_eq!(raw_reads().len(), before + 1, "nothing sent once spent");
+    // A read without a budget is as before.
+    assert_eq!(
+        forge.read_file("abc", "big.yaml").unwrap().unwrap().len(),
+        5000
+    );
+}
+
+#[test]
+fn changes_count_and_modes_come_from_gitlabs_answers() {
+    let mut state = world();
+    let mr = state.projects[0].mr_mut(MR_IID).unwrap();
+    mr.diffs = vec![
+        DiffFile::modified("topics/orders.yaml").modes("100644", "120000"),
+        DiffFile::added("topics/sub").modes("0", "160000"),
+    ];
+    mr.overflow = true;
+    let fake = FakeGitLab::start(state);
+    let (forge, _) = forge(&fake);
+    assert_eq!(
+        forge.merge_request().unwrap().changes_count.as_deref(),
+        Some("2+")
+    );
+    let modes: Vec<(assent_forge::FileMode, assent_forge::FileMode)> = forge
+        .changed_files()
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.old_mode, f.new_mode))
+        .collect();
+    use assent_forge::FileMode::*;
+    assert_eq!(modes, [(Regular, Symlink), (Absent, Submodule)]);
+    fake.with_state(|st| {
+        st.project_mut(PROJECT_ID)
+            .unwrap()
+            .mr_mut(MR_IID)
+            .unwrap()
+            .changes_count = Some(String::new())
+    });
+    assert_eq!(forge.merge_request().unwrap().changes_count, None, "null");
+}
+
+#[test]
 fn discussions_map_to_listed_notes_with_defaults() {
     // Shapes the fake's state never lists (a note without `updated_at`, a plain note without
     // `resolvable`, `resolved: null`), answered as they are.

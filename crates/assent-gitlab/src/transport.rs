@@ -41,7 +41,9 @@ use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 use url::{Host, Url};
 
 use super::GitLabConfigError;
-use assent_forge::{CertificateFailure, ForgeError, RequestCounts, TransportFailure};
+use assent_forge::{
+    CertificateFailure, ContentBudget, ForgeError, RequestCounts, TransportFailure,
+};
 
 /// Default response body limit: 64 MiB.
 pub const DEFAULT_BODY_LIMIT: u64 = 64 * 1024 * 1024;
@@ -231,6 +233,9 @@ pub(crate) enum Failure {
     NoAnswer(String, TransportFailure),
     /// The response body exceeded the limit.
     BodyTooLarge { status: u16, limit: u64 },
+    /// A successful answer's body did not fit in the run's content budget: it was not read
+    /// (or not past the point it stopped fitting), and nothing of it stays taken.
+    OverBudget { limit: u64 },
 }
 
 impl Failure {
@@ -238,7 +243,7 @@ impl Failure {
     pub(crate) fn cause(&self) -> TransportFailure {
         match self {
             Failure::NotSent(_, cause) | Failure::NoAnswer(_, cause) => *cause,
-            Failure::BodyTooLarge { .. } => TransportFailure::Other,
+            Failure::BodyTooLarge { .. } | Failure::OverBudget { .. } => TransportFailure::Other,
         }
     }
 }
@@ -252,6 +257,12 @@ impl fmt::Display for Failure {
                 write!(
                     f,
                     "HTTP {status}: response body exceeds the {limit}-byte limit"
+                )
+            }
+            Failure::OverBudget { limit } => {
+                write!(
+                    f,
+                    "the response body does not fit in the run's {limit}-byte content budget"
                 )
             }
         }
@@ -369,6 +380,25 @@ impl Transport {
     /// One attempt: sends the request once and reads the whole (limited) body. Counts the
     /// attempt. Never follows a redirect.
     pub(crate) fn execute(&self, request: &PreparedRequest) -> Result<RawResponse, Failure> {
+        self.execute_within(request, None)
+    }
+
+    /// [`Transport::execute`] taking a successful answer's body from `budget`: nothing is
+    /// sent once it is spent, a body announced larger than what is left is refused unread,
+    /// and a body of unannounced length is taken as it arrives and stops where it no longer
+    /// fits. Only the bytes of an answer returned stay taken.
+    pub(crate) fn execute_within(
+        &self,
+        request: &PreparedRequest,
+        budget: Option<&ContentBudget>,
+    ) -> Result<RawResponse, Failure> {
+        if let Some(budget) = budget
+            && budget.is_spent()
+        {
+            return Err(Failure::OverBudget {
+                limit: budget.limit(),
+            });
+        }
         let counter = if request.method.is_read() {
             &self.reads
         } else {
@@ -431,18 +461,43 @@ impl Transport {
                 limit: self.body_limit,
             });
         }
+        // Only a successful answer is content; an error's short message is not taken.
+        let budget = budget.filter(|_| (200..300).contains(&status));
+        let mut taken = 0;
+        if let Some(budget) = budget
+            && uncompressed
+            && expected > 0
+        {
+            if !budget.try_take(expected) {
+                return Err(Failure::OverBudget {
+                    limit: budget.limit(),
+                });
+            }
+            taken = expected;
+        }
         let mut body = Vec::with_capacity(expected.min(self.body_limit) as usize);
-        let read = std::io::Read::read_to_end(
-            &mut response
-                .body_mut()
-                .with_config()
-                .limit(self.body_limit)
-                .reader(),
-            &mut body,
-        )
+        let mut reader = response
+            .body_mut()
+            .with_config()
+            .limit(self.body_limit)
+            .reader();
+        let read = match budget {
+            None => std::io::Read::read_to_end(&mut reader, &mut body).map(drop),
+            Some(budget) => read_within(&mut reader, &mut body, budget, &mut taken),
+        }
         .map_err(ureq::Error::from);
+        if read.is_err()
+            && let Some(budget) = budget
+        {
+            budget.give_back(taken);
+        }
         match read {
-            Ok(_) => {}
+            Ok(()) => {}
+            Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                return Err(Failure::OverBudget {
+                    limit: budget.map_or(0, ContentBudget::limit),
+                });
+            }
             Err(ureq::Error::BodyExceedsLimit(_)) => {
                 return Err(Failure::BodyTooLarge {
                     status,
@@ -511,6 +566,34 @@ impl Transport {
             }
             None => Failure::NoAnswer(message, TransportFailure::Other),
         }
+    }
+}
+
+/// Reads `reader` to its end into `body`, taking from `budget` every byte beyond the
+/// `taken` already taken for it (the announced length); a byte that does not fit stops the
+/// read with [`std::io::ErrorKind::FileTooLarge`].
+fn read_within(
+    reader: &mut impl std::io::Read,
+    body: &mut Vec<u8>,
+    budget: &ContentBudget,
+    taken: &mut u64,
+) -> std::io::Result<()> {
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let needed = (body.len() + n) as u64;
+        if needed > *taken {
+            if !budget.try_take(needed - *taken) {
+                return Err(std::io::Error::from(std::io::ErrorKind::FileTooLarge));
+            }
+            *taken = needed;
+        }
+        body.extend_from_slice(&chunk[..n]);
     }
 }
 
@@ -943,6 +1026,36 @@ fn excerpt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_of_unannounced_length_is_taken_as_it_arrives_and_stops_where_it_does_not_fit() {
+        let text = vec![b'x'; 200 * 1024];
+        // Fits: every byte taken, none beyond.
+        let budget = ContentBudget::new(300 * 1024);
+        let (mut body, mut taken) = (Vec::new(), 0);
+        read_within(&mut &text[..], &mut body, &budget, &mut taken).unwrap();
+        assert_eq!((body.len(), taken), (text.len(), text.len() as u64));
+        assert!(budget.try_take(100 * 1024), "exactly the rest is left");
+        assert!(!budget.try_take(1));
+
+        // Does not fit: the read stops at the first chunk past the budget, having held no
+        // more than the budget, and the budget is spent.
+        let budget = ContentBudget::new(100 * 1024);
+        let (mut body, mut taken) = (Vec::new(), 0);
+        let err = read_within(&mut &text[..], &mut body, &budget, &mut taken).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::FileTooLarge);
+        assert!(body.len() as u64 <= budget.limit(), "{}", body.len());
+        assert_eq!(taken, body.len() as u64);
+        assert!(budget.is_spent());
+
+        // Announced and taken already: reading it takes nothing more.
+        let budget = ContentBudget::new(text.len() as u64);
+        assert!(budget.try_take(text.len() as u64));
+        let (mut body, mut taken) = (Vec::new(), text.len() as u64);
+        read_within(&mut &text[..], &mut body, &budget, &mut taken).unwrap();
+        assert_eq!(body.len(), text.len());
+        assert!(!budget.is_spent());
+    }
 
     fn url(s: &str) -> Url {
         Url::parse(s).unwrap()

@@ -408,6 +408,20 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
             }
             None => op_err(OpError::MergeRequestNotFound),
         },
+        // The MR with every diff GitLab collected and whether it stopped at its limits.
+        (RouteKind::Changes, "GET") => match p!().mr(route.iid) {
+            Some(mr) => {
+                let mut v = mr_json(st, p!(), mr, true);
+                v["changes"] = mr
+                    .diffs
+                    .iter()
+                    .map(|d| serde_json::to_value(d).map(strip_nulls).expect("diff"))
+                    .collect();
+                v["overflow"] = json!(mr.overflow);
+                Response::json(200, &v)
+            }
+            None => op_err(OpError::MergeRequestNotFound),
+        },
         (RouteKind::Pipelines, "POST") => {
             if level < 30 {
                 return Response::message(403, "403 Forbidden");
@@ -461,6 +475,24 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
             let Some(content) = p!().files.get(&sha).and_then(|t| t.get(&route.name)) else {
                 return Response::message(404, "404 File Not Found");
             };
+            // A submodule is a commit in the tree, not a blob: no file there.
+            if p!().mode_of(&sha, &route.name) == "160000" {
+                return Response::message(404, "404 File Not Found");
+            }
+            let lfs = ctx.params.get("lfs").and_then(|v| parse_bool(v)) == Some(true);
+            if route.kind == RouteKind::FileRaw
+                && lfs
+                && p!().lfs_enabled
+                && let Some(oid) = crate::model::lfs_pointer_oid(&content.0)
+            {
+                // GitLab answers with the LFS object the pointer names, or 404 without one.
+                return match p!().lfs_objects.get(&oid) {
+                    Some(object) => {
+                        Response::bytes(200, "application/octet-stream", object.0.clone())
+                    }
+                    None => Response::message(404, "404 Not found"),
+                };
+            }
             if route.kind == RouteKind::FileRaw {
                 return Response::bytes(200, "text/plain; charset=utf-8", content.0.clone())
                     .header("X-Gitlab-File-Path", route.name.clone())
@@ -660,7 +692,7 @@ fn tree(st: &State, p: &Project, ctx: &Ctx) -> Response {
         format!("{base}/")
     };
     let mut trees = BTreeSet::new();
-    let mut blobs = BTreeMap::new();
+    let mut blobs: BTreeMap<String, &crate::model::FileContent> = BTreeMap::new();
     for (path, content) in files {
         let Some(rest) = path.strip_prefix(&prefix) else {
             continue;
@@ -685,7 +717,14 @@ fn tree(st: &State, p: &Project, ctx: &Ctx) -> Response {
         .collect();
     items.extend(blobs.into_iter().map(|(path, c)| {
         let name = path.rsplit('/').next().unwrap_or("").to_string();
-        json!({"id": blob_id(&c.0), "name": name, "type": "blob", "path": path, "mode": "100644"})
+        let mode = p.mode_of(&sha, &path);
+        // A submodule is listed as the commit it names.
+        let (kind, id) = if mode == "160000" {
+            ("commit", String::from_utf8_lossy(&c.0).trim().to_string())
+        } else {
+            ("blob", blob_id(&c.0))
+        };
+        json!({"id": id, "name": name, "type": kind, "path": path, "mode": mode})
     }));
     paginate(st, items, ctx)
 }
@@ -948,7 +987,7 @@ fn mr_json(st: &State, p: &Project, m: &MergeRequest, full: bool) -> Value {
         });
         v["pipeline"] = hp.clone().unwrap_or(Value::Null);
         v["head_pipeline"] = hp.unwrap_or(Value::Null);
-        v["changes_count"] = json!(m.diffs.len().to_string());
+        v["changes_count"] = m.changes_count_json();
     }
     v
 }

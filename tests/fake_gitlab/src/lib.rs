@@ -47,7 +47,7 @@ pub use faults::{FaultAction, FaultRule, HoldApply, Matcher, When};
 pub use model::{
     ApprovalRule, ApprovalSettings, DiffFile, DiffRefs, Discussion, DiscussionOrder, FileContent,
     Job, MergeRequest, MrState, Note, NotePosition, Pipeline, Project, ResourceGroup, State, Token,
-    User,
+    User, lfs_oid, lfs_pointer,
 };
 pub use ops::OpError;
 pub use route::RouteKind;

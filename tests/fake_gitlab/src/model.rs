@@ -176,6 +176,16 @@ pub struct Project {
     pub branches: BTreeMap<String, String>,
     /// commit sha -> path -> content (the full tree of that commit)
     pub files: BTreeMap<String, BTreeMap<String, FileContent>>,
+    /// commit sha -> path -> git mode of the entries of `files` that are not a regular
+    /// `100644` file: `120000` (a symbolic link: its content is the link's target, which is
+    /// what the raw file route answers), `160000` (a submodule: its content is the commit it
+    /// names, and the file routes answer 404, as for anything that is not a blob), `100755`.
+    pub modes: BTreeMap<String, BTreeMap<String, String>>,
+    /// The project's "Git Large File Storage" setting (on by default, as on GitLab).
+    pub lfs_enabled: bool,
+    /// LFS objects by their `oid` (sha256 hex): what the raw file route answers with
+    /// `lfs=true` for a file whose content is an LFS pointer naming one.
+    pub lfs_objects: BTreeMap<String, FileContent>,
     pub merge_requests: Vec<MergeRequest>,
     /// Pipelines created through the API.
     pub pipelines: Vec<Pipeline>,
@@ -287,6 +297,9 @@ impl Default for Project {
             resolve_outdated_diff_discussions: false,
             branches: BTreeMap::new(),
             files: BTreeMap::new(),
+            modes: BTreeMap::new(),
+            lfs_enabled: true,
+            lfs_objects: BTreeMap::new(),
             merge_requests: vec![],
             pipelines: vec![],
             ci_config_path: String::new(),
@@ -318,6 +331,37 @@ impl Project {
             .or_default()
             .insert(path.into(), FileContent(content.into()));
         self
+    }
+    /// Adds `path` to the tree of commit `sha` as a symbolic link to `target`.
+    pub fn symlink(self, sha: &str, path: &str, target: &str) -> Self {
+        self.file(sha, path, target).mode(sha, path, "120000")
+    }
+    /// Adds `path` to the tree of commit `sha` as a submodule at `commit`.
+    pub fn submodule(self, sha: &str, path: &str, commit: &str) -> Self {
+        self.file(sha, path, commit).mode(sha, path, "160000")
+    }
+    /// Adds `path` to the tree of commit `sha` as a file stored in Git LFS: the tree holds
+    /// the LFS pointer, the project's LFS storage the `object`.
+    pub fn lfs_file(mut self, sha: &str, path: &str, object: impl Into<Vec<u8>>) -> Self {
+        let object = FileContent(object.into());
+        let pointer = lfs_pointer(&object.0);
+        self.lfs_objects.insert(lfs_oid(&object.0), object);
+        self.file(sha, path, pointer)
+    }
+    /// Sets the git mode of `path` in the tree of commit `sha` (see [`Project::modes`]).
+    pub fn mode(mut self, sha: &str, path: &str, mode: &str) -> Self {
+        self.modes
+            .entry(sha.into())
+            .or_default()
+            .insert(path.into(), mode.into());
+        self
+    }
+    /// The git mode of `path` at commit `sha`: `100644` unless [`Project::modes`] says else.
+    pub fn mode_of(&self, sha: &str, path: &str) -> &str {
+        self.modes
+            .get(sha)
+            .and_then(|m| m.get(path))
+            .map_or("100644", String::as_str)
     }
     /// Declares commit `sha` (possibly with an empty tree).
     pub fn commit(mut self, sha: &str) -> Self {
@@ -437,6 +481,13 @@ pub struct MergeRequest {
     pub approved_by: Vec<u64>,
     /// Merge request level approval rules.
     pub approval_rules: Vec<ApprovalRule>,
+    /// GitLab stopped collecting the MR's diff at its limits (1,000 files by default): the
+    /// listing holds only `diffs`, `changes_count` is `"<their number>+"`, and `GET
+    /// …/changes` answers `overflow: true`.
+    pub overflow: bool,
+    /// `changes_count` as served, instead of the count of `diffs` (`Some("")` serves `null`,
+    /// as GitLab does before it has computed the diff).
+    pub changes_count: Option<String>,
 }
 
 impl Default for MergeRequest {
@@ -463,6 +514,8 @@ impl Default for MergeRequest {
             source_project_id: 0,
             approved_by: vec![],
             approval_rules: vec![],
+            overflow: false,
+            changes_count: None,
         }
     }
 }
@@ -492,6 +545,16 @@ impl MergeRequest {
     pub fn diff(mut self, d: DiffFile) -> Self {
         self.diffs.push(d);
         self
+    }
+    /// `changes_count` as GitLab serves it: a string counting the files of the diff (a
+    /// rename once), with a `+` once GitLab stopped collecting, or `null`.
+    pub fn changes_count_json(&self) -> serde_json::Value {
+        match &self.changes_count {
+            Some(count) if count.is_empty() => serde_json::Value::Null,
+            Some(count) => count.as_str().into(),
+            None if self.overflow => format!("{}+", self.diffs.len()).into(),
+            None => self.diffs.len().to_string().into(),
+        }
     }
     pub fn global_id(&self, project_id: u64) -> u64 {
         if self.id != 0 {
@@ -819,6 +882,12 @@ impl DiffFile {
             ..DiffFile::modified(path)
         }
     }
+    /// The same entry with git modes `a_mode` (base side) and `b_mode` (source side).
+    pub fn modes(mut self, a_mode: &str, b_mode: &str) -> Self {
+        self.a_mode = a_mode.into();
+        self.b_mode = b_mode.into();
+        self
+    }
     pub fn renamed(old: &str, new: &str) -> Self {
         DiffFile {
             old_path: old.into(),
@@ -873,6 +942,31 @@ impl<'de> Deserialize<'de> for FileContent {
                 .map_err(serde::de::Error::custom),
         }
     }
+}
+
+/// The `oid` Git LFS names `object` by: its sha256, in hex.
+pub fn lfs_oid(object: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(object))
+}
+
+/// The pointer file Git LFS commits in place of `object` (spec v1).
+pub fn lfs_pointer(object: &[u8]) -> String {
+    format!(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
+        lfs_oid(object),
+        object.len()
+    )
+}
+
+/// The `oid` an LFS pointer names, when `content` is one.
+pub fn lfs_pointer_oid(content: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(content).ok()?;
+    let mut lines = text.lines();
+    if lines.next()? != "version https://git-lfs.github.com/spec/v1" {
+        return None;
+    }
+    lines.find_map(|l| l.strip_prefix("oid sha256:").map(str::to_owned))
 }
 
 /// 40 lowercase hex digits derived from `n` (deterministic).

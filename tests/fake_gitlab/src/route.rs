@@ -32,6 +32,9 @@ pub enum RouteKind {
     Note,
     /// `/projects/:id/merge_requests/:iid/diffs`
     Diffs,
+    /// `/projects/:id/merge_requests/:iid/changes` (deprecated by GitLab for `diffs`; the MR
+    /// with its `changes` and `overflow`)
+    Changes,
     /// `/projects/:id/merge_requests/:iid/pipelines`
     Pipelines,
     /// `/projects/:id/repository/tree`
@@ -145,6 +148,7 @@ pub(crate) fn parse(raw_path: &str) -> Route {
                                 None => RouteKind::Unknown,
                             },
                             ["diffs"] => RouteKind::Diffs,
+                            ["changes"] => RouteKind::Changes,
                             ["pipelines"] => RouteKind::Pipelines,
                             ["approvals"] => RouteKind::MrApprovals,
                             ["approve"] => RouteKind::Approve,

@@ -1221,3 +1221,98 @@ fn a_headers_rule_edits_the_answer_and_still_applies_it() {
         Some("headers+server_error")
     );
 }
+
+#[test]
+fn changes_count_counts_the_listing_and_says_plus_past_the_diff_limits() {
+    let fake = FakeGitLab::start(basic());
+    let mr = get(&fake, "/projects/42/merge_requests/7").json();
+    assert_eq!(mr["changes_count"], "1", "a string, as GitLab sends it");
+    let changes = get(&fake, "/projects/42/merge_requests/7/changes").json();
+    assert_eq!(changes["overflow"], false);
+    assert_eq!(changes["changes"].as_array().unwrap().len(), 1);
+    assert_eq!(changes["changes"][0]["b_mode"], "100644");
+
+    fake.with_state(|st| st.project_mut(42).unwrap().mr_mut(7).unwrap().overflow = true);
+    let mr = get(&fake, "/projects/42/merge_requests/7").json();
+    assert_eq!(mr["changes_count"], "1+");
+    let changes = get(&fake, "/projects/42/merge_requests/7/changes").json();
+    assert_eq!(changes["overflow"], true);
+
+    fake.with_state(|st| {
+        st.project_mut(42).unwrap().mr_mut(7).unwrap().changes_count = Some(String::new())
+    });
+    let mr = get(&fake, "/projects/42/merge_requests/7").json();
+    assert_eq!(mr["changes_count"], Value::Null);
+}
+
+#[test]
+fn symlinks_submodules_and_lfs_files_answer_as_gitlab_does() {
+    let object = b"topics:\n  - name: big\n    retention_days: 7\n".to_vec();
+    let mut state = basic();
+    let project = state.projects.remove(0);
+    state.projects.push(
+        project
+            .symlink(HEAD_SHA, "topics/link.yaml", "../elsewhere.yaml")
+            .submodule(HEAD_SHA, "topics/sub", TARGET_SHA)
+            .lfs_file(HEAD_SHA, "topics/big.yaml", object.clone())
+            .lfs_file(HEAD_SHA, "topics/lost.yaml", b"gone".to_vec()),
+    );
+    state.projects[0]
+        .lfs_objects
+        .remove(&fake_gitlab::lfs_oid(b"gone"));
+    let fake = FakeGitLab::start(state);
+    let raw = |path: &str, lfs: &str| {
+        get(
+            &fake,
+            &format!("/projects/42/repository/files/{path}/raw?ref={HEAD_SHA}{lfs}"),
+        )
+    };
+    // A symbolic link's raw content is its target.
+    assert_eq!(raw("topics%2Flink.yaml", "").body, "../elsewhere.yaml");
+    // A submodule is no blob.
+    assert_eq!(raw("topics%2Fsub", "").status, 404);
+    // An LFS file is its pointer, or with `lfs=true` its object (404 when GitLab has none).
+    let pointer = raw("topics%2Fbig.yaml", "").body;
+    assert_eq!(pointer, fake_gitlab::lfs_pointer(&object));
+    assert!(pointer.starts_with("version https://git-lfs.github.com/spec/v1\noid sha256:"));
+    let lfs = raw("topics%2Fbig.yaml", "&lfs=true");
+    assert_eq!((lfs.status, lfs.body.as_bytes()), (200, &object[..]));
+    assert_eq!(raw("topics%2Flost.yaml", "&lfs=true").status, 404);
+    // `lfs` is ignored for a file that is no pointer.
+    assert!(
+        raw("topics%2Forders.yaml", "&lfs=true")
+            .body
+            .contains("retention_days: 7")
+    );
+    // With LFS off for the project, the pointer is all there is.
+    fake.with_state(|st| st.project_mut(42).unwrap().lfs_enabled = false);
+    assert_eq!(raw("topics%2Fbig.yaml", "&lfs=true").body, pointer);
+
+    let tree = get(
+        &fake,
+        &format!("/projects/42/repository/tree?ref={HEAD_SHA}&recursive=true&per_page=100"),
+    )
+    .json();
+    let entries: Vec<(&str, &str, &str)> = tree
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap(),
+                e["type"].as_str().unwrap(),
+                e["mode"].as_str().unwrap(),
+            )
+        })
+        .filter(|(path, _, _)| *path != "topics" && *path != "topics/orders.yaml")
+        .collect();
+    assert_eq!(
+        entries,
+        vec![
+            ("topics/big.yaml", "blob", "100644"),
+            ("topics/link.yaml", "blob", "120000"),
+            ("topics/lost.yaml", "blob", "100644"),
+            ("topics/sub", "commit", "160000"),
+        ]
+    );
+}
