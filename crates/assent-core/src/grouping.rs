@@ -132,7 +132,7 @@ pub fn group_fired(fired: Vec<Fired<'_>>, group_above: impl Fn(&str) -> usize) -
             continue;
         }
         // Gating first; the sort is stable, so each effect keeps subject order.
-        members.sort_by(|a, b| b.finding.effect.cmp(&a.finding.effect));
+        members.sort_by_key(|m| std::cmp::Reverse(m.finding.effect));
         for part in grouped_parts(&rule, threshold, &members) {
             out.members.insert(part.finding.slot.clone(), part.members);
             out.findings.push(part.finding);
