@@ -12,7 +12,9 @@
 //!
 //! Once the policies load, each `match.files` glob that matches no file of the checkout is a
 //! warning (`path:line: warning: …`): the checkout's paths are listed, within caps, without
-//! opening anything ([`list_checkout`]). Warnings never fail the command.
+//! opening anything ([`list_checkout`]). So is each rule that judges a pointer on some kinds
+//! of change but whose `delete` no rule judges ([`PolicySet::uncovered_deletes`]): deleting
+//! the key would pass unjudged. Warnings never fail the command.
 //!
 //! Exit codes: `0` the policies load (with or without warnings), `1` problems found (refused
 //! entries included), `2` `REPO` or its `.assent/policies` is missing or a file cannot be
@@ -38,7 +40,8 @@ Examples:
 
 Prints every problem as `path:line: message`, then `N problem(s) in M file(s)` or
 `ok: N rule(s) in M file(s)`. Once the policies load, a match.files glob that matches no file
-of the checkout is a `path:line: warning: ...` line (warnings do not fail).
+of the checkout is a `path:line: warning: ...` line, and so is a rule that judges a pointer
+only on some kinds when no rule judges its delete (warnings do not fail).
 Exit codes: 0 the policies load, 1 problems found, 2 REPO or REPO/.assent/policies missing.";
 
 /// Arguments of `assent lint`.
@@ -204,7 +207,7 @@ pub fn run(args: &LintArgs) -> Exit {
     };
     match local.load() {
         Ok(set) => {
-            let warnings = match list_checkout(&args.repo) {
+            let mut warnings = match list_checkout(&args.repo) {
                 Ok(paths) => set.unmatched_globs(paths.iter().map(String::as_str)),
                 Err(CheckoutTooLarge(why)) => {
                     eprintln!(
@@ -213,6 +216,7 @@ pub fn run(args: &LintArgs) -> Exit {
                     Vec::new()
                 }
             };
+            warnings.extend(set.uncovered_deletes());
             print_warnings(&args.repo, &warnings);
             let mut tally = format!(
                 "ok: {} rule(s) in {} file(s)",

@@ -37,7 +37,8 @@ fn broken(name: &str) -> String {
 fn the_example_repository_lints_clean() {
     let (code, out, err) = assent(&["lint", GOOD], &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(out, "ok: 8 rule(s) in 2 file(s)\n");
+    // No warning either: the registry judges the delete of every field it guards.
+    assert_eq!(out, "ok: 11 rule(s) in 2 file(s)\n");
     assert_eq!(err, "");
 }
 
@@ -233,7 +234,7 @@ fn a_glob_matching_no_file_is_a_warning_not_a_failure() {
         out,
         format!(
             "{repo}/.assent/policies/topics.yaml:7: warning: rule `retention-shrink`: match.files glob `topics/*.yml` matches no file in the checkout, so the rule judges nothing here\n\
-             ok: 2 rule(s) in 1 file(s); 1 warning(s)\n"
+             ok: 3 rule(s) in 1 file(s); 1 warning(s)\n"
         )
     );
     assert_eq!(err, "");
@@ -242,7 +243,7 @@ fn a_glob_matching_no_file_is_a_warning_not_a_failure() {
     copy_dir(&root().join(&repo), dir.path());
     std::fs::write(dir.path().join("topics/legacy.yml"), "topics: []\n").unwrap();
     let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
-    assert_eq!((code, out.as_str()), (0, "ok: 2 rule(s) in 1 file(s)\n"));
+    assert_eq!((code, out.as_str()), (0, "ok: 3 rule(s) in 1 file(s)\n"));
     // A file only under `.assent/` does not count: it is never governed.
     std::fs::remove_file(dir.path().join("topics/legacy.yml")).unwrap();
     std::fs::write(dir.path().join(".assent/topics.yml"), "").unwrap();
@@ -250,6 +251,37 @@ fn a_glob_matching_no_file_is_a_warning_not_a_failure() {
     std::fs::write(dir.path().join(".assent/topics/x.yml"), "").unwrap();
     let (_, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
     assert!(out.contains("warning: rule `retention-shrink`"), "{out}");
+}
+
+/// A rule that judges a pointer only on some kinds, when no rule judges its delete, is a
+/// warning at the rule's line (exit 0): deleting the key would pass unjudged. A wider glob
+/// or pointer covers it; a narrower glob, or a rule on the parent, does not.
+#[test]
+fn a_pointer_judged_without_its_delete_is_a_warning() {
+    let repo = broken("uncovered-delete");
+    let (code, out, err) = assent(&["lint", &repo], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let file = format!("{repo}/.assent/policies/topics.yaml");
+    assert_eq!(
+        out,
+        format!(
+            "{file}:10: warning: rule `retention-shrink`: judges `/topics/*/retention_days` in `topics/*.yaml` only on modify, and no rule judges its delete, so a merge request that deletes it passes unjudged; add a rule with `kinds: [delete]` for that pointer\n\
+             {file}:46: warning: rule `partitions-decrease`: judges `/topics/*/partitions` in `legacy/*.yaml` only on modify, and no rule judges its delete, so a merge request that deletes it passes unjudged; add a rule with `kinds: [delete]` for that pointer\n\
+             ok: 7 rule(s) in 1 file(s); 2 warning(s)\n"
+        )
+    );
+    assert_eq!(err, "");
+    // A rule judging the deletes under a wider glob closes both gaps.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join(&repo), dir.path());
+    let policies = dir.path().join(".assent/policies/topics.yaml");
+    let mut text = std::fs::read_to_string(&policies).unwrap();
+    text.push_str(
+        "  - id: any-field-removed\n    match:\n      files: [\"*/*.yaml\"]\n      pointer: \"/topics/*/*\"\n      kinds: [delete]\n    effect: challenge\n",
+    );
+    std::fs::write(&policies, text).unwrap();
+    let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    assert_eq!((code, out.as_str()), (0, "ok: 8 rule(s) in 1 file(s)\n"));
 }
 
 /// The `when` of every policy the project ships or documents passes the type checks: the
@@ -346,7 +378,7 @@ fn test_cases_pin_both_sides_of_a_rule_s_group_above() {
     let (code, out, err) = assent(&["lint", repo], &[]);
     assert_eq!(
         (code, out.as_str()),
-        (0, "ok: 2 rule(s) in 1 file(s)\n"),
+        (0, "ok: 3 rule(s) in 1 file(s)\n"),
         "{err}"
     );
     let (code, out, err) = assent(&["test", repo], &[]);
@@ -989,7 +1021,8 @@ fn a_link_to_dev_zero_is_refused_at_once() {
         out.starts_with(&format!("BROKEN {repo}/.assent/tests/zero.yaml\n")),
         "{out}"
     );
-    assert!(out.ends_with("19 passed, 0 failed, 1 broken\n"), "{out}");
+    assert!(out.ends_with("22 passed, 0 failed, 1 broken
+"), "{out}");
     assert!(
         err.starts_with(&format!(
             "error: {repo}/.assent/tests/zero.yaml{LINK_LINE}\n"

@@ -23,6 +23,7 @@ mod doctor_cli;
 mod fixtures_replay;
 mod fuzz_regressions;
 mod gitlab_adapter_http;
+mod grouping_cli;
 mod hostile_input;
 mod http_fixtures;
 mod lint_and_test_cli;

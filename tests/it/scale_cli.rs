@@ -110,13 +110,17 @@ fn six_thousand_findings_of_one_rule_are_one_grouped_thread() {
         body.contains("- `topics/big.yaml#/topics/t00000.v1/retention_days`: `30` → `7`"),
         "{body}"
     );
-    assert!(body.contains("- … and 5900 more,"), "{body}");
+    assert!(
+        body.contains("- `topics/big.yaml#/topics/t05999.v1/retention_days`: `30` → `7`"),
+        "every member is listed, the last one too"
+    );
     assert_eq!(
         body.lines()
             .filter(|l| l.starts_with("- `topics/big.yaml#"))
             .count(),
-        100
+        6_000
     );
+    assert_eq!(findings[0]["members"].as_array().unwrap().len(), 6_000);
     let summary = w.summary();
     assert!(
         summary.body.contains("## assent · REVIEW"),
@@ -271,4 +275,85 @@ fn a_key_of_one_million_two_hundred_thousand_characters_gets_a_bounded_slot() {
         w.writes().is_empty(),
         "the bounded slot is found again on a rerun"
     );
+}
+
+#[test]
+fn a_group_too_large_for_one_note_is_split_into_parts_that_each_list_their_own_members() {
+    // 2,500 topics whose names fill the 300 characters a member's subject shows: one member
+    // list of about 1.2 million characters, more than one note holds.
+    let names: Vec<String> = (0..2_500)
+        .map(|i| format!("t{i:05}.{}", "n".repeat(330)))
+        .collect();
+    let w = world_with(
+        &registry(names.iter().map(String::as_str), 30),
+        &registry(names.iter().map(String::as_str), 7),
+    );
+    let r = run(&w);
+    r.expect_code(0);
+    assert_within_gitlab_limit(&w);
+    w.assert_no_violations();
+
+    let receipt = r.receipt();
+    let findings = receipt["findings"].as_array().unwrap();
+    let subjects: Vec<&str> = findings
+        .iter()
+        .map(|f| f["subject"].as_str().unwrap())
+        .collect();
+    assert!(subjects.len() >= 2, "{subjects:?}");
+    assert_eq!(subjects[..2], ["*", "*2"]);
+    let mut members: Vec<&str> = findings
+        .iter()
+        .flat_map(|f| f["members"].as_array().unwrap())
+        .map(|m| m["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(members.len(), 2_500);
+    members.sort_unstable();
+    members.dedup();
+    assert_eq!(members.len(), 2_500, "each member in exactly one part");
+
+    let threads = w.threads_of("retention-shrink");
+    assert_eq!(threads.len(), subjects.len(), "one thread per part");
+    let listed: usize = threads
+        .iter()
+        .map(|t| {
+            let body = &t.notes[0].body;
+            assert!(body.contains("**This is part "), "{}", &body[..600]);
+            body.lines()
+                .filter(|l| l.starts_with("- `topics/big.yaml#"))
+                .count()
+        })
+        .sum();
+    assert_eq!(listed, 2_500, "every member is listed in one of the parts");
+
+    // Resolving only the first part leaves the others gating.
+    let first = threads
+        .iter()
+        .find(|t| {
+            t.notes[0]
+                .body
+                .lines()
+                .next()
+                .unwrap()
+                .contains(r#""subject":"*""#)
+        })
+        .unwrap();
+    w.fake.resolve(
+        fixtures::PROJECT_ID,
+        fixtures::MR_IID,
+        &first.id,
+        fixtures::HUMAN_ID,
+        true,
+    );
+    let r = run(&w);
+    r.expect_code(0);
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "REVIEW");
+    let assented: Vec<(&str, bool)> = receipt["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["subject"].as_str().unwrap(), f["assented"] == true))
+        .collect();
+    assert_eq!(assented[0], ("*", true));
+    assert!(assented[1..].iter().all(|(_, a)| !a), "{assented:?}");
 }

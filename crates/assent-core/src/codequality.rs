@@ -3,8 +3,10 @@
 //! `assent run --codequality PATH` writes this document next to the receipt; a CI job that
 //! declares it as `artifacts:reports:codequality` makes GitLab show every finding in the
 //! merge request's Code Quality widget and, on the changed lines, in the diff's gutter, even
-//! where discussions are collapsed. One entry per finding (a grouped finding is one entry),
-//! in slot order, so identical inputs give byte-identical files:
+//! where discussions are collapsed. One entry per finding, in slot order, so identical inputs
+//! give byte-identical files; a grouped finding gives one entry per **member** instead, in
+//! its thread's order, each with the member's own message, fingerprint, severity and
+//! location, so no member of a group is missing from the widget:
 //!
 //! | key | value |
 //! | --- | --- |
@@ -12,7 +14,7 @@
 //! | `check_name` | the rule id |
 //! | `fingerprint` | the occurrence's 64 hex digits: the same judged content keeps its entry across pipelines |
 //! | `severity` | `info` (comment), `major` (challenge), `blocker` (block) |
-//! | `location.path` | the file of the judged value (a grouped finding: its first member's); a built-in finding's subject without its `#` |
+//! | `location.path` | the file of the judged value; a built-in finding's subject without its `#` |
 //! | `location.lines.begin` | the new value's line at the source SHA; 1 when unknown, and for a delete (its value has no line at the source) |
 
 use serde::Serialize;
@@ -53,7 +55,14 @@ pub fn severity(effect: Effect) -> &'static str {
 
 /// The report of `desired`'s findings: a JSON array, pretty-printed, ending in a newline.
 pub fn codequality_report(desired: &DesiredState) -> String {
-    let issues: Vec<Issue<'_>> = desired.findings.iter().map(|f| issue(desired, f)).collect();
+    let issues: Vec<Issue<'_>> = desired
+        .findings
+        .iter()
+        .flat_map(|f| match desired.members_of(&f.slot) {
+            [] => vec![issue(desired, f)],
+            members => members.iter().map(|m| issue(desired, &m.finding)).collect(),
+        })
+        .collect();
     let mut text = serde_json::to_string_pretty(&issues).expect("plain data serializes");
     text.push('\n');
     text
@@ -93,7 +102,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::model::{ChangeKind, FindingSite, GROUP_SUBJECT, Occurrence, Slot};
+    use crate::model::{ChangeKind, FindingSite, GROUP_SUBJECT, MemberFinding, Occurrence, Slot};
 
     fn finding(rule: &str, subject: &str, effect: Effect, message: &str) -> Finding {
         Finding {
@@ -186,6 +195,73 @@ mod tests {
             codequality_report(&desired())
         );
         assert_eq!(codequality_report(&DesiredState::default()), "[]\n");
+    }
+
+    #[test]
+    fn a_grouped_finding_gives_one_entry_per_member_at_its_own_line() {
+        let member = |subject: &str, effect: Effect| MemberFinding {
+            finding: finding(
+                "retention-shrink",
+                subject,
+                effect,
+                &format!("{subject} shrinks."),
+            ),
+            kind: ChangeKind::Modify,
+        };
+        let members = vec![
+            member(
+                "topics/orders.yaml#/topics/orders.events.v1/retention_days",
+                Effect::Block,
+            ),
+            member(
+                "topics/a-scratch.yaml#/topics/s0/retention_days",
+                Effect::Challenge,
+            ),
+        ];
+        let group = finding(
+            "retention-shrink",
+            GROUP_SUBJECT,
+            Effect::Block,
+            "Fired 2 times.",
+        );
+        let sites: BTreeMap<Slot, FindingSite> = [
+            (
+                group.slot.clone(),
+                site("topics/orders.yaml", ChangeKind::Modify, Some(3), Some(3)),
+            ),
+            (
+                members[0].finding.slot.clone(),
+                site("topics/orders.yaml", ChangeKind::Modify, Some(3), Some(3)),
+            ),
+            (
+                members[1].finding.slot.clone(),
+                site(
+                    "topics/a-scratch.yaml",
+                    ChangeKind::Modify,
+                    Some(9),
+                    Some(9),
+                ),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let state = DesiredState::new(vec![group.clone()])
+            .with_members(BTreeMap::from([(group.slot.clone(), members.clone())]))
+            .with_sites(sites);
+        let parsed: serde_json::Value = serde_json::from_str(&codequality_report(&state)).unwrap();
+        let entries = parsed.as_array().unwrap();
+        assert_eq!(entries.len(), 2, "{parsed:#}");
+        for (entry, m) in entries.iter().zip(&members) {
+            assert_eq!(entry["description"], m.finding.message.as_str());
+            assert_eq!(
+                entry["fingerprint"].as_str().map(|f| format!("sha256:{f}")),
+                Some(m.finding.occurrence.to_string())
+            );
+            assert_eq!(entry["severity"], severity(m.finding.effect));
+        }
+        assert_eq!(entries[0]["location"]["path"], "topics/orders.yaml");
+        assert_eq!(entries[1]["location"]["path"], "topics/a-scratch.yaml");
+        assert_eq!(entries[1]["location"]["lines"]["begin"], 9);
     }
 
     #[test]

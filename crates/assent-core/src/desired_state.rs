@@ -74,7 +74,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::grouping::{Fired, group_findings};
+use crate::grouping::{Fired, group_fired};
 use crate::inert;
 use crate::model::{
     Change, ChangeKind, DesiredState, Effect, Finding, FindingSite, GROUP_SUBJECT, Occurrence,
@@ -275,6 +275,7 @@ pub fn compute_desired_state_with_budget(
     // Kept beside the findings, never in them: lines are presentation only (SPEC §12.1).
     let mut sites: BTreeMap<Slot, FindingSite> = BTreeMap::new();
     let mut evaluation_failures = Vec::new();
+    let mut members = BTreeMap::new();
     let mut findings = match &policies {
         Some(policies) => {
             let evaluation = policies.evaluate_within(&changes, &mr, cel_budget);
@@ -320,7 +321,9 @@ pub fn compute_desired_state_with_budget(
                     }
                 })
                 .collect();
-            group_findings(fired, |rule| policies.group_above(rule))
+            let grouped = group_fired(fired, |rule| policies.group_above(rule));
+            members = grouped.members;
+            grouped.findings
         }
         None => Vec::new(),
     };
@@ -336,6 +339,7 @@ pub fn compute_desired_state_with_budget(
     DesiredOutcome {
         desired: DesiredState::new(findings)
             .with_assenters(assenters)
+            .with_members(members)
             .with_sites(sites),
         policy_digest,
         changes,
@@ -954,11 +958,15 @@ rules:
         let grouped = finding(&out, "retention-shrink");
         assert_eq!(grouped.slot.subject, GROUP_SUBJECT);
         assert_eq!(site_of(&out, "retention-shrink").new_line, Some(3));
+        let members = out.desired.members_of(&grouped.slot);
+        assert_eq!(members.len(), 30);
         assert_eq!(
             out.desired.sites.len(),
-            1,
-            "no site for a member's own slot"
+            31,
+            "the group's and each member's own"
         );
+        let last = out.desired.site(&members[29].finding.slot).unwrap();
+        assert_eq!(last.new_line, Some(3 + 2 * 29), "a member's own line");
 
         let broken = any_format("topics/a.yaml", "topics: []\n", "topics: [\n");
         let parse_error = finding(&broken, RULE_PARSE_ERROR);

@@ -5,21 +5,34 @@
 //! when a policy rule fires more than its threshold ([`DEFAULT_GROUP_ABOVE`], or the rule's
 //! `group_above`) its findings become one **grouped finding**:
 //!
-//! * slot `(rule, "*")` ([`GROUP_SUBJECT`]);
+//! * slot `(rule, "*")` ([`crate::model::GROUP_SUBJECT`]);
 //! * occurrence [`Occurrence::of_group`] over every member's `{subject, kind, old, new}`, so
 //!   a member added, removed or changed gives a new occurrence and the thread is superseded
 //!   through the ordinary state table;
 //! * effect: the strongest of the members' (`block` > `challenge` > `comment`);
-//! * message: how many members there are, the rule's message for the first of them, and the
-//!   members themselves, at most [`MAX_LISTED_MEMBERS`] and [`MAX_LISTING_CHARS`] of them,
-//!   then how many more there are. Every subject and value goes through
-//!   [`inert::code`], shortened by [`inert::shortened`].
+//! * message: how many members there are, the rule's message for the first of them, and
+//!   **every member**, gating first (`block`, then `challenge`, then `comment`; within each
+//!   by subject, which begins with the member's file). Every subject and value goes through
+//!   [`inert::code`], shortened by [`inert::shortened`]. Resolving the thread assents to
+//!   every member, so none may be left out of what the reviewer sees.
 //!
-//! A grouped finding is an ordinary desired finding: the planner, the rescan, the receipt
-//! (one finding for the group) and the assent rules (SPEC §10.1, by rule id) need no case of
-//! their own. A rule that drops back to its threshold or under has per-subject findings again;
-//! the group slot is then no longer desired and its thread is resolved as outdated, like any
-//! other. Built-in findings (`assent/…`) are never grouped: each names its own problem.
+//! **Parts.** When the member list does not fit one message of [`MAX_GROUP_MESSAGE_CHARS`]
+//! (inside GitLab's note limit with the marker and headline), the members, in that same
+//! order, are packed into as few parts as fit, each one grouped finding of its own: part 1
+//! keeps slot `(rule, "*")`, part `n` is `(rule, "*n")` ([`group_part_subject`]). A part's
+//! occurrence ([`Occurrence::of_group_part`]) covers exactly its members and its effect is
+//! the strongest of theirs, so resolving a part assents to its members only. A member whose
+//! value changes without moving a part boundary supersedes its own part alone; a member
+//! added or removed, or one whose line grows or shrinks past a boundary, shifts the members
+//! after it, and every part from there on is superseded (as one group would be).
+//!
+//! A grouped finding is an ordinary desired finding: the planner, the rescan and the assent
+//! rules (SPEC §10.1, by rule id) need no case of their own. Its members travel beside it
+//! ([`Grouped::members`], [`crate::model::DesiredState::members`]): the receipt lists them
+//! under the group, and the Code Quality report gives each its own entry. A rule that drops
+//! back to its threshold or under has per-subject findings again; the group slots are then
+//! no longer desired and their threads are resolved as outdated, like any other. Built-in
+//! findings (`assent/…`) are never grouped: each names its own problem.
 
 use std::collections::BTreeMap;
 
@@ -27,19 +40,25 @@ use serde_json::Value;
 
 use crate::canonical_json;
 use crate::inert;
-use crate::model::{ChangeKind, Effect, Finding, GROUP_SUBJECT, GroupMember, Occurrence, Slot};
+use crate::model::{
+    ChangeKind, Effect, Finding, GroupMember, MemberFinding, Occurrence, Slot, group_part_subject,
+};
 
 /// A rule that fires more than this many times in one merge request is grouped, unless its
 /// policy sets `group_above`.
 pub const DEFAULT_GROUP_ABOVE: usize = 25;
 
-/// At most this many members are listed in a grouped thread; the rest are counted.
-pub const MAX_LISTED_MEMBERS: usize = 100;
+/// A grouped finding's message is at most this many characters; a group whose members do
+/// not fit is split into parts. The thread body adds a marker and a headline of bounded size
+/// (rule ids and subjects are bounded), so it stays under [`crate::render::BODY_BUDGET_CHARS`].
+pub const MAX_GROUP_MESSAGE_CHARS: usize = 850_000;
 
-/// The member list of a grouped thread stops before it passes this many characters, even
-/// with fewer than [`MAX_LISTED_MEMBERS`] listed, so long subjects or values cannot make the
-/// note too large.
-pub const MAX_LISTING_CHARS: usize = 50_000;
+/// Room kept in a grouped message for everything before the member list: the counts, the
+/// example message (at most [`EXAMPLE_MESSAGE_CHARS`]) and fixed sentences.
+const HEADER_ROOM_CHARS: usize = 10_000;
+
+/// The member list of one part is at most this many characters.
+const LISTING_BUDGET_CHARS: usize = MAX_GROUP_MESSAGE_CHARS - HEADER_ROOM_CHARS;
 
 /// A member's subject is shown up to this many characters ([`inert::shortened`]).
 const MEMBER_SUBJECT_CHARS: usize = 300;
@@ -65,16 +84,31 @@ pub struct Fired<'a> {
     pub new: Option<&'a Value>,
 }
 
+/// What grouping publishes: the findings, and the members of each grouped one.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Grouped {
+    /// The findings to publish, sorted by slot.
+    pub findings: Vec<Finding>,
+    /// Grouped finding's slot → its members, in the order its thread lists them.
+    pub members: BTreeMap<Slot, Vec<MemberFinding>>,
+}
+
 /// Whether `rule` is a built-in rule (never grouped).
 pub fn is_builtin(rule: &str) -> bool {
     rule.starts_with("assent/")
 }
 
-/// The findings to publish for `fired`: each rule's findings as they are, or, for a rule
-/// with more than `group_above(rule)` findings (distinct subjects), one grouped finding.
-/// Two findings of one slot count once, the stronger kept (as [`crate::model::DesiredState`]
-/// keeps it). The output is sorted by slot and does not depend on the input order.
+/// The findings to publish for `fired` ([`group_fired`]), without their members.
 pub fn group_findings(fired: Vec<Fired<'_>>, group_above: impl Fn(&str) -> usize) -> Vec<Finding> {
+    group_fired(fired, group_above).findings
+}
+
+/// The findings to publish for `fired`: each rule's findings as they are, or, for a rule
+/// with more than `group_above(rule)` findings (distinct subjects), one grouped finding (or
+/// several parts of one, when its members do not fit one note) and its members. Two
+/// findings of one slot count once, the stronger kept (as [`crate::model::DesiredState`]
+/// keeps it). The output is sorted by slot and does not depend on the input order.
+pub fn group_fired(fired: Vec<Fired<'_>>, group_above: impl Fn(&str) -> usize) -> Grouped {
     let mut by_rule: BTreeMap<String, Vec<Fired<'_>>> = BTreeMap::new();
     for f in fired {
         by_rule
@@ -82,7 +116,7 @@ pub fn group_findings(fired: Vec<Fired<'_>>, group_above: impl Fn(&str) -> usize
             .or_default()
             .push(f);
     }
-    let mut out = Vec::new();
+    let mut out = Grouped::default();
     for (rule, mut members) in by_rule {
         members.sort_by(|a, b| {
             a.finding
@@ -94,17 +128,92 @@ pub fn group_findings(fired: Vec<Fired<'_>>, group_above: impl Fn(&str) -> usize
         members.dedup_by(|later, earlier| later.finding.slot == earlier.finding.slot);
         let threshold = group_above(&rule);
         if is_builtin(&rule) || members.len() <= threshold {
-            out.extend(members.into_iter().map(|m| m.finding));
-        } else {
-            out.push(grouped(&rule, threshold, &members));
+            out.findings.extend(members.into_iter().map(|m| m.finding));
+            continue;
+        }
+        // Gating first; the sort is stable, so each effect keeps subject order.
+        members.sort_by_key(|m| std::cmp::Reverse(m.finding.effect));
+        for part in grouped_parts(&rule, threshold, &members) {
+            out.members.insert(part.finding.slot.clone(), part.members);
+            out.findings.push(part.finding);
         }
     }
-    out.sort_by(|a, b| a.slot.cmp(&b.slot));
+    out.findings.sort_by(|a, b| a.slot.cmp(&b.slot));
     out
 }
 
-/// The grouped finding of `members` (sorted by subject, one per subject).
-fn grouped(rule: &str, threshold: usize, members: &[Fired<'_>]) -> Finding {
+/// One part of a grouped finding and the members it lists.
+struct Part {
+    finding: Finding,
+    members: Vec<MemberFinding>,
+}
+
+/// The parts of the grouped finding of `members` (in listing order, one per subject): one
+/// when every member line fits one message, otherwise as few as fit, packed in order.
+fn grouped_parts(rule: &str, threshold: usize, members: &[Fired<'_>]) -> Vec<Part> {
+    let strongest = members
+        .iter()
+        .map(|m| m.finding.effect)
+        .max()
+        .unwrap_or(Effect::Comment);
+    // Measured against the strongest effect of all: a part's own effect is never stronger,
+    // so its lines are never longer than measured here.
+    let lengths: Vec<usize> = members
+        .iter()
+        .map(|m| member_line(m, strongest).chars().count())
+        .collect();
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    let mut used = 0;
+    for (i, len) in lengths.iter().enumerate() {
+        if i > start && used + len > LISTING_BUDGET_CHARS {
+            ranges.push(start..i);
+            start = i;
+            used = 0;
+        }
+        used += len;
+    }
+    ranges.push(start..members.len());
+    let count = ranges.len();
+    ranges
+        .into_iter()
+        .enumerate()
+        .map(|(i, range)| {
+            let listed = &members[range.clone()];
+            let part = PartOf {
+                index: i + 1,
+                count,
+                first: range.start + 1,
+                last: range.end,
+                total: members.len(),
+            };
+            Part {
+                finding: grouped(rule, threshold, part, listed),
+                members: listed
+                    .iter()
+                    .map(|m| MemberFinding {
+                        finding: m.finding.clone(),
+                        kind: m.kind,
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// Which part of how many a grouped finding is, and which members (1-based, in listing
+/// order, of `total`) it lists.
+#[derive(Debug, Clone, Copy)]
+struct PartOf {
+    index: usize,
+    count: usize,
+    first: usize,
+    last: usize,
+    total: usize,
+}
+
+/// The grouped finding of part `part`, listing `members`.
+fn grouped(rule: &str, threshold: usize, part: PartOf, members: &[Fired<'_>]) -> Finding {
     let judged: Vec<GroupMember<'_>> = members
         .iter()
         .map(|m| GroupMember {
@@ -119,25 +228,43 @@ fn grouped(rule: &str, threshold: usize, members: &[Fired<'_>]) -> Finding {
         .map(|m| m.finding.effect)
         .max()
         .unwrap_or(Effect::Comment);
+    let subject = group_part_subject(part.index);
     Finding {
+        occurrence: Occurrence::of_group_part(rule, &subject, &judged),
         slot: Slot {
             rule: rule.to_owned(),
-            subject: GROUP_SUBJECT.to_owned(),
+            subject,
         },
         effect,
-        occurrence: Occurrence::of_group(rule, &judged),
-        message: group_message(threshold, effect, members),
+        message: group_message(threshold, effect, part, members),
     }
 }
 
-fn group_message(threshold: usize, effect: Effect, members: &[Fired<'_>]) -> String {
-    let mut text = format!(
-        "**This rule fired {} times** in this merge request, more than its threshold of \
-         {threshold} (`group_above`), so its findings share this one thread: its resolution \
-         counts for every one of them, and a change to any of them (or one more or fewer) \
-         opens a fresh thread.",
-        members.len()
-    );
+fn group_message(threshold: usize, effect: Effect, part: PartOf, members: &[Fired<'_>]) -> String {
+    let mut text = if part.count == 1 {
+        format!(
+            "**This rule fired {} times** in this merge request, more than its threshold of \
+             {threshold} (`group_above`), so its findings share this one thread: its \
+             resolution counts for every one of them, and a change to any of them (or one more \
+             or fewer) opens a fresh thread.",
+            part.total
+        )
+    } else {
+        format!(
+            "**This rule fired {} times** in this merge request, more than its threshold of \
+             {threshold} (`group_above`), and its findings are too many for one note, so they \
+             are split over {} threads. **This is part {} of {}**, with findings {}–{}: its \
+             resolution counts for these {} and no others, and a change to any of them (or \
+             one more or fewer before its end) opens a fresh thread.",
+            part.total,
+            part.count,
+            part.index,
+            part.count,
+            part.first,
+            part.last,
+            members.len()
+        )
+    };
     if let Some(first) = members.first() {
         let line = first.finding.message.lines().next().unwrap_or("");
         text.push_str(&format!(
@@ -145,25 +272,14 @@ fn group_message(threshold: usize, effect: Effect, members: &[Fired<'_>]) -> Str
             inert::cut_line(line, EXAMPLE_MESSAGE_CHARS)
         ));
     }
-    text.push_str("\n\nThe findings, by subject:\n");
-    let mut used = 0;
-    let mut listed = 0;
-    for member in members.iter().take(MAX_LISTED_MEMBERS) {
-        let line = member_line(member, effect);
-        let len = line.chars().count();
-        if used + len > MAX_LISTING_CHARS {
-            break;
-        }
-        text.push_str(&line);
-        used += len;
-        listed += 1;
-    }
-    let more = members.len() - listed;
-    if more > 0 {
-        text.push_str(&format!(
-            "- … and {more} more, not listed here so that the note stays within GitLab's size \
-             limit; the merge request's changes show every one.\n"
-        ));
+    let mixed = members.iter().any(|m| m.finding.effect != effect);
+    text.push_str(if mixed {
+        "\n\nThe findings, gating first (block, then challenge, then comment), each by subject:\n"
+    } else {
+        "\n\nThe findings, by subject:\n"
+    });
+    for member in members {
+        text.push_str(&member_line(member, effect));
     }
     text.trim_end().to_owned()
 }
@@ -205,6 +321,7 @@ fn value_text(value: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::GROUP_SUBJECT;
     use serde_json::json;
 
     fn fired<'a>(
@@ -369,23 +486,159 @@ mod tests {
         assert_eq!(out[0].effect, Effect::Block);
     }
 
-    #[test]
-    fn the_listing_is_capped_and_counts_the_rest() {
-        let vals = values(6_000);
-        let group = group_findings(many("r", &vals), |_| DEFAULT_GROUP_ABOVE).remove(0);
-        let listed = group
-            .message
+    /// The listed subjects of `message`, in order.
+    fn listed(message: &str) -> Vec<String> {
+        message
             .lines()
             .filter(|l| l.starts_with("- `"))
-            .count();
-        assert_eq!(listed, MAX_LISTED_MEMBERS);
+            .map(|l| l[3..].split('`').next().unwrap().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn every_member_is_listed_gating_first_and_kept_beside_the_group() {
+        // 110 harmless members sort before the one that matters: none may be hidden.
+        let vals = values(6_000);
+        let mut members = many("r", &vals);
+        let risky = (json!(30), json!(1));
+        members.push(fired(
+            "r",
+            "topics/orders.yaml#/topics/orders.events.v1/retention_days",
+            Effect::Challenge,
+            &risky.0,
+            &risky.1,
+        ));
+        members[5_999].finding.effect = Effect::Block;
+        members[3].finding.effect = Effect::Comment;
+        let grouped = group_fired(members, |_| DEFAULT_GROUP_ABOVE);
+        assert_eq!(
+            grouped.findings.len(),
+            1,
+            "6,001 short members fit one note"
+        );
+        let group = &grouped.findings[0];
+        assert_eq!(group.slot.subject, GROUP_SUBJECT);
+        assert_eq!(group.effect, Effect::Block);
+        let subjects = listed(&group.message);
+        assert_eq!(subjects.len(), 6_001);
+        assert_eq!(subjects[0], "t.yaml#/t/5999", "the block first");
+        assert_eq!(subjects[6_000], "t.yaml#/t/0003", "the comment last");
+        assert!(
+            group.message.contains(
+                "- `topics/orders.yaml#/topics/orders.events.v1/retention_days`: `30` → `1` (challenge)"
+            ),
+            "the risky member is named"
+        );
+        assert!(!group.message.contains("more, not listed"));
         assert!(
             group
                 .message
-                .contains(&format!("- … and {} more,", 6_000 - MAX_LISTED_MEMBERS)),
-            "{}",
-            group.message
+                .contains("For the first of them the rule says: Rule fired on `t.yaml#/t/5999`.")
         );
+        let kept: Vec<&str> = grouped.members[&group.slot]
+            .iter()
+            .map(|m| m.finding.slot.subject.as_str())
+            .collect();
+        assert_eq!(kept, subjects, "the members are kept in the thread's order");
+    }
+
+    #[test]
+    fn members_too_many_for_one_note_are_split_into_parts_each_its_own_group() {
+        let long = "v".repeat(MEMBER_VALUE_CHARS);
+        let vals: Vec<(Value, Value)> = (0..2_500)
+            .map(|i| (json!(format!("{long}{i}")), json!(format!("{i}{long}"))))
+            .collect();
+        let members: Vec<Fired<'_>> = vals
+            .iter()
+            .enumerate()
+            .map(|(i, (old, new))| {
+                let subject = format!("t.yaml#/t/{i:05}/{}", "k".repeat(280));
+                let mut f = fired("r", &subject, Effect::Challenge, old, new);
+                if i == 2_400 {
+                    f.finding.effect = Effect::Block;
+                }
+                f
+            })
+            .collect();
+        let grouped = group_fired(members.clone(), |_| DEFAULT_GROUP_ABOVE);
+        let subjects: Vec<&str> = grouped
+            .findings
+            .iter()
+            .map(|f| f.slot.subject.as_str())
+            .collect();
+        let count = subjects.len();
+        assert!(count >= 3, "{count} parts");
+        let expected: Vec<String> = (1..=count).map(group_part_subject).collect();
+        assert_eq!(subjects, expected);
+        assert_eq!(expected[..3], ["*", "*2", "*3"]);
+        let mut seen = BTreeMap::new();
+        for (i, part) in grouped.findings.iter().enumerate() {
+            assert!(part.message.chars().count() <= MAX_GROUP_MESSAGE_CHARS);
+            assert!(
+                part.message
+                    .contains(&format!("**This is part {} of {count}**", i + 1)),
+                "{}",
+                &part.message[..400]
+            );
+            let kept = &grouped.members[&part.slot];
+            let judged: Vec<GroupMember<'_>> = kept
+                .iter()
+                .map(|m| {
+                    let index: usize = m.finding.slot.subject[10..15].parse().unwrap();
+                    GroupMember {
+                        subject: &members[index].finding.slot.subject,
+                        kind: m.kind,
+                        old: members[index].old,
+                        new: members[index].new,
+                    }
+                })
+                .collect();
+            assert_eq!(
+                part.occurrence,
+                Occurrence::of_group_part("r", &part.slot.subject, &judged),
+                "a part's occurrence covers exactly its members"
+            );
+            let expected = kept.iter().map(|m| m.finding.effect).max().unwrap();
+            assert_eq!(part.effect, expected);
+            assert_eq!(listed(&part.message).len(), kept.len());
+            for m in kept {
+                *seen
+                    .entry(m.finding.slot.subject[10..15].to_owned())
+                    .or_insert(0) += 1;
+            }
+        }
+        assert_eq!(seen.len(), 2_500);
+        assert!(
+            seen.values().all(|&n| n == 1),
+            "each member in exactly one part"
+        );
+        assert_eq!(grouped.findings[0].effect, Effect::Block, "gating first");
+        assert!(
+            grouped.findings[1..]
+                .iter()
+                .all(|f| f.effect == Effect::Challenge)
+        );
+
+        // A value change of one member leaves the other parts' occurrences as they were.
+        let mut changed = vals.clone();
+        changed[2_000].1 = json!(format!("2001{long}"));
+        let changed_members: Vec<Fired<'_>> = members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| Fired {
+                new: Some(&changed[i].1),
+                ..m.clone()
+            })
+            .collect();
+        let again = group_fired(changed_members, |_| DEFAULT_GROUP_ABOVE);
+        let differ: Vec<&str> = grouped
+            .findings
+            .iter()
+            .zip(&again.findings)
+            .filter(|(a, b)| a.occurrence != b.occurrence)
+            .map(|(a, _)| a.slot.subject.as_str())
+            .collect();
+        assert_eq!(differ.len(), 1, "{differ:?}");
     }
 
     #[test]

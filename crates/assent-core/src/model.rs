@@ -143,6 +143,14 @@ impl Occurrence {
     /// depends on input order), an absent `old`/`new` being JSON `null`. Any member added,
     /// removed or changed gives a new occurrence.
     pub fn of_group(rule: &str, members: &[GroupMember<'_>]) -> Self {
+        Self::of_group_part(rule, GROUP_SUBJECT, members)
+    }
+
+    /// The occurrence of one part of a grouped finding split over several threads
+    /// ([`group_part_subject`]): as [`Occurrence::of_group`], with the part's own subject
+    /// (`*`, `*2`, `*3`, …) and only its own members, so a part's resolution assents to its
+    /// members and no others. Part 1 (`*`) is exactly [`Occurrence::of_group`].
+    pub fn of_group_part(rule: &str, subject: &str, members: &[GroupMember<'_>]) -> Self {
         let mut sorted: Vec<&GroupMember<'_>> = members.iter().collect();
         sorted.sort_by(|a, b| {
             a.subject
@@ -163,7 +171,7 @@ impl Occurrence {
             .collect();
         let doc = serde_json::json!({
             "rule": rule,
-            "subject": GROUP_SUBJECT,
+            "subject": subject,
             "members": members,
         });
         Self::digest(canonical_json::to_string(&doc).as_bytes())
@@ -213,8 +221,44 @@ impl fmt::Display for Occurrence {
     }
 }
 
-/// The subject of a grouped finding's slot: `(rule, "*")` (SPEC §11.3).
+/// The subject of a grouped finding's slot: `(rule, "*")` (SPEC §11.3). A group too large
+/// for one note is split, and its later parts are `*2`, `*3`, … ([`group_part_subject`]).
 pub const GROUP_SUBJECT: &str = "*";
+
+/// The subject of part `index` (1-based) of a grouped finding: `*` for the first (the slot
+/// of a group that fits one note), `*<index>` for the others.
+pub fn group_part_subject(index: usize) -> String {
+    if index <= 1 {
+        GROUP_SUBJECT.to_owned()
+    } else {
+        format!("{GROUP_SUBJECT}{index}")
+    }
+}
+
+/// Whether `subject` is a grouped finding's (`*`, or `*` and a number from 2 on without a
+/// leading zero). No other finding's subject can be: a policy finding's is
+/// `<file>#<pointer>` and a built-in finding's ends in `#<…>`, both with a `#`.
+pub fn is_group_subject(subject: &str) -> bool {
+    match subject.strip_prefix(GROUP_SUBJECT) {
+        Some("") => true,
+        Some(n) => {
+            !n.starts_with('0')
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && n.parse::<usize>().is_ok_and(|n| n >= 2)
+        }
+        None => false,
+    }
+}
+
+/// One finding a grouped finding stands for, as it would have been published ungrouped: what
+/// the receipt lists under the group and the Code Quality report gives its own entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberFinding {
+    /// The member's own finding: its slot (rule, subject), effect, occurrence and message.
+    pub finding: Finding,
+    /// The judged change's kind.
+    pub kind: ChangeKind,
+}
 
 /// One member of a grouped finding: the judged content of one finding it stands for.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -447,8 +491,12 @@ pub struct DesiredState {
     /// it; a rule absent here takes the default (anyone but the MR author and the bot).
     pub assenters: BTreeMap<String, Assenters>,
     /// Slot → where its judged value sits, for findings about one value (a grouped finding:
-    /// its first member's); built-in findings have none.
+    /// its first member's), and for each member of a grouped finding under the member's own
+    /// slot; built-in findings have none.
     pub sites: BTreeMap<Slot, FindingSite>,
+    /// Grouped finding's slot → the findings it stands for, in the order its thread lists
+    /// them (gating first). Empty for a state without grouped findings.
+    pub members: BTreeMap<Slot, Vec<MemberFinding>>,
     /// Slot → its thread's diff position and file link, once the run knows the merge
     /// request's diff; a slot absent here is a general thread without a file link.
     pub placements: BTreeMap<Slot, Placement>,
@@ -477,11 +525,38 @@ impl DesiredState {
         }
     }
 
-    /// The same state with the sites of its findings (slots not desired are dropped).
+    /// The same state with the sites of its findings and of their members (other slots are
+    /// dropped). Give the members ([`DesiredState::with_members`]) first.
     pub fn with_sites(mut self, mut sites: BTreeMap<Slot, FindingSite>) -> Self {
-        sites.retain(|slot, _| self.get(slot).is_some());
+        let member_slots: std::collections::BTreeSet<&Slot> = self
+            .members
+            .values()
+            .flatten()
+            .map(|m| &m.finding.slot)
+            .collect();
+        sites.retain(|slot, _| self.get(slot).is_some() || member_slots.contains(slot));
         self.sites = sites;
         self
+    }
+
+    /// The same state with the members of its grouped findings (slots not desired are
+    /// dropped; a member subject longer than [`MAX_SUBJECT_CHARS`] is shortened as
+    /// [`DesiredState::new`] shortens a finding's).
+    pub fn with_members(mut self, mut members: BTreeMap<Slot, Vec<MemberFinding>>) -> Self {
+        members.retain(|slot, _| self.get(slot).is_some());
+        for member in members.values_mut().flatten() {
+            if let std::borrow::Cow::Owned(short) = bounded_subject(&member.finding.slot.subject) {
+                member.finding.slot.subject = short;
+            }
+        }
+        self.members = members;
+        self
+    }
+
+    /// The members of the grouped finding of `slot`, in its thread's order; empty for any
+    /// other finding.
+    pub fn members_of(&self, slot: &Slot) -> &[MemberFinding] {
+        self.members.get(slot).map_or(&[], Vec::as_slice)
     }
 
     /// The same state with the placements of its findings (slots not desired are dropped).

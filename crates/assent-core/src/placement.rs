@@ -8,7 +8,7 @@
 //! A finding is a DiffNote on a line exactly when all of these hold, and a general thread
 //! otherwise:
 //!
-//! * it is about one value: not a grouped finding (subject `*`), not a built-in finding
+//! * it is about one value: not a grouped finding (subject `*`, `*2`, …), not a built-in finding
 //!   (they have no site), and not a whole-file add or delete: the finding is about the file,
 //!   and a thread on its first line would read as if that line were judged; a new or deleted
 //!   file may also be shown collapsed, hiding the thread;
@@ -31,8 +31,8 @@ use std::collections::BTreeMap;
 
 use crate::links::{WebUrl, blob_url};
 use crate::model::{
-    ChangeKind, DesiredState, DiffLine, DiffPosition, FileLink, FindingSite, GROUP_SUBJECT,
-    MergeRequestInfo, Placement, Slot,
+    ChangeKind, DesiredState, DiffLine, DiffPosition, FileLink, FindingSite, MergeRequestInfo,
+    Placement, Slot, is_group_subject,
 };
 use crate::unified_diff::{ChangedLines, changed_lines};
 
@@ -121,7 +121,7 @@ pub fn place_findings(
 
     let mut placements = BTreeMap::new();
     for finding in &desired.findings {
-        if finding.slot.subject == GROUP_SUBJECT {
+        if is_group_subject(&finding.slot.subject) {
             continue;
         }
         let Some(site) = desired.site(&finding.slot) else {
@@ -193,7 +193,7 @@ fn link(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Effect, Finding, Occurrence};
+    use crate::model::{Effect, Finding, GROUP_SUBJECT, Occurrence};
 
     const SOURCE: &str = "2222222222222222222222222222222222222222";
     const BASE: &str = "1111111111111111111111111111111111111111";

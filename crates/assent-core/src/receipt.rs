@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::model::{Decision, Effect, Occurrence, Pins};
+use crate::model::{ChangeKind, Decision, Effect, Occurrence, Pins};
 
 /// The receipt's `apiVersion`.
 pub const API_VERSION: &str = "assent/v1";
@@ -112,6 +112,27 @@ pub struct ReceiptFinding {
     /// True only when the resolution counts as assent (SPEC §10.1): a challenge resolved by
     /// someone other than the MR's author and the bot, within the policy's narrowing.
     pub assented: bool,
+    /// For a grouped finding (subject `*`, or `*2`, `*3`, … for the parts of a split group):
+    /// every finding it stands for, sorted by subject, so the receipt names each change the
+    /// thread's resolution assents to. Absent (and empty) for any other finding.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<ReceiptMember>,
+}
+
+/// One member of a grouped finding: the finding it would be if its rule were not grouped.
+// Field order is both the JSON key order and the sort order (subject first).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReceiptMember {
+    /// The member's own subject, `<file>#<pointer>`.
+    pub subject: String,
+    /// Add, modify or delete.
+    pub kind: ChangeKind,
+    /// The member's own effect (the group's is the strongest of its members').
+    pub effect: Effect,
+    /// The member's own occurrence: `sha256:` of `{kind, new, old, rule, subject}` as for an
+    /// ungrouped finding, so it names the judged values without repeating them.
+    pub occurrence: Occurrence,
 }
 
 /// What the plan did to one finding slot.
@@ -302,6 +323,10 @@ impl Receipt {
     /// order gives equal bytes; only exact duplicates are dropped, so a planner bug that puts
     /// two different entries in one slot stays visible instead of being silently resolved.
     fn normalise(&mut self) {
+        for finding in &mut self.findings {
+            finding.members.sort();
+            finding.members.dedup();
+        }
         self.findings.sort();
         self.findings.dedup();
         self.actions.sort();
@@ -361,6 +386,7 @@ mod tests {
             forge_id,
             resolved,
             assented: resolved && effect == Effect::Challenge,
+            members: Vec::new(),
         }
     }
 

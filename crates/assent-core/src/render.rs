@@ -15,7 +15,9 @@
 //! [`BODY_BUDGET_CHARS`] by construction, whatever the desired state:
 //!
 //! * a thread's message is cut at [`MAX_MESSAGE_CHARS`] ([`inert::cut_markdown`]); values
-//!   inside it were already shortened with their digest kept (`policy::template`);
+//!   inside it were already shortened with their digest kept (`policy::template`); a grouped
+//!   finding's, which lists every member, at [`MAX_GROUP_MESSAGE_CHARS`], within which
+//!   [`crate::grouping`] splits a group into parts;
 //! * subjects are at most about [`crate::model::MAX_SUBJECT_CHARS`]
 //!   ([`crate::model::DesiredState::new`]) and rule ids at most
 //!   [`crate::policy::MAX_RULE_ID_CHARS`], so a marker and a headline are small;
@@ -36,11 +38,14 @@
 use crate::assent::Assent;
 use crate::canonical_json;
 use crate::commit_sha;
+use crate::grouping::MAX_GROUP_MESSAGE_CHARS;
 use crate::inert;
 use crate::inventory::Inventory;
 use crate::links::{WebUrl, note_url};
 use crate::marker::{self, GateLine, Marker, SummaryState};
-use crate::model::{Decision, DesiredState, Effect, FileLink, Finding, Occurrence, Pins};
+use crate::model::{
+    Decision, DesiredState, Effect, FileLink, Finding, Occurrence, Pins, is_group_subject,
+};
 use crate::resolutions::resolution_fingerprint;
 use crate::review_state::{FindingStatus, decide};
 
@@ -87,10 +92,21 @@ pub fn finding_thread_body_linked(finding: &Finding, link: Option<&FileLink>) ->
         inert::code(&finding.slot.subject),
         link.map(|l| format!(" · {}", file_link(l)))
             .unwrap_or_default(),
-        inert::cut_markdown(&finding.message, MAX_MESSAGE_CHARS),
+        inert::cut_markdown(&finding.message, message_chars(finding)),
         advice
     );
     marker::compose_body(&marker, text.trim_end())
+}
+
+/// The most characters of `finding`'s message its thread shows: [`MAX_MESSAGE_CHARS`], or
+/// for a grouped finding, whose member list must be shown whole (resolving it assents to
+/// every member), [`MAX_GROUP_MESSAGE_CHARS`], which grouping builds its messages within.
+fn message_chars(finding: &Finding) -> usize {
+    if is_group_subject(&finding.slot.subject) {
+        MAX_GROUP_MESSAGE_CHARS
+    } else {
+        MAX_MESSAGE_CHARS
+    }
 }
 
 /// `[line 12](url)`: fixed wording around a number; the destination is already inert.

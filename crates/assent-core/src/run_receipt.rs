@@ -6,8 +6,8 @@ use crate::inventory::Inventory;
 use crate::model::{DesiredState, Pins};
 use crate::planner::Plan;
 use crate::receipt::{
-    ActionKind, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptRepair, RequestCounts,
-    Rescan,
+    ActionKind, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptMember, ReceiptRepair,
+    RequestCounts, Rescan,
 };
 use crate::review_state::{decide, finding_statuses};
 
@@ -55,6 +55,17 @@ pub fn receipt_of(facts: RunFacts<'_>) -> Receipt {
             forge_id: s.forge_id,
             resolved: s.resolved,
             assented: s.assent.is_given(),
+            members: facts
+                .desired
+                .members_of(&s.finding.slot)
+                .iter()
+                .map(|m| ReceiptMember {
+                    subject: m.finding.slot.subject.clone(),
+                    kind: m.kind,
+                    effect: m.finding.effect,
+                    occurrence: m.finding.occurrence.clone(),
+                })
+                .collect(),
         })
         .collect();
     let actions = facts
@@ -95,7 +106,9 @@ pub fn receipt_of(facts: RunFacts<'_>) -> Receipt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Decision, Effect};
+    use std::collections::BTreeMap;
+
+    use crate::model::{ChangeKind, Decision, Effect, MemberFinding};
     use crate::planner::plan_reconciliation;
     use crate::test_support::finding;
 
@@ -139,5 +152,78 @@ mod tests {
         assert_eq!(receipt.warnings, vec!["a".to_owned(), "z".to_owned()]);
         assert_eq!(receipt.requests.reads, 2);
         assert!(!receipt.rescan.verified);
+    }
+
+    #[test]
+    fn a_grouped_finding_lists_every_member_sorted_by_subject() {
+        let mut group = finding("r", Effect::Challenge);
+        group.slot.subject = crate::model::GROUP_SUBJECT.to_owned();
+        let member = |subject: &str, effect| MemberFinding {
+            finding: crate::model::Finding {
+                slot: crate::model::Slot {
+                    rule: group.slot.rule.clone(),
+                    subject: subject.to_owned(),
+                },
+                effect,
+                occurrence: crate::model::Occurrence::digest(subject.as_bytes()),
+                message: String::new(),
+            },
+            kind: ChangeKind::Delete,
+        };
+        let members = vec![
+            member("z.yaml#/b", Effect::Block),
+            member("a.yaml#/a", Effect::Comment),
+        ];
+        let desired = DesiredState::new(vec![group.clone()])
+            .with_members(BTreeMap::from([(group.slot.clone(), members)]));
+        let inventory = Inventory::default();
+        let plan = plan_reconciliation(&desired, &inventory, "1111");
+        let receipt = receipt_of(RunFacts {
+            project: "42",
+            mr: 7,
+            pins: &Pins::default(),
+            outcome: Outcome::DryRun,
+            desired: &desired,
+            inventory: &inventory,
+            assent: &AssentFacts::default(),
+            plan: &plan,
+            repairs: &[],
+            warnings: &[],
+            verified: false,
+            requests: RequestCounts::default(),
+        });
+        let json = serde_json::to_value(&receipt.findings[0]).unwrap();
+        assert_eq!(
+            json["members"],
+            serde_json::json!([
+                {"subject": "a.yaml#/a", "kind": "delete", "effect": "comment",
+                 "occurrence": crate::model::Occurrence::digest(b"a.yaml#/a").as_str()},
+                {"subject": "z.yaml#/b", "kind": "delete", "effect": "block",
+                 "occurrence": crate::model::Occurrence::digest(b"z.yaml#/b").as_str()},
+            ])
+        );
+        let ungrouped = DesiredState::new(vec![finding("c", Effect::Challenge)]);
+        let plain = receipt_of(RunFacts {
+            desired: &ungrouped,
+            ..RunFacts {
+                project: "42",
+                mr: 7,
+                pins: &Pins::default(),
+                outcome: Outcome::DryRun,
+                desired: &desired,
+                inventory: &inventory,
+                assent: &AssentFacts::default(),
+                plan: &plan,
+                repairs: &[],
+                warnings: &[],
+                verified: false,
+                requests: RequestCounts::default(),
+            }
+        });
+        let text = serde_json::to_string(&plain.findings[0]).unwrap();
+        assert!(
+            !text.contains("members"),
+            "no key for an ungrouped finding: {text}"
+        );
     }
 }

@@ -6,14 +6,14 @@
 use std::collections::BTreeMap;
 
 use assent_core::assent::{Assent, NotCounted};
-use assent_core::grouping::{DEFAULT_GROUP_ABOVE, Fired, group_findings};
+use assent_core::grouping::{DEFAULT_GROUP_ABOVE, Fired, group_findings, group_fired};
 use assent_core::inventory::{Inventory, ThreadArtifact};
 use assent_core::links::MAX_URL_CHARS;
 use assent_core::marker::SummaryState;
 use assent_core::model::Change;
 use assent_core::model::{
     Assenters, ChangeKind, DesiredState, Effect, FileLink, Finding, Occurrence, Pins, Placement,
-    Role, Slot, UserRef,
+    Role, Slot, UserRef, group_part_subject, is_group_subject,
 };
 use assent_core::planner::{Write, plan_reconciliation};
 use assent_core::policy::{MAX_RULE_ID_CHARS, MrContext, PolicyFile, PolicySet};
@@ -402,5 +402,77 @@ fn thousands_of_findings_stay_within_the_budget_grouped_or_not() {
     for group_above in [1, DEFAULT_GROUP_ABOVE, 10_000] {
         let desired = desired_from(&raws, group_above);
         check_every_body(&desired, &choices, &"u".repeat(255), &"b".repeat(255));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// A group split over several notes loses no member and repeats none: every member is
+    /// in exactly one part, listed on its own line there, and every part's thread body is
+    /// within the budget.
+    #[test]
+    fn every_member_is_in_exactly_one_part_and_every_part_is_within_the_budget(
+        count in 26usize..3_000,
+        subject in hostile_text(0..400),
+        value in hostile_text(0..400),
+        blocks in prop::collection::vec(any::<u16>(), 0..20),
+    ) {
+        let value = json!(value);
+        let raws: Vec<Raw> = (0..count)
+            .map(|i| Raw {
+                rule: "r".to_owned(),
+                subject: format!("topics/{i:05}{subject}.yaml#/t"),
+                effect: if blocks.iter().any(|b| usize::from(*b) % count == i) {
+                    Effect::Block
+                } else {
+                    Effect::Challenge
+                },
+                kind: ChangeKind::Modify,
+                old: Some(value.clone()),
+                new: Some(json!(i)),
+                message: Some(String::new()),
+            })
+            .collect();
+        let fired: Vec<Fired<'_>> = raws
+            .iter()
+            .map(|raw| Fired {
+                finding: Finding {
+                    slot: Slot { rule: raw.rule.clone(), subject: raw.subject.clone() },
+                    effect: raw.effect,
+                    occurrence: Occurrence::of(&raw.rule, &raw.subject, raw.kind, raw.old.as_ref(), raw.new.as_ref()),
+                    message: "Rule fired.".to_owned(),
+                },
+                kind: raw.kind,
+                old: raw.old.as_ref(),
+                new: raw.new.as_ref(),
+            })
+            .collect();
+        let grouped = group_fired(fired, |_| DEFAULT_GROUP_ABOVE);
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, part) in grouped.findings.iter().enumerate() {
+            prop_assert_eq!(&part.slot.subject, &group_part_subject(i + 1));
+            prop_assert!(is_group_subject(&part.slot.subject));
+            assert_within_budget("grouped thread", &finding_thread_body(part));
+            let members = &grouped.members[&part.slot];
+            let listed = part.message.lines().filter(|l| l.starts_with("- ")).count();
+            prop_assert_eq!(listed, members.len(), "each member of a part is listed in it");
+            prop_assert_eq!(
+                part.effect,
+                members.iter().map(|m| m.finding.effect).max().unwrap()
+            );
+            for m in members {
+                *seen.entry(m.finding.slot.subject.clone()).or_default() += 1;
+            }
+        }
+        prop_assert_eq!(seen.len(), count);
+        prop_assert!(seen.values().all(|&n| n == 1));
+        // Gating first: no block member comes after a challenge member.
+        let effects: Vec<Effect> = grouped
+            .findings
+            .iter()
+            .flat_map(|f| grouped.members[&f.slot].iter().map(|m| m.finding.effect))
+            .collect();
+        prop_assert!(effects.windows(2).all(|w| w[0] >= w[1]));
     }
 }

@@ -465,9 +465,71 @@ impl PolicySet {
         warnings
     }
 
+    /// Rules that judge a pointer on some kinds of change but not on `delete`, where no rule
+    /// (itself included) judges the delete instead: a merge request that deletes the key
+    /// passes unjudged. One warning per such rule and file glob, in load order, at the
+    /// rule's `match.files` line.
+    ///
+    /// A rule **covers** the delete of rule `r`'s pointer under glob `g` when it judges
+    /// deletes (`kinds` absent or listing `delete`), one of its globs covers `g`
+    /// ([`FileGlob::covers`]: by path component, `**` and `*` as wildcards) and its pointer
+    /// pattern covers `r`'s ([`PointerPattern::covers`]: exact containment, `**` any run of
+    /// segments, `*` one). A rule's `when` is not looked at: a rule that matches the delete
+    /// counts even when its `when` is false there, so a warning is never raised for a gap a
+    /// matching rule closes, and a `when` that cannot run on a delete fails closed at run
+    /// time anyway (an evaluation error is a `block` finding). A rule on a parent
+    /// (`/topics/*`) does not cover its children: deleting a key leaves its parent in place.
+    pub fn uncovered_deletes(&self) -> Vec<PolicyProblem> {
+        let judges_deletes = |rule: &Rule| {
+            rule.kinds
+                .as_ref()
+                .is_none_or(|k| k.contains(&ChangeKind::Delete))
+        };
+        let mut warnings = Vec::new();
+        for rule in &self.rules {
+            let Some(kinds) = &rule.kinds else { continue };
+            if kinds.contains(&ChangeKind::Delete) {
+                continue;
+            }
+            for glob in &rule.files {
+                let covered = self.rules.iter().any(|other| {
+                    judges_deletes(other)
+                        && other.pointer.covers(&rule.pointer)
+                        && other.files.iter().any(|g| g.covers(glob))
+                });
+                if covered {
+                    continue;
+                }
+                let judged: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+                let (file, line) = &rule.defined_at;
+                warnings.push(PolicyProblem {
+                    file: file.clone(),
+                    line: *line,
+                    message: excerpt::sanitize_message(&format!(
+                        "rule `{}`: judges {} in `{}` only on {}, and no rule judges its delete, so a merge request that deletes it passes unjudged; add a rule with `kinds: [delete]` for that pointer",
+                        rule.id,
+                        pointer_shown(rule.pointer.as_str()),
+                        glob.as_str(),
+                        judged.join(", ")
+                    )),
+                });
+            }
+        }
+        warnings
+    }
+
     /// Rule ids in load order.
     pub fn rule_ids(&self) -> Vec<&str> {
         self.rules.iter().map(|r| r.id.as_str()).collect()
+    }
+}
+
+/// A pointer pattern as a warning names it: `""` is the whole file.
+fn pointer_shown(pattern: &str) -> String {
+    if pattern.is_empty() {
+        "the whole file (pointer `\"\"`)".to_owned()
+    } else {
+        format!("`{pattern}`")
     }
 }
 

@@ -69,6 +69,63 @@ impl FileGlob {
     pub fn as_str(&self) -> &str {
         &self.source
     }
+
+    /// Whether every path `other` matches is matched by `self` as well, decided component
+    /// by component (split on `/`): a `**` component covers any run of components, `*`
+    /// covers one component without `**`, and any other component covers an equal one, or
+    /// a component without glob syntax (`*?[]{}`) that it matches as a one-component glob.
+    ///
+    /// An approximation that errs on one side only: `true` is always right, but some
+    /// containments that need the glob's full semantics are not seen (`topics/*.yaml` does
+    /// not cover `topics/{a,b}.yaml` here), so a lint warning built on it can be a false
+    /// alarm and never a missed gap.
+    pub fn covers(&self, other: &FileGlob) -> bool {
+        let wide: Vec<&str> = self.source.split('/').collect();
+        let narrow: Vec<&str> = other.source.split('/').collect();
+        covers_by(
+            &wide,
+            &narrow,
+            |w| *w == "**",
+            |w, n| match (*w, *n) {
+                (_, "**") => false,
+                ("*", _) => true,
+                (w, n) if w == n => true,
+                (w, n) if !n.contains(['*', '?', '[', ']', '{', '}']) => GlobBuilder::new(w)
+                    .literal_separator(true)
+                    .build()
+                    .is_ok_and(|glob| glob.compile_matcher().is_match(n)),
+                _ => false,
+            },
+        )
+    }
+}
+
+/// Whether the segments `wide` match everything the segments `narrow` match, where
+/// `any_run(w)` says a wide segment matches any run of segments (`**`), whatever they are,
+/// and `one(w, n)` whether it covers the one narrow segment `n`. A dynamic programme over
+/// (wide, narrow) positions, so many `**` cannot make it exponential.
+fn covers_by<W, N>(
+    wide: &[W],
+    narrow: &[N],
+    any_run: impl Fn(&W) -> bool,
+    one: impl Fn(&W, &N) -> bool,
+) -> bool {
+    // reach[j]: the first i wide segments cover exactly the first j narrow ones.
+    let mut reach = vec![false; narrow.len() + 1];
+    reach[0] = true;
+    for w in wide {
+        let mut next = vec![false; narrow.len() + 1];
+        let run = any_run(w);
+        for j in 0..=narrow.len() {
+            next[j] = if run {
+                reach[j] || (j > 0 && next[j - 1])
+            } else {
+                j > 0 && reach[j - 1] && one(w, &narrow[j - 1])
+            };
+        }
+        reach = next;
+    }
+    reach[narrow.len()]
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,6 +195,24 @@ impl PointerPattern {
     pub fn is_match(&self, pointer: &str) -> bool {
         let tokens = pointer_tokens(pointer);
         matches(&self.segments, &tokens)
+    }
+
+    /// Whether every pointer `other` matches is matched by `self` as well: exact for these
+    /// patterns, segment by segment. A `**` covers any run of segments (`*`, `**` and
+    /// literals alike), a `*` covers one `*` or one literal, a literal only the same literal;
+    /// a `**` of `other` is covered only by a `**`.
+    pub fn covers(&self, other: &PointerPattern) -> bool {
+        covers_by(
+            &self.segments,
+            &other.segments,
+            |w| *w == Segment::Any,
+            |w, n| match (w, n) {
+                (_, Segment::Any) => false,
+                (Segment::One, _) => true,
+                (Segment::Literal(a), Segment::Literal(b)) => a == b,
+                _ => false,
+            },
+        )
     }
 }
 
@@ -241,6 +316,64 @@ mod tests {
         assert!(p.is_match("/x"));
         assert!(p.is_match("/a/b/x/c"));
         assert!(!p.is_match("/a/b/c"));
+    }
+
+    #[test]
+    fn pointer_coverage_is_containment_of_what_they_match() {
+        let covers = |wide: &str, narrow: &str| pat(wide).covers(&pat(narrow));
+        let pointer = "/topics/*/retention_days";
+        for wide in [
+            pointer,
+            "/topics/*/*",
+            "/topics/**",
+            "/**",
+            "/**/retention_days",
+            "/topics/**/retention_days",
+            "/*/*/retention_days",
+        ] {
+            assert!(covers(wide, pointer), "{wide} covers {pointer}");
+        }
+        for narrow in [
+            "/topics/*",
+            "/topics/orders/retention_days/x",
+            "/topics/**/retention_days",
+            "/topics/*/partitions",
+            "",
+        ] {
+            assert!(
+                !covers(pointer, narrow),
+                "{pointer} does not cover {narrow}"
+            );
+        }
+        assert!(covers(pointer, "/topics/orders.v1/retention_days"));
+        assert!(!covers("/topics/orders.v1/retention_days", pointer));
+        assert!(
+            !covers("/topics/*", pointer),
+            "a parent is not its descendants"
+        );
+        assert!(covers("", ""));
+        assert!(covers("/**", ""));
+        assert!(!covers("/topics/**", ""));
+        assert!(!covers("/**/x", "/**"));
+        assert!(covers("/**/**", "/a/**/b"));
+    }
+
+    #[test]
+    fn glob_coverage_errs_only_towards_not_covered() {
+        let glob = |g: &str| FileGlob::new(g).unwrap();
+        let covers = |wide: &str, narrow: &str| glob(wide).covers(&glob(narrow));
+        assert!(covers("topics/*.yaml", "topics/*.yaml"));
+        assert!(covers("topics/*", "topics/*.yaml"));
+        assert!(covers("**", "topics/*.yaml"));
+        assert!(covers("topics/**", "topics/a/*.yaml"));
+        assert!(covers("**/*.yaml", "topics/orders.yaml"));
+        assert!(covers("topics/*.yaml", "topics/orders.yaml"));
+        assert!(!covers("topics/*.yaml", "topics/*"));
+        assert!(!covers("topics/*.yaml", "topics/**/*.yaml"));
+        assert!(!covers("topics/*.yaml", "other/*.yaml"));
+        assert!(!covers("topics/*.yml", "topics/*.yaml"));
+        // Not seen, though true: the approximation's one side.
+        assert!(!covers("topics/*.yaml", "topics/{a,b}.yaml"));
     }
 
     #[test]
