@@ -188,6 +188,14 @@ impl Lint {
     }
 }
 
+/// `GET projects/:id/variables/:key`: only where the variable reaches; its value is never
+/// decoded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Variable {
+    /// `*` (every job) or the environment name or pattern whose jobs read it.
+    pub environment_scope: Option<String>,
+}
+
 /// `GET projects/:id/resource_groups/:key`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct ResourceGroup {
