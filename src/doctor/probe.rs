@@ -282,6 +282,7 @@ impl Prober<'_> {
         bot_user_id: Option<u64>,
         project: Probe<enforcement::ProjectFacts>,
         config: Probe<ConfigFacts>,
+        mr_author: Probe<String>,
     ) -> EnforcementEvidence {
         EnforcementEvidence {
             bot_user_id,
@@ -296,6 +297,7 @@ impl Prober<'_> {
                 None => Probe::NotAsked(String::new()),
             },
             config,
+            mr_author,
         }
     }
 }
@@ -422,7 +424,20 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
         Ok(p) => Probe::Got(p.facts()),
         Err(failed) => Probe::Failed(failed.error.clone()),
     };
-    let enforcement = prober.enforcement_evidence(user.id, project_facts, evidence.config.clone());
+    let mr_author = match &mr {
+        None => Probe::NotAsked(String::new()),
+        Some((_, Ok(m))) => m
+            .author
+            .as_ref()
+            .and_then(|a| a.username.clone())
+            .map_or_else(
+                || Probe::Failed("GitLab shows no MR author".into()),
+                Probe::Got,
+            ),
+        Some((_, Err(failed))) => Probe::Failed(failed.error.clone()),
+    };
+    let enforcement =
+        prober.enforcement_evidence(user.id, project_facts, evidence.config.clone(), mr_author);
     let verdict = judge(&evidence);
     checks.push(checks::serialization_check(&verdict));
     Ok(finish(

@@ -113,6 +113,15 @@ pub struct MergeRequest {
     pub source_project_id: Option<u64>,
     /// The project the MR belongs to.
     pub target_project_id: Option<u64>,
+    /// Who opened it.
+    pub author: Option<MergeRequestAuthor>,
+}
+
+/// The `author` of `GET projects/:id/merge_requests/:iid`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct MergeRequestAuthor {
+    /// The author's username (the path of their personal namespace).
+    pub username: Option<String>,
 }
 
 /// `GET projects/:id/jobs/:job_id`.

@@ -468,6 +468,7 @@ fn merge_request_verdicts() {
             target_branch: Some("main".into()),
             source_project_id: source,
             target_project_id: target,
+            author: None,
         })
     };
     assert_check(
