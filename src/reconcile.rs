@@ -175,6 +175,9 @@ pub fn reconcile_observed(
     let bot = forge.bot_user_id()?;
     let mut warnings = BTreeSet::new();
     let mut facts = ctx.assent_facts(bot);
+    // One read per run: while pushes resolve outdated diff threads, no DiffNote challenge's
+    // resolution counts (core::assent), whoever GitLab names as its resolver.
+    facts.push_resolves_diff_threads = forge.resolves_outdated_diff_threads()?;
     if let Some(target) = ctx.target.as_ref().filter(|t| !t.has_policies) {
         warnings.insert(no_policies_warning(&target.name));
     }
@@ -770,6 +773,7 @@ fn reopen_summary(
         return Ok(());
     };
     let mut facts = ctx.assent_facts(bot);
+    facts.push_resolves_diff_threads = forge.resolves_outdated_diff_threads()?;
     read_roles(forge, desired, &inventory, &mut facts)?;
     let body = render::summary_body(
         ctx.summary_context(Some(&inventory)),

@@ -730,6 +730,8 @@ mod tests {
                 resolvable: false,
                 resolved: false,
                 resolved_by: None,
+                resolved_at: None,
+                diff_note: false,
                 body,
                 updated_at: Some(updated_at.into()),
             }],
@@ -974,7 +976,9 @@ mod tests {
                     },
                     "challenge",
                 ),
-                updated_at: None,
+                resolved_at: resolved_by.map(|_| "2026-01-01T00:00:00Z".to_owned()),
+                diff_note: false,
+                updated_at: resolved_by.map(|_| "2026-01-01T00:00:00Z".to_owned()),
             }],
         }
     }

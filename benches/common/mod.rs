@@ -87,6 +87,8 @@ fn note(id: u64, author_id: u64, resolvable: bool, resolved: bool, body: String)
         resolvable,
         resolved,
         resolved_by: resolved.then(|| assent::forge::memory::user_ref(HUMAN)),
+        resolved_at: resolved.then(|| "2026-01-01T00:00:00.000000Z".to_owned()),
+        diff_note: false,
         body,
         updated_at: Some("2026-01-01T00:00:00.000000Z".to_owned()),
     }

@@ -105,9 +105,19 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<(DoctorInputs, bool)
         ca_source,
         mr,
         job_id,
+        token_variable: first_of(None, &["ASSENT_TOKEN_VARIABLE"], env)
+            .map(|name| name.trim().to_owned())
+            .unwrap_or_else(|| "ASSENT_TOKEN".to_owned()),
+        environment: first_of(None, &["CI_ENVIRONMENT_NAME"], env)
+            .map(|name| name.trim().to_owned())
+            .unwrap_or_else(|| ASSENT_ENVIRONMENT.to_owned()),
     };
     Ok((inputs, strict))
 }
+
+/// The environment the shipped templates' assent jobs declare (`environment: assent`, action
+/// `access`), to which the token's variable is scoped.
+pub const ASSENT_ENVIRONMENT: &str = "assent";
 
 /// Runs `assent doctor` with an injected environment.
 pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {

@@ -432,6 +432,69 @@ pub fn outdated_threads_setting_check(project: &Project) -> Check {
     }
 }
 
+/// What GitLab shows of the token's CI/CD variable (`GET …/variables/:key`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenVariable {
+    /// One project variable of that name, with this environment scope.
+    Scoped(Option<String>),
+    /// Several (one per scope), one of them `*`.
+    SeveralOneForEveryJob,
+    /// Several, none of them `*`.
+    SeveralNoneForEveryJob,
+    /// The variable could not be read: 403 below Maintainer, 404 when it is no project
+    /// variable (a group or instance one, or another name).
+    Unread(Failed),
+}
+
+/// The `token-variable` check: the token's variable reaches only the jobs of the assent
+/// environment. Positive evidence only: a variable doctor cannot read is a warning.
+pub fn token_variable_check(key: &str, environment: &str, seen: &TokenVariable) -> Check {
+    const ID: &str = "token-variable";
+    let fix = format!(
+        "Scope the project variable {key} to the environment {environment} (Settings > CI/CD > Variables > Environments) and keep the template's `environment: {{ name: {environment}, action: access }}`; docs/setup.md, \"Step 2\"."
+    );
+    let every_job = format!(
+        "{key} has environment scope * (All): every job of every pipeline reads it, the jobs that run the MR's own scripts included, and anyone who reads it can act as the bot"
+    );
+    match seen {
+        TokenVariable::Scoped(Some(scope)) if scope == environment => Check::pass(
+            ID,
+            format!(
+                "{key} is scoped to the environment {environment}: only jobs that declare it read the token (a job the MR itself adds can declare it too unless the CI configuration lives outside the project: docs/setup.md)"
+            ),
+        ),
+        TokenVariable::Scoped(Some(scope)) if scope == "*" => Check::fail(ID, every_job, fix),
+        TokenVariable::SeveralOneForEveryJob => Check::fail(ID, every_job, fix),
+        TokenVariable::Scoped(scope) => Check::unknown(
+            ID,
+            format!(
+                "{key} has environment scope {}, not {environment}: doctor cannot tell which jobs read it",
+                scope.as_deref().unwrap_or("(not shown)")
+            ),
+            fix,
+        ),
+        TokenVariable::SeveralNoneForEveryJob => Check::unknown(
+            ID,
+            format!(
+                "{key} is defined for several environment scopes, none of them *: doctor cannot tell which jobs read each"
+            ),
+            fix,
+        ),
+        TokenVariable::Unread(failed) => {
+            let why = match failed.diagnosis {
+                Diagnosis::Forbidden => "the token cannot read the project's CI/CD variables (GitLab shows them to Maintainers)".to_owned(),
+                Diagnosis::NotFound => format!("{key} is not a project variable (a group or instance variable, or named otherwise: set ASSENT_TOKEN_VARIABLE)"),
+                _ => format!("reading it failed: {}", failed.error),
+            };
+            Check::unknown(
+                ID,
+                format!("not verified which jobs read {key}: {why}"),
+                fix,
+            )
+        }
+    }
+}
+
 /// The `merge-request` check: MR `iid` (when given) is of this project, not from a fork.
 pub fn merge_request_check(mr: Option<(u64, &Result<MergeRequest, Failed>)>) -> Check {
     let Some((iid, answer)) = mr else {

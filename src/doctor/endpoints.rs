@@ -7,6 +7,7 @@
 //! * `GET projects/:id/merge_requests/:iid`
 //! * `GET projects/:id/jobs/:job_id`
 //! * `GET projects/:id/resource_groups/:key`, `GET …/resource_groups/:key/current_job` (18.6+)
+//! * `GET projects/:id/variables/:key`, optionally `filter[environment_scope]=…` (Maintainer)
 //! * `GET projects/:id/ci/lint?content_ref=…` (the project's configuration file at a commit)
 //! * `POST projects/:id/ci/lint` (form `content`: validates a configuration, writes nothing)
 //! * `GET projects/:id/approvals` (approval settings), `GET projects/:id/approval_rules`,
@@ -36,6 +37,13 @@ pub enum Route<'a> {
     ResourceGroup(Cow<'a, str>),
     /// `GET projects/:id/resource_groups/:key/current_job`
     ResourceGroupCurrentJob(Cow<'a, str>),
+    /// `GET projects/:id/variables/:key`, narrowed to one environment scope when given.
+    Variable {
+        /// The variable's key.
+        key: Cow<'a, str>,
+        /// `filter[environment_scope]`.
+        scope: Option<Cow<'a, str>>,
+    },
     /// `GET projects/:id/ci/lint?content_ref=…`
     LintAtRef(Cow<'a, str>),
     /// `POST projects/:id/ci/lint` with `content`
@@ -83,6 +91,9 @@ impl Endpoint for DoctorEndpoint<'_> {
                 path_escaped(key)
             )
             .into(),
+            Route::Variable { key, .. } => {
+                format!("projects/{p}/variables/{}", path_escaped(key)).into()
+            }
             Route::LintAtRef(_) | Route::LintContent(_) => format!("projects/{p}/ci/lint").into(),
             Route::ApprovalSettings => format!("projects/{p}/approvals").into(),
             Route::ApprovalRules => format!("projects/{p}/approval_rules").into(),
@@ -103,6 +114,11 @@ impl Endpoint for DoctorEndpoint<'_> {
             // since every rule must be satisfied.
             Route::ApprovalRules | Route::MergeRequestApprovalRules(_) => {
                 params.push("per_page", 100u64);
+            }
+            Route::Variable {
+                scope: Some(scope), ..
+            } => {
+                params.push("filter[environment_scope]", scope.as_ref());
             }
             _ => {}
         }

@@ -45,6 +45,13 @@
 //! Values of CI/CD variables set in the project's settings (which override the
 //! configuration's) are not readable with a Developer token; the configuration's own values
 //! are taken as the ones the job gets.
+//!
+//! A configuration file in the MR author's own namespace (`file@<author>/…`, the author read
+//! with the MR) is the author's to push to and proves nothing. What the API cannot show is
+//! named in the `pipeline-required` reason as not verified: who else can push to the
+//! configuration project, whether its `include:`s read the governed project's branches (the
+//! merged configuration no longer shows them), and whether its `workflow:rules` also admit
+//! branch pipelines, one of which GitLab may take as the MR's head pipeline.
 
 use serde_yaml::Value as Yaml;
 
@@ -114,6 +121,8 @@ pub struct EnforcementEvidence {
     pub mr_rules: Probe<Vec<RuleFacts>>,
     /// The merged CI configuration, as the serialization check read it.
     pub config: Probe<ConfigFacts>,
+    /// The MR author's username (not asked without an MR).
+    pub mr_author: Probe<String>,
 }
 
 /// The verdict, why, and (for `threads-only`) what to change.
@@ -620,12 +629,13 @@ fn pipeline_required(e: &EnforcementEvidence) -> Result<String, String> {
         None => return Err("GitLab does not show allow_merge_on_skipped_pipeline".into()),
     }
     let (origin, jobs) = configured_jobs(e)?;
+    let unverified = configuration_pushers(project, &e.mr_author)?;
     let mut why = Vec::new();
     for job in &jobs {
         match (&job.fail_on, &job.failure_escape) {
             (Ok(fail_on), None) if fail_on == "review" => {
                 return Ok(format!(
-                    "Pipelines must succeed is on (skipped pipelines do not count), and job {:?} of the CI configuration ({origin}) runs assent run failing on review, not allowed to fail",
+                    "Pipelines must succeed is on (skipped pipelines do not count), and job {:?} of the CI configuration ({origin}) runs assent run failing on review, not allowed to fail; not verified: {unverified}",
                     job.name
                 ));
             }
@@ -660,6 +670,36 @@ fn threads_only_advice(e: &EnforcementEvidence, pipeline: &str, approval: &str) 
          from the bot user only, approvals removed on push, approval rules not editable in MRs, \
          and the template's approve: true (GitLab Premium). docs/setup.md, Step 3 and Step 6"
     )
+/// Whether the MR's author can change the CI configuration's project, as far as doctor can
+/// tell: a configuration in the author's own namespace (`file@<author>/<project>`) is theirs
+/// to push to. Anything it cannot show is returned as what was not verified, for the reason.
+fn configuration_pushers(project: &ProjectFacts, author: &Probe<String>) -> Result<String, String> {
+    let config_project = project
+        .ci_config_path
+        .as_deref()
+        .and_then(|path| path.split_once('@'))
+        .map(|(_, rest)| rest.split(':').next().unwrap_or(rest).to_owned());
+    let mut unverified = vec![
+        "whether an include: of that configuration reads this project's branches".to_owned(),
+        "whether workflow:rules also admit branch pipelines, one of which GitLab may take as the MR's head pipeline (docs/setup.md)".to_owned(),
+    ];
+    match (&config_project, author) {
+        (Some(config), Probe::Got(author)) => {
+            let namespace = config.split('/').next().unwrap_or_default();
+            if namespace.eq_ignore_ascii_case(author) {
+                return Err(format!(
+                    "the CI configuration lives in {config}, in the namespace of the MR's author {author}, who can push to it"
+                ));
+            }
+            unverified.insert(0, format!("who besides maintainers can push to {config}"));
+        }
+        (Some(config), _) => unverified.insert(
+            0,
+            format!("whether the MR's author can push to {config} (no MR read: pass --mr)"),
+        ),
+        (None, _) => {}
+    }
+    Ok(unverified.join("; "))
 }
 
 /// The verdict (see the module docs for the rule).
@@ -741,7 +781,30 @@ mod tests {
             project_rules: Probe::Got(vec![]),
             mr_rules: Probe::Got(vec![]),
             config: config(PIPELINE_CONFIG),
+            mr_author: Probe::Got("bob".into()),
         }
+    }
+
+    #[test]
+    fn a_configuration_in_the_authors_own_namespace_is_not_enough() {
+        let mut e = pipeline_evidence();
+        let v = judge(&e);
+        assert_eq!(v.enforcement, GateEnforcement::PipelineRequired, "{v:?}");
+        assert!(v.reason.contains("not verified"), "{v:?}");
+        if let Probe::Got(p) = &mut e.project {
+            p.ci_config_path = Some(".gitlab-ci.yml@bob/my-ci".into());
+        }
+        let v = judge(&e);
+        assert_eq!(v.enforcement, GateEnforcement::ThreadsOnly, "{v:?}");
+        assert!(v.reason.contains("bob/my-ci"), "{v:?}");
+        e.mr_author = Probe::NotAsked(String::new());
+        let v = judge(&e);
+        assert_eq!(v.enforcement, GateEnforcement::PipelineRequired, "{v:?}");
+        assert!(
+            v.reason
+                .contains("whether the MR's author can push to bob/my-ci"),
+            "{v:?}"
+        );
     }
 
     /// A bot-only rule and a job that approves; "Pipelines must succeed" off.

@@ -17,7 +17,7 @@ use super::enforcement::{self, EnforcementEvidence, EnforcementVerdict, RuleFact
 use super::report::{Check, Report};
 use super::responses::{
     Access, ApprovalRule, ApprovalSettings, CurrentUser, HoldingJob, Job, Lint, MergeRequest,
-    Project, ResourceGroup, TokenSelf, Version,
+    Project, ResourceGroup, TokenSelf, Variable, Version,
 };
 use super::serialization::{ConfigFacts, Evidence, JobFacts, Probe, expected_key, judge};
 use crate::forge::RepositoryFiles;
@@ -43,6 +43,10 @@ pub struct DoctorInputs {
     pub mr: Option<u64>,
     /// `CI_JOB_ID`, when set.
     pub job_id: Option<u64>,
+    /// The CI/CD variable that holds the token (`ASSENT_TOKEN_VARIABLE`, else `ASSENT_TOKEN`).
+    pub token_variable: String,
+    /// The environment the assent jobs declare (`CI_ENVIRONMENT_NAME`, else `assent`).
+    pub environment: String,
 }
 
 /// Doctor cannot run at all (exit 2): the configuration is unusable before any request.
@@ -86,6 +90,7 @@ const AFTER_API: &[&str] = &[
     "threads-setting",
     "pipelines-setting",
     "outdated-threads-setting",
+    "token-variable",
     "merge-request",
     "policies",
     "serialization",
@@ -240,6 +245,29 @@ impl Prober<'_> {
         e
     }
 
+    /// Where the token's CI/CD variable reaches: its scope, or, when GitLab holds it for
+    /// several scopes (409), whether one of them is `*`.
+    fn token_variable(&self) -> checks::TokenVariable {
+        let key = self.inputs.token_variable.as_str();
+        let route = |scope: Option<&'static str>| Route::Variable {
+            key: key.into(),
+            scope: scope.map(Into::into),
+        };
+        match self.get::<Variable>(route(None)) {
+            Ok(v) => checks::TokenVariable::Scoped(v.environment_scope),
+            Err(failed) if failed.diagnosis == crate::gitlab::Diagnosis::Refused => {
+                match self.get::<Variable>(route(Some("*"))) {
+                    Ok(_) => checks::TokenVariable::SeveralOneForEveryJob,
+                    Err(f) if f.diagnosis == crate::gitlab::Diagnosis::NotFound => {
+                        checks::TokenVariable::SeveralNoneForEveryJob
+                    }
+                    Err(f) => checks::TokenVariable::Unread(f),
+                }
+            }
+            Err(failed) => checks::TokenVariable::Unread(failed),
+        }
+    }
+
     fn rules(&self, route: Route<'_>) -> Probe<Vec<RuleFacts>> {
         match self.get::<Vec<ApprovalRule>>(route) {
             Ok(rules) => Probe::Got(rules.into_iter().map(RuleFacts::from).collect()),
@@ -254,6 +282,7 @@ impl Prober<'_> {
         bot_user_id: Option<u64>,
         project: Probe<enforcement::ProjectFacts>,
         config: Probe<ConfigFacts>,
+        mr_author: Probe<String>,
     ) -> EnforcementEvidence {
         EnforcementEvidence {
             bot_user_id,
@@ -268,6 +297,7 @@ impl Prober<'_> {
                 None => Probe::NotAsked(String::new()),
             },
             config,
+            mr_author,
         }
     }
 }
@@ -284,6 +314,7 @@ fn route_name(route: &Route<'_>) -> &'static str {
         Route::Job(_) => "projects/:id/jobs/:job_id",
         Route::ResourceGroup(_) => "projects/:id/resource_groups/:key",
         Route::ResourceGroupCurrentJob(_) => "projects/:id/resource_groups/:key/current_job",
+        Route::Variable { .. } => "projects/:id/variables/:key",
         Route::LintAtRef(_) | Route::LintContent(_) => "projects/:id/ci/lint",
         Route::ApprovalSettings => "projects/:id/approvals",
         Route::ApprovalRules => "projects/:id/approval_rules",
@@ -350,6 +381,11 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
             checks.push(checks::threads_setting_check(p));
             checks.push(checks::pipelines_setting_check(p));
             checks.push(checks::outdated_threads_setting_check(p));
+            checks.push(checks::token_variable_check(
+                &inputs.token_variable,
+                &inputs.environment,
+                &prober.token_variable(),
+            ));
         }
         Err(failed) => {
             checks.push(checks::project_unreadable_check(&inputs.project, failed));
@@ -358,6 +394,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
                     "threads-setting",
                     "pipelines-setting",
                     "outdated-threads-setting",
+                    "token-variable",
                 ],
                 "the project could not be read",
             ));
@@ -387,7 +424,20 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
         Ok(p) => Probe::Got(p.facts()),
         Err(failed) => Probe::Failed(failed.error.clone()),
     };
-    let enforcement = prober.enforcement_evidence(user.id, project_facts, evidence.config.clone());
+    let mr_author = match &mr {
+        None => Probe::NotAsked(String::new()),
+        Some((_, Ok(m))) => m
+            .author
+            .as_ref()
+            .and_then(|a| a.username.clone())
+            .map_or_else(
+                || Probe::Failed("GitLab shows no MR author".into()),
+                Probe::Got,
+            ),
+        Some((_, Err(failed))) => Probe::Failed(failed.error.clone()),
+    };
+    let enforcement =
+        prober.enforcement_evidence(user.id, project_facts, evidence.config.clone(), mr_author);
     let verdict = judge(&evidence);
     checks.push(checks::serialization_check(&verdict));
     Ok(finish(

@@ -113,6 +113,15 @@ pub struct MergeRequest {
     pub source_project_id: Option<u64>,
     /// The project the MR belongs to.
     pub target_project_id: Option<u64>,
+    /// Who opened it.
+    pub author: Option<MergeRequestAuthor>,
+}
+
+/// The `author` of `GET projects/:id/merge_requests/:iid`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct MergeRequestAuthor {
+    /// The author's username (the path of their personal namespace).
+    pub username: Option<String>,
 }
 
 /// `GET projects/:id/jobs/:job_id`.
@@ -186,6 +195,14 @@ impl Lint {
             errors: self.errors.unwrap_or_default(),
         })
     }
+}
+
+/// `GET projects/:id/variables/:key`: only where the variable reaches; its value is never
+/// decoded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Variable {
+    /// `*` (every job) or the environment name or pattern whose jobs read it.
+    pub environment_scope: Option<String>,
 }
 
 /// `GET projects/:id/resource_groups/:key`.

@@ -139,6 +139,9 @@ impl Forge for Scripted<'_> {
     fn merge_request(&self) -> Result<MergeRequestInfo, ForgeError> {
         self.inner.merge_request()
     }
+    fn resolves_outdated_diff_threads(&self) -> Result<bool, ForgeError> {
+        self.inner.resolves_outdated_diff_threads()
+    }
     fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError> {
         self.log("list");
         self.inner.list_discussions()

@@ -80,6 +80,7 @@ fn assert_publisher(job: &Value, form: &str) {
         job["resource_group"], "assent-mr-$CI_MERGE_REQUEST_IID",
         "{form}: per-MR resource group"
     );
+    assert_token_environment(job, form);
     assert_eq!(
         job["variables"]["GIT_STRATEGY"], "none",
         "{form}: no checkout"
@@ -155,6 +156,19 @@ fn assert_publisher(job: &Value, form: &str) {
 
 /// Exit 3 (a forge or runtime failure, SPEC §2) is retried twice; nothing else is: a retry
 /// of exit 1 (the gate) or 2 (configuration) gives the same answer.
+/// The job declares the environment the token's variable is scoped to, without deploying:
+/// only the assent jobs of a pipeline read the token.
+fn assert_token_environment(job: &Value, form: &str) {
+    assert_eq!(
+        job["environment"]["name"], "assent",
+        "{form}: the token's variable is scoped to the environment assent"
+    );
+    assert_eq!(
+        job["environment"]["action"], "access",
+        "{form}: reads the environment's variables and creates no deployment"
+    );
+}
+
 fn assert_retries_on_exit_3_only(job: &Value, form: &str) {
     let retry = &job["retry"];
     assert_eq!(retry["max"], 2, "{form}: {retry:?}");
@@ -183,6 +197,7 @@ fn assert_sweep(job: &Value, form: &str) {
     );
     assert_eq!(job["variables"]["GIT_STRATEGY"], "none");
     assert_retries_on_exit_3_only(job, form);
+    assert_token_environment(job, form);
 }
 
 #[test]

@@ -215,6 +215,80 @@ fn orders_world() -> World {
     world
 }
 
+/// GitLab's "Automatically resolve threads that become outdated": a maintainer's push that
+/// outdates the DiffNote's line resolves it with `resolved_by` = the pusher. That is no
+/// assent, whoever pushed: the slot keeps gating, the summary says why and how to turn the
+/// setting off, the thread is never re-opened.
+#[test]
+fn a_diff_note_resolution_is_no_assent_while_pushes_resolve_outdated_threads() {
+    let world = orders_world();
+    world
+        .fake
+        .with_state(|s| s.projects[0].resolve_outdated_diff_discussions = true);
+    world.run(&[]).expect_code(0);
+    let thread = world.thread("retention-shrink");
+    assert_eq!(diff_lines(&thread), (None, Some(3)), "a DiffNote");
+    // What GitLab records when the push resolves it: the pusher as resolver.
+    world.fake.advance_time(std::time::Duration::from_secs(60));
+    world.fake.resolve(
+        fixtures::PROJECT_ID,
+        fixtures::MR_IID,
+        &thread.id,
+        fixtures::HUMAN_ID,
+        true,
+    );
+
+    world.fake.reset_log();
+    let r = world.run(&["--fail-on", "review"]);
+    r.expect_code(1);
+    assert!(
+        r.stdout.starts_with("assent: REVIEW for !7"),
+        "{}",
+        r.stdout
+    );
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "REVIEW");
+    assert_eq!(receipt["findings"][0]["resolved"], true);
+    assert_eq!(receipt["findings"][0]["assented"], false);
+    assert_eq!(receipt["actions"][0]["action"], "preserve-resolution");
+    // The setting is one read of the project, counted like every other.
+    let project_reads = world
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.route == RouteKind::Project)
+        .count();
+    assert_eq!(project_reads, 1, "{:#?}", world.fake.requests());
+    let summary = world.summary().body;
+    assert!(
+        summary.contains("**Resolved without assent.**"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("the project resolves outdated diff threads automatically"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("Automatically resolve threads that become outdated"),
+        "{summary}"
+    );
+    let writes = world.writes();
+    assert_eq!(writes.len(), 1, "only the summary: {writes:#?}");
+    let after = world.thread("retention-shrink");
+    assert!(after.resolved(), "never re-opened");
+    assert_eq!(after.notes.len(), 1, "no reply");
+
+    // With the setting off, the same resolution is a person's: it counts.
+    world
+        .fake
+        .with_state(|s| s.projects[0].resolve_outdated_diff_discussions = false);
+    let r = world.run(&["--fail-on", "review"]);
+    r.expect_code(0);
+    assert_eq!(r.receipt()["decision"], "APPROVE");
+    assert_eq!(r.receipt()["findings"][0]["assented"], true);
+    world.assert_no_violations();
+}
+
 fn discussion_posts(world: &World) -> Vec<Option<u16>> {
     world
         .writes()

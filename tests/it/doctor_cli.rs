@@ -173,6 +173,78 @@ fn assert_best_effort(o: &Out, reason_part: &str) {
     assert!(!o.stderr.is_empty());
 }
 
+// ---- the token's variable reaches only the assent jobs --------------------------------------
+
+#[test]
+fn a_token_variable_every_job_reads_fails_and_one_doctor_cannot_read_is_a_warning() {
+    // Scope * (All): every job of every MR pipeline reads the token.
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| s.projects[0].variables[0].environment_scope = "*".into());
+    let o = doctor(&fake);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert_eq!(o.mark("token-variable"), "✗", "{}", o.stdout);
+    assert!(
+        o.line("token-variable").contains("every job"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.fix_after("token-variable").contains("environment assent"),
+        "{}",
+        o.stdout
+    );
+
+    // The same key also for another scope: GitLab answers 409, doctor asks for scope *.
+    fake.with_state(|s| {
+        s.projects[0].variables.push(fake_gitlab::CiVariable {
+            key: "ASSENT_TOKEN".into(),
+            environment_scope: "assent".into(),
+            ..fake_gitlab::CiVariable::default()
+        })
+    });
+    let o = doctor(&fake);
+    assert_eq!(o.mark("token-variable"), "✗", "{}", o.stdout);
+    fake.with_state(|s| s.projects[0].variables[0].environment_scope = "review/*".into());
+    let o = doctor(&fake);
+    assert_eq!(o.mark("token-variable"), "?", "{}", o.stdout);
+
+    // A Developer token cannot read variables: never a claim, a warning that says so.
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| s.tokens[0].access_level = 30);
+    let o = doctor(&fake);
+    assert_eq!(o.mark("token-variable"), "?", "{}", o.stdout);
+    assert!(
+        o.line("token-variable").contains("not verified"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.line("token-variable").contains("Maintainers"),
+        "{}",
+        o.stdout
+    );
+
+    // Under another name, read from ASSENT_TOKEN_VARIABLE as the template sets it.
+    let fake = FakeGitLab::start(healthy());
+    fake.with_state(|s| s.projects[0].variables[0].key = "REVIEW_BOT_TOKEN".into());
+    let o = doctor(&fake);
+    assert_eq!(o.mark("token-variable"), "?", "{}", o.stdout);
+    assert!(
+        o.line("token-variable").contains("not a project variable"),
+        "{}",
+        o.stdout
+    );
+    let o = doctor_with(
+        &fake,
+        BOT_TOKEN,
+        &[("ASSENT_TOKEN_VARIABLE", "REVIEW_BOT_TOKEN")],
+        &[],
+    );
+    assert_eq!(o.mark("token-variable"), "✓", "{}", o.stdout);
+    assert_eq!(fake.writes(), 0, "doctor must not write");
+    assert!(!o.stdout.contains(BOT_TOKEN) && !o.stderr.contains(BOT_TOKEN));
+}
+
 // ---- everything passes ------------------------------------------------------------------
 
 #[test]
@@ -190,6 +262,7 @@ fn a_healthy_deployment_passes_every_check_and_is_serialized() {
         "threads-setting",
         "pipelines-setting",
         "outdated-threads-setting",
+        "token-variable",
         "merge-request",
         "policies",
         "serialization",
@@ -218,7 +291,7 @@ fn json_is_the_typed_report() {
     assert_eq!(v["kind"], "DoctorReport");
     assert_eq!(v["duplicate_prevention"], "single-writer-serialized");
     let checks = v["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 12);
+    assert_eq!(checks.len(), 13);
     assert!(
         checks
             .iter()
@@ -369,7 +442,7 @@ fn warnings_alone_exit_0_and_strict_makes_them_fail() {
     assert_eq!(o.mark("serialization"), "?", "{}", o.stdout);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(
-        o.summary().starts_with("11 passed, 0 failed, 1 warning (1 not verified; a warning fails doctor only with --strict)"),
+        o.summary().starts_with("12 passed, 0 failed, 1 warning (1 not verified; a warning fails doctor only with --strict)"),
         "{}",
         o.stdout
     );
@@ -439,7 +512,7 @@ fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
     assert_eq!(
         o.skipped_lines(),
         [
-            "- skipped  token, identity, scope, role, threads-setting, pipelines-setting, outdated-threads-setting, merge-request, policies, serialization (not checked: the api check failed: GitLab could not be reached)"
+            "- skipped  token, identity, scope, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, policies, serialization (not checked: the api check failed: GitLab could not be reached)"
         ],
         "{}",
         o.stdout
@@ -501,6 +574,7 @@ fn a_rejected_token_fails_the_token_check() {
             "threads-setting",
             "pipelines-setting",
             "outdated-threads-setting",
+            "token-variable",
             "merge-request",
             "policies",
             "serialization"
@@ -514,7 +588,7 @@ fn a_rejected_token_fails_the_token_check() {
     );
     assert!(
         o.summary()
-            .starts_with("2 passed, 1 failed, 9 warnings (9 not checked"),
+            .starts_with("2 passed, 1 failed, 10 warnings (10 not checked"),
         "{}",
         o.stdout
     );

@@ -147,7 +147,7 @@ fn the_walkthrough_gates_on_the_challenge_until_a_reviewer_assents() {
 }
 
 #[test]
-fn doctor_verifies_everything_but_serialization_outside_a_ci_job() {
+fn doctor_verifies_everything_but_serialization_and_the_token_variable_outside_a_ci_job() {
     let s = Sandbox::start();
     let (_, stdout, stderr) = s.assent(&["doctor", "--format", "json"]);
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
@@ -160,7 +160,9 @@ fn doctor_verifies_everything_but_serialization_outside_a_ci_job() {
         .filter(|c| c["status"] != "pass")
         .map(|c| c["id"].as_str().expect("an id"))
         .collect();
-    assert_eq!(not_passed, ["serialization"], "{stdout}");
+    // The sandbox's bot is a Developer, as docs/setup.md recommends: GitLab shows CI/CD
+    // variables only to Maintainers, so where the token's variable reaches is not verified.
+    assert_eq!(not_passed, ["token-variable", "serialization"], "{stdout}");
 }
 
 #[test]

@@ -9,6 +9,12 @@
 //!
 //! A resolution that does not count is never re-opened by assent (that would fight a human);
 //! the slot keeps gating and the summary says who resolved it and why it does not count.
+//!
+//! One project setting makes a resolution unattributable: "Automatically resolve threads
+//! that become outdated" (`resolve_outdated_diff_discussions`). While it is on, a push that
+//! changes a DiffNote's line resolves its thread with `resolved_by` set to the pusher, and
+//! GitLab's REST answer does not say whether a push or a person resolved it; so no DiffNote
+//! challenge's resolution counts while the setting is on.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,6 +31,9 @@ pub struct AssentFacts {
     /// Project roles of resolvers, for rules that name `min_role`: `None` means "not a
     /// member" (or below Guest). A resolver missing from the map has not been looked up.
     pub roles: BTreeMap<u64, Option<Role>>,
+    /// The project resolves outdated diff threads on push (GitLab's
+    /// `resolve_outdated_diff_discussions`), or the forge did not say that it does not.
+    pub push_resolves_diff_threads: bool,
 }
 
 /// Why a resolution does not count as assent.
@@ -46,6 +55,9 @@ pub enum NotCounted {
     },
     /// The rule requires a role and the resolver's role was not read.
     RoleUnknown,
+    /// A DiffNote thread in a project whose pushes resolve outdated diff threads: GitLab
+    /// records the pusher as the resolver, so the resolution may be a push's, not assent.
+    ResolvableByPush,
 }
 
 impl NotCounted {
@@ -78,6 +90,7 @@ impl NotCounted {
                 )
             }
             NotCounted::RoleUnknown => "the resolver's project role could not be read".to_owned(),
+            NotCounted::ResolvableByPush => "the project resolves outdated diff threads automatically, so a push may have resolved it in the resolver's name; turn off Settings → Merge requests → \"Automatically resolve threads that become outdated\" (`resolve_outdated_diff_discussions`) and resolve it again".to_owned(),
         }
     }
 }
@@ -138,6 +151,9 @@ pub fn judge(
         // The bot's own resolutions retire a thread before it gets here (review_state);
         // should one reach this point, it is still never assent.
         return not_counted(NotCounted::UnknownResolver);
+    }
+    if thread.diff_note && facts.push_resolves_diff_threads {
+        return not_counted(NotCounted::ResolvableByPush);
     }
     let Some(assenters) = assenters else {
         return Assent::Given { by };
@@ -213,7 +229,40 @@ mod tests {
             bot_id: BOT,
             author_id: Some(AUTHOR),
             roles: BTreeMap::new(),
+            push_resolves_diff_threads: false,
         }
+    }
+
+    #[test]
+    fn a_diff_thread_resolution_does_not_count_while_pushes_resolve_diff_threads() {
+        let mut t = resolved_by(Some(user(7, "maintainer")));
+        t.diff_note = true;
+        let pushing = AssentFacts {
+            push_resolves_diff_threads: true,
+            ..facts()
+        };
+        assert_eq!(
+            judge(&t, None, &pushing),
+            Assent::NotCounted {
+                by: Some(user(7, "maintainer")),
+                reason: NotCounted::ResolvableByPush
+            }
+        );
+        // Nor when the policy names the resolver: a push resolves in anyone's name.
+        let listed = Assenters {
+            users: vec!["maintainer".into()],
+            min_role: None,
+        };
+        assert!(!judge(&t, Some(&listed), &pushing).is_given());
+        // With the setting off, the same resolution counts; a general thread always does.
+        assert!(judge(&t, None, &facts()).is_given());
+        t.diff_note = false;
+        assert!(judge(&t, None, &pushing).is_given());
+        let why = NotCounted::ResolvableByPush.explain();
+        assert!(
+            why.contains("Automatically resolve threads that become outdated"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -4,9 +4,22 @@
 //! user and not written by the forge itself (`system`) can be artifacts. Anyone else's
 //! marker, well-formed or not, is invisible and produces no warning. A bot note whose marker
 //! is malformed is skipped with a warning naming its note id; it is never deleted.
+//!
+//! assent never edits a finding thread's first note (only the summary is edited in place), so
+//! a resolved first note that GitLab reports updated after its resolution was edited by
+//! someone holding the bot's token: its marker may name an occurrence its body never showed
+//! the reviewer. Such a thread is [`ThreadArtifact::edited`]: a warning names it, and its
+//! resolution never counts (`review_state::is_retired`). GitLab's REST answer has no field
+//! for an edit (`last_edited_at` exists only in its web UI and GraphQL), so the edit is read
+//! from `updated_at` against `resolved_at`; docs/reliability.md says what that catches.
 
 use crate::marker::{self, Marker, SummaryState};
-use crate::model::{ListedDiscussion, Occurrence, Slot, UserRef};
+use crate::model::{ListedDiscussion, ListedNote, Occurrence, Slot, UserRef};
+use crate::sweep::Timestamp;
+
+/// How much later than `resolved_at` GitLab may write `updated_at` when it saves a
+/// resolution (both are set while saving one note, a few milliseconds apart).
+pub const RESOLUTION_SAVE_SLACK_MILLIS: i64 = 1_000;
 
 /// A finding thread assent posted earlier.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +39,12 @@ pub struct ThreadArtifact {
     pub resolved_by_bot: bool,
     /// Who resolved the thread (its first note's `resolved_by`), when resolved and known.
     pub resolved_by: Option<UserRef>,
+    /// Resolved, and GitLab cannot show that the first note is unchanged since: its
+    /// `updated_at` is later than its `resolved_at`, or either is missing or unreadable.
+    /// Such a resolution is never assent (see the module docs).
+    pub edited: bool,
+    /// The thread is on a line of the diff (a DiffNote), so a push may have resolved it.
+    pub diff_note: bool,
     /// Bodies of the bot's own replies in the thread (not system notes), in order: a reply
     /// an earlier, interrupted run already posted is not posted again.
     pub bot_replies: Vec<String>,
@@ -92,6 +111,8 @@ impl Inventory {
                             resolved_by_bot: note.resolved
                                 && note.resolved_by.as_ref().is_some_and(|u| u.id == bot_user_id),
                             resolved_by: note.resolved.then(|| note.resolved_by.clone()).flatten(),
+                            edited: note.resolved && !unchanged_since_resolution(note),
+                            diff_note: note.diff_note,
                             bot_replies: discussion.notes[1..]
                                 .iter()
                                 .filter(|n| n.author_id == bot_user_id && !n.system)
@@ -118,6 +139,12 @@ impl Inventory {
                 }
             }
         }
+        for thread in inventory.threads.iter().filter(|t| t.edited) {
+            inventory.warnings.push(format!(
+                "note {}: GitLab reports this finding thread's first note changed after it was resolved (assent never edits it); its resolution does not count and a fresh thread is posted",
+                thread.forge_id
+            ));
+        }
         inventory.threads.sort_by_key(|t| t.forge_id);
         inventory.summaries.sort_by_key(|s| s.note_id);
         inventory.warnings.sort();
@@ -128,6 +155,19 @@ impl Inventory {
     /// The canonical summary: the one with the lowest note id.
     pub fn canonical_summary(&self) -> Option<&SummaryArtifact> {
         self.summaries.first()
+    }
+}
+
+/// Whether a resolved note is shown unchanged since its resolution: its `updated_at` is no
+/// later than its `resolved_at` (within [`RESOLUTION_SAVE_SLACK_MILLIS`]). A timestamp
+/// missing or unreadable shows nothing, so the note counts as changed (fail closed).
+fn unchanged_since_resolution(note: &ListedNote) -> bool {
+    let parse = |t: &Option<String>| t.as_deref().and_then(Timestamp::parse);
+    match (parse(&note.updated_at), parse(&note.resolved_at)) {
+        (Some(updated), Some(resolved)) => {
+            updated.unix_millis() <= resolved.unix_millis() + RESOLUTION_SAVE_SLACK_MILLIS
+        }
+        _ => false,
     }
 }
 
@@ -144,6 +184,8 @@ mod tests {
             resolvable: true,
             resolved: false,
             resolved_by: None,
+            resolved_at: None,
+            diff_note: false,
             body: body.to_owned(),
             updated_at: None,
         }
@@ -252,5 +294,79 @@ mod tests {
         let inv = Inventory::from_listing(&[disc(4, vec![n])], 1);
         assert!(inv.threads.is_empty());
         assert_eq!(inv.warnings.len(), 1);
+    }
+
+    fn resolved_note(id: u64, updated_at: Option<&str>, resolved_at: Option<&str>) -> ListedNote {
+        let mut n = note(id, 1, &finding_body("r"));
+        n.resolved = true;
+        n.resolved_by = Some(UserRef {
+            id: 7,
+            username: "reviewer".into(),
+        });
+        n.updated_at = updated_at.map(str::to_owned);
+        n.resolved_at = resolved_at.map(str::to_owned);
+        n
+    }
+
+    #[test]
+    fn a_first_note_updated_after_its_resolution_is_edited_and_named() {
+        let n = resolved_note(
+            40,
+            Some("2026-01-01T10:05:00.000Z"),
+            Some("2026-01-01T10:00:00.000Z"),
+        );
+        let inv = Inventory::from_listing(&[disc(40, vec![n])], 1);
+        assert!(inv.threads[0].edited);
+        assert!(
+            inv.threads[0].resolved,
+            "the resolution is reported as it is"
+        );
+        assert_eq!(inv.warnings.len(), 1, "{:?}", inv.warnings);
+        assert!(
+            inv.warnings[0].starts_with("note 40: "),
+            "{:?}",
+            inv.warnings
+        );
+        assert!(
+            inv.warnings[0].contains("does not count"),
+            "{:?}",
+            inv.warnings
+        );
+    }
+
+    #[test]
+    fn the_resolution_itself_is_not_an_edit() {
+        // GitLab saves `resolved_at` and `updated_at` in one write, a few milliseconds apart.
+        for updated in [
+            "2026-01-01T10:00:00.000Z",
+            "2026-01-01T10:00:00.400Z",
+            "2026-01-01T09:00:00Z",
+        ] {
+            let n = resolved_note(41, Some(updated), Some("2026-01-01T10:00:00.000Z"));
+            let inv = Inventory::from_listing(&[disc(41, vec![n])], 1);
+            assert!(!inv.threads[0].edited, "{updated}");
+            assert!(inv.warnings.is_empty(), "{:?}", inv.warnings);
+        }
+    }
+
+    #[test]
+    fn a_resolution_gitlab_cannot_date_is_not_shown_unedited() {
+        for (updated, resolved) in [
+            (Some("2026-01-01T10:00:00.000Z"), None),
+            (None, Some("2026-01-01T10:00:00.000Z")),
+            (Some("yesterday"), Some("2026-01-01T10:00:00.000Z")),
+        ] {
+            let n = resolved_note(42, updated, resolved);
+            assert!(Inventory::from_listing(&[disc(42, vec![n])], 1).threads[0].edited);
+        }
+    }
+
+    #[test]
+    fn an_open_thread_is_never_edited_whatever_its_timestamps() {
+        let mut n = note(43, 1, &finding_body("r"));
+        n.updated_at = Some("2026-01-02T00:00:00Z".into());
+        let inv = Inventory::from_listing(&[disc(43, vec![n])], 1);
+        assert!(!inv.threads[0].edited);
+        assert!(inv.warnings.is_empty());
     }
 }

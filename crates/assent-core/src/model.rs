@@ -657,9 +657,15 @@ pub struct ListedNote {
     pub resolved: bool,
     /// Who resolved it, when the forge says (GitLab's `resolved_by`).
     pub resolved_by: Option<UserRef>,
+    /// When it was resolved, as the forge reports it (GitLab's `resolved_at`, ISO 8601).
+    pub resolved_at: Option<String>,
+    /// A note on a line of the diff (GitLab's `type: "DiffNote"`): a push can resolve its
+    /// thread when the project resolves outdated diff threads automatically.
+    pub diff_note: bool,
     /// The Markdown body.
     pub body: String,
-    /// Last update time as the forge reports it (ISO 8601), used only by `sweep`.
+    /// Last update time as the forge reports it (ISO 8601): `sweep` measures a stuck summary
+    /// from it, and a finding thread's first note updated after its resolution was edited.
     pub updated_at: Option<String>,
 }
 

@@ -331,6 +331,8 @@ mod tests {
     fn thread(id: u64, rule: &str, n: u8, resolved: bool) -> ThreadArtifact {
         ThreadArtifact {
             resolved_by_bot: false,
+            edited: false,
+            diff_note: false,
             resolved_by: None,
             forge_id: id,
             discussion_id: format!("{id:040x}"),
@@ -595,6 +597,30 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_thread_edited_after_its_resolution_is_superseded_not_preserved() {
+        let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
+        let mut edited = thread(10, "a", 1, true);
+        edited.edited = true;
+        let plan = plan_reconciliation(&desired, &inv(vec![edited.clone()]), HEAD);
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::Supersede, None)]
+        );
+        assert!(matches!(&plan.writes[..], [Write::CreateThread { .. }]));
+        // Once the fresh thread exists it is the slot's thread; the edited one is left as is.
+        let plan = plan_reconciliation(
+            &desired,
+            &inv(vec![edited, thread(11, "a", 1, false)]),
+            HEAD,
+        );
+        assert_eq!(
+            actions(&plan),
+            vec![("a".into(), ActionKind::LeaveUntouched, Some(11))]
+        );
+        assert!(plan.writes.is_empty() && plan.repairs.is_empty());
     }
 
     #[test]

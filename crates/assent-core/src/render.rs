@@ -598,6 +598,8 @@ mod tests {
                 occurrence: desired.findings[0].occurrence.clone(),
                 resolved: false,
                 resolved_by_bot: false,
+                edited: false,
+                diff_note: false,
                 resolved_by: None,
                 bot_replies: vec![],
             }],

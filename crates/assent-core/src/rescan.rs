@@ -138,6 +138,8 @@ mod tests {
     fn thread(id: u64, resolved: bool) -> ThreadArtifact {
         ThreadArtifact {
             resolved_by_bot: false,
+            edited: false,
+            diff_note: false,
             resolved_by: None,
             forge_id: id,
             discussion_id: String::new(),

@@ -56,6 +56,8 @@ mod tests {
             occurrence: Occurrence::digest(&forge_id.to_be_bytes()),
             resolved: resolved_by.is_some(),
             resolved_by_bot: false,
+            edited: false,
+            diff_note: false,
             resolved_by: resolved_by.map(|(id, username)| UserRef {
                 id,
                 username: username.into(),

@@ -36,9 +36,12 @@ pub fn stands_for(thread: &ThreadArtifact, finding: &Finding) -> bool {
         && !is_retired(thread, finding)
 }
 
-/// A thread of `finding`'s slot that the bot resolved itself, while `finding` gates.
+/// A thread of `finding`'s slot that the bot resolved itself, or whose first note was edited
+/// after its resolution ([`ThreadArtifact::edited`]), while `finding` gates: either way its
+/// resolution is not a human's assent to what the thread shows, so the finding gets a fresh
+/// thread.
 pub fn is_retired(thread: &ThreadArtifact, finding: &Finding) -> bool {
-    thread.resolved_by_bot && finding.effect != Effect::Comment
+    (thread.resolved_by_bot || thread.edited) && finding.effect != Effect::Comment
 }
 
 /// Pairs each desired finding with its canonical thread in `inventory`, and judges each

@@ -44,6 +44,8 @@ pub(crate) fn thread(id: u64, rule: &str, resolved: bool) -> ThreadArtifact {
             id: REVIEWER,
             username: "reviewer".into(),
         }),
+        edited: false,
+        diff_note: false,
         bot_replies: Vec::new(),
     }
 }
@@ -54,5 +56,6 @@ pub(crate) fn facts() -> AssentFacts {
         bot_id: BOT,
         author_id: Some(AUTHOR),
         roles: BTreeMap::new(),
+        push_resolves_diff_threads: false,
     }
 }

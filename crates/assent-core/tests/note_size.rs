@@ -277,6 +277,8 @@ fn check_every_body(desired: &DesiredState, choices: &[u8], username: &str, bran
                 },
                 resolved: false,
                 resolved_by_bot: false,
+                edited: false,
+                diff_note: false,
                 resolved_by: None,
                 bot_replies: vec![],
             });

@@ -265,6 +265,12 @@ pub trait Forge: Send + Sync {
     /// membership included); `None` when the user is not a member. Read only for rules
     /// that narrow who may assent by role.
     fn project_role(&self, user_id: u64) -> Result<Option<Role>, ForgeError>;
+    /// Whether the project resolves outdated diff threads when a push changes their lines
+    /// (GitLab's "Automatically resolve threads that become outdated",
+    /// `resolve_outdated_diff_discussions` on `GET /projects/:id`). While it does, a DiffNote
+    /// thread's resolution may be a push's, so it is not read as assent. A forge that does
+    /// not say answers `true` (fail closed).
+    fn resolves_outdated_diff_threads(&self) -> Result<bool, ForgeError>;
     /// Whether the bot (the token's user) approves the merge request right now
     /// (`GET …/approvals`, the bot's id among `approved_by[].user.id`).
     fn bot_approves(&self) -> Result<bool, ForgeError>;

@@ -24,6 +24,7 @@ use assent_core::model::{
     DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
     Role, UserRef,
 };
+use assent_core::sweep::Timestamp;
 use assent_core::unified_diff::changed_lines;
 
 /// GitLab's answer to a DiffNote whose position is not a line of the merge request's diff
@@ -86,6 +87,8 @@ struct State {
     approved_by: BTreeSet<u64>,
     /// GitLab's "remove all approvals when commits are added" (on by default).
     reset_approvals_on_push: bool,
+    /// GitLab's "automatically resolve threads that become outdated" (off by default).
+    resolve_outdated_diff_discussions: bool,
 }
 
 /// A stateful in-memory merge request. All methods take `&self`; state sits behind a mutex.
@@ -143,6 +146,7 @@ impl InMemoryForge {
                 roles: BTreeMap::new(),
                 approved_by: BTreeSet::new(),
                 reset_approvals_on_push: true,
+                resolve_outdated_diff_discussions: false,
             }),
         }
     }
@@ -153,6 +157,12 @@ impl InMemoryForge {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Turns GitLab's project setting "Automatically resolve threads that become outdated"
+    /// (`resolve_outdated_diff_discussions`) on or off.
+    pub fn set_resolve_outdated_diff_discussions(&self, on: bool) {
+        self.lock().resolve_outdated_diff_discussions = on;
     }
 
     /// Discussions per listing page (each page counts as one read).
@@ -409,6 +419,8 @@ impl State {
                 resolvable,
                 resolved: false,
                 resolved_by: None,
+                resolved_at: None,
+                diff_note: position.is_some(),
                 body: body.to_owned(),
                 updated_at: Some(timestamp(self.clock)),
             }],
@@ -441,6 +453,8 @@ impl State {
         self.clock += 1;
         let resolved = self.discussions[d].notes[0].resolved;
         let resolved_by = self.discussions[d].notes[0].resolved_by.clone();
+        let resolved_at = self.discussions[d].notes[0].resolved_at.clone();
+        let diff_note = self.discussions[d].position.is_some();
         self.discussions[d].notes.push(ListedNote {
             id,
             author_id,
@@ -448,18 +462,27 @@ impl State {
             resolvable: true,
             resolved,
             resolved_by,
+            resolved_at,
+            diff_note,
             body: body.to_owned(),
             updated_at: Some(timestamp(self.clock)),
         });
         id
     }
 
+    /// Resolves or re-opens a thread as GitLab does: `resolved_at` and `updated_at` move
+    /// together when its state changes.
     fn resolve(&mut self, d: usize, resolved: bool, by: u64) -> Result<(), ()> {
-        let discussion = &mut self.discussions[d];
-        if !discussion.notes[0].resolvable {
+        if !self.discussions[d].notes[0].resolvable {
             return Err(());
         }
-        for note in &mut discussion.notes {
+        self.clock += 1;
+        let now = timestamp(self.clock);
+        for note in &mut self.discussions[d].notes {
+            if note.resolved != resolved {
+                note.updated_at = Some(now.clone());
+                note.resolved_at = resolved.then(|| now.clone());
+            }
             note.resolved = resolved;
             note.resolved_by = resolved.then(|| user_ref(by));
         }
@@ -485,10 +508,16 @@ impl Discussion {
     }
 }
 
-/// A fixed, increasing fake clock: the in-memory forge has no wall time.
+/// A fixed, increasing fake clock: the in-memory forge has no wall time. One tick is a
+/// minute after 2026-01-01T00:00Z, so two events are as far apart as GitLab's timestamps
+/// would show them (an edit after a resolution is visibly later).
 fn timestamp(tick: u64) -> String {
-    format!("2026-01-01T00:00:00.{tick:06}Z")
+    Timestamp::from_unix_millis(MEMORY_EPOCH_MILLIS + (tick as i64).saturating_mul(60_000))
+        .to_rfc3339()
 }
+
+/// 2026-01-01T00:00:00Z in Unix milliseconds.
+const MEMORY_EPOCH_MILLIS: i64 = 1_767_225_600_000;
 
 fn not_found(method: &str, route: String) -> ForgeError {
     ForgeError::Status {
@@ -515,6 +544,12 @@ impl Forge for InMemoryForge {
             changes_count: state.changes_count.clone().unwrap_or(counted),
             ..state.mr.clone()
         })
+    }
+
+    fn resolves_outdated_diff_threads(&self) -> Result<bool, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        Ok(state.resolve_outdated_diff_discussions)
     }
 
     fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError> {

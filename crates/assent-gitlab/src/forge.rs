@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use gitlab::api::projects::Project;
 use gitlab::api::projects::members::AllProjectMember;
 use gitlab::api::projects::merge_requests::approvals::MergeRequestApprovals;
 use gitlab::api::projects::merge_requests::discussions::{
@@ -166,7 +167,16 @@ struct ApiNote {
     resolvable: Option<bool>,
     resolved: Option<bool>,
     resolved_by: Option<ApiUser>,
+    resolved_at: Option<String>,
     updated_at: Option<String>,
+    #[serde(rename = "type")]
+    note_type: Option<String>,
+}
+
+/// The one project setting a run reads (`GET /projects/:id`).
+#[derive(Deserialize)]
+struct ApiProjectSettings {
+    resolve_outdated_diff_discussions: Option<bool>,
 }
 
 impl ApiNote {
@@ -182,6 +192,8 @@ impl ApiNote {
                 id: u.id,
                 username: u.username,
             }),
+            resolved_at: self.resolved_at,
+            diff_note: self.note_type.as_deref() == Some("DiffNote"),
             body: self.body.unwrap_or_default(),
             updated_at: self.updated_at,
         }
@@ -325,6 +337,17 @@ impl Forge for GitLabForge {
             Err(ForgeError::Status { status: 404, .. }) => Ok(None),
             Err(error) => Err(error),
         }
+    }
+
+    fn resolves_outdated_diff_threads(&self) -> Result<bool, ForgeError> {
+        let endpoint = Project::builder()
+            .project(self.client.project_ref())
+            .build()
+            .map_err(|e| build_error("project", e))?;
+        let settings: ApiProjectSettings = self.client.get(&endpoint)?;
+        // GitLab leaves the field out of a project answer it shortens for the caller's
+        // access: unknown is read as on, so no DiffNote resolution counts on a guess.
+        Ok(settings.resolve_outdated_diff_discussions.unwrap_or(true))
     }
 
     fn merge_request(&self) -> Result<MergeRequestInfo, ForgeError> {

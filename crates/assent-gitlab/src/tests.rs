@@ -1574,3 +1574,40 @@ fn tls_a_self_signed_end_entity_certificate_is_its_own_trust_anchor() {
         assent_forge::CertificateFailure::UnknownIssuer
     );
 }
+
+#[test]
+fn the_outdated_diff_threads_setting_is_read_and_unknown_is_on() {
+    let fake = FakeGitLab::start(world());
+    let (forge, _) = forge(&fake);
+    assert!(!forge.resolves_outdated_diff_threads().unwrap());
+    fake.with_state(|s| s.projects[0].resolve_outdated_diff_discussions = true);
+    assert!(forge.resolves_outdated_diff_threads().unwrap());
+    // A project answer without the field: no DiffNote resolution may count on a guess.
+    fake.inject(
+        FaultRule::new(json_reply(200, json!({"id": PROJECT_ID, "name": "proj"})))
+            .route(RouteKind::Project),
+    );
+    assert!(forge.resolves_outdated_diff_threads().unwrap());
+}
+
+#[test]
+fn listed_notes_carry_resolved_at_and_whether_they_are_diff_notes() {
+    let fake = FakeGitLab::start(world());
+    fake.set_time("2026-01-01T10:00:00.000Z");
+    let (forge, _) = forge(&fake);
+    let created = forge.create_thread("x", None).unwrap();
+    fake.set_time("2026-01-01T10:01:00.000Z");
+    fake.resolve(PROJECT_ID, MR_IID, &created.discussion_id, HUMAN_ID, true);
+    let listed = forge.list_discussions().unwrap();
+    let note = &listed
+        .iter()
+        .find(|d| d.id == created.discussion_id)
+        .unwrap()
+        .notes[0];
+    assert_eq!(
+        note.resolved_at.as_deref(),
+        Some("2026-01-01T10:01:00.000Z")
+    );
+    assert_eq!(note.updated_at.as_deref(), Some("2026-01-01T10:01:00.000Z"));
+    assert!(!note.diff_note, "a general thread");
+}

@@ -468,6 +468,7 @@ fn merge_request_verdicts() {
             target_branch: Some("main".into()),
             source_project_id: source,
             target_project_id: target,
+            author: None,
         })
     };
     assert_check(
@@ -584,6 +585,44 @@ fn serialization_verdicts() {
     assert!(fix(&unverifiable).contains("MR job itself"));
 }
 
+// ---- token-variable ---------------------------------------------------------------------------
+
+#[test]
+fn the_token_variable_passes_only_when_scoped_to_the_assent_environment() {
+    let check = |seen: TokenVariable| token_variable_check("ASSENT_TOKEN", "assent", &seen);
+    let scoped = check(TokenVariable::Scoped(Some("assent".into())));
+    assert_eq!(scoped.status, Status::Pass, "{scoped:?}");
+    let every_job = check(TokenVariable::Scoped(Some("*".into())));
+    assert_eq!(every_job.status, Status::Fail, "{every_job:?}");
+    assert!(every_job.detail.contains("every job"), "{every_job:?}");
+    assert_eq!(
+        check(TokenVariable::SeveralOneForEveryJob).status,
+        Status::Fail
+    );
+    for unknown in [
+        TokenVariable::Scoped(Some("review/*".into())),
+        TokenVariable::Scoped(None),
+        TokenVariable::SeveralNoneForEveryJob,
+    ] {
+        assert_eq!(
+            check(unknown.clone()).status,
+            Status::Unknown,
+            "{unknown:?}"
+        );
+    }
+    let forbidden = check(TokenVariable::Unread(Failed {
+        diagnosis: Diagnosis::Forbidden,
+        error: "403".into(),
+    }));
+    assert_eq!(
+        forbidden.status,
+        Status::Unknown,
+        "never a claim it cannot back"
+    );
+    assert!(forbidden.detail.contains("not verified"), "{forbidden:?}");
+    assert!(forbidden.detail.contains("Maintainers"), "{forbidden:?}");
+}
+
 // ---- inputs, cleartext, skipped --------------------------------------------------------------
 
 #[test]
@@ -596,6 +635,8 @@ fn inputs_cleartext_and_skipped_checks() {
         ca_source: None,
         mr: Some(7),
         job_id: None,
+        token_variable: "ASSENT_TOKEN".into(),
+        environment: "assent".into(),
     };
     let check = inputs_check(&inputs);
     assert_check(

@@ -449,6 +449,12 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
         },
         (RouteKind::Job, "GET") => crate::ci::job(st, p!(), &route.name, level),
         (RouteKind::ResourceGroup, "GET") => crate::ci::resource_group(p!(), &route.name, level),
+        (RouteKind::ProjectVariable, "GET") => crate::ci::variable(
+            p!(),
+            &route.name,
+            ctx.params.get("filter[environment_scope]"),
+            level,
+        ),
         (RouteKind::ResourceGroupCurrentJob, "GET") => {
             crate::ci::current_job(st, p!(), &route.name, level)
         }

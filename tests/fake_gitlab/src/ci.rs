@@ -95,6 +95,35 @@ pub(crate) fn resource_group(p: &Project, key: &str, level: u32) -> Response {
     }
 }
 
+/// `GET /projects/:id/variables/:key`: Maintainer and above (GitLab answers 403 below). A
+/// key defined for several environment scopes is a 409 unless `filter[environment_scope]`
+/// picks one, as GitLab's `find_variable` does.
+pub(crate) fn variable(p: &Project, key: &str, scope: Option<&String>, level: u32) -> Response {
+    if level < 40 {
+        return forbidden();
+    }
+    let found: Vec<_> = p
+        .variables
+        .iter()
+        .filter(|v| v.key == key && scope.is_none_or(|s| &v.environment_scope == s))
+        .collect();
+    match found.as_slice() {
+        [] => Response::message(404, "404 Variable Not Found"),
+        [v] => Response::json(
+            200,
+            &json!({"variable_type": v.variable_type, "key": v.key,
+                    "value": if v.hidden { Value::Null } else { json!(v.value) },
+                    "hidden": v.hidden, "protected": v.protected, "masked": v.masked,
+                    "raw": v.raw, "environment_scope": v.environment_scope,
+                    "description": v.description}),
+        ),
+        _ => Response::message(
+            409,
+            "There are multiple variables with provided parameters. Please use 'filter[environment_scope]'",
+        ),
+    }
+}
+
 pub(crate) fn current_job(st: &State, p: &Project, key: &str, level: u32) -> Response {
     if !version_at_least(&st.version, 18, 6) {
         return Response::message(404, "404 Not Found");

@@ -1,6 +1,6 @@
 //! A ready-made seed: one bot, one human, one project with one open MR.
 
-use crate::model::{DiffFile, MergeRequest, Project, State, Token, User};
+use crate::model::{CiVariable, DiffFile, MergeRequest, Project, State, Token, User};
 
 pub const PROJECT_ID: u64 = 42;
 pub const PROJECT_PATH: &str = "group/sub/proj";
@@ -22,7 +22,8 @@ pub const TARGET_SHA: &str = "3333333333333333333333333333333333333333";
 /// MR's author); project 42
 /// `group/sub/proj` with `main` at [`TARGET_SHA`] and `feature` at [`HEAD_SHA`]; open MR !7
 /// from `feature` into `main` with diff base [`BASE_SHA`] and one modified file
-/// `topics/orders.yaml`. Note ids start at 1000.
+/// `topics/orders.yaml`; the bot's token in the project variable `ASSENT_TOKEN`, scoped to the
+/// environment `assent` as docs/setup.md sets it up. Note ids start at 1000.
 pub fn basic() -> State {
     let topics_old = "topics:\n  - name: orders.events.v1\n    retention_days: 30\n";
     let topics_new = "topics:\n  - name: orders.events.v1\n    retention_days: 7\n";
@@ -50,7 +51,13 @@ pub fn basic() -> State {
                     MergeRequest::new(MR_IID, AUTHOR_ID, HEAD_SHA, BASE_SHA)
                         .branches("feature", "main")
                         .diff(DiffFile::modified("topics/orders.yaml")),
-                ),
+                )
+                .variable(CiVariable {
+                    key: "ASSENT_TOKEN".into(),
+                    value: BOT_TOKEN.into(),
+                    environment_scope: "assent".into(),
+                    ..CiVariable::default()
+                }),
         ],
         ..State::default()
     }

@@ -45,9 +45,9 @@ use std::time::{Duration, Instant};
 
 pub use faults::{FaultAction, FaultRule, HoldApply, Matcher, When};
 pub use model::{
-    ApprovalRule, ApprovalSettings, DiffFile, DiffRefs, Discussion, DiscussionOrder, FileContent,
-    Job, MergeRequest, MrState, Note, NotePosition, Pipeline, Project, ResourceGroup, State, Token,
-    User, lfs_oid, lfs_pointer,
+    ApprovalRule, ApprovalSettings, CiVariable, DiffFile, DiffRefs, Discussion, DiscussionOrder,
+    FileContent, Job, MergeRequest, MrState, Note, NotePosition, Pipeline, Project, ResourceGroup,
+    State, Token, User, lfs_oid, lfs_pointer,
 };
 pub use ops::OpError;
 pub use route::RouteKind;

@@ -205,6 +205,41 @@ pub struct Project {
     /// Merge request approval settings and rules (`GET /projects/:id/approvals`,
     /// `GET /projects/:id/approval_rules`).
     pub approvals: ApprovalSettings,
+    /// Project CI/CD variables (`GET /projects/:id/variables/:key`, Maintainer and above).
+    pub variables: Vec<CiVariable>,
+}
+
+/// A project CI/CD variable, with the fields GitLab's REST API returns for one.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct CiVariable {
+    pub key: String,
+    pub value: String,
+    /// `env_var` or `file`.
+    pub variable_type: String,
+    pub protected: bool,
+    pub masked: bool,
+    pub hidden: bool,
+    pub raw: bool,
+    /// `*` (every job) or an environment name or pattern.
+    pub environment_scope: String,
+    pub description: Option<String>,
+}
+
+impl Default for CiVariable {
+    fn default() -> Self {
+        CiVariable {
+            key: String::new(),
+            value: String::new(),
+            variable_type: "env_var".into(),
+            protected: false,
+            masked: true,
+            hidden: false,
+            raw: false,
+            environment_scope: "*".into(),
+            description: None,
+        }
+    }
 }
 
 /// A project's merge request approval settings and rules, with GitLab's defaults.
@@ -308,11 +343,18 @@ impl Default for Project {
             lint_symbol_keys: false,
             allow_merge_on_skipped_pipeline: false,
             approvals: ApprovalSettings::default(),
+            variables: vec![],
         }
     }
 }
 
 impl Project {
+    /// Adds a project CI/CD variable.
+    pub fn variable(mut self, variable: CiVariable) -> Self {
+        self.variables.push(variable);
+        self
+    }
+
     pub fn new(id: u64, path_with_namespace: &str) -> Self {
         Project {
             id,

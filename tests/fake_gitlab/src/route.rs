@@ -51,6 +51,8 @@ pub enum RouteKind {
     Job,
     /// `/projects/:id/resource_groups/:key`
     ResourceGroup,
+    /// `/projects/:id/variables/:key` (optionally `filter[environment_scope]`)
+    ProjectVariable,
     /// `/projects/:id/resource_groups/:key/current_job` (GitLab 18.6+)
     ResourceGroupCurrentJob,
     /// `/projects/:id/ci/lint` (GET: the project's config at `content_ref`; POST: `content`)
@@ -165,6 +167,10 @@ pub(crate) fn parse(raw_path: &str) -> Route {
                 ["resource_groups", k] if !k.is_empty() => {
                     r.name = decode(k);
                     RouteKind::ResourceGroup
+                }
+                ["variables", k] if !k.is_empty() => {
+                    r.name = decode(k);
+                    RouteKind::ProjectVariable
                 }
                 ["resource_groups", k, "current_job"] if !k.is_empty() => {
                     r.name = decode(k);

@@ -1314,5 +1314,83 @@ fn symlinks_submodules_and_lfs_files_answer_as_gitlab_does() {
             ("topics/lost.yaml", "blob", "100644"),
             ("topics/sub", "commit", "160000"),
         ]
+fn project_variables_answer_as_gitlab_does() {
+    let fake = FakeGitLab::start(basic());
+    let path = format!("/projects/{PROJECT_ID}/variables/ASSENT_TOKEN");
+    // The bot's token is a Maintainer here; a Developer gets 403.
+    let r = get(&fake, &path);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["key"], "ASSENT_TOKEN");
+    assert_eq!(v["environment_scope"], "assent");
+    assert_eq!(v["masked"], true);
+    assert_eq!(v["protected"], false);
+    assert_eq!(v["variable_type"], "env_var");
+    let developer = call(&fake, "GET", &path, Some(HUMAN_TOKEN), None);
+    assert_eq!(developer.status, 403, "{}", developer.body);
+    assert_eq!(
+        get(&fake, &format!("/projects/{PROJECT_ID}/variables/NOPE")).status,
+        404
+    );
+
+    // The same key for a second scope: 409 until filter[environment_scope] picks one.
+    fake.with_state(|s| {
+        s.projects[0].variables.push(fake_gitlab::CiVariable {
+            key: "ASSENT_TOKEN".into(),
+            ..fake_gitlab::CiVariable::default()
+        })
+    });
+    let r = get(&fake, &path);
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(r.body.contains("filter[environment_scope]"), "{}", r.body);
+    let every = get(&fake, &format!("{path}?filter%5Benvironment_scope%5D=%2A"));
+    assert_eq!(every.status, 200, "{}", every.body);
+    let v: Value = serde_json::from_str(&every.body).unwrap();
+    assert_eq!(v["environment_scope"], "*");
+    let other = get(
+        &fake,
+        &format!("{path}?filter%5Benvironment_scope%5D=review"),
+    );
+    assert_eq!(other.status, 404);
+}
+
+#[test]
+fn a_note_edit_moves_updated_at_past_resolved_at() {
+    let fake = FakeGitLab::start(basic());
+    fake.set_time("2026-01-01T10:00:00.000Z");
+    let created = form(&fake, "POST", &mr_path("/discussions"), &[("body", "x")]);
+    let d: Value = serde_json::from_str(&created.body).unwrap();
+    let (did, nid) = (
+        d["id"].as_str().unwrap().to_owned(),
+        d["notes"][0]["id"].as_u64().unwrap(),
+    );
+    fake.set_time("2026-01-01T10:01:00.000Z");
+    form(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/discussions/{did}")),
+        &[("resolved", "true")],
+    );
+    let note = |fake: &FakeGitLab| -> Value {
+        serde_json::from_str(&get(fake, &mr_path(&format!("/notes/{nid}"))).body).unwrap()
+    };
+    let resolved = note(&fake);
+    assert_eq!(resolved["resolved_at"], "2026-01-01T10:01:00.000Z");
+    assert_eq!(resolved["updated_at"], resolved["resolved_at"]);
+    assert_eq!(resolved["created_at"], "2026-01-01T10:00:00.000Z");
+    fake.set_time("2026-01-01T10:02:00.000Z");
+    let r = form(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/notes/{nid}")),
+        &[("body", "y")],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let edited = note(&fake);
+    assert_eq!(edited["updated_at"], "2026-01-01T10:02:00.000Z");
+    assert_eq!(edited["resolved_at"], "2026-01-01T10:01:00.000Z");
+    assert!(
+        edited.get("last_edited_at").is_none(),
+        "GitLab's REST note has no edit field"
     );
 }

@@ -188,6 +188,8 @@ pub fn listed_discussions(
                         id,
                         username: username(id),
                     }),
+                    resolved_at: n.resolved_at,
+                    diff_note: n.note_type.as_deref() == Some("DiffNote"),
                     body: n.body,
                     updated_at: Some(n.updated_at),
                 })

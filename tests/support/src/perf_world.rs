@@ -272,13 +272,14 @@ pub struct Expected {
 }
 
 /// Reads every run makes before it can decide anything: MR, policy tree, policy files, diff
-/// pages, both sides of each modified governed file, bot user, one discussion listing of
-/// `discussions` items.
+/// pages, both sides of each modified governed file, bot user, the project's
+/// `resolve_outdated_diff_discussions`, one discussion listing of `discussions` items.
 fn fixed_reads(scenario: &Scenario, discussions: usize) -> u64 {
     1 + 1
         + scenario_policy_files(scenario) as u64
         + pages(scenario.files)
         + 2 * scenario.files as u64
+        + 1
         + 1
         + pages(discussions)
 }
