@@ -670,6 +670,8 @@ fn threads_only_advice(e: &EnforcementEvidence, pipeline: &str, approval: &str) 
          from the bot user only, approvals removed on push, approval rules not editable in MRs, \
          and the template's approve: true (GitLab Premium). docs/setup.md, Step 3 and Step 6"
     )
+}
+
 /// Whether the MR's author can change the CI configuration's project, as far as doctor can
 /// tell: a configuration in the author's own namespace (`file@<author>/<project>`) is theirs
 /// to push to. Anything it cannot show is returned as what was not verified, for the reason.

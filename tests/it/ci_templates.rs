@@ -833,7 +833,9 @@ fn the_component_readme_is_in_the_catalog_layout_and_names_every_input() {
 fn the_version_input_takes_a_release_or_a_rebuild_and_nothing_else() {
     let (spec, _) = component();
     let version = &inputs(&spec)["version"];
-    let pattern = version["regex"].as_str().expect("the version input has a regex");
+    let pattern = version["regex"]
+        .as_str()
+        .expect("the version input has a regex");
     // GitLab matches the whole value against the input's regex (RE2; this one uses nothing
     // RE2 and the regex crate read differently).
     let regex = regex::Regex::new(pattern).unwrap();
@@ -842,7 +844,15 @@ fn the_version_input_takes_a_release_or_a_rebuild_and_nothing_else() {
     for good in ["0.1.0", "12.3.45", "0.1.0-2"] {
         assert!(regex.is_match(good), "{good}");
     }
-    for bad in ["latest", "0.1", "v0.1.0", "0.1.0-rc1", "0.1.0 ", "main", "0.1.0-2\nx"] {
+    for bad in [
+        "latest",
+        "0.1",
+        "v0.1.0",
+        "0.1.0-rc1",
+        "0.1.0 ",
+        "main",
+        "0.1.0-2\nx",
+    ] {
         assert!(!regex.is_match(bad), "{bad:?}");
     }
 }

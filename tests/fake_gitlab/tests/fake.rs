@@ -1314,6 +1314,10 @@ fn symlinks_submodules_and_lfs_files_answer_as_gitlab_does() {
             ("topics/lost.yaml", "blob", "100644"),
             ("topics/sub", "commit", "160000"),
         ]
+    );
+}
+
+#[test]
 fn project_variables_answer_as_gitlab_does() {
     let fake = FakeGitLab::start(basic());
     let path = format!("/projects/{PROJECT_ID}/variables/ASSENT_TOKEN");
