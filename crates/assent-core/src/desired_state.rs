@@ -82,8 +82,8 @@ use crate::model::{
 };
 use crate::policy::{CelBudget, EvaluationFailure, MrContext, PolicyFile, PolicySet};
 use crate::semantic_diff::{
-    AmbiguousList, EntryAt, Limits, Node, ParseError, SideAmbiguity, Unkeyed, diff_documents,
-    format_for_path, parse_document,
+    AmbiguousList, Descendants, EntryAt, Format, Limits, Node, ParseError, SideAmbiguity, Unkeyed,
+    diff_documents_with, format_for_path, parse_document,
 };
 
 /// Rule id of the finding for policies that do not load.
@@ -447,9 +447,37 @@ fn judge_file(
         builtins.push(parse_error_finding(&subject, &errors));
         return;
     }
+    // An emptied file holds nothing: judged as deleted (and a filled-in empty file as
+    // added), so its whole-file rules see it as they see a deletion.
+    let (old, new) = match (old, new) {
+        (Some(old), Some(new))
+            if holds_nothing(&old, old_path) && !holds_nothing(&new, new_path) =>
+        {
+            (None, Some(new))
+        }
+        (Some(old), Some(new))
+            if !holds_nothing(&old, old_path) && holds_nothing(&new, new_path) =>
+        {
+            (Some(old), None)
+        }
+        sides => sides,
+    };
     let identity = |pointer: &str| policies.identity_for(path, pointer);
-    let diff = diff_documents(path, old.as_ref(), new.as_ref(), &identity);
+    let could_judge = policies.could_judge(path);
+    let max_values = limits.max_nodes.saturating_mul(DESCENDANT_VALUES_PER_NODE);
+    let descendants = Descendants {
+        wanted: &could_judge,
+        max_values,
+    };
+    let diff = diff_documents_with(path, old.as_ref(), new.as_ref(), &identity, &descendants);
+    if diff.descendants_cut {
+        undecidable
+            .entry(subject.clone())
+            .or_default()
+            .push(descendants_cut_reason(path, max_values));
+    }
     changes.extend(diff.changes);
+    changes.extend(diff.descendants);
     let paths = SidePaths {
         reported: path,
         base: old_path,
@@ -457,6 +485,39 @@ fn judge_file(
     };
     for list in &diff.ambiguities {
         builtins.push(ambiguous_identity_finding(&paths, list));
+    }
+}
+
+/// The values the descendants of one file's changes may carry together, per node the parser
+/// accepts in one document ([`Limits::max_nodes`]): as many as both sides of the file can hold.
+/// A registry is shallow, so each value is copied into few descendants (a 150,000-topic list
+/// set to `null` copies each topic once, into its `topic-deleted` change, and each field once);
+/// a deep document whose every level some rule matches would copy its values once per level.
+const DESCENDANT_VALUES_PER_NODE: usize = 2;
+
+/// Whether a parsed side holds nothing: `null` (an empty or blank YAML file, `null`, `~`), or
+/// a TOML file without a key (TOML has no `null`; its empty file is the empty table).
+fn holds_nothing(document: &Node, path: &str) -> bool {
+    match document {
+        Node::Null(_) => true,
+        Node::Object(entries, _) => {
+            entries.is_empty() && format_for_path(path) == Some(Format::Toml)
+        }
+        _ => false,
+    }
+}
+
+/// Names the limit only, so the finding keeps its occurrence while the file stays too large.
+fn descendants_cut_reason(file: &str, max_values: usize) -> Reason {
+    let text = |file: &str| {
+        format!(
+            "the values inside what {file} deletes, adds or replaces are more than the {max_values} \
+             assent judges one by one against the rules written on them: split the merge request"
+        )
+    };
+    Reason {
+        detail: text(&format!("`{file}`")),
+        markdown: text(&inert::code(file)),
     }
 }
 
@@ -705,6 +766,9 @@ fn code_span(text: &str) -> String {
 }
 
 #[cfg(test)]
+mod spelling_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -882,7 +946,11 @@ rules:
         ];
         for (path, base, source, (old, new), deleted_line) in cases {
             let out = any_format(path, base, source);
-            let site = site_of(&out, "retention-shrink");
+            let shrink = Slot {
+                rule: "retention-shrink".into(),
+                subject: format!("{path}#/topics/t/retention_days"),
+            };
+            let site = out.desired.site(&shrink).expect("a site");
             assert_eq!(
                 (site.file.as_str(), site.kind, site.whole_file),
                 (path, ChangeKind::Modify, false)
@@ -897,7 +965,7 @@ rules:
             let change = out
                 .changes
                 .iter()
-                .find(|c| c.pointer.ends_with("/retention_days"))
+                .find(|c| c.pointer == "/topics/t/retention_days")
                 .unwrap();
             assert_eq!((change.old_line, change.new_line), (old, new), "{path}");
         }
@@ -1481,13 +1549,51 @@ rules:
             file("topics/new.yaml", FileContent::Absent, present(ORDERS_30)),
             file("topics/gone.yaml", present(ORDERS_30), FileContent::Absent),
         ]));
+        // The deleted file's topics are deleted with it: `topic-deleted` sees each one.
         assert_eq!(
             slots(&out),
-            vec![slot("file-deleted", "topics/gone.yaml#", Effect::Block)]
+            vec![
+                slot("file-deleted", "topics/gone.yaml#", Effect::Block),
+                slot(
+                    "topic-deleted",
+                    "topics/gone.yaml#/topics/orders.audit.v1",
+                    Effect::Block
+                ),
+                slot(
+                    "topic-deleted",
+                    "topics/gone.yaml#/topics/orders.events.v1",
+                    Effect::Block
+                ),
+            ]
         );
-        assert_eq!(out.changes.len(), 2);
-        assert_eq!(out.changes[0].kind, ChangeKind::Delete);
-        assert_eq!(out.changes[1].kind, ChangeKind::Add);
+        let judged: Vec<(&str, &str, ChangeKind)> = out
+            .changes
+            .iter()
+            .map(|c| (c.file.as_str(), c.pointer.as_str(), c.kind))
+            .collect();
+        // Only what some rule could match is spelled out under a whole-file change.
+        assert_eq!(
+            judged,
+            [
+                ("topics/gone.yaml", "", ChangeKind::Delete),
+                (
+                    "topics/gone.yaml",
+                    "/topics/orders.audit.v1",
+                    ChangeKind::Delete
+                ),
+                (
+                    "topics/gone.yaml",
+                    "/topics/orders.events.v1",
+                    ChangeKind::Delete
+                ),
+                ("topics/new.yaml", "", ChangeKind::Add),
+            ]
+        );
+        assert_eq!(
+            out.changes[1].old_line,
+            Some(4),
+            "each carries its own line"
+        );
     }
 
     #[test]
@@ -1530,7 +1636,19 @@ rules:
         }]));
         assert_eq!(
             slots(&out),
-            vec![slot("file-deleted", "topics/orders.yaml#", Effect::Block)]
+            vec![
+                slot("file-deleted", "topics/orders.yaml#", Effect::Block),
+                slot(
+                    "topic-deleted",
+                    "topics/orders.yaml#/topics/orders.audit.v1",
+                    Effect::Block
+                ),
+                slot(
+                    "topic-deleted",
+                    "topics/orders.yaml#/topics/orders.events.v1",
+                    Effect::Block
+                ),
+            ]
         );
         let out = compute_desired_state(inputs(vec![ChangedFileInput {
             old_path: "topics/orders.yaml".into(),
@@ -1608,7 +1726,7 @@ rules:
         let rotated = compute_desired_state(inputs(rotated));
         assert_eq!(forward, backward);
         assert_eq!(forward, rotated);
-        assert_eq!(forward.desired.findings.len(), 6, "{:?}", slots(&forward));
+        assert_eq!(forward.desired.findings.len(), 8, "{:?}", slots(&forward));
         // Policy file order does not matter either.
         let mut inp = inputs(Vec::new());
         inp.policy_files.push(PolicyFile {

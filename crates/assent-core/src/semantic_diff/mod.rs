@@ -85,8 +85,8 @@ mod yaml;
 mod tests;
 
 pub use diff::{
-    AmbiguousList, DocumentDiff, DuplicateIdentity, EntryAt, SideAmbiguity, Unkeyed, UnkeyedEntry,
-    diff_documents, escape_pointer_token,
+    AmbiguousList, Descendants, DocumentDiff, DuplicateIdentity, EntryAt, SideAmbiguity, Unkeyed,
+    UnkeyedEntry, diff_documents, diff_documents_with, escape_pointer_token,
 };
 pub use parse::{ParseError, parse_document};
 pub use tree::{Key, Line, Node};
