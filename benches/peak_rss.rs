@@ -45,9 +45,10 @@ fn measure(name: &str, case: impl FnOnce() -> String) {
     );
 }
 
-const CASES: [&str; 5] = [
+const CASES: [&str; 6] = [
     "parse_document/10MB",
     "compute_desired_state/10MB",
+    "compute_desired_state/150k_topics_nulled",
     "planner/5000d/1000f",
     "reconcile/first_run/5000d/1000f",
     "policy/evaluate",
@@ -115,6 +116,60 @@ fn run_case(case: &str) {
             };
             let outcome = compute_desired_state(inputs);
             format!("{} findings", outcome.desired.findings.len())
+        });
+    }
+    if wanted("compute_desired_state/150k_topics_nulled") {
+        measure("compute_desired_state/150k topics set to null", || {
+            // The example's policies: `topics: null` is a delete of every topic and field
+            // for them (docs/policies.md, "How changes reach rules").
+            let dir = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/fixtures/repos/topic-registry/.assent/policies"
+            );
+            let mut policy_files: Vec<PolicyFile> = std::fs::read_dir(dir)
+                .expect("the example policies")
+                .map(|entry| {
+                    let path = entry.expect("an entry").path();
+                    PolicyFile {
+                        path: format!(
+                            ".assent/policies/{}",
+                            path.file_name().unwrap().to_string_lossy()
+                        ),
+                        bytes: std::fs::read(&path).expect("a policy file"),
+                    }
+                })
+                .collect();
+            policy_files.sort_by(|a, b| a.path.cmp(&b.path));
+            let mut base = String::from("topics:\n");
+            for i in 0..150_000 {
+                base.push_str(&format!(
+                    "  - name: t{i:06}.events.v1\n    retention_days: 30\n    partitions: 12\n    owner: team-{}\n    cleanup_policy: delete\n",
+                    i % 50
+                ));
+            }
+            let inputs = ReviewInputs {
+                policy_files,
+                changed_files: Ok(vec![ChangedFileInput {
+                    old_path: "topics/registry.yaml".to_owned(),
+                    new_path: "topics/registry.yaml".to_owned(),
+                    base: FileContent::Present(base.into_bytes()),
+                    source: FileContent::Present(b"topics: null\n".to_vec()),
+                    withheld: false,
+                }]),
+                mr: MrContext::default(),
+                limits: Default::default(),
+            };
+            let outcome = compute_desired_state(inputs);
+            let rules: Vec<&str> = outcome
+                .desired
+                .findings
+                .iter()
+                .map(|f| f.slot.rule.as_str())
+                .collect();
+            format!(
+                "{} changes judged, findings {rules:?}",
+                outcome.changes.len()
+            )
         });
     }
     if wanted("planner/5000d/1000f") {

@@ -1007,6 +1007,88 @@ rules:
     }
 
     #[test]
+    fn a_nulled_list_of_many_topics_is_one_grouped_finding_placed_at_its_first_member() {
+        let base: String = (0..1_000)
+            .map(|i| format!("  - name: t{i:04}\n    retention_days: 30\n"))
+            .collect();
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(&format!("topics:\n{base}")),
+            present("topics: null\n"),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot("topic-deleted", GROUP_SUBJECT, Effect::Block)]
+        );
+        let site = site_of(&out, "topic-deleted");
+        assert_eq!(
+            (site.kind, site.old_line, site.new_line),
+            (ChangeKind::Delete, Some(2), None)
+        );
+        let deleted = out
+            .changes
+            .iter()
+            .filter(|c| c.kind == ChangeKind::Delete)
+            .count();
+        assert_eq!(deleted, 1_000, "one delete per topic, nothing else copied");
+    }
+
+    #[test]
+    fn descendants_past_the_copy_bound_make_the_file_undecidable_and_none_is_judged() {
+        const EVERY_DELETE: &str = r#"apiVersion: assent/v1
+kind: Policy
+identities:
+  "cfg/*.json": { "/topics": name }
+rules:
+  - id: every-delete
+    match: { files: ["cfg/*.json"], pointer: "/**", kinds: [delete] }
+    effect: comment
+"#;
+        // Each topic is 5 values; the rule matches each of them and each copies its own
+        // subtree: 12 values a topic, more than twice the document's 52.
+        let topics: Vec<Value> = (0..10)
+            .map(|i| json!({"name": format!("t{i}"), "x": {"y": {"z": 1}}}))
+            .collect();
+        let base = serde_json::to_vec(&json!({"topics": topics})).unwrap();
+        let judge = |max_nodes: usize| {
+            compute_desired_state(ReviewInputs {
+                policy_files: vec![PolicyFile {
+                    path: ".assent/policies/p.yaml".into(),
+                    bytes: EVERY_DELETE.as_bytes().to_vec(),
+                }],
+                limits: Limits {
+                    max_nodes,
+                    ..Limits::default()
+                },
+                ..inputs(vec![file(
+                    "cfg/a.json",
+                    FileContent::Present(base.clone()),
+                    present("{\"topics\": null}"),
+                )])
+            })
+        };
+        let out = judge(52);
+        assert_eq!(
+            slots(&out),
+            vec![slot(RULE_UNDECIDABLE, "cfg/a.json#", Effect::Block)]
+        );
+        assert!(
+            finding(&out, RULE_UNDECIDABLE)
+                .message
+                .contains("more than the 104 assent judges one by one"),
+            "{}",
+            finding(&out, RULE_UNDECIDABLE).message
+        );
+        // With room for them, each value is a delete of its own, grouped.
+        let out = judge(60);
+        assert_eq!(
+            slots(&out),
+            vec![slot("every-delete", GROUP_SUBJECT, Effect::Comment)]
+        );
+        assert_eq!(out.changes.len(), 1 + 50);
+    }
+
+    #[test]
     fn a_grouped_finding_has_its_first_members_site_and_built_ins_have_none() {
         let many: String = (0..30)
             .map(|i| format!("  - name: t{i:02}\n    retention_days: 7\n"))

@@ -1045,4 +1045,195 @@ mod tests {
         let pointers: Vec<&str> = first.iter().map(|c| c.pointer.as_str()).collect();
         assert_eq!(pointers, ["/a/c", "/a/d", "/b/0", "/b/1/x", "/b/2"]);
     }
+
+    fn every(_: &str, _: ChangeKind) -> bool {
+        true
+    }
+
+    fn diff_with(
+        old: Value,
+        new: Value,
+        wanted: &dyn Fn(&str, ChangeKind) -> bool,
+        max_values: usize,
+    ) -> DocumentDiff {
+        let (old, new) = (Node::from(&old), Node::from(&new));
+        let descendants = Descendants { wanted, max_values };
+        diff_documents_with(
+            "f.yaml",
+            Some(&old),
+            Some(&new),
+            &topics_by_name,
+            &descendants,
+        )
+    }
+
+    #[test]
+    fn a_nulled_keyed_list_spells_out_each_entry_and_field_as_deleted() {
+        let old = json!({"topics": [topic("b", 7), topic("a", 30)]});
+        let found = diff_with(old.clone(), json!({"topics": null}), &every, usize::MAX);
+        assert_eq!(
+            summary(&found.changes),
+            vec![(
+                "/topics",
+                Modify,
+                Some(old["topics"].clone()),
+                Some(json!(null))
+            )]
+        );
+        assert_eq!(
+            summary(&found.descendants),
+            vec![
+                ("/topics/a", Delete, Some(topic("a", 30)), None),
+                ("/topics/a/name", Delete, Some(json!("a")), None),
+                ("/topics/a/retention_days", Delete, Some(json!(30)), None),
+                ("/topics/b", Delete, Some(topic("b", 7)), None),
+                ("/topics/b/name", Delete, Some(json!("b")), None),
+                ("/topics/b/retention_days", Delete, Some(json!(7)), None),
+            ]
+        );
+        assert!(!found.descendants_cut);
+        // The same documents without descendants wanted: the one change, as before.
+        let plain = diff_full(old, json!({"topics": null}), &topics_by_name);
+        assert_eq!(plain.changes, found.changes);
+        assert!(plain.descendants.is_empty());
+    }
+
+    #[test]
+    fn an_added_value_spells_out_its_entries_as_added_by_index_and_by_identity() {
+        let found = diff_with(
+            json!({}),
+            json!({"topics": [topic("a", 1)], "zones": ["eu"]}),
+            &every,
+            usize::MAX,
+        );
+        let pointers: Vec<(&str, ChangeKind)> = found
+            .descendants
+            .iter()
+            .map(|c| (c.pointer.as_str(), c.kind))
+            .collect();
+        assert_eq!(
+            pointers,
+            [
+                ("/topics/a", Add),
+                ("/topics/a/name", Add),
+                ("/topics/a/retention_days", Add),
+                ("/zones/0", Add),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_list_turned_into_a_map_of_the_same_entries_diffs_them_by_token() {
+        let found = diff_with(
+            json!({"topics": [topic("a", 30), topic("b", 1)]}),
+            json!({"topics": {"a": topic("a", 7), "c": 1}}),
+            &every,
+            usize::MAX,
+        );
+        assert_eq!(found.changes.len(), 1, "the type change at /topics");
+        assert_eq!(
+            summary(&found.descendants),
+            vec![
+                (
+                    "/topics/a/retention_days",
+                    Modify,
+                    Some(json!(30)),
+                    Some(json!(7))
+                ),
+                ("/topics/b", Delete, Some(topic("b", 1)), None),
+                ("/topics/b/name", Delete, Some(json!("b")), None),
+                ("/topics/b/retention_days", Delete, Some(json!(1)), None),
+                ("/topics/c", Add, None, Some(json!(1))),
+            ]
+        );
+    }
+
+    #[test]
+    fn descendants_carry_the_line_of_their_own_value() {
+        let parse = |text: &str| {
+            super::super::parse_document(
+                "f.yaml",
+                super::super::Format::Yaml,
+                text.as_bytes(),
+                &super::super::Limits::default(),
+            )
+            .unwrap()
+        };
+        let old = parse(
+            "topics:\n  - name: a\n    retention_days: 30\n  - name: b\n    retention_days: 7\n",
+        );
+        let new = parse("# gone\ntopics: null\n");
+        let descendants = Descendants {
+            wanted: &every,
+            max_values: usize::MAX,
+        };
+        let found = diff_documents_with(
+            "f.yaml",
+            Some(&old),
+            Some(&new),
+            &topics_by_name,
+            &descendants,
+        );
+        assert_eq!(
+            (found.changes[0].old_line, found.changes[0].new_line),
+            (Some(2), Some(2))
+        );
+        let lines: Vec<(&str, Option<usize>, Option<usize>)> = found
+            .descendants
+            .iter()
+            .map(|c| (c.pointer.as_str(), c.old_line, c.new_line))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("/topics/a", Some(2), None),
+                ("/topics/a/name", Some(2), None),
+                ("/topics/a/retention_days", Some(3), None),
+                ("/topics/b", Some(4), None),
+                ("/topics/b/name", Some(4), None),
+                ("/topics/b/retention_days", Some(5), None),
+            ]
+        );
+    }
+
+    #[test]
+    fn only_wanted_descendants_are_copied_and_past_the_budget_none_are() {
+        let entries = |pointer: &str, kind| kind == Delete && pointer.matches('/').count() == 2;
+        let old = json!({"topics": [topic("a", 30), topic("b", 7)]});
+        let found = diff_with(old.clone(), json!({"topics": null}), &entries, 6);
+        let pointers: Vec<&str> = found
+            .descendants
+            .iter()
+            .map(|c| c.pointer.as_str())
+            .collect();
+        assert_eq!(
+            pointers,
+            ["/topics/a", "/topics/b"],
+            "3 values each, 6 in all"
+        );
+        // One value fewer: the second entry does not fit, and a partial set is no set.
+        let cut = diff_with(old, json!({"topics": null}), &entries, 5);
+        assert!(cut.descendants_cut);
+        assert!(cut.descendants.is_empty());
+        assert_eq!(
+            cut.changes, found.changes,
+            "the change itself is still reported"
+        );
+    }
+
+    #[test]
+    fn an_ambiguous_list_inside_a_replaced_value_blocks_and_hides_its_entries() {
+        let found = diff_with(
+            json!({"topics": [topic("a", 1), topic("a", 2)]}),
+            json!({"topics": null}),
+            &every,
+            usize::MAX,
+        );
+        assert_eq!(found.changes.len(), 1);
+        assert!(found.descendants.is_empty(), "{:?}", found.descendants);
+        assert_eq!(found.ambiguities.len(), 1);
+        assert_eq!(found.ambiguities[0].pointer, "/topics");
+        assert_eq!(found.ambiguities[0].base, Some(duplicate("a", &[0, 1])));
+        assert_eq!(found.ambiguities[0].source, None);
+    }
 }
