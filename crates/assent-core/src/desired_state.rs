@@ -11,7 +11,7 @@
 //! | `assent/policy-error` | `.assent/policies#` | the target's policies do not load |
 //! | `assent/self-edit` | `<path>#` | a changed file's old or new path is under `.assent/` |
 //! | `assent/undecidable` | `merge-request#` | the change set could not be listed completely |
-//! | `assent/undecidable` | `<path>#` | a changed file is withheld, a governed file is unreadable, or the run's CEL budget was spent before every rule was evaluated on the file's changes |
+//! | `assent/undecidable` | `<path>#` | a changed file is withheld, a governed file is unreadable, the run's CEL budget was spent before every rule was evaluated on the file's changes, or the descendants its rules would judge carry more values than the bound |
 //! | `assent/parse-error` | `<path>#` | a governed file does not parse at the base or the source |
 //! | `assent/ambiguous-identity` | `<path>#<list pointer>` | an identity-keyed list's entries cannot be told apart |
 //!
@@ -58,6 +58,20 @@
 //!   value, another side, more or fewer unkeyed entries) gets a new thread. Lines and
 //!   positions stay out of it, as out of every occurrence. Changes elsewhere in the file are
 //!   judged as usual.
+//! * **Descendants** (docs/policies.md, "How changes reach rules"): the findings depend on the
+//!   documents on both sides, not on how an edit is spelled. Every value inside what a change
+//!   deletes, adds or replaces by another type is judged as a change of its own (see
+//!   [`diff_documents_with`]), with its own values and lines, so `topics: null` fires
+//!   `topic-deleted` for each topic as deleting them one by one does. Only the descendants some
+//!   rule's `match` (files, pointer, kinds) accepts are built ([`PolicySet::could_judge`]);
+//!   they carry at most `DESCENDANT_VALUES_PER_NODE` × [`Limits::max_nodes`] values per file,
+//!   past which none of them is judged and the file is `assent/undecidable`. They are in
+//!   [`DesiredOutcome::changes`] with the rest.
+//! * **Emptied files**: a side that holds nothing (`null`: an empty or blank YAML file, a
+//!   `null` document; a TOML file without a key) facing a side that holds a document is
+//!   judged as absent, so emptying a file is its whole-file delete (and filling an empty file
+//!   its whole-file add): `""`-delete rules fire, and everything it held is deleted with it.
+//!   A file created or deleted empty, or empty on both sides, is diffed as it is.
 //! * **Grouping** (SPEC §11.3): the policy findings of a rule that fires more than its
 //!   `group_above` (default 25) times are one finding `(rule, "*")` ([`crate::grouping`]);
 //!   the built-in findings above are never grouped.
@@ -149,7 +163,8 @@ pub struct DesiredOutcome {
     pub desired: DesiredState,
     /// [`PolicySet::digest`] of the policy files.
     pub policy_digest: String,
-    /// Every semantic change of the governed files, sorted by (file, pointer, kind).
+    /// Every semantic change of the governed files, and the descendants of those that some
+    /// rule could judge, sorted by (file, pointer, kind).
     pub changes: Vec<Change>,
     /// Each rule that could not be judged on a change (its `when` failed there) or on a file
     /// (the CEL budget was spent first, subject `<file>#`), sorted. Each is also among the
