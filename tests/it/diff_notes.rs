@@ -87,8 +87,11 @@ fn thread_in(world: &World, rule: &str, path: &str) -> Discussion {
     threads.remove(0)
 }
 
+/// `(old_line, new_line)` of a DiffNote.
+type DiffLines = (Option<u64>, Option<u64>);
+
 /// `(old_line, new_line)` of a DiffNote thread; panics on a general thread.
-fn diff_lines(thread: &Discussion) -> (Option<u64>, Option<u64>) {
+fn diff_lines(thread: &Discussion) -> DiffLines {
     let first = &thread.notes[0];
     assert_eq!(first.note_type.as_deref(), Some("DiffNote"), "{thread:#?}");
     let position = first.position.as_ref().expect("a position");
@@ -423,7 +426,7 @@ fn a_topic_list_nulled_emptied_or_taken_with_its_file_deletes_each_topic_on_its_
     run.expect_code(0);
 
     for (path, _, _, t1_line, t2_line) in CONTAINER_DELETIONS {
-        let deleted: Vec<(String, (Option<u64>, Option<u64>))> = world
+        let deleted: Vec<(String, DiffLines)> = world
             .threads_of("registry-topic-deleted")
             .into_iter()
             .filter(|d| d.notes[0].body.contains(&format!("\"subject\":\"{path}#")))
