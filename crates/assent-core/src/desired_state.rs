@@ -49,7 +49,7 @@
 //! * **Ambiguous identities** (SPEC §10.4): a list declared with an identity field whose
 //!   entries cannot be told apart (an entry that is not a map, lacks the field or holds neither
 //!   a string nor an integer there, or two entries with the same value) is not compared at all
-//!   (see [`diff_documents`]), so none of its changes are judged, and one
+//!   (see [`diff_documents_with`]), so none of its changes are judged, and one
 //!   `assent/ambiguous-identity` finding per list names, per side, each duplicated value or
 //!   missing key with the `file:line` of every entry involved (the base side under the old
 //!   path, the source side under the new one). Its occurrence is `new` = `{field, base,
