@@ -45,9 +45,11 @@ fn measure(name: &str, case: impl FnOnce() -> String) {
     );
 }
 
-const CASES: [&str; 5] = [
+const CASES: [&str; 7] = [
     "parse_document/10MB",
     "compute_desired_state/10MB",
+    "compute_desired_state/150k_topics_nulled",
+    "compute_desired_state/150k_topics_nulled/no_rule_on_topics",
     "planner/5000d/1000f",
     "reconcile/first_run/5000d/1000f",
     "policy/evaluate",
@@ -115,6 +117,88 @@ fn run_case(case: &str) {
             };
             let outcome = compute_desired_state(inputs);
             format!("{} findings", outcome.desired.findings.len())
+        });
+    }
+    // The same merge request judged by the example's rules, and (the baseline: parsing, the
+    // diff and the one change at `/topics`, as before descendants reached rules) by a policy
+    // with no rule on anything under `/topics`.
+    for (case, label, keep_rules) in [
+        (
+            "compute_desired_state/150k_topics_nulled",
+            "compute_desired_state/150k topics set to null",
+            true,
+        ),
+        (
+            "compute_desired_state/150k_topics_nulled/no_rule_on_topics",
+            "  the same, no rule under /topics (baseline)",
+            false,
+        ),
+    ] {
+        if !wanted(case) {
+            continue;
+        }
+        measure(label, || {
+            // The example's policies: `topics: null` is a delete of every topic and field
+            // for them (docs/policies.md, "How changes reach rules").
+            let dir = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/fixtures/repos/topic-registry/.assent/policies"
+            );
+            let mut policy_files: Vec<PolicyFile> = std::fs::read_dir(dir)
+                .expect("the example policies")
+                .map(|entry| {
+                    let path = entry.expect("an entry").path();
+                    PolicyFile {
+                        path: format!(
+                            ".assent/policies/{}",
+                            path.file_name().unwrap().to_string_lossy()
+                        ),
+                        bytes: std::fs::read(&path).expect("a policy file"),
+                    }
+                })
+                .collect();
+            policy_files.sort_by(|a, b| a.path.cmp(&b.path));
+            if !keep_rules {
+                policy_files = vec![PolicyFile {
+                    path: ".assent/policies/file.yaml".to_owned(),
+                    bytes: b"apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: registry-file-deleted\n    match: { files: [\"topics/*.yaml\"], pointer: \"\", kinds: [delete] }\n    effect: block\n".to_vec(),
+                }];
+            }
+            let mut base = String::from("topics:\n");
+            for i in 0..150_000 {
+                base.push_str(&format!(
+                    "  - name: t{i:06}\n    retention_days: 30\n    owner: team-{}\n    cleanup_policy: delete\n",
+                    i % 50
+                ));
+            }
+            let base_bytes = base.len();
+            let inputs = ReviewInputs {
+                policy_files,
+                changed_files: Ok(vec![ChangedFileInput {
+                    old_path: "topics/registry.yaml".to_owned(),
+                    new_path: "topics/registry.yaml".to_owned(),
+                    base: FileContent::Present(base.into_bytes()),
+                    source: FileContent::Present(b"topics: null\n".to_vec()),
+                    withheld: false,
+                }]),
+                mr: MrContext::default(),
+                limits: Default::default(),
+            };
+            let outcome = compute_desired_state(inputs);
+            let rules: Vec<&str> = outcome
+                .desired
+                .findings
+                .iter()
+                .map(|f| f.slot.rule.as_str())
+                .collect();
+            assert!(
+                !rules.iter().any(|r| r.starts_with("assent/")),
+                "judged in full: {rules:?}"
+            );
+            format!(
+                "{base_bytes} bytes, {} changes judged, findings {rules:?}",
+                outcome.changes.len()
+            )
         });
     }
     if wanted("planner/5000d/1000f") {

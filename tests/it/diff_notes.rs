@@ -87,8 +87,11 @@ fn thread_in(world: &World, rule: &str, path: &str) -> Discussion {
     threads.remove(0)
 }
 
+/// `(old_line, new_line)` of a DiffNote.
+type DiffLines = (Option<u64>, Option<u64>);
+
 /// `(old_line, new_line)` of a DiffNote thread; panics on a general thread.
-fn diff_lines(thread: &Discussion) -> (Option<u64>, Option<u64>) {
+fn diff_lines(thread: &Discussion) -> DiffLines {
     let first = &thread.notes[0];
     assert_eq!(first.note_type.as_deref(), Some("DiffNote"), "{thread:#?}");
     let position = first.position.as_ref().expect("a position");
@@ -452,4 +455,87 @@ fn the_code_quality_report_is_written_on_a_failing_gate_and_empty_on_a_refusal()
         .set_head(fixtures::PROJECT_ID, fixtures::MR_IID, MOVED_HEAD);
     world.run(&["--codequality", "cq.json"]).expect_code(0);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "[]\n");
+}
+
+/// `(path, base, source, line of t1 and of t2 at the base)`: each edit deletes both topics
+/// by spelling the deletion at a container (docs/policies.md, "How changes reach rules").
+const CONTAINER_DELETIONS: [(&str, &str, &str, u64, u64); 3] = [
+    (
+        "registry/a.yaml",
+        "topics:\n  - name: t1\n    retention_days: 30\n  - name: t2\n    retention_days: 10\n",
+        "topics: null\n",
+        2,
+        4,
+    ),
+    (
+        "registry/b.json",
+        "{\n  \"topics\": [\n    {\"name\": \"t1\", \"retention_days\": 30},\n    {\"name\": \"t2\", \"retention_days\": 10}\n  ]\n}\n",
+        "{\n  \"topics\": {}\n}\n",
+        3,
+        4,
+    ),
+    (
+        "registry/c.toml",
+        "[[topics]]\nname = \"t1\"\nretention_days = 30\n\n[[topics]]\nname = \"t2\"\nretention_days = 10\n",
+        "# emptied\n",
+        1,
+        5,
+    ),
+];
+
+#[test]
+fn a_topic_list_nulled_emptied_or_taken_with_its_file_deletes_each_topic_on_its_removed_line() {
+    let world = World::new(BIN);
+    world.put_file(
+        fixtures::TARGET_SHA,
+        ".assent/policies/registry.yaml",
+        REGISTRY_POLICY,
+    );
+    for (path, base, _, _, _) in CONTAINER_DELETIONS {
+        world.put_file(fixtures::BASE_SHA, path, base);
+    }
+    let sources: Vec<(&str, &str)> = CONTAINER_DELETIONS.iter().map(|r| (r.0, r.2)).collect();
+    world.push_with_diffs(fixtures::HEAD_SHA, &sources);
+    let run = world.run(&[]);
+    run.expect_code(0);
+
+    for (path, _, _, t1_line, t2_line) in CONTAINER_DELETIONS {
+        let deleted: Vec<(String, DiffLines)> = world
+            .threads_of("registry-topic-deleted")
+            .into_iter()
+            .filter(|d| d.notes[0].body.contains(&format!("\"subject\":\"{path}#")))
+            .map(|d| (headline(&d).to_owned(), diff_lines(&d)))
+            .collect();
+        assert_eq!(deleted.len(), 2, "{path}: {deleted:#?}");
+        for (topic, line) in [("t1", t1_line), ("t2", t2_line)] {
+            let (_, lines) = deleted
+                .iter()
+                .find(|(headline, _)| headline.contains(&format!("`{path}#/topics/{topic}`")))
+                .unwrap_or_else(|| panic!("{path}: no thread for {topic} in {deleted:#?}"));
+            assert_eq!(
+                *lines,
+                (Some(line), None),
+                "{path} {topic}: on its removed line"
+            );
+        }
+    }
+    let receipt = run.receipt();
+    let subjects: Vec<&str> = receipt["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        subjects,
+        [
+            "registry/a.yaml#/topics/t1",
+            "registry/a.yaml#/topics/t2",
+            "registry/b.json#/topics/t1",
+            "registry/b.json#/topics/t2",
+            "registry/c.toml#/topics/t1",
+            "registry/c.toml#/topics/t2",
+        ]
+    );
+    world.assert_no_violations();
 }

@@ -256,7 +256,12 @@ fn cel_that_would_loop_or_allocate_without_bound_is_refused() {
 
 #[test]
 fn cel_quadratic_in_contributor_data_is_a_block_finding_not_a_hang() {
-    let rule = with_when("new.all(x, new.exists_one(y, y == x))");
+    // On the whole file only: each of its values would otherwise be judged too (an `add`
+    // under the file's), and the point here is one evaluation over all of them.
+    let rule = with_when("new.all(x, new.exists_one(y, y == x))").replace(
+        "files: [\"**\"]\n",
+        "files: [\"**\"]\n      pointer: \"\"\n",
+    );
     // 100,000 distinct values: 10^10 steps if evaluated. Not evaluated; a block finding for
     // the rule's slot says why.
     let values: Vec<String> = (0..100_000).map(|i| i.to_string()).collect();
@@ -332,11 +337,28 @@ fn messages_and_values_with_comment_delimiters_and_quick_actions_stay_inert() {
         policy(rule),
         vec![added("cfg/x.json", serde_json::to_vec(&doc).unwrap())],
     );
-    assert_eq!(out.desired.findings.len(), 1, "{:#?}", out.desired.findings);
+    // The whole-file add, and an add of each value in it, its key as the pointer token.
+    let subjects: Vec<&str> = out
+        .desired
+        .findings
+        .iter()
+        .map(|f| f.slot.subject.as_str())
+        .collect();
+    assert_eq!(
+        subjects,
+        [
+            "cfg/x.json#",
+            "cfg/x.json#/-->\n~1approve",
+            "cfg/x.json#/<!--",
+            "cfg/x.json#/a~1b~0c"
+        ]
+    );
     let f = &out.desired.findings[0];
     assert!(f.message.contains("/approve"));
     assert!(f.message.contains("-->"));
-    assert_body_round_trips(f);
+    for f in &out.desired.findings {
+        assert_body_round_trips(f);
+    }
 
     // Keys become pointer tokens, so subjects carry them too: with identity-free diffing, a
     // modify of each key gives one subject per key.
@@ -424,7 +446,11 @@ fn file_paths_with_dots_spaces_and_unicode_round_trip_through_the_marker() {
         .map(|f| f.slot.subject.clone())
         .collect();
     subjects.sort();
-    let mut expected: Vec<String> = AWKWARD_PATHS.iter().map(|p| format!("{p}#")).collect();
+    // The whole-file add, and the add of its one key under it.
+    let mut expected: Vec<String> = AWKWARD_PATHS
+        .iter()
+        .flat_map(|p| [format!("{p}#"), format!("{p}#/a")])
+        .collect();
     expected.sort();
     assert_eq!(subjects, expected);
     for f in &out.desired.findings {

@@ -11,7 +11,7 @@
 //! | `assent/policy-error` | `.assent/policies#` | the target's policies do not load |
 //! | `assent/self-edit` | `<path>#` | a changed file's old or new path is under `.assent/` |
 //! | `assent/undecidable` | `merge-request#` | the change set could not be listed completely |
-//! | `assent/undecidable` | `<path>#` | a changed file is withheld, a governed file is unreadable, or the run's CEL budget was spent before every rule was evaluated on the file's changes |
+//! | `assent/undecidable` | `<path>#` | a changed file is withheld, a governed file is unreadable, the run's CEL budget was spent before every rule was evaluated on the file's changes, or the descendants its rules would judge carry more values than the bound |
 //! | `assent/parse-error` | `<path>#` | a governed file does not parse at the base or the source |
 //! | `assent/ambiguous-identity` | `<path>#<list pointer>` | an identity-keyed list's entries cannot be told apart |
 //!
@@ -49,7 +49,7 @@
 //! * **Ambiguous identities** (SPEC §10.4): a list declared with an identity field whose
 //!   entries cannot be told apart (an entry that is not a map, lacks the field or holds neither
 //!   a string nor an integer there, or two entries with the same value) is not compared at all
-//!   (see [`diff_documents`]), so none of its changes are judged, and one
+//!   (see [`diff_documents_with`]), so none of its changes are judged, and one
 //!   `assent/ambiguous-identity` finding per list names, per side, each duplicated value or
 //!   missing key with the `file:line` of every entry involved (the base side under the old
 //!   path, the source side under the new one). Its occurrence is `new` = `{field, base,
@@ -58,6 +58,20 @@
 //!   value, another side, more or fewer unkeyed entries) gets a new thread. Lines and
 //!   positions stay out of it, as out of every occurrence. Changes elsewhere in the file are
 //!   judged as usual.
+//! * **Descendants** (docs/policies.md, "How changes reach rules"): the findings depend on the
+//!   documents on both sides, not on how an edit is spelled. Every value inside what a change
+//!   deletes, adds or replaces by another type is judged as a change of its own (see
+//!   [`diff_documents_with`]), with its own values and lines, so `topics: null` fires
+//!   `topic-deleted` for each topic as deleting them one by one does. Only the descendants some
+//!   rule's `match` (files, pointer, kinds) accepts are built ([`PolicySet::could_judge`]);
+//!   they carry at most `DESCENDANT_VALUES_PER_NODE` × [`Limits::max_nodes`] values per file,
+//!   past which none of them is judged and the file is `assent/undecidable`. They are in
+//!   [`DesiredOutcome::changes`] with the rest.
+//! * **Emptied files**: a side that holds nothing (`null`: an empty or blank YAML file, a
+//!   `null` document; a TOML file without a key) facing a side that holds a document is
+//!   judged as absent, so emptying a file is its whole-file delete (and filling an empty file
+//!   its whole-file add): `""`-delete rules fire, and everything it held is deleted with it.
+//!   A file created or deleted empty, or empty on both sides, is diffed as it is.
 //! * **Grouping** (SPEC §11.3): the policy findings of a rule that fires more than its
 //!   `group_above` (default 25) times are one finding `(rule, "*")` ([`crate::grouping`]);
 //!   the built-in findings above are never grouped.
@@ -82,8 +96,8 @@ use crate::model::{
 };
 use crate::policy::{CelBudget, EvaluationFailure, MrContext, PolicyFile, PolicySet};
 use crate::semantic_diff::{
-    AmbiguousList, EntryAt, Limits, Node, ParseError, SideAmbiguity, Unkeyed, diff_documents,
-    format_for_path, parse_document,
+    AmbiguousList, Descendants, EntryAt, Format, Limits, Node, ParseError, SideAmbiguity, Unkeyed,
+    diff_documents_with, format_for_path, parse_document,
 };
 
 /// Rule id of the finding for policies that do not load.
@@ -149,7 +163,8 @@ pub struct DesiredOutcome {
     pub desired: DesiredState,
     /// [`PolicySet::digest`] of the policy files.
     pub policy_digest: String,
-    /// Every semantic change of the governed files, sorted by (file, pointer, kind).
+    /// Every semantic change of the governed files, and the descendants of those that some
+    /// rule could judge, sorted by (file, pointer, kind).
     pub changes: Vec<Change>,
     /// Each rule that could not be judged on a change (its `when` failed there) or on a file
     /// (the CEL budget was spent first, subject `<file>#`), sorted. Each is also among the
@@ -451,9 +466,37 @@ fn judge_file(
         builtins.push(parse_error_finding(&subject, &errors));
         return;
     }
+    // An emptied file holds nothing: judged as deleted (and a filled-in empty file as
+    // added), so its whole-file rules see it as they see a deletion.
+    let (old, new) = match (old, new) {
+        (Some(old), Some(new))
+            if holds_nothing(&old, old_path) && !holds_nothing(&new, new_path) =>
+        {
+            (None, Some(new))
+        }
+        (Some(old), Some(new))
+            if !holds_nothing(&old, old_path) && holds_nothing(&new, new_path) =>
+        {
+            (Some(old), None)
+        }
+        sides => sides,
+    };
     let identity = |pointer: &str| policies.identity_for(path, pointer);
-    let diff = diff_documents(path, old.as_ref(), new.as_ref(), &identity);
+    let could_judge = policies.could_judge(path);
+    let max_values = limits.max_nodes.saturating_mul(DESCENDANT_VALUES_PER_NODE);
+    let descendants = Descendants {
+        wanted: &could_judge,
+        max_values,
+    };
+    let diff = diff_documents_with(path, old.as_ref(), new.as_ref(), &identity, &descendants);
+    if diff.descendants_cut {
+        undecidable
+            .entry(subject.clone())
+            .or_default()
+            .push(descendants_cut_reason(path, max_values));
+    }
     changes.extend(diff.changes);
+    changes.extend(diff.descendants);
     let paths = SidePaths {
         reported: path,
         base: old_path,
@@ -461,6 +504,39 @@ fn judge_file(
     };
     for list in &diff.ambiguities {
         builtins.push(ambiguous_identity_finding(&paths, list));
+    }
+}
+
+/// The values the descendants of one file's changes may carry together, per node the parser
+/// accepts in one document ([`Limits::max_nodes`]): as many as both sides of the file can hold.
+/// A registry is shallow, so each value is copied into few descendants (a 150,000-topic list
+/// set to `null` copies each topic once, into its `topic-deleted` change, and each field once);
+/// a deep document whose every level some rule matches would copy its values once per level.
+const DESCENDANT_VALUES_PER_NODE: usize = 2;
+
+/// Whether a parsed side holds nothing: `null` (an empty or blank YAML file, `null`, `~`), or
+/// a TOML file without a key (TOML has no `null`; its empty file is the empty table).
+fn holds_nothing(document: &Node, path: &str) -> bool {
+    match document {
+        Node::Null(_) => true,
+        Node::Object(entries, _) => {
+            entries.is_empty() && format_for_path(path) == Some(Format::Toml)
+        }
+        _ => false,
+    }
+}
+
+/// Names the limit only, so the finding keeps its occurrence while the file stays too large.
+fn descendants_cut_reason(file: &str, max_values: usize) -> Reason {
+    let text = |file: &str| {
+        format!(
+            "the values inside what {file} deletes, adds or replaces are more than the {max_values} \
+             assent judges one by one against the rules written on them: split the merge request"
+        )
+    };
+    Reason {
+        detail: text(&format!("`{file}`")),
+        markdown: text(&inert::code(file)),
     }
 }
 
@@ -709,6 +785,9 @@ fn code_span(text: &str) -> String {
 }
 
 #[cfg(test)]
+mod spelling_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -886,7 +965,11 @@ rules:
         ];
         for (path, base, source, (old, new), deleted_line) in cases {
             let out = any_format(path, base, source);
-            let site = site_of(&out, "retention-shrink");
+            let shrink = Slot {
+                rule: "retention-shrink".into(),
+                subject: format!("{path}#/topics/t/retention_days"),
+            };
+            let site = out.desired.site(&shrink).expect("a site");
             assert_eq!(
                 (site.file.as_str(), site.kind, site.whole_file),
                 (path, ChangeKind::Modify, false)
@@ -901,7 +984,7 @@ rules:
             let change = out
                 .changes
                 .iter()
-                .find(|c| c.pointer.ends_with("/retention_days"))
+                .find(|c| c.pointer == "/topics/t/retention_days")
                 .unwrap();
             assert_eq!((change.old_line, change.new_line), (old, new), "{path}");
         }
@@ -940,6 +1023,88 @@ rules:
             )
         };
         assert_eq!(judged(&here), judged(&moved));
+    }
+
+    #[test]
+    fn a_nulled_list_of_many_topics_is_one_grouped_finding_placed_at_its_first_member() {
+        let base: String = (0..1_000)
+            .map(|i| format!("  - name: t{i:04}\n    retention_days: 30\n"))
+            .collect();
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(&format!("topics:\n{base}")),
+            present("topics: null\n"),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot("topic-deleted", GROUP_SUBJECT, Effect::Block)]
+        );
+        let site = site_of(&out, "topic-deleted");
+        assert_eq!(
+            (site.kind, site.old_line, site.new_line),
+            (ChangeKind::Delete, Some(2), None)
+        );
+        let deleted = out
+            .changes
+            .iter()
+            .filter(|c| c.kind == ChangeKind::Delete)
+            .count();
+        assert_eq!(deleted, 1_000, "one delete per topic, nothing else copied");
+    }
+
+    #[test]
+    fn descendants_past_the_copy_bound_make_the_file_undecidable_and_none_is_judged() {
+        const EVERY_DELETE: &str = r#"apiVersion: assent/v1
+kind: Policy
+identities:
+  "cfg/*.json": { "/topics": name }
+rules:
+  - id: every-delete
+    match: { files: ["cfg/*.json"], pointer: "/**", kinds: [delete] }
+    effect: comment
+"#;
+        // Each topic is 5 values; the rule matches each of them and each copies its own
+        // subtree: 12 values a topic, more than twice the document's 52.
+        let topics: Vec<Value> = (0..10)
+            .map(|i| json!({"name": format!("t{i}"), "x": {"y": {"z": 1}}}))
+            .collect();
+        let base = serde_json::to_vec(&json!({"topics": topics})).unwrap();
+        let judge = |max_nodes: usize| {
+            compute_desired_state(ReviewInputs {
+                policy_files: vec![PolicyFile {
+                    path: ".assent/policies/p.yaml".into(),
+                    bytes: EVERY_DELETE.as_bytes().to_vec(),
+                }],
+                limits: Limits {
+                    max_nodes,
+                    ..Limits::default()
+                },
+                ..inputs(vec![file(
+                    "cfg/a.json",
+                    FileContent::Present(base.clone()),
+                    present("{\"topics\": null}"),
+                )])
+            })
+        };
+        let out = judge(52);
+        assert_eq!(
+            slots(&out),
+            vec![slot(RULE_UNDECIDABLE, "cfg/a.json#", Effect::Block)]
+        );
+        assert!(
+            finding(&out, RULE_UNDECIDABLE)
+                .message
+                .contains("more than the 104 assent judges one by one"),
+            "{}",
+            finding(&out, RULE_UNDECIDABLE).message
+        );
+        // With room for them, each value is a delete of its own, grouped.
+        let out = judge(60);
+        assert_eq!(
+            slots(&out),
+            vec![slot("every-delete", GROUP_SUBJECT, Effect::Comment)]
+        );
+        assert_eq!(out.changes.len(), 1 + 50);
     }
 
     #[test]
@@ -1489,13 +1654,51 @@ rules:
             file("topics/new.yaml", FileContent::Absent, present(ORDERS_30)),
             file("topics/gone.yaml", present(ORDERS_30), FileContent::Absent),
         ]));
+        // The deleted file's topics are deleted with it: `topic-deleted` sees each one.
         assert_eq!(
             slots(&out),
-            vec![slot("file-deleted", "topics/gone.yaml#", Effect::Block)]
+            vec![
+                slot("file-deleted", "topics/gone.yaml#", Effect::Block),
+                slot(
+                    "topic-deleted",
+                    "topics/gone.yaml#/topics/orders.audit.v1",
+                    Effect::Block
+                ),
+                slot(
+                    "topic-deleted",
+                    "topics/gone.yaml#/topics/orders.events.v1",
+                    Effect::Block
+                ),
+            ]
         );
-        assert_eq!(out.changes.len(), 2);
-        assert_eq!(out.changes[0].kind, ChangeKind::Delete);
-        assert_eq!(out.changes[1].kind, ChangeKind::Add);
+        let judged: Vec<(&str, &str, ChangeKind)> = out
+            .changes
+            .iter()
+            .map(|c| (c.file.as_str(), c.pointer.as_str(), c.kind))
+            .collect();
+        // Only what some rule could match is spelled out under a whole-file change.
+        assert_eq!(
+            judged,
+            [
+                ("topics/gone.yaml", "", ChangeKind::Delete),
+                (
+                    "topics/gone.yaml",
+                    "/topics/orders.audit.v1",
+                    ChangeKind::Delete
+                ),
+                (
+                    "topics/gone.yaml",
+                    "/topics/orders.events.v1",
+                    ChangeKind::Delete
+                ),
+                ("topics/new.yaml", "", ChangeKind::Add),
+            ]
+        );
+        assert_eq!(
+            out.changes[1].old_line,
+            Some(4),
+            "each carries its own line"
+        );
     }
 
     #[test]
@@ -1538,7 +1741,19 @@ rules:
         }]));
         assert_eq!(
             slots(&out),
-            vec![slot("file-deleted", "topics/orders.yaml#", Effect::Block)]
+            vec![
+                slot("file-deleted", "topics/orders.yaml#", Effect::Block),
+                slot(
+                    "topic-deleted",
+                    "topics/orders.yaml#/topics/orders.audit.v1",
+                    Effect::Block
+                ),
+                slot(
+                    "topic-deleted",
+                    "topics/orders.yaml#/topics/orders.events.v1",
+                    Effect::Block
+                ),
+            ]
         );
         let out = compute_desired_state(inputs(vec![ChangedFileInput {
             old_path: "topics/orders.yaml".into(),
@@ -1616,7 +1831,7 @@ rules:
         let rotated = compute_desired_state(inputs(rotated));
         assert_eq!(forward, backward);
         assert_eq!(forward, rotated);
-        assert_eq!(forward.desired.findings.len(), 6, "{:?}", slots(&forward));
+        assert_eq!(forward.desired.findings.len(), 8, "{:?}", slots(&forward));
         // Policy file order does not matter either.
         let mut inp = inputs(Vec::new());
         inp.policy_files.push(PolicyFile {

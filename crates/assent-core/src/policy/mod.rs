@@ -407,6 +407,23 @@ impl PolicySet {
         }
     }
 
+    /// Whether some rule could judge a change of a kind at a pointer of `file`: its
+    /// `match.files`, `match.pointer` and `match.kinds` accept it (`when` is not asked). What
+    /// a run spells out of the values under a reported change ([`crate::semantic_diff::Descendants`]):
+    /// a change no rule matches can give no finding. The file globs are matched once, here.
+    pub fn could_judge<'s>(&'s self, file: &str) -> impl Fn(&str, ChangeKind) -> bool + 's {
+        let rules: Vec<&Rule> = self
+            .rules
+            .iter()
+            .filter(|r| r.files.iter().any(|g| g.is_match(file)))
+            .collect();
+        move |pointer, kind| {
+            rules.iter().any(|r| {
+                r.kinds.as_ref().is_none_or(|k| k.contains(&kind)) && r.pointer.is_match(pointer)
+            })
+        }
+    }
+
     /// Whether any rule's `match.files` glob matches `path`: the file is *governed*, so a
     /// run reads and diffs it. Identity declarations alone do not govern a file.
     pub fn governs(&self, path: &str) -> bool {

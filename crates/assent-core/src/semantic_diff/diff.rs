@@ -16,11 +16,33 @@ pub fn escape_pointer_token(token: &str) -> String {
 /// What [`diff_documents`] found.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DocumentDiff {
-    /// Field-level changes, in document order with sorted keys.
+    /// Field-level changes, in document order with sorted keys: each at the highest pointer
+    /// where the two sides differ (a deleted key is one change carrying its whole subtree).
     pub changes: Vec<Change>,
+    /// The changes under those, spelled out for rules ([`diff_documents_with`]): every value
+    /// inside a container that `changes` deletes, adds or replaces by a value of another type
+    /// is itself a `delete`, an `add` or (present on both sides under the same pointer) a
+    /// diff of its own. Only those the caller wants, in document order after their change.
+    pub descendants: Vec<Change>,
+    /// The wanted descendants would copy more values than
+    /// [`Descendants::max_values`]: `descendants` is then empty, so the caller must fail
+    /// closed rather than judge part of them.
+    pub descendants_cut: bool,
     /// Identity-keyed lists that could not be compared, in the same order. No change at or
-    /// under their pointers is in `changes`.
+    /// under their pointers is in `changes` or `descendants`.
     pub ambiguities: Vec<AmbiguousList>,
+}
+
+/// Which changes under a reported change [`diff_documents_with`] spells out, and how much of
+/// the documents it may copy for them.
+pub struct Descendants<'a> {
+    /// Whether a change of this kind at this pointer is wanted (for a run: whether some rule
+    /// could match it). Asked for every descendant; an unwanted one costs no copy.
+    pub wanted: &'a dyn Fn(&str, ChangeKind) -> bool,
+    /// Most values (nodes of `old` and `new` together) the wanted descendants may carry in
+    /// all. Each descendant copies its own subtree, so a deep document costs more than its
+    /// size; past this the descendants are dropped and [`DocumentDiff::descendants_cut`] set.
+    pub max_values: usize,
 }
 
 /// A list declared with an identity field whose entries cannot be told apart on at least
@@ -36,7 +58,6 @@ pub struct AmbiguousList {
     /// What is wrong at the source, `None` when nothing is.
     pub source: Option<SideAmbiguity>,
 }
-
 /// Why the entries of one side of an identity-keyed list cannot be told apart. At least one
 /// of the two lists is non-empty.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -86,7 +107,23 @@ pub struct EntryAt {
 }
 
 /// The field-level changes from `old` to `new`, two versions of `file` (`None` = absent), and
-/// the identity-keyed lists that could not be compared.
+/// the identity-keyed lists that could not be compared. No descendant is spelled out:
+/// [`diff_documents_with`] with none wanted.
+pub fn diff_documents(
+    file: &str,
+    old: Option<&Node>,
+    new: Option<&Node>,
+    identity_for: &dyn Fn(&str) -> Option<String>,
+) -> DocumentDiff {
+    let none = Descendants {
+        wanted: &|_, _| false,
+        max_values: 0,
+    };
+    diff_documents_with(file, old, new, identity_for, &none)
+}
+
+/// The field-level changes from `old` to `new`, two versions of `file` (`None` = absent), the
+/// wanted changes under them, and the identity-keyed lists that could not be compared.
 ///
 /// * A whole-file add (`old` absent) or delete (`new` absent) is exactly one change at pointer
 ///   `""` carrying the whole document; both absent is no change.
@@ -106,32 +143,38 @@ pub struct EntryAt {
 ///   pointer is compared: not by identity (which entry is which is exactly what is unknown),
 ///   and never by position (which would let a duplicate shift a change out of a rule's sight).
 ///   The rest of the document is diffed as usual.
-/// * A value that appears whole (the `new` of an `add`, or of a `modify` that replaces a value
-///   of another type) is checked the same way for identity-keyed lists inside it, on the
-///   source side only, so an ambiguous list cannot enter a file unnoticed; the change itself
-///   is still reported. A value that disappears whole is not checked: nothing in it is
-///   compared and nothing of it remains. Lists that are equal on both sides are not looked
-///   at: nothing in them is compared.
+/// * **Descendants.** Under each change of `changes` the walk goes on, addressing values as a
+///   direct diff would (keyed lists by identity, other lists by index, maps by key): a value
+///   only in the old subtree is a `delete`, only in the new one an `add`, and a pointer both
+///   subtrees hold is diffed like any other (a list turned into a map of the same entries
+///   keeps `/topics/a/retention_days` on both sides, so a shrink inside is a `modify`). So
+///   deleting a container, emptying it, setting it to null or replacing it with another type
+///   reaches every rule written on its descendants exactly as deleting them one by one does.
+///   Those `descendants.wanted` accepts are in [`DocumentDiff::descendants`], each with its
+///   own values and lines, within `descendants.max_values`.
+/// * Keyed lists inside a value that appears or disappears whole (the subtrees above) are
+///   checked like any other differing list, on the side that holds them, so an ambiguous
+///   list can neither enter nor leave a file unnoticed; the change above it is still
+///   reported, nothing under it. Lists that are equal on both sides are not looked at:
+///   nothing in them is compared.
 ///
 /// The result is deterministic: identical inputs give identical output, in document order with
 /// sorted keys.
-pub fn diff_documents(
+pub fn diff_documents_with(
     file: &str,
     old: Option<&Node>,
     new: Option<&Node>,
     identity_for: &dyn Fn(&str) -> Option<String>,
+    descendants: &Descendants<'_>,
 ) -> DocumentDiff {
     let mut walk = Walk {
         file,
         identity_for,
+        descendants,
+        values_left: descendants.max_values,
         found: DocumentDiff::default(),
     };
-    match (old, new) {
-        (None, None) => {}
-        (None, Some(new)) => walk.push(&mut String::new(), ChangeKind::Add, None, Some(new)),
-        (Some(old), None) => walk.push(&mut String::new(), ChangeKind::Delete, Some(old), None),
-        (Some(old), Some(new)) => walk.value(&mut String::new(), old, new),
-    }
+    walk.pair(&mut String::new(), old, new, false);
     walk.found
 }
 
@@ -139,86 +182,142 @@ pub fn diff_documents(
 struct Walk<'a> {
     file: &'a str,
     identity_for: &'a dyn Fn(&str) -> Option<String>,
+    descendants: &'a Descendants<'a>,
+    /// What is left of `descendants.max_values`.
+    values_left: usize,
     found: DocumentDiff,
 }
 
 /// One child position of two containers being compared: its escaped pointer token and the
 /// value on each side.
-type Entry<'v> = (String, Option<&'v Node>, Option<&'v Node>);
+type Entry<'t, 'v> = (Cow<'t, str>, Option<&'v Node>, Option<&'v Node>);
 
 /// The elements of an identity-keyed list: identity (string form), position, element; sorted
 /// by identity.
 type Keyed<'v> = Vec<(Cow<'v, str>, usize, &'v Node)>;
 
+/// The children of one side of a value under a change: escaped token and value.
+type Children<'v> = Vec<(String, &'v Node)>;
+
 impl Walk<'_> {
-    /// Records one change at `pointer`, and checks a value that appears whole for ambiguous
-    /// lists inside it.
+    /// Records one change at `pointer`: a reported one, or (`beneath` a reported change) a
+    /// descendant when wanted and within the budget.
     fn push(
         &mut self,
-        pointer: &mut String,
+        pointer: &str,
         kind: ChangeKind,
         old: Option<&Node>,
         new: Option<&Node>,
+        beneath: bool,
     ) {
-        self.found.changes.push(Change {
+        if beneath {
+            if self.found.descendants_cut || !(self.descendants.wanted)(pointer, kind) {
+                return;
+            }
+            let cost = [old, new]
+                .into_iter()
+                .flatten()
+                .try_fold(0usize, |cost, node| {
+                    count_within(node, self.values_left - cost).map(|n| cost + n)
+                });
+            match cost {
+                Some(cost) => self.values_left -= cost,
+                None => {
+                    // Judging part of them would be a guess: drop all, the caller fails closed.
+                    self.found.descendants_cut = true;
+                    self.found.descendants = Vec::new();
+                    return;
+                }
+            }
+        }
+        let change = Change {
             file: self.file.to_owned(),
-            pointer: pointer.clone(),
+            pointer: pointer.to_owned(),
             kind,
             old: old.map(Node::to_value),
             new: new.map(Node::to_value),
             old_line: old.and_then(Node::line),
             new_line: new.and_then(Node::line),
-        });
-        if let Some(new) = new {
-            self.check_whole(pointer, new);
+        };
+        if beneath {
+            self.found.descendants.push(change);
+        } else {
+            self.found.changes.push(change);
         }
     }
 
-    /// Diffs two present values at `pointer`. The pointer buffer is shared down the walk and
-    /// restored on return, so a deep document does not allocate one string per level.
-    fn value(&mut self, pointer: &mut String, old: &Node, new: &Node) {
+    /// Diffs the values at `pointer` on each side (`None`: absent there). `beneath`: a change
+    /// above was already reported, so changes here are descendants. The pointer buffer is
+    /// shared down the walk and restored on return, so a deep document does not allocate one
+    /// string per level.
+    fn pair(
+        &mut self,
+        pointer: &mut String,
+        old: Option<&Node>,
+        new: Option<&Node>,
+        beneath: bool,
+    ) {
+        match (old, new) {
+            (None, None) => {}
+            (Some(old), Some(new)) => self.value(pointer, old, new, beneath),
+            (None, Some(_)) => {
+                self.push(pointer, ChangeKind::Add, None, new, beneath);
+                self.under(pointer, None, new);
+            }
+            (Some(_), None) => {
+                self.push(pointer, ChangeKind::Delete, old, None, beneath);
+                self.under(pointer, old, None);
+            }
+        }
+    }
+
+    /// Diffs two present values at `pointer`.
+    fn value(&mut self, pointer: &mut String, old: &Node, new: &Node, beneath: bool) {
         if old == new {
             return;
         }
         match (old, new) {
             (Node::Object(old, _), Node::Object(new, _)) => {
                 let entries = merge_sorted(old, new, |(key, _)| key.as_ref(), |(_, v)| v)
-                    .map(|(key, old, new)| (escape_pointer_token(key), old, new));
-                self.entries(pointer, entries);
+                    .map(|(key, old, new)| (Cow::Owned(escape_pointer_token(key)), old, new));
+                self.entries(pointer, entries, beneath);
             }
-            (Node::Array(old, _), Node::Array(new, _)) => self.list(pointer, old, new),
-            _ => self.push(pointer, ChangeKind::Modify, Some(old), Some(new)),
+            (Node::Array(old, _), Node::Array(new, _)) => self.list(pointer, old, new, beneath),
+            _ => {
+                self.push(pointer, ChangeKind::Modify, Some(old), Some(new), beneath);
+                self.under(pointer, Some(old), Some(new));
+            }
         }
     }
 
     /// Diffs the children of a container, given in output order.
-    fn entries<'v>(&mut self, pointer: &mut String, entries: impl Iterator<Item = Entry<'v>>) {
+    fn entries<'t, 'v>(
+        &mut self,
+        pointer: &mut String,
+        entries: impl Iterator<Item = Entry<'t, 'v>>,
+        beneath: bool,
+    ) {
         for (token, old, new) in entries {
             let len = pointer.len();
             pointer.push('/');
             pointer.push_str(&token);
-            match (old, new) {
-                (Some(old), Some(new)) => self.value(pointer, old, new),
-                (None, Some(new)) => self.push(pointer, ChangeKind::Add, None, Some(new)),
-                (Some(old), None) => self.push(pointer, ChangeKind::Delete, Some(old), None),
-                (None, None) => {}
-            }
+            self.pair(pointer, old, new, beneath);
             pointer.truncate(len);
         }
     }
 
-    fn list(&mut self, pointer: &mut String, old: &[Node], new: &[Node]) {
+    fn list(&mut self, pointer: &mut String, old: &[Node], new: &[Node], beneath: bool) {
         let Some(field) = (self.identity_for)(pointer) else {
             let len = old.len().max(new.len());
-            let entries = (0..len).map(|i| (i.to_string(), old.get(i), new.get(i)));
-            self.entries(pointer, entries);
+            let entries = (0..len).map(|i| (Cow::Owned(i.to_string()), old.get(i), new.get(i)));
+            self.entries(pointer, entries, beneath);
             return;
         };
         match (keyed_by(old, &field), keyed_by(new, &field)) {
             (Ok(old), Ok(new)) => {
                 let entries = merge_sorted(&old, &new, |(id, _, _)| id.as_ref(), |(_, _, v)| *v)
-                    .map(|(id, old, new)| (escape_pointer_token(id), old, new));
-                self.entries(pointer, entries);
+                    .map(|(id, old, new)| (Cow::Owned(escape_pointer_token(id)), old, new));
+                self.entries(pointer, entries, beneath);
             }
             (base, source) => self.found.ambiguities.push(AmbiguousList {
                 pointer: pointer.clone(),
@@ -229,50 +328,103 @@ impl Walk<'_> {
         }
     }
 
-    /// Looks for ambiguous identity-keyed lists inside `node`, a source-side value at
-    /// `pointer` that has no counterpart to compare with. Pointers are the ones the diff would
-    /// give, so a list inside a keyed entry is asked about as `/topics/orders.events.v1/acls`.
-    fn check_whole(&mut self, pointer: &mut String, node: &Node) {
-        match node {
-            Node::Object(entries, _) => {
-                for (key, child) in entries {
-                    self.check_child(pointer, &escape_pointer_token(key), child);
-                }
-            }
-            Node::Array(items, _) => match (self.identity_for)(pointer) {
-                None => {
-                    for (i, child) in items.iter().enumerate() {
-                        self.check_child(pointer, &i.to_string(), child);
-                    }
-                }
-                Some(field) => match keyed_by(items, &field) {
-                    Ok(keyed) => {
-                        for (id, _, child) in keyed {
-                            self.check_child(pointer, &escape_pointer_token(&id), child);
-                        }
-                    }
-                    Err(problems) => self.found.ambiguities.push(AmbiguousList {
+    /// Walks on under a change just recorded at `pointer` whose sides are `old` and `new`
+    /// (not two maps, not two lists): the children of each side, merged by token, are
+    /// descendants. A keyed list whose entries cannot be told apart on a side it is on is an
+    /// [`AmbiguousList`], and nothing under it is looked at.
+    fn under(&mut self, pointer: &mut String, old: Option<&Node>, new: Option<&Node>) {
+        let (old_children, new_children) =
+            match (self.children(pointer, old), self.children(pointer, new)) {
+                (Ok(old), Ok(new)) => (old, new),
+                (base, source) => {
+                    let field = (self.identity_for)(pointer).unwrap_or_default();
+                    self.found.ambiguities.push(AmbiguousList {
                         pointer: pointer.clone(),
                         field,
-                        base: None,
-                        source: Some(problems),
-                    }),
-                },
-            },
-            _ => {}
+                        base: base.err(),
+                        source: source.err(),
+                    });
+                    return;
+                }
+            };
+        if old_children.is_empty() || new_children.is_empty() {
+            // One side only (or neither): in its document order.
+            let entries = old_children
+                .into_iter()
+                .map(|(token, node)| (Cow::Owned(token), Some(node), None))
+                .chain(
+                    new_children
+                        .into_iter()
+                        .map(|(token, node)| (Cow::Owned(token), None, Some(node))),
+                );
+            self.entries(pointer, entries, true);
+            return;
         }
+        // A list and a map at the same pointer: children meet by token, so an entry keyed
+        // `a` and a key `a` are the same value's two versions.
+        let (mut old_children, mut new_children) = (old_children, new_children);
+        old_children.sort_by(|a, b| a.0.cmp(&b.0));
+        new_children.sort_by(|a, b| a.0.cmp(&b.0));
+        let merged: Vec<(String, Option<&Node>, Option<&Node>)> = merge_sorted(
+            &old_children,
+            &new_children,
+            |(t, _)| t.as_str(),
+            |(_, v)| v,
+        )
+        .map(|(token, old, new)| (token.to_owned(), old, new))
+        .collect();
+        self.entries(
+            pointer,
+            merged.into_iter().map(|(t, o, n)| (Cow::Owned(t), o, n)),
+            true,
+        );
     }
 
-    /// [`check_whole`](Self::check_whole) of `child` at `pointer/token`; scalars hold no list.
-    fn check_child(&mut self, pointer: &mut String, token: &str, child: &Node) {
-        if matches!(child, Node::Object(..) | Node::Array(..)) {
-            let len = pointer.len();
-            pointer.push('/');
-            pointer.push_str(token);
-            self.check_whole(pointer, child);
-            pointer.truncate(len);
+    /// The children of one side's value at `pointer` as a direct diff addresses them: map
+    /// keys, identities of a keyed list, positions of another list; none for a scalar or an
+    /// absent value. `Err` when the value is a keyed list whose entries cannot be told apart.
+    fn children<'v>(
+        &self,
+        pointer: &str,
+        node: Option<&'v Node>,
+    ) -> Result<Children<'v>, SideAmbiguity> {
+        Ok(match node {
+            Some(Node::Object(entries, _)) => entries
+                .iter()
+                .map(|(key, child)| (escape_pointer_token(key), child))
+                .collect(),
+            Some(Node::Array(items, _)) => match (self.identity_for)(pointer) {
+                None => items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, child)| (i.to_string(), child))
+                    .collect(),
+                Some(field) => keyed_by(items, &field)?
+                    .into_iter()
+                    .map(|(id, _, child)| (escape_pointer_token(&id), child))
+                    .collect(),
+            },
+            _ => Vec::new(),
+        })
+    }
+}
+
+/// The number of values in `node` (itself included), or `None` when it is more than `limit`:
+/// the count stops there, so counting costs no more than the budget it checks.
+fn count_within(node: &Node, limit: usize) -> Option<usize> {
+    fn go(node: &Node, left: &mut usize) -> bool {
+        if *left == 0 {
+            return false;
+        }
+        *left -= 1;
+        match node {
+            Node::Array(items, _) => items.iter().all(|child| go(child, left)),
+            Node::Object(entries, _) => entries.iter().all(|(_, child)| go(child, left)),
+            _ => true,
         }
     }
+    let mut left = limit;
+    go(node, &mut left).then(|| limit - left)
 }
 
 /// Merges two slices sorted by a unique key into `(key, old, new)` in key order.
@@ -806,12 +958,17 @@ mod tests {
     }
 
     #[test]
-    fn a_removed_value_and_an_unchanged_list_are_not_checked() {
+    fn a_removed_value_is_checked_and_an_unchanged_list_is_not() {
+        // What a deletion takes away is judged entry by entry, so which entry is which must
+        // be known at the base too.
         let dup = json!({"topics": [{"name": "x"}, {"name": "x"}]});
         let node = Node::from(&dup);
         let found = diff_documents("f.yaml", Some(&node), None, &topics_by_name);
-        assert!(found.ambiguities.is_empty());
-        assert_eq!(found.changes.len(), 1);
+        assert_eq!(found.changes.len(), 1, "the deletion itself is reported");
+        assert_eq!(found.ambiguities.len(), 1);
+        assert_eq!(found.ambiguities[0].pointer, "/topics");
+        assert_eq!(found.ambiguities[0].base, Some(duplicate("x", &[0, 1])));
+        assert_eq!(found.ambiguities[0].source, None);
         // The same ambiguous list on both sides: nothing in it is compared, nothing to hide.
         let mut old = dup.clone();
         old["owner"] = json!("a");
@@ -887,5 +1044,196 @@ mod tests {
         assert_eq!(first, diff(old, new, &no_identity));
         let pointers: Vec<&str> = first.iter().map(|c| c.pointer.as_str()).collect();
         assert_eq!(pointers, ["/a/c", "/a/d", "/b/0", "/b/1/x", "/b/2"]);
+    }
+
+    fn every(_: &str, _: ChangeKind) -> bool {
+        true
+    }
+
+    fn diff_with(
+        old: Value,
+        new: Value,
+        wanted: &dyn Fn(&str, ChangeKind) -> bool,
+        max_values: usize,
+    ) -> DocumentDiff {
+        let (old, new) = (Node::from(&old), Node::from(&new));
+        let descendants = Descendants { wanted, max_values };
+        diff_documents_with(
+            "f.yaml",
+            Some(&old),
+            Some(&new),
+            &topics_by_name,
+            &descendants,
+        )
+    }
+
+    #[test]
+    fn a_nulled_keyed_list_spells_out_each_entry_and_field_as_deleted() {
+        let old = json!({"topics": [topic("b", 7), topic("a", 30)]});
+        let found = diff_with(old.clone(), json!({"topics": null}), &every, usize::MAX);
+        assert_eq!(
+            summary(&found.changes),
+            vec![(
+                "/topics",
+                Modify,
+                Some(old["topics"].clone()),
+                Some(json!(null))
+            )]
+        );
+        assert_eq!(
+            summary(&found.descendants),
+            vec![
+                ("/topics/a", Delete, Some(topic("a", 30)), None),
+                ("/topics/a/name", Delete, Some(json!("a")), None),
+                ("/topics/a/retention_days", Delete, Some(json!(30)), None),
+                ("/topics/b", Delete, Some(topic("b", 7)), None),
+                ("/topics/b/name", Delete, Some(json!("b")), None),
+                ("/topics/b/retention_days", Delete, Some(json!(7)), None),
+            ]
+        );
+        assert!(!found.descendants_cut);
+        // The same documents without descendants wanted: the one change, as before.
+        let plain = diff_full(old, json!({"topics": null}), &topics_by_name);
+        assert_eq!(plain.changes, found.changes);
+        assert!(plain.descendants.is_empty());
+    }
+
+    #[test]
+    fn an_added_value_spells_out_its_entries_as_added_by_index_and_by_identity() {
+        let found = diff_with(
+            json!({}),
+            json!({"topics": [topic("a", 1)], "zones": ["eu"]}),
+            &every,
+            usize::MAX,
+        );
+        let pointers: Vec<(&str, ChangeKind)> = found
+            .descendants
+            .iter()
+            .map(|c| (c.pointer.as_str(), c.kind))
+            .collect();
+        assert_eq!(
+            pointers,
+            [
+                ("/topics/a", Add),
+                ("/topics/a/name", Add),
+                ("/topics/a/retention_days", Add),
+                ("/zones/0", Add),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_list_turned_into_a_map_of_the_same_entries_diffs_them_by_token() {
+        let found = diff_with(
+            json!({"topics": [topic("a", 30), topic("b", 1)]}),
+            json!({"topics": {"a": topic("a", 7), "c": 1}}),
+            &every,
+            usize::MAX,
+        );
+        assert_eq!(found.changes.len(), 1, "the type change at /topics");
+        assert_eq!(
+            summary(&found.descendants),
+            vec![
+                (
+                    "/topics/a/retention_days",
+                    Modify,
+                    Some(json!(30)),
+                    Some(json!(7))
+                ),
+                ("/topics/b", Delete, Some(topic("b", 1)), None),
+                ("/topics/b/name", Delete, Some(json!("b")), None),
+                ("/topics/b/retention_days", Delete, Some(json!(1)), None),
+                ("/topics/c", Add, None, Some(json!(1))),
+            ]
+        );
+    }
+
+    #[test]
+    fn descendants_carry_the_line_of_their_own_value() {
+        let parse = |text: &str| {
+            super::super::parse_document(
+                "f.yaml",
+                super::super::Format::Yaml,
+                text.as_bytes(),
+                &super::super::Limits::default(),
+            )
+            .unwrap()
+        };
+        let old = parse(
+            "topics:\n  - name: a\n    retention_days: 30\n  - name: b\n    retention_days: 7\n",
+        );
+        let new = parse("# gone\ntopics: null\n");
+        let descendants = Descendants {
+            wanted: &every,
+            max_values: usize::MAX,
+        };
+        let found = diff_documents_with(
+            "f.yaml",
+            Some(&old),
+            Some(&new),
+            &topics_by_name,
+            &descendants,
+        );
+        assert_eq!(
+            (found.changes[0].old_line, found.changes[0].new_line),
+            (Some(2), Some(2))
+        );
+        let lines: Vec<(&str, Option<usize>, Option<usize>)> = found
+            .descendants
+            .iter()
+            .map(|c| (c.pointer.as_str(), c.old_line, c.new_line))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("/topics/a", Some(2), None),
+                ("/topics/a/name", Some(2), None),
+                ("/topics/a/retention_days", Some(3), None),
+                ("/topics/b", Some(4), None),
+                ("/topics/b/name", Some(4), None),
+                ("/topics/b/retention_days", Some(5), None),
+            ]
+        );
+    }
+
+    #[test]
+    fn only_wanted_descendants_are_copied_and_past_the_budget_none_are() {
+        let entries = |pointer: &str, kind| kind == Delete && pointer.matches('/').count() == 2;
+        let old = json!({"topics": [topic("a", 30), topic("b", 7)]});
+        let found = diff_with(old.clone(), json!({"topics": null}), &entries, 6);
+        let pointers: Vec<&str> = found
+            .descendants
+            .iter()
+            .map(|c| c.pointer.as_str())
+            .collect();
+        assert_eq!(
+            pointers,
+            ["/topics/a", "/topics/b"],
+            "3 values each, 6 in all"
+        );
+        // One value fewer: the second entry does not fit, and a partial set is no set.
+        let cut = diff_with(old, json!({"topics": null}), &entries, 5);
+        assert!(cut.descendants_cut);
+        assert!(cut.descendants.is_empty());
+        assert_eq!(
+            cut.changes, found.changes,
+            "the change itself is still reported"
+        );
+    }
+
+    #[test]
+    fn an_ambiguous_list_inside_a_replaced_value_blocks_and_hides_its_entries() {
+        let found = diff_with(
+            json!({"topics": [topic("a", 1), topic("a", 2)]}),
+            json!({"topics": null}),
+            &every,
+            usize::MAX,
+        );
+        assert_eq!(found.changes.len(), 1);
+        assert!(found.descendants.is_empty(), "{:?}", found.descendants);
+        assert_eq!(found.ambiguities.len(), 1);
+        assert_eq!(found.ambiguities[0].pointer, "/topics");
+        assert_eq!(found.ambiguities[0].base, Some(duplicate("a", &[0, 1])));
+        assert_eq!(found.ambiguities[0].source, None);
     }
 }

@@ -65,10 +65,16 @@
 //!   identity, since which entry is which is exactly what is unknown. Everything else in the
 //!   file is still diffed, so one ambiguous list fails closed without hiding the rest; the
 //!   caller turns each one into a `block` finding naming the offending entries by line.
-//! * A value that appears whole (added, or replacing a value of another type) is checked for
-//!   ambiguous lists inside it on the source side, so an ambiguity cannot enter a file without
-//!   blocking; a value that disappears whole, and a list equal on both sides, are not, since
-//!   nothing in them is compared.
+//! * Under each change the walk goes on ([`diff_documents_with`]): every value inside what a
+//!   change deletes, adds or replaces by another type is a descendant change of its own,
+//!   addressed as a direct diff would address it, so rules written on entries see a container
+//!   deleted, nulled, emptied or retyped exactly as they see its entries deleted one by one.
+//!   The caller says which descendants it wants (a run: those some rule's `match` accepts),
+//!   and only those are copied, within a bound on the values they carry.
+//! * A value that appears or disappears whole (added, deleted, or replaced by a value of another
+//!   type) is checked for ambiguous lists inside it on the side that holds it, so an ambiguity
+//!   can neither enter nor leave a file without blocking; a list equal on both sides is not,
+//!   since nothing in it is compared.
 //! * `identity_for` is asked with the list's pointer as it appears in the output, so a list
 //!   inside an identity-keyed entry is asked about as `/topics/orders.events.v1/acls`.
 //! * Equal subtrees are skipped without asking anything, so the cost is proportional to what
@@ -85,8 +91,8 @@ mod yaml;
 mod tests;
 
 pub use diff::{
-    AmbiguousList, DocumentDiff, DuplicateIdentity, EntryAt, SideAmbiguity, Unkeyed, UnkeyedEntry,
-    diff_documents, escape_pointer_token,
+    AmbiguousList, Descendants, DocumentDiff, DuplicateIdentity, EntryAt, SideAmbiguity, Unkeyed,
+    UnkeyedEntry, diff_documents, diff_documents_with, escape_pointer_token,
 };
 pub use parse::{ParseError, parse_document};
 pub use tree::{Key, Line, Node};
