@@ -29,6 +29,7 @@ pub mod review_state;
 pub mod run_receipt;
 pub mod semantic_diff;
 pub mod sweep;
+pub mod terminal;
 #[cfg(test)]
 mod test_support;
 pub mod unified_diff;
