@@ -27,7 +27,7 @@ pub fn run(args: &ReplayArgs) -> Exit {
     let mut broken = 0usize;
     for path in &args.paths {
         if let Err(err) = collect_fixture_files(path, &mut files) {
-            eprintln!("error: {}: {err}", path.display());
+            crate::errln!("error: {}: {err}", path.display());
             broken += 1;
         }
     }
@@ -36,7 +36,7 @@ pub fn run(args: &ReplayArgs) -> Exit {
         let fixture = match load_fixture(file) {
             Ok(fixture) => fixture,
             Err(err) => {
-                eprintln!("error: {err}");
+                crate::errln!("error: {err}");
                 broken += 1;
                 continue;
             }
@@ -47,7 +47,7 @@ pub fn run(args: &ReplayArgs) -> Exit {
         match &report.mismatch {
             None => {
                 passed += 1;
-                println!(
+                crate::outln!(
                     "PASS {:<32} writes per run: {}",
                     report.name,
                     writes.join(" ")
@@ -55,13 +55,13 @@ pub fn run(args: &ReplayArgs) -> Exit {
             }
             Some(mismatch) => {
                 failed += 1;
-                println!("FAIL {:<32} {}: {}", report.name, file.display(), mismatch);
+                crate::outln!("FAIL {:<32} {}: {}", report.name, file.display(), mismatch);
             }
         }
     }
-    println!("replay: {passed} passed, {failed} failed");
+    crate::outln!("replay: {passed} passed, {failed} failed");
     if broken > 0 {
-        eprintln!("error: {broken} fixture path(s) could not be read or parsed");
+        crate::errln!("error: {broken} fixture path(s) could not be read or parsed");
         Exit::Usage
     } else if failed > 0 {
         Exit::GateFailed

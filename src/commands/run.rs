@@ -18,6 +18,7 @@ use crate::core::model::Decision;
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
 use crate::core::semantic_diff::Limits;
+use crate::core::terminal::terminal_safe;
 use crate::gitlab::GitLabForge;
 use crate::progress::Event;
 use crate::reconcile::Staleness;
@@ -228,12 +229,12 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
         )?;
     }
     match args.format {
-        Format::Json => print!("{}", receipt.to_json()),
-        Format::Text => print!("{}", describe(&report, &args.receipt)),
+        Format::Json => crate::output::print_json(&receipt.to_json()),
+        Format::Text => crate::out!("{}", describe(&report, &args.receipt)),
     }
     if let (Exit::GateFailed, Some(decision)) = (exit, receipt.decision) {
         // Every non-zero exit names its cause on stderr (SPEC §2), this one included.
-        eprintln!("error: {}", gate_failure(decision, args.fail_on));
+        crate::errln!("error: {}", gate_failure(decision, args.fail_on));
     }
     Ok(exit)
 }
@@ -308,7 +309,7 @@ fn dry_run_message(report: &RunReport, rule: &str, subject: &str) -> String {
         .enumerate()
         .map(|(i, line)| {
             let lead = if i == 0 { "message: " } else { "         " };
-            format!("      {lead}{line}\n")
+            format!("      {lead}{}\n", terminal_safe(line))
         })
         .collect()
 }
@@ -369,12 +370,13 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
                 let id = action
                     .forge_id
                     .map_or_else(|| "new".to_owned(), |id| format!("note {id}"));
+                // Rule and subject come from the MR and its policies: one visible line each.
                 out.push_str(&format!(
                     "  {:<width$}  {:<9}  {} @ {}  ({id})\n",
                     action.action.as_str(),
                     effect,
-                    action.rule,
-                    action.subject
+                    terminal_safe(&action.rule),
+                    terminal_safe(&action.subject)
                 ));
                 if receipt.outcome == Outcome::DryRun {
                     out.push_str(&dry_run_message(report, &action.rule, &action.subject));
@@ -402,7 +404,7 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
         out.push_str(&format!("approval: {} ({what})\n", approval.as_str()));
     }
     for warning in &receipt.warnings {
-        out.push_str(&format!("warning: {warning}\n"));
+        out.push_str(&format!("warning: {}\n", terminal_safe(warning)));
     }
     out.push_str(&format!(
         "requests: {} reads, {} writes; rescan {}; receipt {}\n",

@@ -132,8 +132,18 @@ mod tests {
     #[test]
     fn c1_del_bidi_and_format_characters_are_escaped() {
         for c in [
-            '\u{7f}', '\u{85}', '\u{9b}', '\u{202e}', '\u{2066}', '\u{2069}', '\u{200f}',
-            '\u{feff}', '\u{061c}', '\u{2028}', '\u{e0041}', '\u{1d173}',
+            '\u{7f}',
+            '\u{85}',
+            '\u{9b}',
+            '\u{202e}',
+            '\u{2066}',
+            '\u{2069}',
+            '\u{200f}',
+            '\u{feff}',
+            '\u{061c}',
+            '\u{2028}',
+            '\u{e0041}',
+            '\u{1d173}',
         ] {
             let shown = terminal_safe(&c.to_string()).into_owned();
             assert_eq!(shown, format!("\\u{{{:x}}}", u32::from(c)));

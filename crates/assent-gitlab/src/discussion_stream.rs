@@ -96,12 +96,9 @@ pub(crate) fn read_page(
     };
     // `serde_json`'s reader input reads byte by byte: buffered, the socket sees large reads.
     let mut deserializer = serde_json::Deserializer::from_reader(BufReader::new(metered));
-    let decoded = PageSeed {
-        bot,
-        meter: &meter,
-    }
-    .deserialize(&mut deserializer)
-    .and_then(|page| deserializer.end().map(|()| page));
+    let decoded = PageSeed { bot, meter: &meter }
+        .deserialize(&mut deserializer)
+        .and_then(|page| deserializer.end().map(|()| page));
     match decoded {
         Ok(page) => Ok(Ok(page)),
         Err(_) if meter.over.get() => Err(StreamFailure::TooLarge),

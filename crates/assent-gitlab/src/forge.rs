@@ -22,10 +22,10 @@ use serde::Deserialize;
 
 use super::GitLabConfigError;
 use super::client::GitLabClient;
+use super::discussion_stream;
 use super::endpoints::{
     CreateMergeRequestDiscussionNote, MergeRequestNote, ResolveMergeRequestDiscussion,
 };
-use super::discussion_stream;
 use super::pagination::{DEFAULT_MAX_PAGES, list_all, list_all_with};
 use super::retry::{ReadFailure, RetryPolicy, Sleeper, ThreadSleeper};
 use super::transport::{

@@ -246,9 +246,8 @@ fn check_next_link(next: &Url, base: &Url) -> Result<(), String> {
 /// Reads a page another way when it exceeds the body limit even at one item per page: the
 /// response (its headers; the body may be empty) and the page's items, or why the body is
 /// not the expected list, or why the read failed.
-pub(crate) type OversizePage<'a, T> = &'a dyn Fn(
-    &PreparedRequest,
-) -> Result<(RawResponse, Result<Vec<T>, String>), ReadFailure>;
+pub(crate) type OversizePage<'a, T> =
+    &'a dyn Fn(&PreparedRequest) -> Result<(RawResponse, Result<Vec<T>, String>), ReadFailure>;
 
 /// Fetches every page of `first` and decodes each as a JSON list of `T`.
 pub(crate) fn list_all<T: DeserializeOwned>(

@@ -300,7 +300,9 @@ impl Requester {
         request: &PreparedRequest,
         sink: StreamSink<'_, R>,
     ) -> Result<(RawResponse, R), ReadFailure> {
-        self.read_with(request, || self.transport.execute_streamed(request, &mut *sink))
+        self.read_with(request, || {
+            self.transport.execute_streamed(request, &mut *sink)
+        })
     }
 
     fn read_with<R>(
