@@ -344,8 +344,9 @@ fn sixty_eight_maximal_human_replies_in_one_thread_stop_neither_a_run_nor_a_swee
             .any(|q| q.split('&').any(|p| p == "per_page=1")),
         "{sizes:?}"
     );
-    // The human bodies were dropped as they arrived, not held: far below the 68 MB page.
-    assert!(peak_kib < 60 * 1024, "peak RSS {peak_kib} KiB");
+    // The human bodies were dropped as they arrived, not held: far below the 68 MB page
+    // (measured: about 20 MB).
+    assert!(peak_kib < 40 * 1024, "peak RSS {peak_kib} KiB");
 
     // In the sweep's window (it reads the system clock; the fake's own clock is elsewhere).
     w.fake.with_state(|s| {
