@@ -728,16 +728,18 @@ fn judge(args: &TestArgs, repo: &Path, case_path: &str, ran: CaseOutcome) -> Cas
 /// The text lines of one case, as it ran.
 fn print_case(repo: &Path, case: &CaseReport) {
     let shown = shown_path(repo, &case.file);
+    // A case's name is the checkout's text: one visible line.
+    let name = escape_controls(case.shown_name());
     match case.status {
         CaseStatus::FilteredOut => {}
-        CaseStatus::Passed => crate::outln!("ok     {shown}: {}", case.shown_name()),
-        CaseStatus::Updated => crate::outln!("updated {shown}: {}", case.shown_name()),
+        CaseStatus::Passed => crate::outln!("ok     {shown}: {name}"),
+        CaseStatus::Updated => crate::outln!("updated {shown}: {name}"),
         CaseStatus::Broken => match &case.name {
-            Some(name) => crate::outln!("BROKEN {shown}: {name}"),
+            Some(_) => crate::outln!("BROKEN {shown}: {name}"),
             None => crate::outln!("BROKEN {shown}"),
         },
         CaseStatus::Failed => {
-            crate::outln!("FAILED {shown}: {}", case.shown_name());
+            crate::outln!("FAILED {shown}: {name}");
             for line in &case.details {
                 crate::outln!("    {line}");
             }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::commands::Exit;
+use crate::core::terminal::terminal_safe;
 use crate::fixture::runner::collect_fixture_files;
 use crate::fixture::schema::DEFAULT_HEAD;
 use crate::fixture::{InMemoryWorld, load_fixture, replay_fixture};
@@ -49,13 +50,18 @@ pub fn run(args: &ReplayArgs) -> Exit {
                 passed += 1;
                 crate::outln!(
                     "PASS {:<32} writes per run: {}",
-                    report.name,
+                    terminal_safe(&report.name),
                     writes.join(" ")
                 );
             }
             Some(mismatch) => {
                 failed += 1;
-                crate::outln!("FAIL {:<32} {}: {}", report.name, file.display(), mismatch);
+                crate::outln!(
+                    "FAIL {:<32} {}: {}",
+                    terminal_safe(&report.name),
+                    terminal_safe(&file.display().to_string()),
+                    terminal_safe(&mismatch.to_string())
+                );
             }
         }
     }

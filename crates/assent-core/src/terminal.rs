@@ -10,7 +10,7 @@
 //! What is escaped ([`is_unsafe`]): every C0 control, DEL and every C1 control (`ESC`, `CSI`,
 //! …), every format character (Unicode's `Cf`: bidirectional embeddings, overrides, isolates
 //! and marks, zero-width characters, the BOM, tag characters, …) and the line and paragraph
-//! separators. Each is written as a visible escape: `\n`, `\r`, `\t`, `\0`, else `\u{hex}`.
+//! separators. Each is written as a visible escape: `\n`, `\r`, `\t`, else `\u{hex}`.
 
 use std::borrow::Cow;
 
@@ -51,7 +51,6 @@ fn push_escape(out: &mut String, c: char) {
         '\n' => out.push_str("\\n"),
         '\r' => out.push_str("\\r"),
         '\t' => out.push_str("\\t"),
-        '\0' => out.push_str("\\0"),
         c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
     }
 }
