@@ -15,7 +15,7 @@
 //! * **Page size.** A page whose body exceeds the transport's limit (many large notes, MR
 //!   descriptions, diffs) is asked again at half its size, down to 1; only a single item over
 //!   the limit fails the listing, with an error naming the page and the limit, unless the
-//!   caller reads such a page another way ([`list_all_with`]: the discussions listing streams
+//!   caller reads such a page another way (`list_all_with`: the discussions listing streams
 //!   it and keeps only the bot's note bodies, `super::discussion_stream`). GitLab pages
 //!   are offsets (page `k` at `per_page` `n` starts at item `(k-1)·n`), so a new size must
 //!   divide the offset of the page being asked: the size is the largest one at most half the
