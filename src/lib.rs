@@ -9,7 +9,8 @@
 //! `Repository` port; [`reconcile`] drives a plan through a forge; [`review_run`] puts one
 //! `assent run` together; [`progress`] is what a run and a sweep report of their phases;
 //! [`sweeper`] runs the scheduled sweep; [`doctor`] checks a deployment; [`fixture`] replays
-//! protocol fixtures; and [`commands`] is the thin command layer behind `main.rs`.
+//! protocol fixtures; [`output`] is the one way text is printed (escaped for a terminal);
+//! and [`commands`] is the thin command layer behind `main.rs`.
 
 #![warn(missing_docs)]
 
@@ -20,6 +21,7 @@ pub use assent_gitlab as gitlab;
 pub mod commands;
 pub mod doctor;
 pub mod fixture;
+pub mod output;
 pub mod progress;
 pub mod reconcile;
 pub mod review_input;

@@ -15,6 +15,8 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::core::terminal::terminal_safe;
+
 /// Which listing of the merge request's discussions an [`Event::Listed`] reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Listing {
@@ -158,7 +160,11 @@ impl<W: Write + Send> Lines<W> {
     fn line(&self, state: &mut LinesState<W>, text: &str) {
         let elapsed = self.started.elapsed().as_secs_f64();
         // A log line that cannot be written is not worth failing a run for.
-        let _ = writeln!(state.out, "progress: {text} [{elapsed:.1} s]");
+        let _ = writeln!(
+            state.out,
+            "progress: {} [{elapsed:.1} s]",
+            terminal_safe(text)
+        );
         let _ = state.out.flush();
         state.last_line = Instant::now();
     }

@@ -28,7 +28,7 @@ pub fn run(args: &CompletionsArgs) -> Exit {
     match stdout.write_all(&script).and_then(|()| stdout.flush()) {
         Ok(()) => Exit::Success,
         Err(e) => {
-            eprintln!("error: writing the completion script: {e}");
+            crate::errln!("error: writing the completion script: {e}");
             Exit::Runtime
         }
     }

@@ -53,8 +53,8 @@ pub fn run(args: &DoctorArgs) -> Exit {
 
 fn print(report: &Report, format: Format) {
     match format {
-        Format::Text => print!("{}", report.to_text()),
-        Format::Json => println!("{}", report.to_json()),
+        Format::Text => crate::out!("{}", report.to_text()),
+        Format::Json => crate::output::print_json(&format!("{}\n", report.to_json())),
     }
 }
 
@@ -131,7 +131,7 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
             "doctor could not run: {cause}"
         )));
         print(&report, args.format);
-        eprintln!("error: {cause}");
+        crate::errln!("error: {cause}");
         Exit::Usage
     };
     let (inputs, strict) = match resolve(args, env) {
@@ -160,17 +160,17 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
     );
     let (failures, warnings) = (report.failures(), report.warnings());
     if !failures.is_empty() {
-        eprintln!(
+        crate::errln!(
             "error: doctor found problems in: {} ({verdicts})",
             failures.join(", ")
         );
     } else if !warnings.is_empty() && strict {
-        eprintln!(
+        crate::errln!(
             "error: doctor could not verify: {} (--strict; {verdicts})",
             warnings.join(", ")
         );
     } else if !warnings.is_empty() {
-        eprintln!(
+        crate::errln!(
             "warning: doctor could not verify: {} (exit 0; --strict makes this exit 1)",
             warnings.join(", ")
         );

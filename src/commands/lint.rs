@@ -177,8 +177,8 @@ pub fn print_problems(repo: &Path, problems: &[PolicyProblem]) {
         let shown = shown_path(repo, &problem.file);
         let message = escape_controls(&problem.message);
         match problem.line {
-            Some(line) => println!("{shown}:{line}: {message}"),
-            None => println!("{shown}: {message}"),
+            Some(line) => crate::outln!("{shown}:{line}: {message}"),
+            None => crate::outln!("{shown}: {message}"),
         }
     }
 }
@@ -190,8 +190,8 @@ fn print_warnings(repo: &Path, warnings: &[PolicyProblem]) {
         let shown = shown_path(repo, &warning.file);
         let message = escape_controls(&warning.message);
         match warning.line {
-            Some(line) => println!("{shown}:{line}: warning: {message}"),
-            None => println!("{shown}: warning: {message}"),
+            Some(line) => crate::outln!("{shown}:{line}: warning: {message}"),
+            None => crate::outln!("{shown}: warning: {message}"),
         }
     }
 }
@@ -201,7 +201,7 @@ pub fn run(args: &LintArgs) -> Exit {
     let local = match read_local_policies(&args.repo) {
         Ok(local) => local,
         Err(LocalReadError(message)) => {
-            eprintln!("error: {message}");
+            crate::errln!("error: {message}");
             return Exit::Usage;
         }
     };
@@ -210,7 +210,7 @@ pub fn run(args: &LintArgs) -> Exit {
             let mut warnings = match list_checkout(&args.repo) {
                 Ok(paths) => set.unmatched_globs(paths.iter().map(String::as_str)),
                 Err(CheckoutTooLarge(why)) => {
-                    eprintln!(
+                    crate::errln!(
                         "warning: the match.files globs were not checked against the checkout: {why}"
                     );
                     Vec::new()
@@ -226,9 +226,9 @@ pub fn run(args: &LintArgs) -> Exit {
             if !warnings.is_empty() {
                 tally.push_str(&format!("; {} warning(s)", warnings.len()));
             }
-            println!("{tally}");
+            crate::outln!("{tally}");
             if local.files.is_empty() {
-                eprintln!(
+                crate::errln!(
                     "warning: {} holds no *.yaml policy file: no rule judges anything",
                     shown_path(&args.repo, POLICY_DIR)
                 );
@@ -244,8 +244,8 @@ pub fn run(args: &LintArgs) -> Exit {
                 problems.len(),
                 with_problems.len()
             );
-            println!("{tally}");
-            eprintln!(
+            crate::outln!("{tally}");
+            crate::errln!(
                 "error: the policies in {} do not load: {tally}",
                 shown_path(&args.repo, POLICY_DIR)
             );

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::core::terminal::terminal_safe;
 use crate::forge::ForgeError;
 use crate::progress::{Lines, Progress, Silent};
 use crate::review_run::RunError;
@@ -105,9 +106,11 @@ pub fn finish(result: CommandResult) -> Exit {
     match result {
         Ok(exit) => exit,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // Causes quote servers, files and merge requests: one visible line, escaped.
+            let text = format!("{error:#}");
+            crate::errln!("error: {}", terminal_safe(&text));
             if let Some(help) = help_for(&error) {
-                eprintln!("help: {help}");
+                crate::errln!("help: {help}");
             }
             exit_of(&error)
         }

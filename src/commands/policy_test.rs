@@ -507,7 +507,7 @@ enum CaseOutcome {
 /// Runs `assent test`.
 pub fn run(args: &TestArgs) -> Exit {
     if args.update && std::env::var_os("CI").is_some() {
-        eprintln!(
+        crate::errln!(
             "error: --update is refused because the CI environment variable is set: expectations \
              are rewritten on a workstation and reviewed, never by a pipeline to make itself pass"
         );
@@ -517,7 +517,7 @@ pub fn run(args: &TestArgs) -> Exit {
     let local = match read_local_policies(repo) {
         Ok(local) => local,
         Err(LocalReadError(message)) => {
-            eprintln!("error: {message}");
+            crate::errln!("error: {message}");
             return Exit::Usage;
         }
     };
@@ -529,14 +529,14 @@ pub fn run(args: &TestArgs) -> Exit {
                     policy_problems: problems.iter().map(ToString::to_string).collect(),
                     cases: Vec::new(),
                 };
-                print!("{}", report.render(args.format).unwrap_or_default());
+                print_document(args.format, &report.render(args.format).unwrap_or_default());
                 // The lines a person reads go to the log, as in text mode.
                 for problem in &problems {
-                    eprintln!("{}", problem_line(repo, problem));
+                    crate::errln!("{}", problem_line(repo, problem));
                 }
             }
         }
-        eprintln!(
+        crate::errln!(
             "error: the policies do not load ({} problem(s)); no case ran. See `assent lint {}`",
             problems.len(),
             shown_path(Path::new("."), &repo.display().to_string())
@@ -547,14 +547,14 @@ pub fn run(args: &TestArgs) -> Exit {
     let (cases, refused) = match case_files(repo) {
         Ok((cases, refused)) if !cases.is_empty() || !refused.is_empty() => (cases, refused),
         Ok(_) => {
-            eprintln!(
+            crate::errln!(
                 "error: {} holds no *.yaml test case: add cases (see docs/policies.md)",
                 shown_path(repo, TEST_DIR)
             );
             return Exit::Usage;
         }
         Err(message) => {
-            eprintln!("error: {message}");
+            crate::errln!("error: {message}");
             return Exit::Usage;
         }
     };
@@ -573,9 +573,9 @@ pub fn run(args: &TestArgs) -> Exit {
         let status = if wanted(path, None) {
             let shown = shown_path(repo, path);
             if text {
-                println!("BROKEN {shown}");
+                crate::outln!("BROKEN {shown}");
             }
-            eprintln!("error: {shown}: {reason}");
+            crate::errln!("error: {shown}: {reason}");
             CaseStatus::Broken
         } else {
             CaseStatus::FilteredOut
@@ -608,7 +608,7 @@ pub fn run(args: &TestArgs) -> Exit {
     if let Some(filter) = &args.filter
         && summary.passed + summary.failed + summary.broken == 0
     {
-        eprintln!(
+        crate::errln!(
             "error: no test case matches --filter {:?} ({} case(s) in {}); a filter matches part of a case's file path or name",
             excerpt(filter, MAX_NAME_CHARS),
             summary.filtered_out,
@@ -629,8 +629,8 @@ pub fn run(args: &TestArgs) -> Exit {
         tally.push_str(&format!("; {} filtered out", summary.filtered_out));
     }
     match report.render(args.format) {
-        Some(document) => print!("{document}"),
-        None => println!("{tally}"),
+        Some(document) => print_document(args.format, &document),
+        None => crate::outln!("{tally}"),
     }
     let refused_updates = report
         .cases
@@ -638,18 +638,18 @@ pub fn run(args: &TestArgs) -> Exit {
         .filter(|c| c.status == CaseStatus::Failed && args.update)
         .count();
     if refused_updates > 0 {
-        eprintln!(
+        crate::errln!(
             "error: {refused_updates} case(s) not updated: their result holds a rule that could not be evaluated; fix the rule or the case, or write the expectation by hand"
         );
     }
     if summary.broken > 0 {
-        eprintln!(
+        crate::errln!(
             "error: {} test file(s) could not be read, parsed or updated",
             summary.broken
         );
         Exit::Usage
     } else if summary.failed > 0 {
-        eprintln!("error: {} policy test case(s) failed", summary.failed);
+        crate::errln!("error: {} policy test case(s) failed", summary.failed);
         Exit::GateFailed
     } else {
         Exit::Success
@@ -675,7 +675,7 @@ fn judge(args: &TestArgs, repo: &Path, case_path: &str, ran: CaseOutcome) -> Cas
             return CaseReport::new(case_path, name, CaseStatus::FilteredOut);
         }
         CaseOutcome::Broken(broken) => {
-            eprintln!("error: {}", broken.at(&shown));
+            crate::errln!("error: {}", broken.at(&shown));
             return CaseReport {
                 error: Some(broken.at(case_path)),
                 ..CaseReport::new(case_path, None, CaseStatus::Broken)
@@ -703,7 +703,7 @@ fn judge(args: &TestArgs, repo: &Path, case_path: &str, ran: CaseOutcome) -> Cas
         match update_case(&repo.join(case_path), &text, &shown, actual) {
             Ok(()) => result.status = CaseStatus::Updated,
             Err(message) => {
-                eprintln!("error: {message}");
+                crate::errln!("error: {message}");
                 result.status = CaseStatus::Broken;
                 result.error = Some(excerpt(
                     &message.replacen(&shown, case_path, 1),
@@ -734,18 +734,20 @@ fn judge(args: &TestArgs, repo: &Path, case_path: &str, ran: CaseOutcome) -> Cas
 /// The text lines of one case, as it ran.
 fn print_case(repo: &Path, case: &CaseReport) {
     let shown = shown_path(repo, &case.file);
+    // A case's name is the checkout's text: one visible line.
+    let name = escape_controls(case.shown_name());
     match case.status {
         CaseStatus::FilteredOut => {}
-        CaseStatus::Passed => println!("ok     {shown}: {}", case.shown_name()),
-        CaseStatus::Updated => println!("updated {shown}: {}", case.shown_name()),
+        CaseStatus::Passed => crate::outln!("ok     {shown}: {name}"),
+        CaseStatus::Updated => crate::outln!("updated {shown}: {name}"),
         CaseStatus::Broken => match &case.name {
-            Some(name) => println!("BROKEN {shown}: {name}"),
-            None => println!("BROKEN {shown}"),
+            Some(_) => crate::outln!("BROKEN {shown}: {name}"),
+            None => crate::outln!("BROKEN {shown}"),
         },
         CaseStatus::Failed => {
-            println!("FAILED {shown}: {}", case.shown_name());
+            crate::outln!("FAILED {shown}: {name}");
             for line in &case.details {
-                println!("    {line}");
+                crate::outln!("    {line}");
             }
         }
     }
@@ -781,6 +783,15 @@ fn case_files(repo: &Path) -> Result<(Vec<String>, Vec<Refusal>), String> {
             Err(format!("{}: {reason}", shown_path(repo, &path)))
         }
         Err(ListError::Io(message)) => Err(shown_path(repo, &message)),
+    }
+}
+
+/// Prints a report document: JSON stays JSON; JUnit XML, like text, has every control a
+/// terminal would act on escaped (XML 1.0's forbidden ones are already dropped).
+fn print_document(format: TestFormat, document: &str) {
+    match format {
+        TestFormat::Json => crate::output::print_json(document),
+        TestFormat::Junit | TestFormat::Text => crate::output::print_text(document),
     }
 }
 

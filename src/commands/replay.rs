@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::commands::Exit;
+use crate::core::terminal::terminal_safe;
 use crate::fixture::runner::collect_fixture_files;
 use crate::fixture::schema::DEFAULT_HEAD;
 use crate::fixture::{InMemoryWorld, load_fixture, replay_fixture};
@@ -27,7 +28,7 @@ pub fn run(args: &ReplayArgs) -> Exit {
     let mut broken = 0usize;
     for path in &args.paths {
         if let Err(err) = collect_fixture_files(path, &mut files) {
-            eprintln!("error: {}: {err}", path.display());
+            crate::errln!("error: {}: {err}", path.display());
             broken += 1;
         }
     }
@@ -36,7 +37,7 @@ pub fn run(args: &ReplayArgs) -> Exit {
         let fixture = match load_fixture(file) {
             Ok(fixture) => fixture,
             Err(err) => {
-                eprintln!("error: {err}");
+                crate::errln!("error: {err}");
                 broken += 1;
                 continue;
             }
@@ -47,21 +48,26 @@ pub fn run(args: &ReplayArgs) -> Exit {
         match &report.mismatch {
             None => {
                 passed += 1;
-                println!(
+                crate::outln!(
                     "PASS {:<32} writes per run: {}",
-                    report.name,
+                    terminal_safe(&report.name),
                     writes.join(" ")
                 );
             }
             Some(mismatch) => {
                 failed += 1;
-                println!("FAIL {:<32} {}: {}", report.name, file.display(), mismatch);
+                crate::outln!(
+                    "FAIL {:<32} {}: {}",
+                    terminal_safe(&report.name),
+                    terminal_safe(&file.display().to_string()),
+                    terminal_safe(&mismatch.to_string())
+                );
             }
         }
     }
-    println!("replay: {passed} passed, {failed} failed");
+    crate::outln!("replay: {passed} passed, {failed} failed");
     if broken > 0 {
-        eprintln!("error: {broken} fixture path(s) could not be read or parsed");
+        crate::errln!("error: {broken} fixture path(s) could not be read or parsed");
         Exit::Usage
     } else if failed > 0 {
         Exit::GateFailed

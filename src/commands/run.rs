@@ -18,6 +18,7 @@ use crate::core::model::{Decision, Effect};
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
 use crate::core::semantic_diff::Limits;
+use crate::core::terminal::terminal_safe;
 use crate::gitlab::GitLabForge;
 use crate::progress::Event;
 use crate::reconcile::Staleness;
@@ -210,12 +211,12 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
         )?;
     }
     match args.format {
-        Format::Json => print!("{}", receipt.to_json()),
-        Format::Text => print!("{}", describe(&report, &args.receipt)),
+        Format::Json => crate::output::print_json(&receipt.to_json()),
+        Format::Text => crate::out!("{}", describe(&report, &args.receipt)),
     }
     if let (Exit::GateFailed, Some(decision)) = (exit, receipt.decision) {
         // Every non-zero exit names its cause on stderr (SPEC §2), this one included.
-        eprintln!("error: {}", gate_failure(decision, args.fail_on));
+        crate::errln!("error: {}", gate_failure(decision, args.fail_on));
     }
     Ok(exit)
 }
@@ -290,7 +291,7 @@ fn dry_run_message(report: &RunReport, rule: &str, subject: &str) -> String {
         .enumerate()
         .map(|(i, line)| {
             let lead = if i == 0 { "message: " } else { "         " };
-            format!("      {lead}{line}\n")
+            format!("      {lead}{}\n", terminal_safe(line))
         })
         .collect()
 }
@@ -362,12 +363,13 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
                     }
                     _ => id,
                 };
+                // Rule and subject come from the MR and its policies: one visible line each.
                 out.push_str(&format!(
                     "  {:<width$}  {:<9}  {} @ {}  ({id})\n",
                     action.action.as_str(),
                     effect,
-                    action.rule,
-                    action.subject
+                    terminal_safe(&action.rule),
+                    terminal_safe(&action.subject)
                 ));
                 if receipt.outcome == Outcome::DryRun {
                     out.push_str(&dry_run_message(report, &action.rule, &action.subject));
@@ -395,7 +397,7 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
         out.push_str(&format!("approval: {} ({what})\n", approval.as_str()));
     }
     for warning in &receipt.warnings {
-        out.push_str(&format!("warning: {warning}\n"));
+        out.push_str(&format!("warning: {}\n", terminal_safe(warning)));
     }
     out.push_str(&format!(
         "requests: {} reads, {} writes; rescan {}; receipt {}\n",
@@ -414,6 +416,75 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::model::{DesiredState, Effect, Finding, Occurrence, Slot};
+    use crate::core::planner::Plan;
+    use crate::core::terminal::is_unsafe;
+    use crate::reconcile::Publication;
+    use proptest::prelude::*;
+
+    /// A report whose every MR-derived text is `rule`, `subject`, `message` or `warning`.
+    fn report_of(rule: &str, subject: &str, message: &str, warning: &str, dry: bool) -> RunReport {
+        let receipt = serde_json::json!({
+            "apiVersion": "assent/v1", "kind": "PublicationReceipt", "project": "p", "mr": 7,
+            "pins": {
+                "sourceSha": "1111111111111111111111111111111111111111",
+                "targetSha": "2222222222222222222222222222222222222222",
+                "baseSha": "3333333333333333333333333333333333333333",
+                "policyDigest": "sha256:00",
+            },
+            "outcome": if dry { "dry-run" } else { "published" },
+            "decision": "REVIEW",
+            "findings": [{"rule": rule, "subject": subject, "effect": "challenge",
+                "occurrence": format!("sha256:{}", "0".repeat(64)), "forgeId": 43, "resolved": false, "assented": false}],
+            "actions": [{"rule": rule, "subject": subject, "action": "create", "forgeId": 43}],
+            "repairs": [], "warnings": [warning], "rescan": {"verified": true},
+            "approval": null, "requests": {"reads": 6, "writes": 3},
+        });
+        RunReport {
+            publication: Publication {
+                receipt: serde_json::from_value(receipt).expect("a receipt"),
+                plan: Plan::default(),
+                stale: None,
+            },
+            desired: DesiredState {
+                findings: vec![Finding {
+                    slot: Slot {
+                        rule: rule.into(),
+                        subject: subject.into(),
+                    },
+                    effect: Effect::Challenge,
+                    occurrence: Occurrence::digest(b"1"),
+                    message: message.into(),
+                }],
+                ..DesiredState::default()
+            },
+        }
+    }
+
+    proptest! {
+        /// No line of the text report carries a raw control, whatever the MR holds, and no
+        /// value starts a line of its own.
+        #[test]
+        fn no_text_output_line_carries_a_raw_control(
+            rule in any::<String>(),
+            subject in any::<String>(),
+            message in any::<String>(),
+            warning in any::<String>(),
+            dry in any::<bool>(),
+        ) {
+            let report = report_of(&rule, &subject, &message, &warning, dry);
+            let text = describe(&report, Path::new("assent-receipt.json"));
+            prop_assert!(!text.chars().any(|c| c != '\n' && is_unsafe(c)), "{:?}", text);
+            let plain = describe(&report_of("r", "s", "m", "w", dry), Path::new("assent-receipt.json"));
+            if !dry {
+                prop_assert_eq!(text.lines().count(), plain.lines().count(), "{:?}", text);
+            }
+            let json = crate::core::terminal::json_terminal_safe(&report.publication.receipt.to_json()).into_owned();
+            prop_assert!(!json.chars().any(|c| c != '\n' && is_unsafe(c)));
+            let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(&back["actions"][0]["subject"], &serde_json::Value::from(subject));
+        }
+    }
 
     fn env_with(value: Option<&'static str>) -> impl Fn(&str) -> Option<String> {
         move |name| {

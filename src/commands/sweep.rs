@@ -120,11 +120,11 @@ pub fn run(args: &SweepArgs) -> CommandResult {
         report.warnings.sort();
     }
     match args.format {
-        Format::Text => print!("{}", report.to_text()),
-        Format::Json => println!(
-            "{}",
+        Format::Text => crate::out!("{}", report.to_text()),
+        Format::Json => crate::output::print_json(&format!(
+            "{}\n",
             serde_json::to_string_pretty(&report.to_json()).expect("JSON")
-        ),
+        )),
     }
     if let Some(line) = report.failure_line() {
         // The report is printed; the failure is the run's error (exit 3).
@@ -134,9 +134,10 @@ pub fn run(args: &SweepArgs) -> CommandResult {
         anyhow::bail!(line);
     }
     if report.not_examined > 0 {
-        eprintln!(
+        crate::errln!(
             "warning: stopped at --max-mrs {}: {} more open MR(s) in the window were not examined",
-            settings.max_mrs, report.not_examined
+            settings.max_mrs,
+            report.not_examined
         );
     }
     Ok(Exit::Success)

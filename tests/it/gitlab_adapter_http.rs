@@ -835,10 +835,58 @@ fn pages_over_the_body_limit_are_asked_again_smaller_and_nothing_is_skipped_or_r
 }
 
 #[test]
-fn one_item_over_the_limit_fails_naming_the_page_and_the_limit_and_the_run_writes_nothing() {
+fn a_human_discussion_over_the_limit_even_alone_is_streamed_without_its_human_bodies() {
     let fake = start_basic();
     let expected = seed_heavy_threads(&fake, 3, &[(1..2, "ü", 40_000)]);
+    // The bot's reply in the heavy thread is kept; the human bodies are not needed.
+    let heavy = fake
+        .discussions(P, MR)
+        .into_iter()
+        .find(|d| d.notes[0].id == expected[1].0)
+        .unwrap();
+    let reply = fake.reply(P, MR, &heavy.id, fixtures::BOT_ID, "the bot's reply");
+    let mut config = config_for(&fake, fixtures::BOT_TOKEN, fixtures::PROJECT_PATH, MR);
+    config.body_limit = 64 * 1024;
+    let (forge, sleeper) = forge_with(config);
+    let listed = forge.list_discussions().unwrap();
+    let ids: Vec<u64> = listed.iter().map(|d| d.notes[0].id).collect();
+    assert_eq!(ids, expected.iter().map(|(id, _)| *id).collect::<Vec<_>>());
+    assert_eq!(
+        listed[0].notes[0].body, expected[0].1,
+        "light pages keep every body"
+    );
+    let streamed = &listed[1];
+    assert_eq!(streamed.notes.len(), 2);
+    assert_eq!(streamed.notes[0].author_id, fixtures::HUMAN_ID);
+    assert_eq!(
+        streamed.notes[0].body, "",
+        "a human's body is dropped as it arrives"
+    );
+    assert_eq!(streamed.notes[1].id, reply);
+    assert_eq!(streamed.notes[1].body, "the bot's reply");
+    // Halved down to one discussion per page; the heavy second page asked at one, over the
+    // limit, then the same page streamed; the third grows back.
+    assert_eq!(
+        discussion_page_sizes(&fake),
+        [100, 50, 25, 12, 6, 3, 1, 1, 1, 2]
+    );
+    assert!(sleeper.delays().is_empty());
+    assert_no_violations(&fake);
+}
+
+#[test]
+fn bot_notes_over_the_limit_fail_naming_the_page_and_the_limit_and_the_run_writes_nothing() {
+    let fake = start_basic();
+    let expected = seed_heavy_threads(&fake, 3, &[]);
     assert_eq!(expected.len(), 3);
+    // The bot's own notes are kept whole, so they must fit the limit.
+    let second = fake
+        .discussions(P, MR)
+        .into_iter()
+        .find(|d| d.notes[0].id == expected[1].0)
+        .unwrap();
+    let big = fake.reply(P, MR, &second.id, fixtures::BOT_ID, "bot");
+    fake.inflate_note(big, "ü", 40_000);
     let mut config = config_for(&fake, fixtures::BOT_TOKEN, fixtures::PROJECT_PATH, MR);
     config.body_limit = 64 * 1024;
     let (forge, _) = forge_with(config.clone());

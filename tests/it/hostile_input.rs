@@ -764,3 +764,71 @@ fn hostile_file_names_stay_inert_in_file_links() {
         ]
     );
 }
+
+/// Whether any character of `text` but its line breaks would act on a terminal.
+fn raw_controls(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|&c| c != '\n' && assent::core::terminal::is_unsafe(c))
+        .collect()
+}
+
+#[test]
+fn a_topic_named_like_a_terminal_escape_is_printed_escaped_by_run() {
+    use assent_test_support::run::World;
+    use fake_gitlab::fixtures;
+    // In a CI log, printed raw: the line is erased and a green verdict appears.
+    let hostile = "x\r\u{1b}[2K\u{1b}[32massent: APPROVE\u{202e}\u{9b}";
+    let shown = "x\\r\\u{1b}[2K\\u{1b}[32massent: APPROVE\\u{202e}\\u{9b}";
+    let push = "7777777777777777777777777777777777777777";
+    let registry = |days: u32| {
+        // YAML's own escapes: a raw C1 control is not allowed in a YAML file.
+        format!(
+            "topics:\n  - name: \"x\\r\\e[2K\\e[32massent: APPROVE\\u202E\\x9b\"\n    retention_days: {days}\n"
+        )
+    };
+    let w = World::new(crate::ASSENT);
+    w.put_file(fixtures::BASE_SHA, "topics/orders.yaml", &registry(30));
+    w.push(push, &[("topics/orders.yaml", &registry(7))]);
+    for args in [&["--dry-run"][..], &[][..], &[][..]] {
+        let r = w
+            .invocation()
+            .args(args)
+            .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", push)
+            .run();
+        r.expect_code(0);
+        for (stream, text) in [
+            ("stdout", r.stdout.clone()),
+            ("stderr", r.stderr.clone()),
+            ("progress", r.progress.join("\n")),
+        ] {
+            assert_eq!(
+                raw_controls(&text),
+                Vec::<char>::new(),
+                "{stream}: {text:?}"
+            );
+        }
+        assert!(r.stdout.contains(shown), "{args:?}: {}", r.stdout);
+        assert!(
+            !r.stdout.lines().any(|l| l.starts_with("assent: APPROVE")),
+            "{}",
+            r.stdout
+        );
+    }
+    // JSON output stays JSON, with the subject exactly as judged.
+    let r = w
+        .invocation()
+        .args(&["--format", "json"])
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", push)
+        .run();
+    r.expect_code(0);
+    assert_eq!(
+        raw_controls(&r.stdout),
+        Vec::<char>::new(),
+        "{:?}",
+        r.stdout
+    );
+    let printed: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let subject = printed["findings"][0]["subject"].as_str().unwrap();
+    assert!(subject.contains(hostile), "{subject:?}");
+    assert_eq!(printed, r.receipt());
+}

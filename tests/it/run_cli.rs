@@ -2554,3 +2554,79 @@ fn a_json_run_still_reports_its_error_on_stderr() {
     assert!(line.contains("--rate-limit-wait"), "{line}");
     assert_eq!(r.stdout, "");
 }
+
+// ---- a bot thread of an undesired slot appears after a summary-only write ----------------
+
+#[test]
+fn a_foreign_open_thread_after_a_summary_only_write_is_not_verified() {
+    use assent::core::model::{Effect, Finding, Occurrence, Slot};
+    let w = World::new(ASSENT);
+    w.run(&[]).expect_code(0);
+    // A human assents: the next run's only write is the summary (REVIEW → APPROVE), which
+    // goes straight to "verified"; the rescan that follows is the only check.
+    let thread = w.thread(RETENTION);
+    w.fake
+        .resolve(project(), mr(), &thread.id, fixtures::HUMAN_ID, true);
+    w.fake.reset_log();
+    w.fake.inject(
+        FaultRule::new(FaultAction::Hold {
+            apply: HoldApply::Before,
+            timeout_ms: Some(20_000),
+        })
+        .method("GET")
+        .route(RouteKind::Discussions)
+        .nth(2),
+    );
+    let running = w.invocation().spawn();
+    assert!(
+        w.fake.wait_for_held(1, Duration::from_secs(30)),
+        "the run never listed the discussions again"
+    );
+    // Meanwhile a concurrent, unserialized run posts a thread of a slot this run does not
+    // want (one an older head desired).
+    let foreign = Finding {
+        slot: Slot {
+            rule: "retention-shrink".into(),
+            subject: "topics/orders.yaml#/topics/gone.v1/retention_days".into(),
+        },
+        effect: Effect::Challenge,
+        occurrence: Occurrence::digest(b"an older head"),
+        message: "Retention shrinks".into(),
+    };
+    let body = assent::core::render::finding_thread_body(&foreign);
+    let (foreign_id, _) = w.fake.post_thread(project(), mr(), fixtures::BOT_ID, &body);
+    w.fake.release_holds();
+    let r = running.wait();
+
+    r.expect_code(3);
+    assert!(
+        r.stderr.contains("which is not desired, is unresolved"),
+        "{}",
+        r.stderr
+    );
+    let marker = w.summary().body.lines().next().unwrap().to_owned();
+    assert!(
+        marker.contains("\"state\":\"reconciling\""),
+        "the summary must not say verified: {marker}"
+    );
+    assert!(
+        w.writes()
+            .iter()
+            .any(|q| q.method == "PUT" && q.route == RouteKind::Note),
+        "the summary was set back"
+    );
+
+    // The next run resolves the stray thread as outdated and verifies.
+    w.fake.clear_faults();
+    let r = w.run(&[]);
+    r.expect_code(0);
+    assert!(r.stdout.contains("rescan verified"), "{}", r.stdout);
+    let stray = w
+        .discussions()
+        .into_iter()
+        .find(|d| d.id == foreign_id)
+        .unwrap();
+    assert!(stray.resolved(), "{stray:#?}");
+    assert!(w.summary().body.contains("\"state\":\"verified\""));
+    w.assert_no_violations();
+}

@@ -356,4 +356,115 @@ fn a_group_too_large_for_one_note_is_split_into_parts_that_each_list_their_own_m
         .collect();
     assert_eq!(assented[0], ("*", true));
     assert!(assented[1..].iter().all(|(_, a)| !a), "{assented:?}");
+/// The highest resident set size (`VmHWM`, in KiB) seen of process `pid` until it exits,
+/// sampled every few milliseconds from another thread: a lower bound of the true peak.
+fn watch_peak_rss(pid: u32) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut peak = 0;
+        for _ in 0..60_000 {
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                break;
+            };
+            let Some(kib) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            else {
+                break; // a zombie: the run has exited
+            };
+            peak = peak.max(kib);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        peak
+    })
+}
+
+#[test]
+fn sixty_eight_maximal_human_replies_in_one_thread_stop_neither_a_run_nor_a_sweep() {
+    let w = World::new(ASSENT);
+    w.run(&[]).expect_code(0);
+    let thread = w.thread("retention-shrink");
+    // A commenter answers the bot's thread 68 times at GitLab's note limit: one discussion
+    // of 68 MB, over the 64 MiB body limit even at one discussion per page.
+    let reply = "y".repeat(GITLAB_NOTE_LIMIT - 1);
+    for _ in 0..68 {
+        w.fake.reply(
+            fixtures::PROJECT_ID,
+            fixtures::MR_IID,
+            &thread.id,
+            fixtures::HUMAN_ID,
+            &reply,
+        );
+    }
+    let before = w.discussions();
+    w.fake.reset_log();
+
+    let running = w.invocation().spawn();
+    let peak = watch_peak_rss(running.pid());
+    let r = running.wait();
+    let peak_kib = peak.join().unwrap();
+    r.expect_code(0);
+    assert!(
+        r.stdout.contains("rescan verified"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    // The bot's thread was still recognised under its replies: nothing posted again.
+    assert_eq!(r.receipt()["requests"]["writes"], 0, "{}", r.stdout);
+    assert_eq!(w.discussions().len(), before.len());
+    // The thread's page was read once at one discussion per page, then streamed.
+    let sizes: Vec<String> = w
+        .fake
+        .requests()
+        .iter()
+        .filter(|q| q.method == "GET" && q.route == RouteKind::Discussions)
+        .map(|q| q.query.clone())
+        .collect();
+    assert!(
+        sizes
+            .iter()
+            .any(|q| q.split('&').any(|p| p == "per_page=1")),
+        "{sizes:?}"
+    );
+    // The human bodies were dropped as they arrived, not held: far below the 68 MB page
+    // (measured: about 20 MB).
+    assert!(peak_kib < 40 * 1024, "peak RSS {peak_kib} KiB");
+
+    // In the sweep's window (it reads the system clock; the fake's own clock is elsewhere).
+    w.fake.with_state(|s| {
+        let mr = s
+            .project_mut(fixtures::PROJECT_ID)
+            .unwrap()
+            .mr_mut(fixtures::MR_IID)
+            .unwrap();
+        mr.updated_at = fake_gitlab::time::format_ms(fake_gitlab::time::system_ms());
+    });
+    w.fake.reset_log();
+    let sweep = std::process::Command::new(ASSENT)
+        .arg("sweep")
+        .args(["--api-url", &w.fake.base_url(), "--project", "42"])
+        .args(["--lookback", "3h", "--interval", "1h"])
+        .env_clear()
+        .env("ASSENT_TOKEN", fixtures::BOT_TOKEN)
+        .env("ASSENT_WRITE_SETTLE_SECS", "0")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&sweep.stdout);
+    assert_eq!(
+        sweep.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&sweep.stderr)
+    );
+    assert!(out.contains("!7 verified"), "{out}");
+    assert!(
+        w.fake
+            .requests()
+            .iter()
+            .any(|q| q.route == RouteKind::Discussions
+                && q.query.split('&').any(|p| p == "per_page=1")),
+        "the sweep read the heavy page at one discussion per page, then streamed it"
+    );
+    w.assert_no_violations();
 }

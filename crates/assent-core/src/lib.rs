@@ -30,6 +30,7 @@ pub mod run_receipt;
 pub mod semantic_diff;
 pub mod sweep;
 pub mod switch;
+pub mod terminal;
 #[cfg(test)]
 mod test_support;
 pub mod unified_diff;

@@ -2,9 +2,11 @@
 //!
 //! Matching means: every write of the run took effect, there is exactly one summary (the
 //! one the run wrote), each desired slot has one canonical thread of the current occurrence
-//! and every other thread of that occurrence is resolved, and nothing the run resolved is
-//! unresolved again. A human resolving a thread in the meantime is not a mismatch; a racing
-//! publisher's unresolved duplicate is, so the next run repairs it.
+//! and every other thread of that occurrence is resolved, no thread of an undesired slot or
+//! of a stale occurrence is unresolved (whoever posted it, whenever), and nothing the run
+//! resolved is unresolved again. A human resolving a thread in the meantime is not a
+//! mismatch; a racing publisher's unresolved duplicate, or its thread of a slot this run
+//! does not want, is, so the next run repairs it.
 
 use std::collections::BTreeSet;
 
@@ -79,6 +81,25 @@ pub fn verify_rescan(
                     ));
                 }
             }
+        }
+    }
+    // Nothing the run does not want may stay open, whoever opened it and whenever: a thread
+    // of an undesired slot, or of a stale occurrence, posted by a concurrent run between the
+    // listing and this rescan (or after a "verified" edit, for the listing that follows it)
+    // gates like any other until the next run resolves it.
+    for thread in rescan.threads.iter().filter(|t| !t.resolved) {
+        match desired.findings.iter().find(|f| f.slot == thread.slot) {
+            None => mismatches.push(format!(
+                "thread {} of {}, which is not desired, is unresolved",
+                thread.forge_id, thread.slot
+            )),
+            Some(finding) if finding.occurrence != thread.occurrence => {
+                mismatches.push(format!(
+                    "thread {} of a stale occurrence of {} is unresolved",
+                    thread.forge_id, thread.slot
+                ));
+            }
+            Some(_) => {}
         }
     }
     let present: BTreeSet<u64> = rescan.threads.iter().map(|t| t.forge_id).collect();
@@ -181,6 +202,65 @@ mod tests {
     }
 
     #[test]
+    fn an_open_thread_of_an_undesired_slot_or_a_stale_occurrence_is_a_mismatch() {
+        let foreign = ThreadArtifact {
+            slot: Slot {
+                rule: "other".into(),
+                subject: "s".into(),
+            },
+            ..thread(11, false)
+        };
+        let stale = ThreadArtifact {
+            occurrence: Occurrence::digest(b"0"),
+            ..thread(12, false)
+        };
+        for (extra, says) in [
+            (foreign.clone(), "thread 11 of other"),
+            (stale.clone(), "thread 12 of a stale occurrence"),
+        ] {
+            let inv = Inventory {
+                threads: vec![thread(10, false), extra],
+                summaries: vec![summary(1)],
+                warnings: vec![],
+            };
+            let m = verify_rescan(&desired(Effect::Challenge), &inv, &record());
+            assert_eq!(m.len(), 1, "{m:?}");
+            assert!(m[0].contains(says), "{m:?}");
+        }
+        // Nothing desired at all: a leftover open thread is still a mismatch.
+        let inv = Inventory {
+            threads: vec![foreign.clone()],
+            summaries: vec![summary(1)],
+            warnings: vec![],
+        };
+        let none = WriteRecord {
+            summary_note_id: Some(1),
+            ..WriteRecord::default()
+        };
+        assert_eq!(
+            verify_rescan(&DesiredState::default(), &inv, &none).len(),
+            1
+        );
+        // Resolved, by anyone, they are what the table leaves behind.
+        let inv = Inventory {
+            threads: vec![
+                thread(10, false),
+                ThreadArtifact {
+                    resolved: true,
+                    ..foreign
+                },
+                ThreadArtifact {
+                    resolved: true,
+                    ..stale
+                },
+            ],
+            summaries: vec![summary(1)],
+            warnings: vec![],
+        };
+        assert!(verify_rescan(&desired(Effect::Challenge), &inv, &record()).is_empty());
+    }
+
+    #[test]
     fn a_human_resolving_meanwhile_is_not_a_mismatch() {
         let inv = Inventory {
             threads: vec![thread(10, true)],
@@ -264,6 +344,8 @@ mod tests {
             [
                 "comment thread 10 is unresolved",
                 "no thread of the current occurrence for c @ s",
+                "thread 11 of a stale occurrence of c @ s is unresolved",
+                "thread 13 of x @ s, which is not desired, is unresolved",
                 "thread 15 duplicates thread 10 and is unresolved",
                 "thread 16 duplicates thread 12 and is unresolved",
             ]

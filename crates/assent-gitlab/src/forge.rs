@@ -23,13 +23,15 @@ use serde::Deserialize;
 
 use super::GitLabConfigError;
 use super::client::GitLabClient;
+use super::discussion_stream;
 use super::endpoints::{
     CreateMergeRequestDiscussionNote, MergeRequestNote, ResolveMergeRequestDiscussion,
 };
-use super::pagination::{DEFAULT_MAX_PAGES, list_all};
-use super::retry::{RetryPolicy, Sleeper, ThreadSleeper};
+use super::pagination::{DEFAULT_MAX_PAGES, list_all, list_all_with};
+use super::retry::{ReadFailure, RetryPolicy, Sleeper, ThreadSleeper};
 use super::transport::{
-    DEFAULT_BODY_LIMIT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, ProxyConfig, Token,
+    DEFAULT_BODY_LIMIT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, PreparedRequest,
+    ProxyConfig, Token,
 };
 use assent_core::model::{
     DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
@@ -147,8 +149,8 @@ impl GitLabForge {
 }
 
 #[derive(Deserialize)]
-struct ApiUser {
-    id: u64,
+pub(super) struct ApiUser {
+    pub(super) id: u64,
     #[serde(default)]
     username: String,
 }
@@ -159,10 +161,10 @@ struct ApiMember {
 }
 
 #[derive(Deserialize)]
-struct ApiNote {
+pub(super) struct ApiNote {
     id: u64,
-    body: Option<String>,
-    author: Option<ApiUser>,
+    pub(super) body: Option<String>,
+    pub(super) author: Option<ApiUser>,
     system: Option<bool>,
     resolvable: Option<bool>,
     resolved: Option<bool>,
@@ -201,10 +203,10 @@ impl ApiNote {
 }
 
 #[derive(Deserialize)]
-struct ApiDiscussion {
-    id: String,
-    individual_note: Option<bool>,
-    notes: Option<Vec<ApiNote>>,
+pub(super) struct ApiDiscussion {
+    pub(super) id: String,
+    pub(super) individual_note: Option<bool>,
+    pub(super) notes: Option<Vec<ApiNote>>,
 }
 
 #[derive(Deserialize)]
@@ -413,10 +415,22 @@ impl Forge for GitLabForge {
             .build()
             .map_err(|e| build_error("discussions", e))?;
         let what = format!("discussions of merge request {}", self.mr_iid);
-        let pages: Vec<ApiDiscussion> = list_all(
-            &self.client.requester,
+        // A page over the body limit even at one discussion per page (one thread with many
+        // large replies) is streamed, keeping only the bot's note bodies: a human's notes
+        // never stop the listing (`super::discussion_stream`).
+        let requester = &self.client.requester;
+        let streamed = |request: &PreparedRequest| {
+            let bot = self.bot_user_id().map_err(ReadFailure::Failed)?;
+            let limit = requester.transport.body_limit();
+            requester.read_streamed(request, &mut |reader| {
+                discussion_stream::read_page(reader, bot, limit)
+            })
+        };
+        let pages: Vec<ApiDiscussion> = list_all_with(
+            requester,
             self.client.prepare(&endpoint)?,
             &self.client.listing(&what, false),
+            Some(&streamed),
         )?;
         Ok(pages
             .into_iter()

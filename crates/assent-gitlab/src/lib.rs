@@ -35,6 +35,7 @@
 
 pub mod advice;
 pub mod client;
+mod discussion_stream;
 pub mod endpoints;
 pub mod forge;
 pub mod pagination;

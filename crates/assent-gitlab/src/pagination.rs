@@ -14,7 +14,9 @@
 //!   the listing.
 //! * **Page size.** A page whose body exceeds the transport's limit (many large notes, MR
 //!   descriptions, diffs) is asked again at half its size, down to 1; only a single item over
-//!   the limit fails the listing, with an error naming the page and the limit. GitLab pages
+//!   the limit fails the listing, with an error naming the page and the limit, unless the
+//!   caller reads such a page another way (`list_all_with`: the discussions listing streams
+//!   it and keeps only the bot's note bodies, `super::discussion_stream`). GitLab pages
 //!   are offsets (page `k` at `per_page` `n` starts at item `(k-1)·n`), so a new size must
 //!   divide the offset of the page being asked: the size is the largest one at most half the
 //!   old that does, and the page number is recomputed from the offset, so no item is skipped
@@ -241,11 +243,29 @@ fn check_next_link(next: &Url, base: &Url) -> Result<(), String> {
     Ok(())
 }
 
+/// Reads a page another way when it exceeds the body limit even at one item per page: the
+/// response (its headers; the body may be empty) and the page's items, or why the body is
+/// not the expected list, or why the read failed.
+pub(crate) type OversizePage<'a, T> =
+    &'a dyn Fn(&PreparedRequest) -> Result<(RawResponse, Result<Vec<T>, String>), ReadFailure>;
+
 /// Fetches every page of `first` and decodes each as a JSON list of `T`.
 pub(crate) fn list_all<T: DeserializeOwned>(
     requester: &Requester,
     first: PreparedRequest,
     listing: &Listing<'_>,
+) -> Result<Vec<T>, ForgeError> {
+    list_all_with(requester, first, listing, None)
+}
+
+/// [`list_all`], with `oversize` reading a page that is over the body limit even at one
+/// item (for discussions: streamed, keeping only what the caller needs of it). Without it,
+/// such a page fails the listing.
+pub(crate) fn list_all_with<T: DeserializeOwned>(
+    requester: &Requester,
+    first: PreparedRequest,
+    listing: &Listing<'_>,
+    oversize: Option<OversizePage<'_, T>>,
 ) -> Result<Vec<T>, ForgeError> {
     let redact = |text: String| requester.transport.redact(text);
     let incomplete = |reason: String| ForgeError::IncompleteListing {
@@ -265,12 +285,23 @@ pub(crate) fn list_all<T: DeserializeOwned>(
     loop {
         page += 1;
         fetched.insert(current.request.url.as_str().to_owned());
-        let response = loop {
+        let (response, read_otherwise) = loop {
             match requester.read_bounded(&current.request) {
-                Ok(response) => break response,
+                Ok(response) => break (response, None),
                 Err(ReadFailure::BodyTooLarge { limit, error }) => match current.smaller() {
                     Some(smaller) => current = smaller,
-                    None => return Err(too_large(error, listing, page, &current, limit)),
+                    None => {
+                        let Some(read) = oversize else {
+                            return Err(too_large(error, listing, page, &current, limit));
+                        };
+                        match read(&current.request) {
+                            Ok((response, items)) => break (response, Some(items)),
+                            Err(ReadFailure::BodyTooLarge { limit, error }) => {
+                                return Err(too_large(error, listing, page, &current, limit));
+                            }
+                            Err(ReadFailure::Failed(error)) => return Err(on_page(error, page)),
+                        }
+                    }
                 },
                 Err(ReadFailure::Failed(error))
                     if page == 1 && listing.missing_is_empty && is_absent_content(&error) =>
@@ -297,7 +328,11 @@ pub(crate) fn list_all<T: DeserializeOwned>(
             ceiling = ceiling.min(served);
             current.size = served;
         }
-        let list: Vec<T> = serde_json::from_slice(&response.body).map_err(|e| {
+        let list: Result<Vec<T>, String> = match read_otherwise {
+            Some(items) => items,
+            None => serde_json::from_slice(&response.body).map_err(|e| e.to_string()),
+        };
+        let list = list.map_err(|e| {
             incomplete(format!(
                 "page {page} (GET {}) is not the expected list: {e}",
                 current.request.route()

@@ -44,7 +44,9 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::transport::{Failure, PreparedRequest, RawResponse, Transport, error_message};
+use super::transport::{
+    Failure, PreparedRequest, RawResponse, StreamSink, Transport, error_message,
+};
 use assent_forge::{ContentBudget, ForgeError, RateLimited};
 
 /// Waits between read attempts. Implementations must be thread-safe.
@@ -299,13 +301,54 @@ impl Requester {
         request: &PreparedRequest,
         budget: Option<&ContentBudget>,
     ) -> Result<RawResponse, ReadFailure> {
+        self.read_with(request, || {
+            self.transport
+                .execute_within(request, budget)
+                .map(|response| (response, Some(())))
+        })
+        .map(|(response, ())| response)
+    }
+
+    /// [`Requester::read_bounded`] with a 2xx body read by `sink` as it arrives
+    /// ([`Transport::execute_streamed`](super::transport::Transport::execute_streamed)): a
+    /// connection lost mid-body is retried like any transport error, a sink over its bound
+    /// is [`ReadFailure::BodyTooLarge`] at once.
+    pub(crate) fn read_streamed<R>(
+        &self,
+        request: &PreparedRequest,
+        sink: StreamSink<'_, R>,
+    ) -> Result<(RawResponse, R), ReadFailure> {
+        self.read_with(request, || {
+            self.transport.execute_streamed(request, &mut *sink)
+        })
+    }
+
+    fn read_with<R>(
+        &self,
+        request: &PreparedRequest,
+        mut attempt: impl FnMut() -> Result<(RawResponse, Option<R>), Failure>,
+    ) -> Result<(RawResponse, R), ReadFailure> {
         debug_assert!(request.method.is_read());
         let attempts = self.policy.max_attempts.max(1);
         let mut retry = 0;
         loop {
-            let verdict = self.judge_read(request, self.transport.execute_within(request, budget));
+            let (outcome, mut value) = match attempt() {
+                Ok((response, value)) => (Ok(response), value),
+                Err(failure) => (Err(failure), None),
+            };
+            let verdict = self.judge_read(request, outcome);
             match verdict {
-                Verdict::Done(response) => return Ok(response),
+                // Only a 2xx answer is done, and its body is what the attempt read.
+                Verdict::Done(response) => match value.take() {
+                    Some(value) => return Ok((response, value)),
+                    None => {
+                        return Err(ReadFailure::Failed(ForgeError::Decode {
+                            method: request.method.as_str().to_owned(),
+                            route: request.route(),
+                            message: "the answer's body was not read".to_owned(),
+                        }));
+                    }
+                },
                 Verdict::Fail(failure) => return Err(failure),
                 Verdict::Retry {
                     error,

@@ -269,6 +269,19 @@ impl fmt::Display for Failure {
     }
 }
 
+/// Reads a 2xx body as it arrives ([`Transport::execute_streamed`]).
+pub(crate) type StreamSink<'s, R> =
+    &'s mut dyn FnMut(&mut dyn std::io::Read) -> Result<R, StreamFailure>;
+
+/// Why a streamed body could not be read to its end.
+#[derive(Debug)]
+pub(crate) enum StreamFailure {
+    /// The connection failed while the body arrived (reset, timeout, truncated).
+    Io(std::io::Error),
+    /// What the sink must keep of the body exceeds its bound.
+    TooLarge,
+}
+
 /// Settings of the transport, taken from the forge configuration.
 #[derive(Debug, Clone)]
 pub(crate) struct TransportSettings<'a> {
@@ -380,7 +393,8 @@ impl Transport {
     /// One attempt: sends the request once and reads the whole (limited) body. Counts the
     /// attempt. Never follows a redirect.
     pub(crate) fn execute(&self, request: &PreparedRequest) -> Result<RawResponse, Failure> {
-        self.execute_within(request, None)
+        self.execute_with::<()>(request, None, None)
+            .map(|(response, _)| response)
     }
 
     /// [`Transport::execute`] taking a successful answer's body from `budget`: nothing is
@@ -392,6 +406,28 @@ impl Transport {
         request: &PreparedRequest,
         budget: Option<&ContentBudget>,
     ) -> Result<RawResponse, Failure> {
+        self.execute_with::<()>(request, budget, None)
+            .map(|(response, _)| response)
+    }
+
+    /// [`Transport::execute`], except that a 2xx body is not buffered: `sink` reads it as it
+    /// arrives, without the body limit (the sink keeps its own bounds), and the response comes
+    /// back with an empty body beside what the sink made of it. Any other status is read as
+    /// [`Transport::execute`] reads it, so its error message is GitLab's.
+    pub(crate) fn execute_streamed<R>(
+        &self,
+        request: &PreparedRequest,
+        sink: StreamSink<'_, R>,
+    ) -> Result<(RawResponse, Option<R>), Failure> {
+        self.execute_with(request, None, Some(sink))
+    }
+
+    fn execute_with<R>(
+        &self,
+        request: &PreparedRequest,
+        budget: Option<&ContentBudget>,
+        sink: Option<StreamSink<'_, R>>,
+    ) -> Result<(RawResponse, Option<R>), Failure> {
         if let Some(budget) = budget
             && budget.is_spent()
         {
@@ -444,6 +480,29 @@ impl Transport {
                 )
             })
             .collect();
+        if let Some(sink) = sink
+            && (200..300).contains(&status)
+        {
+            let mut reader = response.body_mut().as_reader();
+            return match sink(&mut reader) {
+                Ok(value) => Ok((
+                    RawResponse {
+                        status,
+                        headers,
+                        body: Vec::new(),
+                    },
+                    Some(value),
+                )),
+                Err(StreamFailure::TooLarge) => Err(Failure::BodyTooLarge {
+                    status,
+                    limit: self.body_limit,
+                }),
+                Err(StreamFailure::Io(e)) => Err(Failure::NoAnswer(
+                    self.redact(format!("reading the response body: {e}")),
+                    TransportFailure::Other,
+                )),
+            };
+        }
         // Sized from Content-Length (within the limit) so a 10 MB file is one allocation of
         // its size, not a doubling series ending at 16 MiB with copies on the way.
         let expected = response.body().content_length().unwrap_or(0);
@@ -511,11 +570,19 @@ impl Transport {
                 ));
             }
         }
-        Ok(RawResponse {
-            status,
-            headers,
-            body,
-        })
+        Ok((
+            RawResponse {
+                status,
+                headers,
+                body,
+            },
+            None,
+        ))
+    }
+
+    /// The response body limit in bytes.
+    pub(crate) fn body_limit(&self) -> u64 {
+        self.body_limit
     }
 
     fn classify_error(&self, error: &ureq::Error) -> Failure {

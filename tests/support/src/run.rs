@@ -389,6 +389,11 @@ pub struct Running {
 }
 
 impl Running {
+    /// The process id of the run (to read its `/proc` entry while it runs).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits for the run to finish.
     pub fn wait(self) -> RunResult {
         let output = self.child.wait_with_output().expect("wait for assent");

@@ -14,33 +14,11 @@ pub const MAX_QUOTED_CHARS: usize = 48;
 /// Longest problem message, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 480;
 
-/// Whether `c` is escaped: control characters, and the invisible characters that reorder or
-/// break a line when displayed.
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}'
-        )
-}
-
 /// `text` with every control or invisible formatting character escaped (`\n`, `\r`, `\t`,
-/// else `\u{hex}`); everything else is kept.
+/// else `\u{hex}`); everything else is kept. The one escape of every text output
+/// ([`crate::terminal::terminal_safe`]).
 pub fn escape_controls(text: &str) -> String {
-    if !text.chars().any(needs_escape) {
-        return text.to_owned();
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if needs_escape(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::terminal::terminal_safe(text).into_owned()
 }
 
 /// The first `max_chars` characters of `text`, then `…` when there was more.
