@@ -356,6 +356,8 @@ fn a_group_too_large_for_one_note_is_split_into_parts_that_each_list_their_own_m
         .collect();
     assert_eq!(assented[0], ("*", true));
     assert!(assented[1..].iter().all(|(_, a)| !a), "{assented:?}");
+}
+
 /// The highest resident set size (`VmHWM`, in KiB) seen of process `pid` until it exits,
 /// sampled every few milliseconds from another thread: a lower bound of the true peak.
 fn watch_peak_rss(pid: u32) -> std::thread::JoinHandle<u64> {

@@ -300,6 +300,10 @@ pub(crate) fn list_all_with<T: DeserializeOwned>(
                                 return Err(too_large(error, listing, page, &current, limit));
                             }
                             Err(ReadFailure::Failed(error)) => return Err(on_page(error, page)),
+                            // A listing is read without a content budget: this cannot happen.
+                            Err(failure @ ReadFailure::OverBudget { .. }) => {
+                                return Err(on_page(failure.into_error(), page));
+                            }
                         }
                     }
                 },
