@@ -351,7 +351,8 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     }
 }
 
-/// Reads one map key as a string and refuses it if the map being built already has it.
+/// Reads one map key as a string and refuses it if the map being built already has it, or
+/// a key other readers take for it (`keys.rs`).
 ///
 /// The check lives here rather than after `next_key_seed` returns so that the parser reports
 /// the line of the duplicate key itself.
@@ -370,10 +371,10 @@ impl<'m> KeySeed<'m> {
 
     fn accept<E: de::Error>(self, text: &str) -> Result<Key, E> {
         let key = self.keys.borrow_mut().intern(text);
-        if !self.existing.claim(&key) {
-            return Err(E::custom(format_args!("duplicate key {text:?}")));
+        match self.existing.claim(&key) {
+            Ok(()) => Ok(key),
+            Err(clash) => Err(E::custom(clash.message(text))),
         }
-        Ok(key)
     }
 }
 

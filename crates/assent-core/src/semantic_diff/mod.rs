@@ -76,6 +76,7 @@
 
 mod build;
 mod diff;
+mod keys;
 mod lines;
 mod parse;
 mod tree;

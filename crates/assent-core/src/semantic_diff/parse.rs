@@ -255,11 +255,18 @@ mod tests {
             Ok(json!({"a": 1, "b": 2}))
         );
         assert_eq!(
-            error(Format::Yaml, "base: &b {x: 1}\nother:\n  <<: *b\n"),
+            error(Format::Yaml, "base: &b {x: 1}\nother:\n  x: *b\n"),
             (
                 Some(3),
                 "YAML aliases are not supported in governed files".into()
             )
+        );
+        // The usual use of an alias, a merge, is refused at its key, on the same line.
+        let (line, message) = error(Format::Yaml, "base: &b {x: 1}\nother:\n  <<: *b\n");
+        assert_eq!(line, Some(3));
+        assert!(
+            message.starts_with("other: \"<<\" is YAML 1.1's merge key"),
+            "{message}"
         );
     }
 

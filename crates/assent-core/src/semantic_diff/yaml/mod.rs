@@ -19,6 +19,7 @@
 //! file even where the line is ambiguous.
 
 mod events;
+mod readers;
 mod scalar;
 
 use serde_json::Number;
@@ -95,7 +96,7 @@ pub(super) fn parse_yaml(
                 return fail("YAML aliases are not supported in governed files".to_owned());
             }
             EventKind::Scalar { text, plain, tag } if reading_key => {
-                let key = scalar::resolve(text, plain, &tag).and_then(key_text);
+                let key = resolve_checked(text, plain, &tag).and_then(key_text);
                 let Some(Frame::Map {
                     object, key: slot, ..
                 }) = stack.last_mut()
@@ -105,8 +106,8 @@ pub(super) fn parse_yaml(
                 let key = key.and_then(|text| {
                     let key = texts.intern(&text);
                     match object.claim(&key) {
-                        true => Ok(key),
-                        false => Err(format!("duplicate key {text:?}")),
+                        Ok(()) => Ok(key),
+                        Err(clash) => Err(clash.message(&text)),
                     }
                 });
                 match key {
@@ -120,7 +121,7 @@ pub(super) fn parse_yaml(
                 if nodes > max_nodes {
                     return fail(build::too_many_nodes(max_nodes));
                 }
-                match scalar::resolve(text, plain, &tag).and_then(|s| node_value(s, at, &mut texts))
+                match resolve_checked(text, plain, &tag).and_then(|s| node_value(s, at, &mut texts))
                 {
                     Ok(value) => attach(&mut stack, &mut root, value),
                     Err(message) => return fail(at_path(&stack, message)),
@@ -174,6 +175,19 @@ pub(super) fn parse_yaml(
             }
             EventKind::Other => {}
         }
+    }
+}
+
+/// A scalar resolved as [`scalar::resolve`] does, refused when it is plain and untagged and
+/// another reader of the file would read it otherwise (`readers.rs`).
+fn resolve_checked(text: String, plain: bool, tag: &Tag) -> Result<Scalar, String> {
+    if !(plain && *tag == Tag::None && readers::may_resolve(&text)) {
+        return scalar::resolve(text, plain, tag);
+    }
+    let resolved = scalar::resolve(text.clone(), plain, tag)?;
+    match readers::refusal(&text, &resolved) {
+        Some(message) => Err(message),
+        None => Ok(resolved),
     }
 }
 
