@@ -96,7 +96,7 @@ pub(super) fn parse_yaml(
                 return fail("YAML aliases are not supported in governed files".to_owned());
             }
             EventKind::Scalar { text, plain, tag } if reading_key => {
-                let key = resolve_checked(text, plain, &tag).and_then(key_text);
+                let key = resolve_checked(text, plain, &tag, true).and_then(key_text);
                 let Some(Frame::Map {
                     object, key: slot, ..
                 }) = stack.last_mut()
@@ -121,7 +121,8 @@ pub(super) fn parse_yaml(
                 if nodes > max_nodes {
                     return fail(build::too_many_nodes(max_nodes));
                 }
-                match resolve_checked(text, plain, &tag).and_then(|s| node_value(s, at, &mut texts))
+                match resolve_checked(text, plain, &tag, false)
+                    .and_then(|s| node_value(s, at, &mut texts))
                 {
                     Ok(value) => attach(&mut stack, &mut root, value),
                     Err(message) => return fail(at_path(&stack, message)),
@@ -179,13 +180,14 @@ pub(super) fn parse_yaml(
 }
 
 /// A scalar resolved as [`scalar::resolve`] does, refused when it is plain and untagged and
-/// another reader of the file would read it otherwise (`readers.rs`).
-fn resolve_checked(text: String, plain: bool, tag: &Tag) -> Result<Scalar, String> {
+/// another reader of the file would read it otherwise (`readers.rs`); `key` when it is a map
+/// key.
+fn resolve_checked(text: String, plain: bool, tag: &Tag, key: bool) -> Result<Scalar, String> {
     if !(plain && *tag == Tag::None && readers::may_resolve(&text)) {
         return scalar::resolve(text, plain, tag);
     }
     let resolved = scalar::resolve(text.clone(), plain, tag)?;
-    match readers::refusal(&text, &resolved) {
+    match readers::refusal(&text, &resolved, key) {
         Some(message) => Err(message),
         None => Ok(resolved),
     }
@@ -211,6 +213,11 @@ fn node_value(scalar: Scalar, line: Line, texts: &mut Interner) -> Result<Node, 
         Scalar::Null => Node::Null(line),
         Scalar::Bool(b) => Node::Bool(b, line),
         Scalar::Int(n) => match (i64::try_from(n), u64::try_from(n)) {
+            _ if let Some(message) = build::inexact_in_a_double(n)
+                && (i64::try_from(n).is_ok() || u64::try_from(n).is_ok()) =>
+            {
+                return Err(message);
+            }
             (Ok(small), _) => Node::Number(small.into(), line),
             (_, Ok(small)) => Node::Number(small.into(), line),
             _ => return Err(too_wide(&n)),

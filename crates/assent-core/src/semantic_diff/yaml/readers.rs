@@ -75,8 +75,9 @@ fn sign(f: f64) -> &'static str {
 }
 
 /// Why the plain, untagged scalar `text`, which assent resolves to `assent`, is refused: the
-/// readers read it otherwise. `None` when every reader agrees.
-pub(super) fn refusal(text: &str, assent: &Scalar) -> Option<String> {
+/// readers read it otherwise. `None` when every reader agrees. A map `key` is not held to
+/// yaml.v3's reading of `y`, `n` and the like into a Go `bool`, which only applies to values.
+pub(super) fn refusal(text: &str, assent: &Scalar, key: bool) -> Option<String> {
     let assent = match *assent {
         Scalar::Null => Reading::Null,
         Scalar::Bool(b) => Reading::Bool(b),
@@ -95,7 +96,7 @@ pub(super) fn refusal(text: &str, assent: &Scalar) -> Option<String> {
                 .to_owned(),
         );
     }
-    if is_yaml11_boolean_word(text) {
+    if !key && is_yaml11_boolean_word(text) {
         let truth = matches!(text.to_ascii_lowercase().as_str(), "y" | "yes" | "on");
         return Some(format!(
             "plain scalar {text:?} is the string {text:?} to assent (YAML 1.2) but the boolean \
