@@ -96,7 +96,16 @@ pub(super) fn parse_yaml(
                 return fail("YAML aliases are not supported in governed files".to_owned());
             }
             EventKind::Scalar { text, plain, tag } if reading_key => {
-                let key = resolve_checked(text, plain, &tag, true).and_then(key_text);
+                let source = (plain && tag == Tag::None && readers::may_resolve(&text))
+                    .then(|| text.clone());
+                let key = resolve_checked(text, plain, &tag, true)
+                    .and_then(key_text)
+                    .and_then(|key| match source {
+                        Some(source) if source != key => {
+                            Err(readers::noncanonical_key(&source, &key))
+                        }
+                        _ => Ok(key),
+                    });
                 let Some(Frame::Map {
                     object, key: slot, ..
                 }) = stack.last_mut()

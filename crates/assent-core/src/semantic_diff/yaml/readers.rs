@@ -124,6 +124,18 @@ pub(super) fn refusal(text: &str, assent: &Scalar, key: bool) -> Option<String> 
     ))
 }
 
+/// The error for a plain key `source` that resolves to a scalar whose text, `key`, is not
+/// the one written (`0x10` is key `"16"`, `~` key `"null"`, `True` key `"true"`): a program
+/// reading the file into a map with string keys (yaml.v3 into `map[string]T`) keeps the text
+/// as written, so the two would name different keys.
+pub(super) fn noncanonical_key(source: &str, key: &str) -> String {
+    format!(
+        "key {source:?} is the scalar {key} to assent but the text {source:?} to readers that \
+         keep keys as written (Go's yaml.v3 into a map of strings): quote it, or write it as \
+         {key}"
+    )
+}
+
 /// Whether a plain scalar might be read as anything but a string by some reader: everything
 /// both libraries resolve starts with one of these. Most scalars of a registry (names, owners)
 /// do not, and skip the rest of the checks.

@@ -137,11 +137,47 @@ fn tags_on_containers_must_match_them() {
 #[test]
 fn scalar_keys_take_their_text() {
     assert_eq!(
-        parse("1: a\ntrue: b\n~: c\n1.5: d\nx: e\n0x10: f\n99999999999999999999: g\n"),
+        parse("1: a\ntrue: b\nnull: c\n1.5: d\nx: e\n16: f\n99999999999999999999: g\n"),
         Ok(json!({
             "1": "a", "true": "b", "null": "c", "1.5": "d", "x": "e", "16": "f",
             "99999999999999999999": "g"
         }))
+    );
+    // A key whose text is not the one written would be another key to a reader keeping keys
+    // as written.
+    for (text, source) in [
+        (
+            "a: 1
+0x10: f
+",
+            "0x10",
+        ),
+        (
+            "~: c
+", "~",
+        ),
+        (
+            "True: b
+", "True",
+        ),
+        (
+            "5.: x
+", "5.",
+        ),
+    ] {
+        let (line, message) = error(text);
+        assert_eq!(line, text.lines().count(), "{text}");
+        assert!(
+            message.starts_with(&format!("key {source:?} is the scalar ")),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        parse(
+            "'~': c
+\"0x10\": f\n"
+        ),
+        Ok(json!({"~": "c", "0x10": "f"}))
     );
     assert_eq!(
         error("? .inf\n: 1\n").1,
@@ -168,6 +204,7 @@ fn refused_for_other_readers(message: &str) -> bool {
         || message.contains("YAML 1.1's merge key")
         || message.contains("differ only in letter case")
         || message.contains("beyond what a double holds exactly")
+        || message.contains("keep keys as written")
 }
 
 /// The tree `serde_yaml` built through the shared value seed, as assent did before.
