@@ -221,16 +221,17 @@ fn node_value(scalar: Scalar, line: Line, texts: &mut Interner) -> Result<Node, 
     Ok(match scalar {
         Scalar::Null => Node::Null(line),
         Scalar::Bool(b) => Node::Bool(b, line),
-        Scalar::Int(n) => match (i64::try_from(n), u64::try_from(n)) {
-            _ if let Some(message) = build::inexact_in_a_double(n)
-                && (i64::try_from(n).is_ok() || u64::try_from(n).is_ok()) =>
-            {
+        Scalar::Int(n) => {
+            let number: Number = match (i64::try_from(n), u64::try_from(n)) {
+                (Ok(small), _) => small.into(),
+                (_, Ok(small)) => small.into(),
+                _ => return Err(too_wide(&n)),
+            };
+            if let Some(message) = build::inexact_in_a_double(n) {
                 return Err(message);
             }
-            (Ok(small), _) => Node::Number(small.into(), line),
-            (_, Ok(small)) => Node::Number(small.into(), line),
-            _ => return Err(too_wide(&n)),
-        },
+            Node::Number(number, line)
+        }
         Scalar::BigUnsigned(n) => return Err(too_wide(&n)),
         Scalar::Float(f) => Node::Number(
             Number::from_f64(f).ok_or_else(|| {
