@@ -1,5 +1,6 @@
 //! Hostile input through the library API: each case gets a specific finding, error or warning,
-//! never a panic, a hang or a wrong decision.
+//! never a panic, a hang or a wrong decision. The last section runs the binary against the
+//! fake GitLab on files other readers of a registry read otherwise than assent would.
 //!
 //! "Never hangs" is bounded by construction, not by a clock: every input here is finite and
 //! the code under test has no loop whose length is not a function of that input (size, depth
@@ -831,4 +832,141 @@ fn a_topic_named_like_a_terminal_escape_is_printed_escaped_by_run() {
     let subject = printed["findings"][0]["subject"].as_str().unwrap();
     assert!(subject.contains(hostile), "{subject:?}");
     assert_eq!(printed, r.receipt());
+// ---------------------------------------------------------------- what other readers read otherwise
+//
+// The binary against the fake GitLab: an MR whose file other readers of the registry would
+// read otherwise than assent (a merge key, YAML 1.1 octal, keys alike under case folding, an
+// invisible character in a key) blocks with `assent/parse-error` naming `file:line`, and is
+// not diffed: without the refusal each of these passed as APPROVE with no finding.
+
+const NEW_SHA: &str = "4444444444444444444444444444444444444444";
+
+/// Governs JSON registries too (the example policies govern `topics/*.yaml`).
+const JSON_POLICY: &str = r#"apiVersion: assent/v1
+kind: Policy
+rules:
+  - id: json-retention
+    match:
+      files: ["topics/*.json"]
+      pointer: "/retention_days"
+    when: "int(new) < int(old)"
+    effect: block
+"#;
+
+/// Pushes `content` as `path` and runs `assent run` at that head: the decision must be
+/// `BLOCK` by one `assent/parse-error` thread whose body names `path:line` and says `says`.
+fn blocks_as_read_otherwise(path: &str, content: &str, line: usize, says: &str) {
+    use assent_test_support::run::World;
+    let w = World::new(crate::ASSENT);
+    w.put_file(
+        fake_gitlab::fixtures::TARGET_SHA,
+        ".assent/policies/json.yaml",
+        JSON_POLICY,
+    );
+    w.push(NEW_SHA, &[(path, content)]);
+    let r = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
+        .run();
+    r.expect_code(1);
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "BLOCK", "{receipt:#}");
+    let rules: Vec<&str> = receipt["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["rule"].as_str().expect("rule"))
+        .collect();
+    assert_eq!(rules, ["assent/parse-error"], "{receipt:#}");
+    let thread = w.thread("assent/parse-error");
+    let body = &thread.notes[0].body;
+    assert!(body.contains(&format!("{path}:{line}:")), "{body}");
+    assert!(body.contains(says), "{body}");
+    w.assert_no_violations();
+}
+
+#[test]
+fn a_merge_key_inside_an_entry_blocks_naming_its_line() {
+    blocks_as_read_otherwise(
+        "topics/orders.yaml",
+        "topics:\n  - name: orders.events.v1\n    retention_days: 30\n    <<: {retention_days: 1}\n",
+        4,
+        "merge key",
+    );
+    blocks_as_read_otherwise(
+        "topics/orders.yaml",
+        "topics:\n  - name: orders.events.v1\n    <<:\n      retention_days: 1\n    retention_days: 30\n",
+        3,
+        "merge key",
+    );
+}
+
+#[test]
+fn yaml_1_1_octal_blocks_saying_what_pyyaml_reads() {
+    blocks_as_read_otherwise(
+        "topics/orders.yaml",
+        "topics:\n  - name: orders.events.v1\n    retention_days: 030\n",
+        3,
+        "the integer 24 to PyYAML",
+    );
+    blocks_as_read_otherwise(
+        "topics/orders.yaml",
+        "topics:\n  - name: orders.events.v1\n    retention_days: 30\n    partitions: 012\n",
+        4,
+        "the integer 10 to PyYAML",
+    );
+}
+
+#[test]
+fn keys_alike_under_case_folding_block_in_yaml_and_json() {
+    blocks_as_read_otherwise(
+        "topics/orders.yaml",
+        "topics:\n  - name: orders.events.v1\n    retention_days: 30\n    retention_day\u{17f}: 1\n",
+        4,
+        "differ only in letter case",
+    );
+    blocks_as_read_otherwise(
+        "topics/orders.json",
+        "{\n  \"retention_days\": 30,\n  \"RETENTION_DAYS\": 1\n}\n",
+        3,
+        "differ only in letter case",
+    );
+}
+
+#[test]
+fn an_invisible_character_in_a_key_blocks_naming_it() {
+    blocks_as_read_otherwise(
+        "topics/orders.yaml",
+        "topics:\n  - name: orders.events.v1\n    retention\u{feff}_days: 1\n",
+        3,
+        "U+FEFF",
+    );
+    blocks_as_read_otherwise(
+        "topics/orders.json",
+        "{\n  \"retention\\u200b_days\": 1\n}\n",
+        2,
+        "U+200B",
+    );
+}
+
+#[test]
+fn yaml_1_1_booleans_sexagesimal_and_json_wide_integers_block() {
+    blocks_as_read_otherwise(
+        "topics/orders.yaml",
+        "topics:\n  - name: orders.events.v1\n    retention_days: 30\n    compacted: yes\n",
+        4,
+        "the boolean true in YAML 1.1",
+    );
+    blocks_as_read_otherwise(
+        "topics/orders.yaml",
+        "topics:\n  - name: orders.events.v1\n    retention_days: 1:30\n",
+        3,
+        "the integer 90 to PyYAML",
+    );
+    blocks_as_read_otherwise(
+        "topics/orders.json",
+        "{\n  \"retention_days\": 9007199254740993\n}\n",
+        2,
+        "beyond what a double holds exactly",
+    );
 }

@@ -4,7 +4,9 @@
 //!
 //! Select tests by module path: `cargo test --test it run_cli::` runs one module,
 //! `cargo test --test it -- run_cli::first_run sweep_cli::a_dry_run` several filters at
-//! once. The gitlab-ci-local tests are opt-in: `cargo test --test it ci_local -- --ignored`.
+//! once. The gitlab-ci-local tests are opt-in: `cargo test --test it ci_local -- --ignored`, and
+//! so are the differential tests against PyYAML and Go's readers: `cargo test --test it consumers
+//! -- --ignored`.
 //!
 //! The helpers shared with the benchmarks and fuzz targets are the `assent_test_support`
 //! crate (`tests/support/`). The modules share one process and run in parallel, which holds
@@ -18,6 +20,7 @@ mod ci_local;
 mod ci_templates;
 mod complete_change_set;
 mod completions_cli;
+mod consumers;
 mod diff_notes;
 mod doctor_cli;
 mod fixtures_replay;

@@ -19,7 +19,7 @@ use serde::de::{self, DeserializeSeed, EnumAccess, MapAccess, SeqAccess, Visitor
 use serde_json::Number;
 
 use super::lines::{NewlineIndex, json_value_lines};
-use super::tree::{Interner, Key, Line, Node, ObjectBuilder};
+use super::tree::{Interner, Key, KeyClash, Line, Node, ObjectBuilder};
 
 /// The key under which `toml` hands a datetime to `deserialize_any` (a one-entry map). It is
 /// private to `toml_datetime`, hence repeated here; a test pins the behaviour.
@@ -49,6 +49,25 @@ pub(super) fn too_many_nodes(max_nodes: usize) -> String {
     format!("document has more than {max_nodes} values (limit)")
 }
 
+/// The error for integer `n` when a double cannot hold it exactly, else `None`.
+///
+/// Many readers hold every number as an IEEE double: JavaScript, Go's `encoding/json` into an
+/// `interface{}`, and so `ghodss/yaml` too. They read 9007199254740993 as 9007199254740992,
+/// while Python and assent keep the integer, so a policy would judge a value those programs
+/// never see. Integers a double holds exactly (every one up to 2^53, and round ones beyond)
+/// read alike everywhere.
+pub(super) fn inexact_in_a_double(n: i128) -> Option<String> {
+    let double = n as f64;
+    if double as i128 == n && double.abs() < 1.7e38 {
+        return None;
+    }
+    Some(format!(
+        "integer {n} is beyond what a double holds exactly: readers that keep numbers as \
+         doubles (JavaScript, Go's encoding/json and ghodss/yaml into an interface{{}}) read \
+         {double:e}; write it as a string"
+    ))
+}
+
 /// Where the values of one document start.
 enum Lines {
     /// JSON: the line of each value, in the order [`Budget::count_node`] counts them.
@@ -68,6 +87,13 @@ pub(super) struct Budget {
     /// Whether a one-entry map keyed [`TOML_DATETIME_FIELD`] is a datetime. Only for TOML: in
     /// JSON or YAML such a key is ordinary data and must stay a map.
     toml_datetimes: bool,
+    /// TOML only: a key refused by [`KeySeed`] (with the line of the earlier key it clashes
+    /// with), kept until its value is read, because `toml` places a key's error at its table,
+    /// and the value's span has the key's line. `toml` hands keys over sorted, not in
+    /// document order, so the error takes the later of the two lines.
+    refused_key: RefCell<Option<(String, Line)>>,
+    /// TOML only: the line of the key refused, for the error (`toml` would give its table's).
+    pub(super) refused_key_line: Cell<Line>,
 }
 
 impl Budget {
@@ -98,6 +124,8 @@ impl Budget {
             texts: RefCell::new(Interner::default()),
             lines,
             toml_datetimes,
+            refused_key: RefCell::new(None),
+            refused_key_line: Cell::new(Line::UNKNOWN),
         }
     }
 
@@ -129,6 +157,18 @@ impl ValueSeed<'_> {
         ValueSeed {
             budget: self.budget,
             depth: self.depth + 1,
+        }
+    }
+
+    /// Fails, at the line of `value`, if the key just read for it was refused (TOML).
+    fn check_refused_key<E: de::Error>(&self, value: &Node) -> Result<(), E> {
+        match self.budget.refused_key.borrow_mut().take() {
+            Some((message, earlier)) => {
+                let line = value.line().map_or(Line::UNKNOWN, Line::new);
+                self.budget.refused_key_line.set(line.max(earlier));
+                Err(E::custom(message))
+            }
+            None => Ok(()),
         }
     }
 
@@ -332,9 +372,11 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         // document order of values, which is what JSON's line table is in.
         let line = self.enter_container()?;
         let value = map.next_value_seed(self.child())?;
+        self.check_refused_key::<A::Error>(&value)?;
         object.push(first, value);
         while let Some(key) = map.next_key_seed(KeySeed::new(&mut object, self.budget))? {
             let value = map.next_value_seed(self.child())?;
+            self.check_refused_key::<A::Error>(&value)?;
             object.push(key, value);
         }
         Ok(object.finish(line))
@@ -351,13 +393,17 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     }
 }
 
-/// Reads one map key as a string and refuses it if the map being built already has it.
+/// Reads one map key as a string and refuses it if the map being built already has it, or
+/// a key other readers take for it (`keys.rs`).
 ///
 /// The check lives here rather than after `next_key_seed` returns so that the parser reports
 /// the line of the duplicate key itself.
 struct KeySeed<'m> {
     existing: &'m mut ObjectBuilder,
     keys: &'m RefCell<Interner>,
+    /// Whether a refused key is reported after its value (TOML: see `Budget::refused_key`).
+    defer_refusal: bool,
+    refused_key: &'m RefCell<Option<(String, Line)>>,
 }
 
 impl<'m> KeySeed<'m> {
@@ -365,15 +411,26 @@ impl<'m> KeySeed<'m> {
         KeySeed {
             existing,
             keys: &budget.texts,
+            defer_refusal: budget.toml_datetimes,
+            refused_key: &budget.refused_key,
         }
     }
 
     fn accept<E: de::Error>(self, text: &str) -> Result<Key, E> {
         let key = self.keys.borrow_mut().intern(text);
-        if !self.existing.claim(&key) {
-            return Err(E::custom(format_args!("duplicate key {text:?}")));
+        match self.existing.claim(&key) {
+            Ok(()) => Ok(key),
+            // A TOML duplicate never gets here: `toml` refuses it first, at its line.
+            Err(clash) if self.defer_refusal => {
+                let earlier = match clash {
+                    KeyClash::FoldsLike(_, Some(line)) => Line::new(line),
+                    _ => Line::UNKNOWN,
+                };
+                *self.refused_key.borrow_mut() = Some((clash.message(text), earlier));
+                Ok(key)
+            }
+            Err(clash) => Err(E::custom(clash.message(text))),
         }
-        Ok(key)
     }
 }
 

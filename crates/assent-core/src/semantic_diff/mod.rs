@@ -29,10 +29,22 @@
 //!   `max_depth` is set to.
 //! * **Duplicate keys** are an error in every format (JSON parsers usually keep the last one
 //!   silently, which would let a reviewer read one value while a program reads another).
+//! * **What other readers read otherwise is refused.** The registry's other readers (PyYAML's
+//!   YAML 1.1, Go's yaml.v3 and `encoding/json`, JavaScript) must see the value assent judged,
+//!   so every shape on which they disagree with assent is a [`ParseError`] saying what they
+//!   would read: plain YAML scalars that YAML 1.1 or yaml.v3 resolve otherwise (`030`, `1:30`,
+//!   `1_000`, `yes`, `1e3`, timestamps; `yaml/readers.rs`), an untagged `<<` merge key (never
+//!   merged), plain keys whose text is not the one written (`0x10`, `~`), and in every format
+//!   keys alike under Unicode case folding or holding an invisible character (`keys.rs`;
+//!   values may hold invisible characters: every reader reads them alike), integers a double
+//!   cannot hold exactly (JSON and YAML) and JSON's `-0`. `docs/policies.md`, "What assent
+//!   refuses to parse, and why", is the table; `tests/it/consumers.rs` holds it to the real
+//!   readers.
 //! * **Numbers** must be representable in JSON: NaN and infinities are refused; YAML integers
-//!   must fit in `i64`/`u64` (TOML's always do). A JSON integer beyond 64 bits is read as a
-//!   float, which is `serde_json`'s own behaviour. `1` and `1.0` are different values (a change
-//!   between them is a `modify`).
+//!   must fit in `i64`/`u64` (TOML's always do), and JSON and YAML integers in a double
+//!   exactly (above). JSON floats are read as the nearest double (`serde_json`'s
+//!   `float_roundtrip`), as every other reader does. `1` and `1.0` are different values (a
+//!   change between them is a `modify`).
 //! * **YAML**: one document per file (a stream of several is refused; an empty file is `null`).
 //!   Aliases are refused outright — the simplest sound defence against alias bombs ("billion
 //!   laughs") and against a value silently changing because its anchor moved; anchors alone are
@@ -41,8 +53,9 @@
 //!   are tags a `%TAG` directive expands, and standard tags that are not plain data (`!!binary`,
 //!   `!!timestamp`, `!!set`, a `!!map` tag on a list). `!!str`, `!!int`, `!!float`, `!!bool`,
 //!   `!!null`, `!!seq` and `!!map` on their own kind resolve as usual. Plain scalars resolve as
-//!   `serde_yaml` 0.9 resolved them (`yaml/scalar.rs` lists the rules). Scalar keys become
-//!   their string form (`1: a` is key `"1"`, `true: b` key `"true"`, `~: c` key `"null"`);
+//!   `serde_yaml` 0.9 resolved them (`yaml/scalar.rs` lists the rules), where the other
+//!   readers agree (above). Scalar keys become
+//!   their string form (`1: a` is key `"1"`, `true: b` key `"true"`, `null: c` key `"null"`);
 //!   two keys with the same string form are duplicates. Lists or maps as keys are refused.
 //! * **TOML** datetimes become their RFC 3339 strings.
 //!
@@ -82,6 +95,7 @@
 
 mod build;
 mod diff;
+mod keys;
 mod lines;
 mod parse;
 mod tree;

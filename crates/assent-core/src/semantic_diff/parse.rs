@@ -2,7 +2,7 @@
 
 use serde::de::DeserializeSeed;
 
-use super::build::{Budget, ValueSeed};
+use super::build::{self, Budget, ValueSeed};
 use super::tree::Node;
 use super::{Format, Limits, yaml};
 
@@ -66,10 +66,14 @@ pub fn parse_document(
             let parsed = seed
                 .deserialize(&mut de)
                 .and_then(|value| de.end().map(|()| value));
-            parsed.map_err(|e| {
+            let tree = parsed.map_err(|e| {
                 let line = (e.line() > 0).then_some(e.line());
                 fail(line, strip_position(e.to_string(), e.line(), e.column()))
-            })
+            })?;
+            match json_number_refusal(text) {
+                Some((line, message)) => Err(fail(Some(line), message)),
+                None => Ok(tree),
+            }
         }
         Format::Yaml => yaml::parse_yaml(text, limits.max_depth, limits.max_nodes)
             .map_err(|e| fail(Some(e.line), e.message)),
@@ -78,13 +82,71 @@ pub fn parse_document(
             let seed = seed(&budget);
             let parsed = toml::de::Deserializer::parse(text).and_then(|de| seed.deserialize(de));
             parsed.map_err(|e| {
-                let line = e
-                    .span()
-                    .map(|span| line_of_offset(text.as_bytes(), span.start));
+                let line = budget.refused_key_line.get().get().or_else(|| {
+                    e.span()
+                        .map(|span| line_of_offset(text.as_bytes(), span.start))
+                });
                 fail(line, e.message().to_owned())
             })
         }
     }
+}
+
+/// The first integer literal of valid JSON `text` that readers would read differently, with
+/// its line and why: one a double cannot hold exactly ([`build::inexact_in_a_double`]; the
+/// value builder only sees `serde_json`'s reading, already a double past 64 bits), or `-0`,
+/// which Python reads as the integer 0 and every reader that keeps doubles (and `serde_json`)
+/// as -0.0. Fractions and exponents are doubles to every reader and are not looked at.
+fn json_number_refusal(text: &str) -> Option<(usize, String)> {
+    let bytes = text.as_bytes();
+    let mut line = 1;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => line += 1,
+            b'"' => {
+                // Valid JSON: a string holds no raw newline, and `\\` escapes one byte.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let literal = &text[start..i];
+                if literal.contains(['.', 'e', 'E']) {
+                    continue;
+                }
+                if literal == "-0" {
+                    return Some((
+                        line,
+                        "number -0 is the integer 0 to some readers (Python's json) and the \
+                         double -0.0 to others (JavaScript, Go's encoding/json); write 0"
+                            .to_owned(),
+                    ));
+                }
+                let message = match literal.parse::<i128>() {
+                    Ok(n) => build::inexact_in_a_double(n),
+                    Err(_) => Some(format!(
+                        "integer {literal} is wider than 128 bits, beyond what any reader \
+                         agrees on; write it as a string"
+                    )),
+                };
+                if let Some(message) = message {
+                    return Some((line, message));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// The 1-based line holding byte `offset` of `bytes`.
@@ -217,7 +279,7 @@ mod tests {
     #[test]
     fn yaml_scalar_keys_become_strings_and_collide_by_string_form() {
         assert_eq!(
-            parse(Format::Yaml, "1: a\ntrue: b\n~: c\n1.5: d\nx: e\n"),
+            parse(Format::Yaml, "1: a\ntrue: b\nnull: c\n1.5: d\nx: e\n"),
             Ok(json!({"1": "a", "true": "b", "null": "c", "1.5": "d", "x": "e"}))
         );
         assert_eq!(
@@ -255,11 +317,18 @@ mod tests {
             Ok(json!({"a": 1, "b": 2}))
         );
         assert_eq!(
-            error(Format::Yaml, "base: &b {x: 1}\nother:\n  <<: *b\n"),
+            error(Format::Yaml, "base: &b {x: 1}\nother:\n  x: *b\n"),
             (
                 Some(3),
                 "YAML aliases are not supported in governed files".into()
             )
+        );
+        // The usual use of an alias, a merge, is refused at its key, on the same line.
+        let (line, message) = error(Format::Yaml, "base: &b {x: 1}\nother:\n  <<: *b\n");
+        assert_eq!(line, Some(3));
+        assert!(
+            message.starts_with("other: \"<<\" is YAML 1.1's merge key"),
+            "{message}"
         );
     }
 
@@ -301,11 +370,242 @@ mod tests {
         assert_eq!(error(Format::Toml, "a = 1\nb = nan\n").0, Some(2));
         assert_eq!(error(Format::Toml, "b = -inf\n").0, Some(1));
         assert!(parse(Format::Yaml, "a: 99999999999999999999999\n").is_err());
-        // serde_json reads an integer beyond 64 bits as a float (documented, not refused).
+        // serde_json would read an integer beyond 64 bits as a float; Python reads the
+        // integer. Refused, as is every integer a double cannot hold exactly.
+        let (line, message) = error(Format::Json, "[1,\n99999999999999999999999]");
+        assert_eq!(line, Some(2));
+        assert!(message.contains("read 1e23"), "{message}");
+        assert_eq!(parse(Format::Json, "[1e23]"), Ok(json!([1e23])));
+    }
+
+    /// `(format, document, line, what the message must say)`: a shape some reader of the
+    /// file reads otherwise than assent would (`docs/policies.md`, "What assent refuses to
+    /// parse, and why").
+    const READ_OTHERWISE: &[(Format, &str, usize, &str)] = &[
+        // YAML 1.1 integers: leading-zero octal, underscores, sexagesimal, 0o/0X prefixes.
+        (
+            Format::Yaml,
+            "topics:\n  - name: a\n    retention_days: 030\n",
+            3,
+            "topics[0].retention_days: plain scalar \"030\" is the string \"030\" to assent (YAML 1.2) but the integer 24 to PyYAML (YAML 1.1) and the integer 24 to Go's yaml.v3",
+        ),
+        (
+            Format::Yaml,
+            "partitions: 012\n",
+            1,
+            "the integer 10 to PyYAML",
+        ),
+        (
+            Format::Yaml,
+            "a: 1_000\n",
+            1,
+            "the integer 1000 to PyYAML (YAML 1.1) and the integer 1000 to Go's yaml.v3",
+        ),
+        (Format::Yaml, "a: 1:30\n", 1, "the integer 90 to PyYAML"),
+        (
+            Format::Yaml,
+            "a: 190:20:30\n",
+            1,
+            "the integer 685230 to PyYAML",
+        ),
+        (
+            Format::Yaml,
+            "a: 0o17\n",
+            1,
+            "is the integer 15 to assent (YAML 1.2) but the string \"0o17\" to PyYAML",
+        ),
+        (
+            Format::Yaml,
+            "a: 0X1F\n",
+            1,
+            "the integer 31 to Go's yaml.v3",
+        ),
+        (Format::Yaml, "a: 09\n", 1, "the float 9.0 to Go's yaml.v3"),
+        // YAML 1.1 floats need a dot and a signed exponent.
+        (
+            Format::Yaml,
+            "a: 1e3\n",
+            1,
+            "is the float 1000.0 to assent (YAML 1.2) but the string \"1e3\" to PyYAML",
+        ),
+        (
+            Format::Yaml,
+            "a: 1.5e3\n",
+            1,
+            "the string \"1.5e3\" to PyYAML",
+        ),
+        (Format::Yaml, "a: +.5\n", 1, "the string \"+.5\" to PyYAML"),
+        (Format::Yaml, "a: 1.0e+400\n", 1, "the float inf to PyYAML"),
+        // YAML 1.1 booleans, in any case.
+        (
+            Format::Yaml,
+            "enabled: yes\n",
+            1,
+            "the boolean true in YAML 1.1",
+        ),
+        (Format::Yaml, "a: Off\n", 1, "the boolean false in YAML 1.1"),
+        (Format::Yaml, "a: [x, n]\n", 1, "a[1]: plain scalar \"n\""),
+        (Format::Yaml, "yes: 1\n", 1, "plain scalar \"yes\""),
+        // Timestamps other than a plain date.
+        (
+            Format::Yaml,
+            "at: 2024-01-15 10:00:00\n",
+            1,
+            "a timestamp to PyYAML",
+        ),
+        (
+            Format::Yaml,
+            "at: 2024-1-5\n",
+            1,
+            "a timestamp to Go's yaml.v3",
+        ),
+        // Merge keys, inline or not, and << as a value.
+        (
+            Format::Yaml,
+            "topics:\n  - name: a\n    retention_days: 30\n    <<: {retention_days: 1}\n",
+            4,
+            "topics[0]: \"<<\" is YAML 1.1's merge key",
+        ),
+        (
+            Format::Yaml,
+            "a:\n  <<:\n    b: 1\n",
+            2,
+            "a: \"<<\" is YAML 1.1's merge key",
+        ),
+        (Format::Yaml, "a: {x: 1, <<: {y: 2}}\n", 1, "merge key"),
+        (Format::Yaml, "a: <<\n", 1, "merge key"),
+        // Keys alike under case folding, in every format.
+        (
+            Format::Yaml,
+            "retention_days: 30\nretention_day\u{17f}: 1\n",
+            2,
+            "keys \"retention_days\" (line 1) and \"retention_day\u{17f}\" differ only in letter case",
+        ),
+        (
+            Format::Yaml,
+            "a:\n  Name: x\n  NAME: y\n",
+            3,
+            "a: keys \"Name\" (line 2) and \"NAME\"",
+        ),
+        (
+            Format::Json,
+            "{\"retention_days\": 30,\n \"RETENTION_DAYS\": 1}",
+            2,
+            "keys \"retention_days\" (line 1) and \"RETENTION_DAYS\" differ only in letter case",
+        ),
+        (
+            Format::Json,
+            "{\"kafka\": 1, \"\\u212aafka\": 2}",
+            1,
+            "differ only in letter case",
+        ),
+        (
+            Format::Toml,
+            "retention_days = 30\nRetention_Days = 1\n",
+            2,
+            "differ only in letter case",
+        ),
+        (
+            Format::Toml,
+            "[a]\nx = 1\n[A]\nx = 2\n",
+            3,
+            "differ only in letter case",
+        ),
+        // Invisible characters in keys, in every format.
+        (
+            Format::Yaml,
+            "retention\u{feff}_days: 1\n",
+            1,
+            "key \"retention\\u{feff}_days\" holds the invisible character U+FEFF: it displays as \"retention_days\"",
+        ),
+        (
+            Format::Yaml,
+            "a:\n  \"retention\\u200b_days\": 1\n",
+            2,
+            "a: key \"retention\\u{200b}_days\" holds the invisible character U+200B",
+        ),
+        (Format::Json, "{\"retention\\u200d_days\": 1}", 1, "U+200D"),
+        (Format::Json, "{\"a\": {\"b\u{202e}\": 1}}", 1, "U+202E"),
+        (Format::Toml, "\"retention\\u00ad_days\" = 1\n", 1, "U+00AD"),
+        // JSON numbers readers disagree on.
+        (
+            Format::Json,
+            "{\"id\": 9007199254740993}",
+            1,
+            "read 9.007199254740992e15",
+        ),
+        (
+            Format::Json,
+            "[\n-0]",
+            2,
+            "number -0 is the integer 0 to some readers",
+        ),
+        (
+            Format::Yaml,
+            "id: 9007199254740993\n",
+            1,
+            "beyond what a double holds exactly",
+        ),
+    ];
+
+    #[test]
+    fn shapes_other_readers_read_otherwise_are_refused_at_their_line() {
+        for &(format, text, line, says) in READ_OTHERWISE {
+            let (got, message) = error(format, text);
+            assert_eq!(got, Some(line), "{format:?} {text:?}: {message}");
+            assert!(
+                message.contains(says),
+                "{format:?} {text:?}:\n{message}\nlacks\n{says}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_every_reader_reads_alike_is_still_accepted() {
+        let yaml = "a: \"030\"\nb: '1:30'\nc: \"yes\"\nd: '<<'\ne: 2024-01-15\nf: 1.5e+3\n\
+                    g: 0x1F\nh: 0b101\ni: 007.5\nj: -0\nk: 1.2.3\nl: true\nm: ~\nn: .5\n\
+                    o: orders\np: \"\\u200b\"\nq: 9007199254740992\nr: \"RETENTION_DAYS\"\ny: 1\n";
         assert_eq!(
-            parse(Format::Json, "[99999999999999999999999]"),
-            Ok(json!([1e23]))
+            parse(Format::Yaml, yaml),
+            Ok(json!({
+                "a": "030", "b": "1:30", "c": "yes", "d": "<<", "e": "2024-01-15", "f": 1500.0,
+                "g": 31, "h": 5, "i": 7.5, "j": 0, "k": "1.2.3", "l": true, "m": null, "n": 0.5,
+                "o": "orders", "p": "\u{200b}", "q": 9007199254740992u64, "r": "RETENTION_DAYS",
+                "y": 1
+            }))
         );
+        // Tagged scalars are what their tag says to every reader.
+        assert_eq!(
+            parse(Format::Yaml, "a: !!str 030\nb: !!int 30\n"),
+            Ok(json!({"a": "030", "b": 30}))
+        );
+        assert_eq!(
+            parse(
+                Format::Json,
+                "{\"a\": -0.0, \"b\": 9007199254740992, \"c\": 1e400000000}"
+            )
+            .map_err(|e| e.message.contains("out of range")),
+            Err(true),
+            "serde_json itself refuses an infinite literal"
+        );
+        assert_eq!(
+            parse(
+                Format::Json,
+                "{\"a\": -0.0, \"b\": 9007199254740992, \"c\": \"\\u200b-0 9007199254740993\"}"
+            ),
+            Ok(json!({"a": -0.0, "b": 9007199254740992u64, "c": "\u{200b}-0 9007199254740993"}))
+        );
+        assert_eq!(
+            parse(Format::Toml, "a = 9007199254740993\nb = \"\\u200b\"\n"),
+            Ok(json!({"a": 9007199254740993u64, "b": "\u{200b}"})),
+            "TOML readers keep 64-bit integers; invisible characters in values are data"
+        );
+    }
+
+    #[test]
+    fn json_lone_surrogates_are_refused() {
+        assert_eq!(error(Format::Json, "[\"\\ud800\"]").0, Some(1));
+        assert_eq!(error(Format::Json, "[\n\"\\udc00x\"]").0, Some(2));
     }
 
     #[test]

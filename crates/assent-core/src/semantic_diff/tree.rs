@@ -18,10 +18,12 @@
 //! The tree is immutable once built. Changes carry `serde_json::Value`s ([`Node::to_value`]),
 //! because that is what policies and receipts speak.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Map, Number, Value};
+
+use super::keys;
 
 /// An interned map key.
 pub type Key = Arc<str>;
@@ -171,11 +173,10 @@ fn from_value(value: &Value, keys: &mut Interner) -> Node {
         Value::Object(map) => {
             let mut object = ObjectBuilder::default();
             for (k, v) in map {
+                // A tree of a `Value` is data assent already holds, not a file to judge: its
+                // keys are unique, and how other readers would take them is not asked.
                 let key = keys.intern(k);
-                // Always new: a `Map` cannot hold a key twice.
-                if object.claim(&key) {
-                    object.push(key, from_value(v, keys));
-                }
+                object.push_unchecked(key, from_value(v, keys));
             }
             object.finish(Line::UNKNOWN)
         }
@@ -216,35 +217,89 @@ impl Interner {
     }
 }
 
-/// A map being filled, in document order, with a duplicate check: [`claim`](Self::claim)
-/// each key, then [`push`](Self::push) its entry.
+/// A map being built: its entries in document order, and what makes a new key unsafe.
 #[derive(Debug, Default)]
 pub(super) struct ObjectBuilder {
     entries: Vec<(Key, Node)>,
-    /// Built once a map outgrows a linear scan, so a huge map costs O(n) checks, not O(n²).
-    index: Option<HashSet<Key>>,
+    /// The case fold of each entry's key (`keys::folded`), in the same order: a key that
+    /// folds like an earlier one is refused, so the folds of a map are unique.
+    folds: Vec<Key>,
+    /// Fold to entry position, built once a map outgrows a linear scan, so a huge map costs
+    /// O(n) checks, not O(n²).
+    index: Option<HashMap<Key, usize>>,
 }
 
-/// Up to this many entries, a duplicate is looked for by scanning.
+/// Why a key cannot join a map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum KeyClash {
+    /// The map already has this exact key.
+    Duplicate,
+    /// The map has a key differing from this one only in letter case (the earlier key, and
+    /// the line of its value when known). See `keys.rs`.
+    FoldsLike(Key, Option<usize>),
+    /// The key holds an invisible character.
+    Invisible(char),
+}
+
+impl KeyClash {
+    /// The error message for `key`.
+    pub(super) fn message(&self, key: &str) -> String {
+        match self {
+            KeyClash::Duplicate => format!("duplicate key {key:?}"),
+            KeyClash::FoldsLike(earlier, line) => keys::folds_like(key, earlier, *line),
+            KeyClash::Invisible(c) => keys::invisible_in_key(key, *c),
+        }
+    }
+}
+
+/// Up to this many entries, a clash is looked for by scanning.
 const SCAN_LIMIT: usize = 16;
 
 impl ObjectBuilder {
-    /// Reserves `key` for the entry about to be [`push`](Self::push)ed: `false` when the map
-    /// already has it. Separate from `push` because a duplicate is refused at the key, before
+    /// Reserves `key` for the entry about to be [`push`](Self::push)ed, or says why the map
+    /// cannot take it. Separate from `push` because a bad key is refused at the key, before
     /// its value is read; one check per key, not two.
-    pub(super) fn claim(&mut self, key: &Key) -> bool {
-        match &mut self.index {
-            Some(index) => index.insert(Key::clone(key)),
-            None => !self.entries.iter().any(|(k, _)| k == key),
+    pub(super) fn claim(&mut self, key: &Key) -> Result<(), KeyClash> {
+        if let Some(c) = keys::invisible_char(key) {
+            return Err(KeyClash::Invisible(c));
         }
+        let fold = keys::folded(key);
+        let earlier = match &self.index {
+            Some(index) => index.get(&fold).copied(),
+            None => self.folds.iter().position(|f| *f == fold),
+        };
+        if let Some(at) = earlier {
+            let (earlier, value) = &self.entries[at];
+            return Err(match earlier == key {
+                true => KeyClash::Duplicate,
+                false => KeyClash::FoldsLike(Key::clone(earlier), value.line()),
+            });
+        }
+        self.folds.push(fold);
+        Ok(())
     }
 
     /// Appends the entry of the key just claimed.
     pub(super) fn push(&mut self, key: Key, value: Node) {
         self.entries.push((key, value));
-        if self.index.is_none() && self.entries.len() > SCAN_LIMIT {
-            self.index = Some(self.entries.iter().map(|(k, _)| Key::clone(k)).collect());
+        let at = self.entries.len() - 1;
+        match &mut self.index {
+            Some(index) => {
+                index.insert(Key::clone(&self.folds[at]), at);
+            }
+            None if self.entries.len() > SCAN_LIMIT => {
+                let index = self.folds.iter().cloned().enumerate();
+                self.index = Some(index.map(|(at, fold)| (fold, at)).collect());
+            }
+            None => {}
         }
+    }
+
+    /// Appends an entry without the checks of [`claim`](Self::claim), for a map known to be
+    /// valid already (a `serde_json::Value`'s, whose keys are unique).
+    fn push_unchecked(&mut self, key: Key, value: Node) {
+        self.folds.push(keys::folded(&key));
+        self.entries.push((key, value));
     }
 
     /// The finished map, sorted by key, starting on `line`.
@@ -286,10 +341,20 @@ mod tests {
         let mut object = ObjectBuilder::default();
         for i in 0..40 {
             let key = keys.intern(&format!("k{i}"));
-            assert!(object.claim(&key), "{key}");
-            object.push(Key::clone(&key), Node::Null(Line::UNKNOWN));
-            assert!(!object.claim(&key), "{key} again");
-            assert!(!object.claim(&keys.intern("k0")));
+            assert_eq!(object.claim(&key), Ok(()), "{key}");
+            object.push(Key::clone(&key), Node::Null(Line::new(i + 1)));
+            assert_eq!(object.claim(&key), Err(KeyClash::Duplicate), "{key} again");
+            assert_eq!(object.claim(&keys.intern("k0")), Err(KeyClash::Duplicate));
+            let shouting = keys.intern(&format!("K{i}"));
+            assert_eq!(
+                object.claim(&shouting),
+                Err(KeyClash::FoldsLike(key, Some(i + 1))),
+                "{shouting}"
+            );
+            assert_eq!(
+                object.claim(&keys.intern("k\u{200b}0")),
+                Err(KeyClash::Invisible('\u{200b}'))
+            );
         }
         let node = object.finish(Line::UNKNOWN);
         let Node::Object(entries, _) = node else {

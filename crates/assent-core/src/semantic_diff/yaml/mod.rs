@@ -19,6 +19,7 @@
 //! file even where the line is ambiguous.
 
 mod events;
+mod readers;
 mod scalar;
 
 use serde_json::Number;
@@ -95,7 +96,16 @@ pub(super) fn parse_yaml(
                 return fail("YAML aliases are not supported in governed files".to_owned());
             }
             EventKind::Scalar { text, plain, tag } if reading_key => {
-                let key = scalar::resolve(text, plain, &tag).and_then(key_text);
+                let source = (plain && tag == Tag::None && readers::may_resolve(&text))
+                    .then(|| text.clone());
+                let key = resolve_checked(text, plain, &tag, true)
+                    .and_then(key_text)
+                    .and_then(|key| match source {
+                        Some(source) if source != key => {
+                            Err(readers::noncanonical_key(&source, &key))
+                        }
+                        _ => Ok(key),
+                    });
                 let Some(Frame::Map {
                     object, key: slot, ..
                 }) = stack.last_mut()
@@ -105,8 +115,8 @@ pub(super) fn parse_yaml(
                 let key = key.and_then(|text| {
                     let key = texts.intern(&text);
                     match object.claim(&key) {
-                        true => Ok(key),
-                        false => Err(format!("duplicate key {text:?}")),
+                        Ok(()) => Ok(key),
+                        Err(clash) => Err(clash.message(&text)),
                     }
                 });
                 match key {
@@ -120,7 +130,8 @@ pub(super) fn parse_yaml(
                 if nodes > max_nodes {
                     return fail(build::too_many_nodes(max_nodes));
                 }
-                match scalar::resolve(text, plain, &tag).and_then(|s| node_value(s, at, &mut texts))
+                match resolve_checked(text, plain, &tag, false)
+                    .and_then(|s| node_value(s, at, &mut texts))
                 {
                     Ok(value) => attach(&mut stack, &mut root, value),
                     Err(message) => return fail(at_path(&stack, message)),
@@ -177,6 +188,20 @@ pub(super) fn parse_yaml(
     }
 }
 
+/// A scalar resolved as [`scalar::resolve`] does, refused when it is plain and untagged and
+/// another reader of the file would read it otherwise (`readers.rs`); `key` when it is a map
+/// key.
+fn resolve_checked(text: String, plain: bool, tag: &Tag, key: bool) -> Result<Scalar, String> {
+    if !(plain && *tag == Tag::None && readers::may_resolve(&text)) {
+        return scalar::resolve(text, plain, tag);
+    }
+    let resolved = scalar::resolve(text.clone(), plain, tag)?;
+    match readers::refusal(&text, &resolved, key) {
+        Some(message) => Err(message),
+        None => Ok(resolved),
+    }
+}
+
 /// Puts a finished value into the container being filled, or makes it the document.
 fn attach(stack: &mut [Frame], root: &mut Option<Node>, value: Node) {
     match stack.last_mut() {
@@ -196,11 +221,17 @@ fn node_value(scalar: Scalar, line: Line, texts: &mut Interner) -> Result<Node, 
     Ok(match scalar {
         Scalar::Null => Node::Null(line),
         Scalar::Bool(b) => Node::Bool(b, line),
-        Scalar::Int(n) => match (i64::try_from(n), u64::try_from(n)) {
-            (Ok(small), _) => Node::Number(small.into(), line),
-            (_, Ok(small)) => Node::Number(small.into(), line),
-            _ => return Err(too_wide(&n)),
-        },
+        Scalar::Int(n) => {
+            let number: Number = match (i64::try_from(n), u64::try_from(n)) {
+                (Ok(small), _) => small.into(),
+                (_, Ok(small)) => small.into(),
+                _ => return Err(too_wide(&n)),
+            };
+            if let Some(message) = build::inexact_in_a_double(n) {
+                return Err(message);
+            }
+            Node::Number(number, line)
+        }
         Scalar::BigUnsigned(n) => return Err(too_wide(&n)),
         Scalar::Float(f) => Node::Number(
             Number::from_f64(f).ok_or_else(|| {
