@@ -832,6 +832,8 @@ fn a_topic_named_like_a_terminal_escape_is_printed_escaped_by_run() {
     let subject = printed["findings"][0]["subject"].as_str().unwrap();
     assert!(subject.contains(hostile), "{subject:?}");
     assert_eq!(printed, r.receipt());
+}
+
 // ---------------------------------------------------------------- what other readers read otherwise
 //
 // The binary against the fake GitLab: an MR whose file other readers of the registry would
