@@ -1,4 +1,5 @@
-//! Project-level routes of the sweep (SPEC §9), on [`GitLabClient`]:
+//! Project-level routes of the sweep (SPEC §9), on [`GitLabClient`], returning the sweep
+//! port's types ([`assent_forge::sweep`]):
 //!
 //! * [`GitLabClient::list_open_merge_requests`]: `GET projects/:id/merge_requests` with
 //!   `state=opened`, `updated_after=<window start>`, `order_by=created_at`, `sort=asc`, every
@@ -25,40 +26,44 @@ use super::client::GitLabClient;
 use super::forge::build_error;
 use super::pagination::list_all;
 use assent_forge::ForgeError;
+use assent_forge::sweep::{CreatedPipeline, ListedMergeRequest};
 
-/// One entry of the MR listing. The listing carries no `head_pipeline`: read the single MR
-/// for that.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ListedMergeRequest {
-    /// The MR's IID.
-    pub iid: u64,
-    /// `opened`, `closed`, `merged` or `locked`.
-    pub state: String,
-    /// The head SHA, when reported.
+/// One entry of the MR listing as GitLab sends it (unknown fields ignored).
+#[derive(Deserialize)]
+struct ApiListedMergeRequest {
+    iid: u64,
+    state: String,
     #[serde(default)]
-    pub sha: Option<String>,
-    /// The MR's `updated_at`, when reported.
+    sha: Option<String>,
     #[serde(default)]
-    pub updated_at: Option<String>,
-    /// The branch the MR targets, when reported.
+    updated_at: Option<String>,
     #[serde(default)]
-    pub target_branch: Option<String>,
-    /// GitLab's `blocking_discussions_resolved`: every resolvable discussion is resolved.
+    target_branch: Option<String>,
     #[serde(default)]
-    pub blocking_discussions_resolved: Option<bool>,
+    blocking_discussions_resolved: Option<bool>,
 }
 
-/// A pipeline just created for a merge request.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct CreatedPipeline {
-    /// The pipeline id.
-    pub id: u64,
-    /// Its status (`created` right after creation).
+impl From<ApiListedMergeRequest> for ListedMergeRequest {
+    fn from(mr: ApiListedMergeRequest) -> Self {
+        ListedMergeRequest {
+            iid: mr.iid,
+            state: mr.state,
+            sha: mr.sha,
+            updated_at: mr.updated_at,
+            target_branch: mr.target_branch,
+            blocking_discussions_resolved: mr.blocking_discussions_resolved,
+        }
+    }
+}
+
+/// A created pipeline as GitLab sends it.
+#[derive(Deserialize)]
+struct ApiCreatedPipeline {
+    id: u64,
     #[serde(default)]
-    pub status: Option<String>,
-    /// Its web URL.
+    status: Option<String>,
     #[serde(default)]
-    pub web_url: Option<String>,
+    web_url: Option<String>,
 }
 
 impl GitLabClient {
@@ -76,11 +81,12 @@ impl GitLabClient {
             .sort(SortOrder::Ascending)
             .build()
             .map_err(|e| build_error("merge requests", e))?;
-        list_all(
+        let listed: Vec<ApiListedMergeRequest> = list_all(
             &self.requester,
             self.prepare(&endpoint)?,
             &self.listing("open merge requests", false),
-        )
+        )?;
+        Ok(listed.into_iter().map(ListedMergeRequest::from).collect())
     }
 
     /// Creates a merge request pipeline for MR `iid` (its current head). Sent once; an
@@ -93,7 +99,12 @@ impl GitLabClient {
             .map_err(|e| build_error("merge request pipelines", e))?;
         let request = self.prepare(&endpoint)?;
         let response = self.requester.write(&request)?;
-        self.decode_write(&request, &response)
+        let created: ApiCreatedPipeline = self.decode_write(&request, &response)?;
+        Ok(CreatedPipeline {
+            id: created.id,
+            status: created.status,
+            web_url: created.web_url,
+        })
     }
 }
 

@@ -1,7 +1,8 @@
-//! `assent sweep`'s orchestration (SPEC §9): list the open MRs updated in the window, read
-//! each one's bot summary, classify it ([`crate::core::sweep`]) and create a pipeline where
-//! the review state needs healing. The sweep never publishes a review artifact: the pipeline
-//! it creates runs the normal, serialized `assent run` job, which does the healing.
+//! One sweep pass (SPEC §9), as `assent sweep` and `assent serve`'s embedded sweep run it:
+//! list the open MRs updated in the window and examine each ([`crate::examination`]: read
+//! its bot summary, classify it with [`crate::core::sweep`], create a pipeline where the
+//! review state needs healing). The sweep never publishes a review artifact: the pipeline it
+//! creates runs the normal, serialized `assent run` job, which does the healing.
 //!
 //! Requests, per sweep: `GET /user` once, the MR listing (one request per 100 MRs updated in
 //! the window; MRs outside it are filtered by GitLab and cost nothing), then per examined MR
@@ -22,107 +23,14 @@
 //! rest are counted in the report and left to the next sweep.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::core::inventory::Inventory;
-use crate::core::model::{ListedDiscussion, MergeRequestInfo, MergeRequestState};
-use crate::core::resolutions::resolution_fingerprint;
-use crate::core::sweep::{
-    Action, ClassifySettings, HeadPipeline, MrFacts, SweepDuration, Timestamp, Verdict, classify,
-    window_start,
-};
-use crate::forge::{Forge, ForgeError, RequestCounts};
-use crate::gitlab::project_endpoints::{CreatedPipeline, ListedMergeRequest};
-use crate::gitlab::{GitLabClient, GitLabForge};
+use crate::core::sweep::{SweepDuration, Timestamp, Verdict, window_start};
+use crate::examination::{ExamineSettings, MrAction, MrReport, examine};
+use crate::forge::RequestCounts;
+use crate::forge::sweep::{ListedMergeRequest, SweepForge};
 use crate::progress::{Event, Progress, Silent};
-
-/// What the sweep needs from the forge.
-pub trait SweepForge {
-    /// The user id behind the token: only its notes are artifacts.
-    fn bot_user_id(&self) -> Result<u64, ForgeError>;
-    /// Open MRs updated at or after `updated_after`, all pages.
-    fn list_open_merge_requests(
-        &self,
-        updated_after: Timestamp,
-    ) -> Result<Vec<ListedMergeRequest>, ForgeError>;
-    /// Every discussion of MR `iid`, all pages.
-    fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError>;
-    /// The single MR `iid` (state, head, head pipeline).
-    fn merge_request(&self, iid: u64) -> Result<MergeRequestInfo, ForgeError>;
-    /// Creates a merge request pipeline for MR `iid`; sent once.
-    fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError>;
-    /// Requests made so far.
-    fn request_counts(&self) -> RequestCounts;
-}
-
-/// [`SweepForge`] over GitLab: one project [`GitLabClient`] for `/user`, the listing and
-/// pipeline creation, and over it the forge of the MR currently examined, for its
-/// discussions and the single MR read. One connection, one CA bundle read, one request tally.
-pub struct GitLabSweepForge {
-    client: Arc<GitLabClient>,
-    current: Mutex<Option<(u64, GitLabForge)>>,
-}
-
-impl GitLabSweepForge {
-    /// The sweep's forge over the project's client.
-    pub fn new(client: GitLabClient) -> Self {
-        GitLabSweepForge {
-            client: Arc::new(client),
-            current: Mutex::new(None),
-        }
-    }
-
-    fn with_mr<T>(
-        &self,
-        iid: u64,
-        f: impl FnOnce(&GitLabForge) -> Result<T, ForgeError>,
-    ) -> Result<T, ForgeError> {
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if current.as_ref().is_none_or(|(i, _)| *i != iid) {
-            *current = Some((iid, GitLabForge::over(self.client.clone(), iid)));
-        }
-        let (_, forge) = current.as_ref().expect("set above");
-        f(forge)
-    }
-}
-
-impl SweepForge for GitLabSweepForge {
-    fn bot_user_id(&self) -> Result<u64, ForgeError> {
-        self.client.current_user_id()
-    }
-
-    fn list_open_merge_requests(
-        &self,
-        updated_after: Timestamp,
-    ) -> Result<Vec<ListedMergeRequest>, ForgeError> {
-        let after = updated_after
-            .to_chrono()
-            .ok_or_else(|| ForgeError::Decode {
-                method: "GET".into(),
-                route: "merge requests".into(),
-                message: format!("window start out of range: {updated_after}"),
-            })?;
-        self.client.list_open_merge_requests(after)
-    }
-
-    fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError> {
-        self.with_mr(iid, |f| f.list_discussions())
-    }
-
-    fn merge_request(&self, iid: u64) -> Result<MergeRequestInfo, ForgeError> {
-        self.with_mr(iid, |f| f.merge_request())
-    }
-
-    fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {
-        self.client.create_merge_request_pipeline(iid)
-    }
-
-    fn request_counts(&self) -> RequestCounts {
-        self.client.request_counts()
-    }
-}
 
 /// The sweep's settings (already checked: see [`crate::core::sweep::check_window`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,51 +45,6 @@ pub struct SweepSettings {
     pub dry_run: bool,
     /// The most MRs examined in one sweep.
     pub max_mrs: usize,
-}
-
-/// What the sweep did for one MR.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MrAction {
-    /// Nothing was needed (or the MR was left alone).
-    None,
-    /// A pipeline was created.
-    PipelineCreated,
-    /// Dry run: a pipeline would have been created.
-    WouldCreatePipeline,
-    /// A request failed; see the detail.
-    Failed,
-}
-
-impl MrAction {
-    /// `none`, `pipeline-created`, `would-create-pipeline`, `failed`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MrAction::None => "none",
-            MrAction::PipelineCreated => "pipeline-created",
-            MrAction::WouldCreatePipeline => "would-create-pipeline",
-            MrAction::Failed => "failed",
-        }
-    }
-}
-
-/// One examined MR.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MrReport {
-    /// The MR's IID.
-    pub iid: u64,
-    /// The head SHA it was judged against, when known.
-    pub head: Option<String>,
-    /// The verdict; `None` when a failure came before classification.
-    pub verdict: Option<Verdict>,
-    /// What the sweep did.
-    pub action: MrAction,
-    /// The pipeline created.
-    pub pipeline_id: Option<u64>,
-    /// The canonical summary's note id, when there is one.
-    pub summary_note_id: Option<u64>,
-    /// Why.
-    pub detail: String,
 }
 
 /// The whole sweep, complete or not.
@@ -457,12 +320,16 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Pr
             settings.max_mrs, report.not_examined
         ));
     }
-    let classify_settings = ClassifySettings {
+    let examine_settings = ExamineSettings {
         stuck_after: settings.stuck_after,
+        dry_run: settings.dry_run,
     };
     let total = candidates.len().min(settings.max_mrs);
     for listed in candidates.into_iter().take(settings.max_mrs) {
-        let mr = examine(forge, bot, &listed, report, &classify_settings);
+        let examined = examine(forge, bot, &listed, report.now, &examine_settings);
+        report.warnings.extend(examined.warnings);
+        report.rate_limited |= examined.rate_limited;
+        let mr = examined.report;
         match mr.action {
             MrAction::PipelineCreated => report.healed += 1,
             MrAction::WouldCreatePipeline => report.would_heal += 1,
@@ -501,109 +368,21 @@ fn in_window(listing: Vec<ListedMergeRequest>, start: Timestamp) -> Vec<ListedMe
     mrs
 }
 
-fn examine(
-    forge: &dyn SweepForge,
-    bot: u64,
-    listed: &ListedMergeRequest,
-    report: &mut SweepReport,
-    settings: &ClassifySettings,
-) -> MrReport {
-    let iid = listed.iid;
-    let mut mr = MrReport {
-        iid,
-        head: listed.sha.clone().filter(|s| !s.is_empty()),
-        verdict: None,
-        action: MrAction::None,
-        pipeline_id: None,
-        summary_note_id: None,
-        detail: String::new(),
-    };
-    let discussions = match forge.list_discussions(iid) {
-        Ok(d) => d,
-        Err(e) => {
-            report.rate_limited |= e.is_rate_limited();
-            mr.action = MrAction::Failed;
-            mr.detail = format!("cannot list the discussions: {e}");
-            return mr;
-        }
-    };
-    let inventory = Inventory::from_listing(&discussions, bot);
-    report
-        .warnings
-        .extend(inventory.warnings.iter().map(|w| format!("!{iid}: {w}")));
-    let summary = inventory.canonical_summary();
-    mr.summary_note_id = summary.map(|s| s.note_id);
-    let mut facts = MrFacts {
-        iid,
-        head_sha: mr.head.clone().unwrap_or_default(),
-        open: true,
-        head_pipeline: HeadPipeline::NotRead,
-        target_branch: listed.target_branch.clone().filter(|b| !b.is_empty()),
-        blocking_discussions_resolved: listed.blocking_discussions_resolved,
-        resolutions: resolution_fingerprint(&inventory),
-    };
-    let mut classification = classify(&facts, summary, report.now, settings);
-    if classification.action == Action::InspectMergeRequest {
-        let info = match forge.merge_request(iid) {
-            Ok(info) => info,
-            Err(e) => {
-                report.rate_limited |= e.is_rate_limited();
-                mr.verdict = Some(classification.verdict);
-                mr.action = MrAction::Failed;
-                mr.detail = format!(
-                    "{}; cannot read the merge request: {e}",
-                    classification.detail
-                );
-                return mr;
-            }
-        };
-        facts.head_sha = info.head_sha.clone();
-        facts.open = info.state == MergeRequestState::Opened;
-        facts.target_branch = Some(info.target_branch.clone()).filter(|b| !b.is_empty());
-        facts.head_pipeline = match info.head_pipeline_status {
-            Some(status) => HeadPipeline::Status(status),
-            None => HeadPipeline::None,
-        };
-        mr.head = Some(info.head_sha);
-        classification = classify(&facts, summary, report.now, settings);
-    }
-    mr.verdict = Some(classification.verdict);
-    mr.detail = classification.detail;
-    match classification.action {
-        Action::None => {}
-        Action::InspectMergeRequest => {
-            // Unreachable by construction: a classification with a read head pipeline never
-            // asks for it again. Reported rather than trusted.
-            mr.action = MrAction::Failed;
-            mr.detail
-                .push_str("; internal: classification asked for the MR twice");
-        }
-        Action::CreatePipeline if report.settings.dry_run => {
-            mr.action = MrAction::WouldCreatePipeline;
-        }
-        Action::CreatePipeline => match forge.create_pipeline(iid) {
-            Ok(pipeline) => {
-                mr.action = MrAction::PipelineCreated;
-                mr.pipeline_id = Some(pipeline.id);
-            }
-            Err(e) => {
-                report.rate_limited |= e.is_rate_limited();
-                mr.action = MrAction::Failed;
-                mr.detail = format!("{}; pipeline creation failed: {e}", mr.detail);
-            }
-        },
-    }
-    mr
-}
-
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;
     use std::collections::HashMap;
 
     use super::*;
+    use crate::core::inventory::Inventory;
     use crate::core::marker::{Marker, SummaryState, compose_body};
+    use crate::core::model::{ListedDiscussion, MergeRequestInfo, MergeRequestState};
     use crate::core::model::{ListedNote, Occurrence};
+    use crate::core::resolutions::resolution_fingerprint;
+    use crate::core::sweep::Timestamp;
+    use crate::examination::MrAction;
+    use crate::forge::ForgeError;
+    use crate::forge::sweep::CreatedPipeline;
 
     const HEAD: &str = "2222222222222222222222222222222222222222";
     const OLD: &str = "1111111111111111111111111111111111111111";
