@@ -64,8 +64,11 @@ pub struct SweepReport {
     pub mrs: Vec<MrReport>,
     /// MRs in the window left for the next sweep because of `max_mrs`.
     pub not_examined: usize,
-    /// Pipelines created.
+    /// Pipelines created for lost or missing runs (`missing`, `reconciling-stuck`,
+    /// `verified-older-head`, `verified-no-target`): the number to watch.
     pub healed: usize,
+    /// Pipelines created after a human action (`review-resolved`, `verified-other-target`).
+    pub refreshed: usize,
     /// Dry run: pipelines that would have been created.
     pub would_heal: usize,
     /// Operator-facing warnings (malformed bot markers, the `max_mrs` cap).
@@ -113,7 +116,7 @@ impl SweepReport {
     }
 
     /// The text report: one line per examined MR, warnings, in a dry run `would heal: K (dry
-    /// run)`, then `healed: N` last.
+    /// run)`, then `refreshed: M` and `healed: N` last.
     pub fn to_text(&self) -> String {
         let s = &self.settings;
         let mut out = format!(
@@ -148,6 +151,7 @@ impl SweepReport {
         if s.dry_run {
             out.push_str(&format!("would heal: {} (dry run)\n", self.would_heal));
         }
+        out.push_str(&format!("refreshed: {}\n", self.refreshed));
         out.push_str(&format!("healed: {}\n", self.healed));
         out
     }
@@ -192,6 +196,7 @@ impl SweepReport {
                 writes: self.requests.writes,
             },
             would_heal: self.would_heal,
+            refreshed: self.refreshed,
             healed: self.healed,
         };
         serde_json::to_value(doc).expect("the report serializes")
@@ -217,6 +222,7 @@ struct JsonReport<'a> {
     error: Option<String>,
     requests: JsonRequests,
     would_heal: usize,
+    refreshed: usize,
     healed: usize,
 }
 
@@ -275,6 +281,7 @@ pub fn sweep_observed(
         mrs: Vec::new(),
         not_examined: 0,
         healed: 0,
+        refreshed: 0,
         would_heal: 0,
         warnings: Vec::new(),
         failure: None,
@@ -331,6 +338,9 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Pr
         report.rate_limited |= examined.rate_limited;
         let mr = examined.report;
         match mr.action {
+            MrAction::PipelineCreated if mr.verdict.is_some_and(Verdict::follows_human_action) => {
+                report.refreshed += 1
+            }
             MrAction::PipelineCreated => report.healed += 1,
             MrAction::WouldCreatePipeline => report.would_heal += 1,
             MrAction::None | MrAction::Failed => {}
@@ -339,7 +349,7 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Pr
         progress.event(&Event::Examined {
             done: report.mrs.len(),
             total,
-            healed: report.healed + report.would_heal,
+            healed: report.healed + report.refreshed + report.would_heal,
         });
     }
 }
@@ -603,7 +613,7 @@ mod tests {
         assert_eq!(report.healed, 2);
         assert!(report.succeeded());
         let text = report.to_text();
-        assert!(text.ends_with("\nhealed: 2\n"), "{text}");
+        assert!(text.ends_with("\nrefreshed: 0\nhealed: 2\n"), "{text}");
         assert!(
             text.contains(
                 "!4 missing: pipeline-created 5004 (no assent summary on the MR; no head pipeline)"
@@ -634,7 +644,7 @@ mod tests {
         assert_eq!((report.healed, report.would_heal), (0, 2));
         let text = report.to_text();
         assert!(
-            text.ends_with("\nwould heal: 2 (dry run)\nhealed: 0\n"),
+            text.ends_with("\nwould heal: 2 (dry run)\nrefreshed: 0\nhealed: 0\n"),
             "{text}"
         );
     }
@@ -787,17 +797,35 @@ mod tests {
             };
             forge.discussions.insert(1, vec![summary.clone(), thread]);
             let report = sweep(&forge, "g/p", now(), &settings());
-            (report.mrs[0].verdict.unwrap(), report.healed)
+            let text = report.to_text();
+            let tail: Vec<&str> = text.lines().rev().take(2).collect();
+            assert_eq!(
+                report.to_json()["refreshed"],
+                report.refreshed,
+                "the JSON says what the text says"
+            );
+            (
+                report.mrs[0].verdict.unwrap(),
+                report.refreshed,
+                report.healed,
+                tail.join(" < "),
+            )
         };
-        // Someone resolved it since: heal.
+        // Someone resolved it since: a pipeline, counted as a refresh (a human acted), not as
+        // a repair, so `healed` stays 0.
         assert_eq!(
             sweep_with(challenge_thread(50, Some(7))),
-            (Verdict::ReviewResolved, 1)
+            (
+                Verdict::ReviewResolved,
+                1,
+                0,
+                "healed: 0 < refreshed: 1".into()
+            )
         );
-        // Nothing changed since the summary: nothing to heal.
+        // Nothing changed since the summary: nothing to do.
         assert_eq!(
             sweep_with(challenge_thread(50, None)),
-            (Verdict::Verified, 0)
+            (Verdict::Verified, 0, 0, "healed: 0 < refreshed: 0".into())
         );
     }
 
