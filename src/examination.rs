@@ -99,6 +99,42 @@ pub struct Examination {
     pub warnings: Vec<String>,
     /// Some request failed because GitLab's rate limits outlasted the wait budget.
     pub rate_limited: bool,
+    /// The last forge failure, for a caller that tracks GitLab's health (serve's `/readyz`).
+    pub error: Option<crate::forge::ForgeError>,
+}
+
+/// Examines MR `iid` from nothing but its IID (what serve does when an event names it): the
+/// single MR read first, with its head pipeline, then [`examine`] on it, so the
+/// classification never asks for the MR again. Requests: the MR, its discussions, at most
+/// one pipeline creation.
+pub fn examine_iid(
+    forge: &dyn SweepForge,
+    bot: u64,
+    iid: u64,
+    now: Timestamp,
+    settings: &ExamineSettings,
+) -> Examination {
+    match forge.merge_request_entry(iid) {
+        Ok(entry) => examine(forge, bot, &entry, now, settings),
+        Err(e) => Examination {
+            report: MrReport {
+                action: MrAction::Failed,
+                detail: format!("cannot read the merge request: {e}"),
+                ..MrReport::of(&ListedMergeRequest {
+                    iid,
+                    state: String::new(),
+                    sha: None,
+                    updated_at: None,
+                    target_branch: None,
+                    blocking_discussions_resolved: None,
+                    head_pipeline: HeadPipeline::NotRead,
+                })
+            },
+            warnings: Vec::new(),
+            rate_limited: e.is_rate_limited(),
+            error: Some(e),
+        },
+    }
 }
 
 /// Examines one MR (see the module documentation) at `now`, with `bot` the token's user id.
@@ -114,6 +150,7 @@ pub fn examine(
         report: MrReport::of(listed),
         warnings: Vec::new(),
         rate_limited: false,
+        error: None,
     };
     examine_into(forge, bot, listed, now, settings, &mut out);
     out
@@ -136,6 +173,7 @@ fn examine_into(
         Ok(d) => d,
         Err(e) => {
             out.rate_limited |= e.is_rate_limited();
+            out.error = Some(e.clone());
             mr.action = MrAction::Failed;
             mr.detail = format!("cannot list the discussions: {e}");
             return;
@@ -149,8 +187,8 @@ fn examine_into(
     let mut facts = MrFacts {
         iid,
         head_sha: mr.head.clone().unwrap_or_default(),
-        open: true,
-        head_pipeline: HeadPipeline::NotRead,
+        open: listed.state == "opened",
+        head_pipeline: listed.head_pipeline.clone(),
         target_branch: listed.target_branch.clone().filter(|b| !b.is_empty()),
         blocking_discussions_resolved: listed.blocking_discussions_resolved,
         resolutions: resolution_fingerprint(&inventory),
@@ -161,6 +199,7 @@ fn examine_into(
             Ok(info) => info,
             Err(e) => {
                 out.rate_limited |= e.is_rate_limited();
+                out.error = Some(e.clone());
                 mr.verdict = Some(classification.verdict);
                 mr.action = MrAction::Failed;
                 mr.detail = format!(
@@ -201,6 +240,7 @@ fn examine_into(
             }
             Err(e) => {
                 out.rate_limited |= e.is_rate_limited();
+                out.error = Some(e.clone());
                 mr.action = MrAction::Failed;
                 mr.detail = format!("{}; pipeline creation failed: {e}", mr.detail);
             }

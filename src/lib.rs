@@ -9,7 +9,7 @@
 //! `Repository` port; [`reconcile`] drives a plan through a forge; [`review_run`] puts one
 //! `assent run` together; [`progress`] is what a run and a sweep report of their phases;
 //! [`examination`] examines one MR for the sweep and serve alike; [`sweep_pass`] runs one
-//! sweep pass; [`doctor`] checks a deployment; [`fixture`] replays
+//! sweep pass; [`serve`] is the long-lived webhook receiver; [`doctor`] checks a deployment; [`fixture`] replays
 //! protocol fixtures; and [`commands`] is the thin command layer behind `main.rs`.
 
 #![warn(missing_docs)]
@@ -26,4 +26,5 @@ pub mod progress;
 pub mod reconcile;
 pub mod review_input;
 pub mod review_run;
+pub mod serve;
 pub mod sweep_pass;

@@ -28,8 +28,8 @@ use serde::Serialize;
 
 use crate::core::sweep::{SweepDuration, Timestamp, Verdict, window_start};
 use crate::examination::{ExamineSettings, MrAction, MrReport, examine};
-use crate::forge::RequestCounts;
 use crate::forge::sweep::{ListedMergeRequest, SweepForge};
+use crate::forge::{ForgeError, RequestCounts};
 use crate::progress::{Event, Progress, Silent};
 
 /// The sweep's settings (already checked: see [`crate::core::sweep::check_window`]).
@@ -64,6 +64,8 @@ pub struct SweepReport {
     pub mrs: Vec<MrReport>,
     /// MRs in the window left for the next sweep because of `max_mrs`.
     pub not_examined: usize,
+    /// MRs left to whoever held their key at the time (serve's live path).
+    pub busy: usize,
     /// Pipelines created for lost or missing runs (`missing`, `reconciling-stuck`,
     /// `verified-older-head`, `verified-no-target`): the number to watch.
     pub healed: usize,
@@ -77,6 +79,8 @@ pub struct SweepReport {
     pub failure: Option<String>,
     /// Some request failed because GitLab's rate limits outlasted the wait budget.
     pub rate_limited: bool,
+    /// The last forge failure, for a caller that tracks GitLab's health (serve's `/readyz`).
+    pub last_error: Option<ForgeError>,
     /// Requests made.
     pub requests: RequestCounts,
 }
@@ -263,6 +267,26 @@ pub fn sweep(
     sweep_observed(forge, project, now, settings, &Silent)
 }
 
+/// Who else may be examining the project's MRs at the same time (serve's live path): the
+/// pass examines an MR only while it holds that MR's key.
+pub trait MrLock {
+    /// Takes MR `iid`'s key; false when someone else holds it or waits for it (the pass then
+    /// leaves the MR to them and counts it in [`SweepReport::busy`]).
+    fn try_lock(&self, iid: u64) -> bool;
+    /// Gives MR `iid`'s key back.
+    fn unlock(&self, iid: u64);
+}
+
+/// No one else examines the MRs (`assent sweep`).
+pub struct Unshared;
+
+impl MrLock for Unshared {
+    fn try_lock(&self, _iid: u64) -> bool {
+        true
+    }
+    fn unlock(&self, _iid: u64) {}
+}
+
 /// [`sweep`], reporting the listing and the MRs examined (`k/n`) to `progress`.
 pub fn sweep_observed(
     forge: &dyn SweepForge,
@@ -270,6 +294,18 @@ pub fn sweep_observed(
     now: Timestamp,
     settings: &SweepSettings,
     progress: &dyn Progress,
+) -> SweepReport {
+    sweep_shared(forge, project, now, settings, progress, &Unshared)
+}
+
+/// [`sweep_observed`], examining each MR only while holding its key in `lock`.
+pub fn sweep_shared(
+    forge: &dyn SweepForge,
+    project: &str,
+    now: Timestamp,
+    settings: &SweepSettings,
+    progress: &dyn Progress,
+    lock: &dyn MrLock,
 ) -> SweepReport {
     let updated_after = window_start(now, settings.lookback);
     let mut report = SweepReport {
@@ -280,28 +316,36 @@ pub fn sweep_observed(
         listed: None,
         mrs: Vec::new(),
         not_examined: 0,
+        busy: 0,
         healed: 0,
         refreshed: 0,
         would_heal: 0,
         warnings: Vec::new(),
         failure: None,
         rate_limited: false,
+        last_error: None,
         requests: RequestCounts::default(),
     };
-    run_sweep(forge, &mut report, progress);
+    run_sweep(forge, &mut report, progress, lock);
     report.warnings.sort();
     report.warnings.dedup();
     report.requests = forge.request_counts();
     report
 }
 
-fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Progress) {
+fn run_sweep(
+    forge: &dyn SweepForge,
+    report: &mut SweepReport,
+    progress: &dyn Progress,
+    lock: &dyn MrLock,
+) {
     let settings = report.settings;
     let bot = match forge.bot_user_id() {
         Ok(id) => id,
         Err(e) => {
             report.rate_limited |= e.is_rate_limited();
             report.failure = Some(format!("cannot read the token's user: {e}"));
+            report.last_error = Some(e);
             return;
         }
     };
@@ -311,6 +355,7 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Pr
         Err(e) => {
             report.rate_limited |= e.is_rate_limited();
             report.failure = Some(format!("cannot list the open merge requests: {e}"));
+            report.last_error = Some(e);
             return;
         }
     };
@@ -333,9 +378,17 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Pr
     };
     let total = candidates.len().min(settings.max_mrs);
     for listed in candidates.into_iter().take(settings.max_mrs) {
+        if !lock.try_lock(listed.iid) {
+            report.busy += 1;
+            continue;
+        }
         let examined = examine(forge, bot, &listed, report.now, &examine_settings);
+        lock.unlock(listed.iid);
         report.warnings.extend(examined.warnings);
         report.rate_limited |= examined.rate_limited;
+        if examined.error.is_some() {
+            report.last_error = examined.error;
+        }
         let mr = examined.report;
         match mr.action {
             MrAction::PipelineCreated if mr.verdict.is_some_and(Verdict::follows_human_action) => {
@@ -391,7 +444,6 @@ mod tests {
     use crate::core::resolutions::resolution_fingerprint;
     use crate::core::sweep::Timestamp;
     use crate::examination::MrAction;
-    use crate::forge::ForgeError;
     use crate::forge::sweep::CreatedPipeline;
 
     const HEAD: &str = "2222222222222222222222222222222222222222";
@@ -458,6 +510,10 @@ mod tests {
                 labels: Vec::new(),
             })
         }
+        fn merge_request_entry(&self, iid: u64) -> Result<ListedMergeRequest, ForgeError> {
+            self.log.borrow_mut().push(format!("entry {iid}"));
+            Err(err("entry"))
+        }
         fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {
             self.log.borrow_mut().push(format!("create {iid}"));
             if self.fail_create.contains(&iid) {
@@ -486,6 +542,7 @@ mod tests {
             updated_at: Some(updated.into()),
             target_branch: Some("main".into()),
             blocking_discussions_resolved: Some(false),
+            head_pipeline: crate::core::sweep::HeadPipeline::NotRead,
         }
     }
 

@@ -3,7 +3,7 @@
 //! `assent_gitlab::GitLabSweepForge`; the application's tests use stubs.
 
 use assent_core::model::{ListedDiscussion, MergeRequestInfo};
-use assent_core::sweep::Timestamp;
+use assent_core::sweep::{HeadPipeline, Timestamp};
 
 use crate::{ForgeError, RequestCounts};
 
@@ -23,6 +23,8 @@ pub struct ListedMergeRequest {
     pub target_branch: Option<String>,
     /// GitLab's `blocking_discussions_resolved`: every resolvable discussion is resolved.
     pub blocking_discussions_resolved: Option<bool>,
+    /// The head pipeline: [`HeadPipeline::NotRead`] from the listing, read from the single MR.
+    pub head_pipeline: HeadPipeline,
 }
 
 /// A pipeline just created for a merge request.
@@ -50,6 +52,9 @@ pub trait SweepForge {
     fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError>;
     /// The single MR `iid` (state, head, head pipeline).
     fn merge_request(&self, iid: u64) -> Result<MergeRequestInfo, ForgeError>;
+    /// The single MR `iid` as an entry of the listing, with its head pipeline read: what
+    /// serve examines an MR from when an event names it.
+    fn merge_request_entry(&self, iid: u64) -> Result<ListedMergeRequest, ForgeError>;
     /// Creates a merge request pipeline for MR `iid`; sent once.
     fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError>;
     /// Requests made so far.

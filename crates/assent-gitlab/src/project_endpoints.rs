@@ -18,13 +18,15 @@ use chrono::{DateTime, Utc};
 use gitlab::api::common::SortOrder;
 use gitlab::api::projects::merge_requests::pipelines::CreateMergeRequestPipelines;
 use gitlab::api::projects::merge_requests::{
-    MergeRequestOrderBy, MergeRequestState as ApiMergeRequestState, MergeRequests,
+    MergeRequest as SingleMergeRequest, MergeRequestOrderBy,
+    MergeRequestState as ApiMergeRequestState, MergeRequests,
 };
 use serde::Deserialize;
 
 use super::client::GitLabClient;
 use super::forge::build_error;
 use super::pagination::list_all;
+use assent_core::sweep::HeadPipeline;
 use assent_forge::ForgeError;
 use assent_forge::sweep::{CreatedPipeline, ListedMergeRequest};
 
@@ -52,8 +54,25 @@ impl From<ApiListedMergeRequest> for ListedMergeRequest {
             updated_at: mr.updated_at,
             target_branch: mr.target_branch,
             blocking_discussions_resolved: mr.blocking_discussions_resolved,
+            head_pipeline: HeadPipeline::NotRead,
         }
     }
+}
+
+/// The single MR as GitLab sends it: the listing's fields and `head_pipeline` (`null` when
+/// the MR has none).
+#[derive(Deserialize)]
+struct ApiSingleMergeRequest {
+    #[serde(flatten)]
+    listed: ApiListedMergeRequest,
+    #[serde(default)]
+    head_pipeline: Option<ApiHeadPipeline>,
+}
+
+#[derive(Deserialize)]
+struct ApiHeadPipeline {
+    #[serde(default)]
+    status: Option<String>,
 }
 
 /// A created pipeline as GitLab sends it.
@@ -87,6 +106,37 @@ impl GitLabClient {
             &self.listing("open merge requests", false),
         )?;
         Ok(listed.into_iter().map(ListedMergeRequest::from).collect())
+    }
+
+    /// The single MR `iid` (`GET projects/:id/merge_requests/:iid`) as a listing entry with
+    /// its head pipeline read.
+    pub fn merge_request_entry(&self, iid: u64) -> Result<ListedMergeRequest, ForgeError> {
+        let endpoint = SingleMergeRequest::builder()
+            .project(self.project_ref())
+            .merge_request(iid)
+            .build()
+            .map_err(|e| build_error("merge request", e))?;
+        let mr: ApiSingleMergeRequest = self.get(&endpoint)?;
+        let mut entry = ListedMergeRequest::from(mr.listed);
+        entry.head_pipeline = match mr.head_pipeline.and_then(|p| p.status) {
+            Some(status) => HeadPipeline::Status(status),
+            None => HeadPipeline::None,
+        };
+        Ok(entry)
+    }
+
+    /// The project's numeric id (`GET projects/:id`), which webhook payloads name it by.
+    pub fn project_id(&self) -> Result<u64, ForgeError> {
+        #[derive(Deserialize)]
+        struct ProjectId {
+            id: u64,
+        }
+        let endpoint = gitlab::api::projects::Project::builder()
+            .project(self.project_ref())
+            .build()
+            .map_err(|e| build_error("project", e))?;
+        let project: ProjectId = self.get(&endpoint)?;
+        Ok(project.id)
     }
 
     /// Creates a merge request pipeline for MR `iid` (its current head). Sent once; an

@@ -62,6 +62,10 @@ impl SweepForge for GitLabSweepForge {
         self.mr(iid).merge_request()
     }
 
+    fn merge_request_entry(&self, iid: u64) -> Result<ListedMergeRequest, ForgeError> {
+        self.client.merge_request_entry(iid)
+    }
+
     fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {
         self.client.create_merge_request_pipeline(iid)
     }
