@@ -217,7 +217,7 @@ async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let seen = config
         .projects
         .iter()
-        .map(|p| Mutex::new(p.forge.request_counts()))
+        .map(|_| Mutex::new(RequestCounts::default()))
         .collect();
     let shared = Arc::new(Shared {
         seen,
@@ -242,11 +242,6 @@ async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         read_timeout: config.read_timeout,
         projects: config.projects,
     });
-    // The requests made at start (`GET /user`, the project ids) count too.
-    for index in 0..shared.projects.len() {
-        let before = shared.seen[index].lock().map(|s| *s).unwrap_or_default();
-        let _ = before;
-    }
     config.listener.set_nonblocking(true)?;
     let listener = TcpListener::from_std(config.listener)?;
     let addr = listener.local_addr()?;
