@@ -8,9 +8,10 @@
 //! This crate is the application: [`review_input`] reads a run's inputs through the
 //! `Repository` port; [`reconcile`] drives a plan through a forge; [`review_run`] puts one
 //! `assent run` together; [`progress`] is what a run and a sweep report of their phases;
-//! [`sweeper`] runs the scheduled sweep; [`doctor`] checks a deployment; [`fixture`] replays
-//! protocol fixtures; [`output`] is the one way text is printed (escaped for a terminal);
-//! and [`commands`] is the thin command layer behind `main.rs`.
+//! [`examination`] examines one MR for the sweep and serve alike; [`sweep_pass`] runs one
+//! sweep pass; [`serve`] is the long-lived webhook receiver; [`doctor`] checks a deployment;
+//! [`fixture`] replays protocol fixtures; [`output`] is the one way text is printed (escaped
+//! for a terminal); and [`commands`] is the thin command layer behind `main.rs`.
 
 #![warn(missing_docs)]
 
@@ -20,10 +21,12 @@ pub use assent_gitlab as gitlab;
 
 pub mod commands;
 pub mod doctor;
+pub mod examination;
 pub mod fixture;
 pub mod output;
 pub mod progress;
 pub mod reconcile;
 pub mod review_input;
 pub mod review_run;
-pub mod sweeper;
+pub mod serve;
+pub mod sweep_pass;

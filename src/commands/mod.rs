@@ -9,6 +9,7 @@ pub mod local_tree;
 pub mod policy_test;
 pub mod replay;
 pub mod run;
+pub mod serve;
 pub mod sweep;
 pub mod test_report;
 
@@ -127,6 +128,7 @@ Examples:
   assent replay fixtures/            Replay the protocol fixtures on the in-memory forge
   assent replay fixtures/crash-then-rerun.yaml
   assent sweep --interval 1h --lookback 3h    Start pipelines for MRs left unverified
+  assent serve --project group/proj  Receive webhooks: pipelines within seconds of an assent
   assent doctor --mr 7               Check the deployment for MR !7 (in the MR job: no flags)
 
 Exit codes: 0 success, 1 gate failed or problems found, 2 usage or configuration error,
@@ -161,6 +163,9 @@ pub enum Command {
     Sweep(sweep::SweepArgs),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
     Completions(completions::CompletionsArgs),
+    /// Long-lived webhook receiver: a reviewer's resolution (or a lost pipeline) gets its MR
+    /// pipeline within seconds; never publishes, runs the sweep itself as the safety net.
+    Serve(serve::ServeArgs),
 }
 
 /// Parses the command line, runs the command and returns its exit code.
@@ -172,6 +177,7 @@ pub fn main() -> ExitCode {
         Command::Replay(args) => replay::run(&args),
         Command::Run(args) => finish(run::run(&args)),
         Command::Sweep(args) => finish(sweep::run(&args)),
+        Command::Serve(args) => finish(serve::run(&args)),
         Command::Doctor(args) => doctor::run(&args),
         Command::Completions(args) => completions::run(&args),
     };

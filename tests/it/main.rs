@@ -37,6 +37,7 @@ mod request_counts;
 mod run_cli;
 mod sandbox;
 mod scale_cli;
+mod serve;
 mod sweep_cli;
 
 /// The `assent` binary Cargo built for these tests (the helpers that start it take its path:

@@ -236,7 +236,7 @@ fn each_classification_gets_its_verdict_and_only_the_lost_ones_a_pipeline() {
     assert!(line_of(&text, 3).contains("head pipeline is canceled"));
     assert!(line_of(&text, 6).contains("head pipeline is running, left alone"));
     assert!(!text.contains("!8 ") && !text.contains("!9 "), "{text}");
-    assert_eq!(text.lines().last(), Some("healed: 3"), "{text}");
+    assert!(text.ends_with("\nrefreshed: 0\nhealed: 3\n"), "{text}");
     assert_eq!(pipelines_for(&fake), vec![2, 3, 5]);
 
     // Costs: the single MR is read only for candidates; MRs outside the window or closed get
@@ -287,6 +287,7 @@ fn the_json_report_has_the_same_content() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["kind"], "SweepReport");
     assert_eq!(doc["healed"], 3);
+    assert_eq!(doc["refreshed"], 0);
     assert_eq!(doc["complete"], true);
     assert_eq!(doc["examined"], 6);
     assert_eq!(doc["window"]["lookback"], "48h");
@@ -339,10 +340,10 @@ fn a_dry_run_makes_zero_writes() {
     assert_eq!(fake.writes(), 0);
     assert!(fake.pipelines(PROJECT_ID).is_empty());
     assert!(line_of(&text, 5).starts_with("!5 missing: would-create-pipeline"));
-    let tail: Vec<&str> = text.lines().rev().take(2).collect();
+    let tail: Vec<&str> = text.lines().rev().take(3).collect();
     assert_eq!(
         tail,
-        ["healed: 0", "would heal: 3 (dry run)"],
+        ["healed: 0", "refreshed: 0", "would heal: 3 (dry run)"],
         "the dry-run count comes before `healed: N`, which stays last: {text}"
     );
 }
@@ -894,14 +895,22 @@ fn run_context_for(branch: &str, has_policies: bool) -> RunContext {
     }
 }
 
-/// One sweep with a window that covers `fixtures::basic()`'s MR; its line for !7 and N.
+/// One sweep with a window that covers `fixtures::basic()`'s MR; its line for !7 and the
+/// report's last two lines, `refreshed: M / healed: N`.
 fn sweep_mr7(fake: &FakeGitLab) -> (String, String) {
     let out = run_sweep(fake, &["--lookback", "3h", "--interval", "1h"]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     (
         line_of(&text, fixtures::MR_IID),
-        text.lines().last().unwrap().to_owned(),
+        text.lines()
+            .rev()
+            .take(2)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join(" / "),
     )
 }
 
@@ -927,7 +936,7 @@ fn a_summary_verified_for_another_target_branch_is_healed() {
     pipeline_finished(&fake);
     let (line, healed) = sweep_mr7(&fake);
     assert!(line.starts_with("!7 verified: none"), "{line}");
-    assert_eq!(healed, "healed: 0");
+    assert_eq!(healed, "refreshed: 0 / healed: 0");
 
     // Retargeted to `main`: nothing in the MR path notices, the sweep does.
     fake.set_target_branch(PROJECT_ID, fixtures::MR_IID, "main");
@@ -941,7 +950,7 @@ fn a_summary_verified_for_another_target_branch_is_healed() {
         line.contains(r#"against "no-policies", but the MR now targets "main""#),
         "{line}"
     );
-    assert_eq!(healed, "healed: 1");
+    assert_eq!(healed, "refreshed: 1 / healed: 0");
     assert_eq!(
         fake.writes(),
         1,
@@ -953,7 +962,7 @@ fn a_summary_verified_for_another_target_branch_is_healed() {
     pipeline_finished(&fake);
     let (line, healed) = sweep_mr7(&fake);
     assert!(line.starts_with("!7 verified: none"), "{line}");
-    assert_eq!(healed, "healed: 0");
+    assert_eq!(healed, "refreshed: 0 / healed: 0");
 }
 
 #[test]
@@ -973,14 +982,14 @@ fn a_summary_without_a_target_is_healed_once() {
         "{line}"
     );
     assert!(line.contains("no target branch recorded"), "{line}");
-    assert_eq!(healed, "healed: 1");
+    assert_eq!(healed, "refreshed: 0 / healed: 1");
 
     reconcile(&forge(&fake), &desired(), &run_context()).unwrap();
     pipeline_finished(&fake);
     for _ in 0..2 {
         let (line, healed) = sweep_mr7(&fake);
         assert!(line.starts_with("!7 verified: none"), "{line}");
-        assert_eq!(healed, "healed: 0");
+        assert_eq!(healed, "refreshed: 0 / healed: 0");
     }
     assert_eq!(pipelines_for(&fake), vec![fixtures::MR_IID], "one pipeline");
 }
@@ -1034,7 +1043,7 @@ fn review_with_every_thread_resolved_is_healed_once_per_change_of_resolutions() 
     // REVIEW with open challenges: GitLab says not every blocking discussion is resolved.
     let (line, healed) = sweep_mr7(&fake);
     assert!(line.starts_with("!7 verified: none"), "{line}");
-    assert_eq!(healed, "healed: 0");
+    assert_eq!(healed, "refreshed: 0 / healed: 0");
 
     // The MR's author resolves both challenges: the summary still says REVIEW.
     let threads: Vec<String> = fake
@@ -1052,7 +1061,7 @@ fn review_with_every_thread_resolved_is_healed_once_per_change_of_resolutions() 
         line.starts_with("!7 review-resolved: pipeline-created"),
         "{line}"
     );
-    assert_eq!(healed, "healed: 1");
+    assert_eq!(healed, "refreshed: 1 / healed: 0");
 
     // That pipeline's run does not count the author's resolutions: REVIEW again, for the
     // resolutions it saw. No sweep after it creates a pipeline, however many run.
@@ -1062,7 +1071,7 @@ fn review_with_every_thread_resolved_is_healed_once_per_change_of_resolutions() 
         let (line, healed) = sweep_mr7(&fake);
         assert!(line.starts_with("!7 verified: none"), "{line}");
         assert!(line.contains("no resolution changed"), "{line}");
-        assert_eq!(healed, "healed: 0");
+        assert_eq!(healed, "refreshed: 0 / healed: 0");
     }
     assert_eq!(fake.pipelines(PROJECT_ID).len(), 1);
 
@@ -1073,7 +1082,7 @@ fn review_with_every_thread_resolved_is_healed_once_per_change_of_resolutions() 
     fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, true);
     let (line, healed) = sweep_mr7(&fake);
     assert!(line.starts_with("!7 verified: none"), "{line}");
-    assert_eq!(healed, "healed: 0");
+    assert_eq!(healed, "refreshed: 0 / healed: 0");
 
     // A reviewer resolves it instead: a change of resolutions, healed again.
     fake.ensure_user(300, "bob");
@@ -1084,7 +1093,7 @@ fn review_with_every_thread_resolved_is_healed_once_per_change_of_resolutions() 
         line.starts_with("!7 review-resolved: pipeline-created"),
         "{line}"
     );
-    assert_eq!(healed, "healed: 1");
+    assert_eq!(healed, "refreshed: 1 / healed: 0");
     assert_eq!(fake.pipelines(PROJECT_ID).len(), 2);
 }
 
@@ -1123,8 +1132,12 @@ fn the_json_report_names_the_new_verdicts() {
         line_of(&text, 2).starts_with("!2 verified-no-target: would-create-pipeline"),
         "{text}"
     );
-    let tail: Vec<&str> = text.lines().rev().take(2).collect();
-    assert_eq!(tail, ["healed: 0", "would heal: 2 (dry run)"], "{text}");
+    let tail: Vec<&str> = text.lines().rev().take(3).collect();
+    assert_eq!(
+        tail,
+        ["healed: 0", "refreshed: 0", "would heal: 2 (dry run)"],
+        "{text}"
+    );
     let out = run_sweep(
         &fake,
         &["--lookback", "3h", "--interval", "1h", "--format", "json"],
@@ -1150,5 +1163,6 @@ fn the_json_report_names_the_new_verdicts() {
             (1, "verified-other-target", "pipeline-created"),
         ]
     );
-    assert_eq!(doc["healed"], 2);
+    // A retarget is a human action: its pipeline is a refresh, not a repair.
+    assert_eq!((&doc["refreshed"], &doc["healed"]), (&1.into(), &1.into()));
 }

@@ -9,6 +9,7 @@
 
 pub mod assent;
 pub mod canonical_json;
+pub mod coalesce;
 pub mod codequality;
 pub mod commit_sha;
 pub mod desired_state;

@@ -328,6 +328,13 @@ impl Verdict {
         }
     }
 
+    /// True for the verdicts that follow a human action rather than a lost run
+    /// (`review-resolved`, `verified-other-target`): their pipelines are counted as
+    /// `refreshed`, not `healed`, so `healed` stays 0 in a healthy deployment.
+    pub fn follows_human_action(self) -> bool {
+        matches!(self, Verdict::ReviewResolved | Verdict::VerifiedOtherTarget)
+    }
+
     /// True for the verdicts that call for a new pipeline (before the head pipeline check).
     pub fn needs_healing(self) -> bool {
         matches!(

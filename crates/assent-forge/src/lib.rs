@@ -1,7 +1,8 @@
 //! The ports through which assent talks to a forge, and the in-memory adapter.
 //!
 //! [`Forge`] reads and writes review artifacts of one merge request; [`Repository`] reads the
-//! content a run judges. The planner and executor never know which adapter they talk to:
+//! content a run judges; [`sweep::SweepForge`] is the project-level port of the sweep and of
+//! serve (open MRs, discussions, head pipeline, MR pipeline creation). The planner and executor never know which adapter they talk to:
 //! [`memory::InMemoryForge`] (replay, tests) or the `assent-gitlab` crate (HTTP).
 //!
 //! Invariants: this crate names only `assent-core`; nothing here does I/O. A [`ForgeError`]
@@ -11,6 +12,7 @@
 
 pub mod faults;
 pub mod memory;
+pub mod sweep;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;

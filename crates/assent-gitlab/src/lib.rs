@@ -22,6 +22,7 @@
 //! * [`forge`]: the ports, per merge request, over a client.
 //! * [`project_endpoints`]: the sweep's project-level routes (open MRs in a window, MR
 //!   pipeline creation).
+//! * [`sweep_forge`]: the sweep's port ([`assent_forge::sweep::SweepForge`]) over a client.
 //!
 //! ```no_run
 //! use assent_gitlab::{GitLabConfig, GitLabForge, Token};
@@ -42,6 +43,7 @@ pub mod pagination;
 pub mod project_endpoints;
 pub mod repository;
 pub mod retry;
+pub mod sweep_forge;
 pub mod transport;
 
 #[cfg(test)]
@@ -54,6 +56,7 @@ pub use self::retry::{
     DEFAULT_RATE_LIMIT_BUDGET, DEFAULT_WRITE_SETTLE, RateLimitTally, RetryPolicy, Sleeper,
     ThreadSleeper,
 };
+pub use self::sweep_forge::GitLabSweepForge;
 pub use self::transport::{ProxyConfig, Token};
 
 /// A configuration the adapter cannot work with (exit 2, before any request). Texts never

@@ -1,4 +1,5 @@
-//! Project-level routes of the sweep (SPEC §9), on [`GitLabClient`]:
+//! Project-level routes of the sweep (SPEC §9), on [`GitLabClient`], returning the sweep
+//! port's types ([`assent_forge::sweep`]):
 //!
 //! * [`GitLabClient::list_open_merge_requests`]: `GET projects/:id/merge_requests` with
 //!   `state=opened`, `updated_after=<window start>`, `order_by=created_at`, `sort=asc`, every
@@ -17,48 +18,71 @@ use chrono::{DateTime, Utc};
 use gitlab::api::common::SortOrder;
 use gitlab::api::projects::merge_requests::pipelines::CreateMergeRequestPipelines;
 use gitlab::api::projects::merge_requests::{
-    MergeRequestOrderBy, MergeRequestState as ApiMergeRequestState, MergeRequests,
+    MergeRequest as SingleMergeRequest, MergeRequestOrderBy,
+    MergeRequestState as ApiMergeRequestState, MergeRequests,
 };
 use serde::Deserialize;
 
 use super::client::GitLabClient;
 use super::forge::build_error;
 use super::pagination::list_all;
+use assent_core::sweep::HeadPipeline;
 use assent_forge::ForgeError;
+use assent_forge::sweep::{CreatedPipeline, ListedMergeRequest};
 
-/// One entry of the MR listing. The listing carries no `head_pipeline`: read the single MR
-/// for that.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ListedMergeRequest {
-    /// The MR's IID.
-    pub iid: u64,
-    /// `opened`, `closed`, `merged` or `locked`.
-    pub state: String,
-    /// The head SHA, when reported.
+/// One entry of the MR listing as GitLab sends it (unknown fields ignored).
+#[derive(Deserialize)]
+struct ApiListedMergeRequest {
+    iid: u64,
+    state: String,
     #[serde(default)]
-    pub sha: Option<String>,
-    /// The MR's `updated_at`, when reported.
+    sha: Option<String>,
     #[serde(default)]
-    pub updated_at: Option<String>,
-    /// The branch the MR targets, when reported.
+    updated_at: Option<String>,
     #[serde(default)]
-    pub target_branch: Option<String>,
-    /// GitLab's `blocking_discussions_resolved`: every resolvable discussion is resolved.
+    target_branch: Option<String>,
     #[serde(default)]
-    pub blocking_discussions_resolved: Option<bool>,
+    blocking_discussions_resolved: Option<bool>,
 }
 
-/// A pipeline just created for a merge request.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct CreatedPipeline {
-    /// The pipeline id.
-    pub id: u64,
-    /// Its status (`created` right after creation).
+impl From<ApiListedMergeRequest> for ListedMergeRequest {
+    fn from(mr: ApiListedMergeRequest) -> Self {
+        ListedMergeRequest {
+            iid: mr.iid,
+            state: mr.state,
+            sha: mr.sha,
+            updated_at: mr.updated_at,
+            target_branch: mr.target_branch,
+            blocking_discussions_resolved: mr.blocking_discussions_resolved,
+            head_pipeline: HeadPipeline::NotRead,
+        }
+    }
+}
+
+/// The single MR as GitLab sends it: the listing's fields and `head_pipeline` (`null` when
+/// the MR has none).
+#[derive(Deserialize)]
+struct ApiSingleMergeRequest {
+    #[serde(flatten)]
+    listed: ApiListedMergeRequest,
     #[serde(default)]
-    pub status: Option<String>,
-    /// Its web URL.
+    head_pipeline: Option<ApiHeadPipeline>,
+}
+
+#[derive(Deserialize)]
+struct ApiHeadPipeline {
     #[serde(default)]
-    pub web_url: Option<String>,
+    status: Option<String>,
+}
+
+/// A created pipeline as GitLab sends it.
+#[derive(Deserialize)]
+struct ApiCreatedPipeline {
+    id: u64,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    web_url: Option<String>,
 }
 
 impl GitLabClient {
@@ -76,11 +100,43 @@ impl GitLabClient {
             .sort(SortOrder::Ascending)
             .build()
             .map_err(|e| build_error("merge requests", e))?;
-        list_all(
+        let listed: Vec<ApiListedMergeRequest> = list_all(
             &self.requester,
             self.prepare(&endpoint)?,
             &self.listing("open merge requests", false),
-        )
+        )?;
+        Ok(listed.into_iter().map(ListedMergeRequest::from).collect())
+    }
+
+    /// The single MR `iid` (`GET projects/:id/merge_requests/:iid`) as a listing entry with
+    /// its head pipeline read.
+    pub fn merge_request_entry(&self, iid: u64) -> Result<ListedMergeRequest, ForgeError> {
+        let endpoint = SingleMergeRequest::builder()
+            .project(self.project_ref())
+            .merge_request(iid)
+            .build()
+            .map_err(|e| build_error("merge request", e))?;
+        let mr: ApiSingleMergeRequest = self.get(&endpoint)?;
+        let mut entry = ListedMergeRequest::from(mr.listed);
+        entry.head_pipeline = match mr.head_pipeline.and_then(|p| p.status) {
+            Some(status) => HeadPipeline::Status(status),
+            None => HeadPipeline::None,
+        };
+        Ok(entry)
+    }
+
+    /// The project's numeric id (`GET projects/:id`), which webhook payloads name it by.
+    pub fn project_id(&self) -> Result<u64, ForgeError> {
+        #[derive(Deserialize)]
+        struct ProjectId {
+            id: u64,
+        }
+        let endpoint = gitlab::api::projects::Project::builder()
+            .project(self.project_ref())
+            .build()
+            .map_err(|e| build_error("project", e))?;
+        let project: ProjectId = self.get(&endpoint)?;
+        Ok(project.id)
     }
 
     /// Creates a merge request pipeline for MR `iid` (its current head). Sent once; an
@@ -93,7 +149,12 @@ impl GitLabClient {
             .map_err(|e| build_error("merge request pipelines", e))?;
         let request = self.prepare(&endpoint)?;
         let response = self.requester.write(&request)?;
-        self.decode_write(&request, &response)
+        let created: ApiCreatedPipeline = self.decode_write(&request, &response)?;
+        Ok(CreatedPipeline {
+            id: created.id,
+            status: created.status,
+            web_url: created.web_url,
+        })
     }
 }
 

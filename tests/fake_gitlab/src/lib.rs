@@ -24,6 +24,7 @@ mod approvals;
 mod ci;
 pub mod faults;
 pub mod fixtures;
+pub mod hooks;
 mod http;
 pub mod model;
 pub mod ops;
@@ -44,6 +45,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use faults::{FaultAction, FaultRule, HoldApply, Matcher, When};
+pub use hooks::{Delivery, Runner, RunnerRun, WebhookTarget};
 pub use model::{
     ApprovalRule, ApprovalSettings, CiVariable, DiffFile, DiffRefs, Discussion, DiscussionOrder,
     FileContent, Job, MergeRequest, MrState, Note, NotePosition, Pipeline, Project, ResourceGroup,
@@ -109,12 +111,17 @@ impl FakeGitLab {
         let mut g = self.shared.lock();
         let r = f(&mut g.state);
         g.state.normalize();
+        drop(g);
+        hooks::after_change(&self.shared);
         r
     }
 
     fn op<R>(&self, f: impl FnOnce(&mut State) -> Result<R, OpError>) -> Result<R, OpError> {
         let mut g = self.shared.lock();
-        f(&mut g.state)
+        let r = f(&mut g.state);
+        drop(g);
+        hooks::after_change(&self.shared);
+        r
     }
 
     /// Omit `X-Total`/`X-Total-Pages`/`rel="last"` (GitLab above 10,000 items).

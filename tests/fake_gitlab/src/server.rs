@@ -81,6 +81,7 @@ pub(crate) struct Shared {
     pub stop: AtomicBool,
     pub conns: Mutex<HashMap<u64, TcpStream>>,
     pub conn_seq: AtomicU64,
+    pub hooks: crate::hooks::HooksCell,
 }
 
 impl Shared {
@@ -106,6 +107,7 @@ pub(crate) fn new_shared(mut state: State) -> Arc<Shared> {
         stop: AtomicBool::new(false),
         conns: Mutex::new(HashMap::new()),
         conn_seq: AtomicU64::new(0),
+        hooks: Default::default(),
     })
 }
 
@@ -128,7 +130,7 @@ pub(crate) fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     }
 }
 
-fn connection(shared: &Shared, stream: TcpStream, id: u64) {
+fn connection(shared: &Arc<Shared>, stream: TcpStream, id: u64) {
     let Ok(read_half) = stream.try_clone() else {
         return;
     };
@@ -144,7 +146,12 @@ fn connection(shared: &Shared, stream: TcpStream, id: u64) {
         }
         let keep_alive = req.keep_alive;
         let head = req.method == "HEAD";
-        match handle(shared, req) {
+        let write = !matches!(req.method.as_str(), "GET" | "HEAD");
+        let outcome = handle(shared, req);
+        if write {
+            crate::hooks::after_change(shared);
+        }
+        match outcome {
             Outcome::Respond(resp) => {
                 if http::write_response(&mut writer, &resp, keep_alive, head).is_err()
                     || !keep_alive

@@ -1,7 +1,8 @@
-//! `assent sweep`'s orchestration (SPEC §9): list the open MRs updated in the window, read
-//! each one's bot summary, classify it ([`crate::core::sweep`]) and create a pipeline where
-//! the review state needs healing. The sweep never publishes a review artifact: the pipeline
-//! it creates runs the normal, serialized `assent run` job, which does the healing.
+//! One sweep pass (SPEC §9), as `assent sweep` and `assent serve`'s embedded sweep run it:
+//! list the open MRs updated in the window and examine each ([`crate::examination`]: read
+//! its bot summary, classify it with [`crate::core::sweep`], create a pipeline where the
+//! review state needs healing). The sweep never publishes a review artifact: the pipeline it
+//! creates runs the normal, serialized `assent run` job, which does the healing.
 //!
 //! Requests, per sweep: `GET /user` once, the MR listing (one request per 100 MRs updated in
 //! the window; MRs outside it are filtered by GitLab and cost nothing), then per examined MR
@@ -22,107 +23,14 @@
 //! rest are counted in the report and left to the next sweep.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::core::inventory::Inventory;
-use crate::core::model::{ListedDiscussion, MergeRequestInfo, MergeRequestState};
-use crate::core::resolutions::resolution_fingerprint;
-use crate::core::sweep::{
-    Action, ClassifySettings, HeadPipeline, MrFacts, SweepDuration, Timestamp, Verdict, classify,
-    window_start,
-};
-use crate::forge::{Forge, ForgeError, RequestCounts};
-use crate::gitlab::project_endpoints::{CreatedPipeline, ListedMergeRequest};
-use crate::gitlab::{GitLabClient, GitLabForge};
+use crate::core::sweep::{SweepDuration, Timestamp, Verdict, window_start};
+use crate::examination::{ExamineSettings, MrAction, MrReport, examine};
+use crate::forge::sweep::{ListedMergeRequest, SweepForge};
+use crate::forge::{ForgeError, RequestCounts};
 use crate::progress::{Event, Progress, Silent};
-
-/// What the sweep needs from the forge.
-pub trait SweepForge {
-    /// The user id behind the token: only its notes are artifacts.
-    fn bot_user_id(&self) -> Result<u64, ForgeError>;
-    /// Open MRs updated at or after `updated_after`, all pages.
-    fn list_open_merge_requests(
-        &self,
-        updated_after: Timestamp,
-    ) -> Result<Vec<ListedMergeRequest>, ForgeError>;
-    /// Every discussion of MR `iid`, all pages.
-    fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError>;
-    /// The single MR `iid` (state, head, head pipeline).
-    fn merge_request(&self, iid: u64) -> Result<MergeRequestInfo, ForgeError>;
-    /// Creates a merge request pipeline for MR `iid`; sent once.
-    fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError>;
-    /// Requests made so far.
-    fn request_counts(&self) -> RequestCounts;
-}
-
-/// [`SweepForge`] over GitLab: one project [`GitLabClient`] for `/user`, the listing and
-/// pipeline creation, and over it the forge of the MR currently examined, for its
-/// discussions and the single MR read. One connection, one CA bundle read, one request tally.
-pub struct GitLabSweepForge {
-    client: Arc<GitLabClient>,
-    current: Mutex<Option<(u64, GitLabForge)>>,
-}
-
-impl GitLabSweepForge {
-    /// The sweep's forge over the project's client.
-    pub fn new(client: GitLabClient) -> Self {
-        GitLabSweepForge {
-            client: Arc::new(client),
-            current: Mutex::new(None),
-        }
-    }
-
-    fn with_mr<T>(
-        &self,
-        iid: u64,
-        f: impl FnOnce(&GitLabForge) -> Result<T, ForgeError>,
-    ) -> Result<T, ForgeError> {
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if current.as_ref().is_none_or(|(i, _)| *i != iid) {
-            *current = Some((iid, GitLabForge::over(self.client.clone(), iid)));
-        }
-        let (_, forge) = current.as_ref().expect("set above");
-        f(forge)
-    }
-}
-
-impl SweepForge for GitLabSweepForge {
-    fn bot_user_id(&self) -> Result<u64, ForgeError> {
-        self.client.current_user_id()
-    }
-
-    fn list_open_merge_requests(
-        &self,
-        updated_after: Timestamp,
-    ) -> Result<Vec<ListedMergeRequest>, ForgeError> {
-        let after = updated_after
-            .to_chrono()
-            .ok_or_else(|| ForgeError::Decode {
-                method: "GET".into(),
-                route: "merge requests".into(),
-                message: format!("window start out of range: {updated_after}"),
-            })?;
-        self.client.list_open_merge_requests(after)
-    }
-
-    fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError> {
-        self.with_mr(iid, |f| f.list_discussions())
-    }
-
-    fn merge_request(&self, iid: u64) -> Result<MergeRequestInfo, ForgeError> {
-        self.with_mr(iid, |f| f.merge_request())
-    }
-
-    fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {
-        self.client.create_merge_request_pipeline(iid)
-    }
-
-    fn request_counts(&self) -> RequestCounts {
-        self.client.request_counts()
-    }
-}
 
 /// The sweep's settings (already checked: see [`crate::core::sweep::check_window`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,51 +45,6 @@ pub struct SweepSettings {
     pub dry_run: bool,
     /// The most MRs examined in one sweep.
     pub max_mrs: usize,
-}
-
-/// What the sweep did for one MR.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MrAction {
-    /// Nothing was needed (or the MR was left alone).
-    None,
-    /// A pipeline was created.
-    PipelineCreated,
-    /// Dry run: a pipeline would have been created.
-    WouldCreatePipeline,
-    /// A request failed; see the detail.
-    Failed,
-}
-
-impl MrAction {
-    /// `none`, `pipeline-created`, `would-create-pipeline`, `failed`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MrAction::None => "none",
-            MrAction::PipelineCreated => "pipeline-created",
-            MrAction::WouldCreatePipeline => "would-create-pipeline",
-            MrAction::Failed => "failed",
-        }
-    }
-}
-
-/// One examined MR.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MrReport {
-    /// The MR's IID.
-    pub iid: u64,
-    /// The head SHA it was judged against, when known.
-    pub head: Option<String>,
-    /// The verdict; `None` when a failure came before classification.
-    pub verdict: Option<Verdict>,
-    /// What the sweep did.
-    pub action: MrAction,
-    /// The pipeline created.
-    pub pipeline_id: Option<u64>,
-    /// The canonical summary's note id, when there is one.
-    pub summary_note_id: Option<u64>,
-    /// Why.
-    pub detail: String,
 }
 
 /// The whole sweep, complete or not.
@@ -201,8 +64,13 @@ pub struct SweepReport {
     pub mrs: Vec<MrReport>,
     /// MRs in the window left for the next sweep because of `max_mrs`.
     pub not_examined: usize,
-    /// Pipelines created.
+    /// MRs left to whoever held their key at the time (serve's live path).
+    pub busy: usize,
+    /// Pipelines created for lost or missing runs (`missing`, `reconciling-stuck`,
+    /// `verified-older-head`, `verified-no-target`): the number to watch.
     pub healed: usize,
+    /// Pipelines created after a human action (`review-resolved`, `verified-other-target`).
+    pub refreshed: usize,
     /// Dry run: pipelines that would have been created.
     pub would_heal: usize,
     /// Operator-facing warnings (malformed bot markers, the `max_mrs` cap).
@@ -211,6 +79,8 @@ pub struct SweepReport {
     pub failure: Option<String>,
     /// Some request failed because GitLab's rate limits outlasted the wait budget.
     pub rate_limited: bool,
+    /// The last forge failure, for a caller that tracks GitLab's health (serve's `/readyz`).
+    pub last_error: Option<ForgeError>,
     /// Requests made.
     pub requests: RequestCounts,
 }
@@ -250,7 +120,7 @@ impl SweepReport {
     }
 
     /// The text report: one line per examined MR, warnings, in a dry run `would heal: K (dry
-    /// run)`, then `healed: N` last.
+    /// run)`, then `refreshed: M` and `healed: N` last.
     pub fn to_text(&self) -> String {
         let s = &self.settings;
         let mut out = format!(
@@ -285,6 +155,7 @@ impl SweepReport {
         if s.dry_run {
             out.push_str(&format!("would heal: {} (dry run)\n", self.would_heal));
         }
+        out.push_str(&format!("refreshed: {}\n", self.refreshed));
         out.push_str(&format!("healed: {}\n", self.healed));
         out
     }
@@ -329,6 +200,7 @@ impl SweepReport {
                 writes: self.requests.writes,
             },
             would_heal: self.would_heal,
+            refreshed: self.refreshed,
             healed: self.healed,
         };
         serde_json::to_value(doc).expect("the report serializes")
@@ -354,6 +226,7 @@ struct JsonReport<'a> {
     error: Option<String>,
     requests: JsonRequests,
     would_heal: usize,
+    refreshed: usize,
     healed: usize,
 }
 
@@ -394,6 +267,26 @@ pub fn sweep(
     sweep_observed(forge, project, now, settings, &Silent)
 }
 
+/// Who else may be examining the project's MRs at the same time (serve's live path): the
+/// pass examines an MR only while it holds that MR's key.
+pub trait MrLock {
+    /// Takes MR `iid`'s key; false when someone else holds it or waits for it (the pass then
+    /// leaves the MR to them and counts it in [`SweepReport::busy`]).
+    fn try_lock(&self, iid: u64) -> bool;
+    /// Gives MR `iid`'s key back.
+    fn unlock(&self, iid: u64);
+}
+
+/// No one else examines the MRs (`assent sweep`).
+pub struct Unshared;
+
+impl MrLock for Unshared {
+    fn try_lock(&self, _iid: u64) -> bool {
+        true
+    }
+    fn unlock(&self, _iid: u64) {}
+}
+
 /// [`sweep`], reporting the listing and the MRs examined (`k/n`) to `progress`.
 pub fn sweep_observed(
     forge: &dyn SweepForge,
@@ -401,6 +294,18 @@ pub fn sweep_observed(
     now: Timestamp,
     settings: &SweepSettings,
     progress: &dyn Progress,
+) -> SweepReport {
+    sweep_shared(forge, project, now, settings, progress, &Unshared)
+}
+
+/// [`sweep_observed`], examining each MR only while holding its key in `lock`.
+pub fn sweep_shared(
+    forge: &dyn SweepForge,
+    project: &str,
+    now: Timestamp,
+    settings: &SweepSettings,
+    progress: &dyn Progress,
+    lock: &dyn MrLock,
 ) -> SweepReport {
     let updated_after = window_start(now, settings.lookback);
     let mut report = SweepReport {
@@ -411,27 +316,36 @@ pub fn sweep_observed(
         listed: None,
         mrs: Vec::new(),
         not_examined: 0,
+        busy: 0,
         healed: 0,
+        refreshed: 0,
         would_heal: 0,
         warnings: Vec::new(),
         failure: None,
         rate_limited: false,
+        last_error: None,
         requests: RequestCounts::default(),
     };
-    run_sweep(forge, &mut report, progress);
+    run_sweep(forge, &mut report, progress, lock);
     report.warnings.sort();
     report.warnings.dedup();
     report.requests = forge.request_counts();
     report
 }
 
-fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Progress) {
+fn run_sweep(
+    forge: &dyn SweepForge,
+    report: &mut SweepReport,
+    progress: &dyn Progress,
+    lock: &dyn MrLock,
+) {
     let settings = report.settings;
     let bot = match forge.bot_user_id() {
         Ok(id) => id,
         Err(e) => {
             report.rate_limited |= e.is_rate_limited();
             report.failure = Some(format!("cannot read the token's user: {e}"));
+            report.last_error = Some(e);
             return;
         }
     };
@@ -441,6 +355,7 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Pr
         Err(e) => {
             report.rate_limited |= e.is_rate_limited();
             report.failure = Some(format!("cannot list the open merge requests: {e}"));
+            report.last_error = Some(e);
             return;
         }
     };
@@ -457,13 +372,28 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Pr
             settings.max_mrs, report.not_examined
         ));
     }
-    let classify_settings = ClassifySettings {
+    let examine_settings = ExamineSettings {
         stuck_after: settings.stuck_after,
+        dry_run: settings.dry_run,
     };
     let total = candidates.len().min(settings.max_mrs);
     for listed in candidates.into_iter().take(settings.max_mrs) {
-        let mr = examine(forge, bot, &listed, report, &classify_settings);
+        if !lock.try_lock(listed.iid) {
+            report.busy += 1;
+            continue;
+        }
+        let examined = examine(forge, bot, &listed, report.now, &examine_settings);
+        lock.unlock(listed.iid);
+        report.warnings.extend(examined.warnings);
+        report.rate_limited |= examined.rate_limited;
+        if examined.error.is_some() {
+            report.last_error = examined.error;
+        }
+        let mr = examined.report;
         match mr.action {
+            MrAction::PipelineCreated if mr.verdict.is_some_and(Verdict::follows_human_action) => {
+                report.refreshed += 1
+            }
             MrAction::PipelineCreated => report.healed += 1,
             MrAction::WouldCreatePipeline => report.would_heal += 1,
             MrAction::None | MrAction::Failed => {}
@@ -472,7 +402,7 @@ fn run_sweep(forge: &dyn SweepForge, report: &mut SweepReport, progress: &dyn Pr
         progress.event(&Event::Examined {
             done: report.mrs.len(),
             total,
-            healed: report.healed + report.would_heal,
+            healed: report.healed + report.refreshed + report.would_heal,
         });
     }
 }
@@ -501,109 +431,20 @@ fn in_window(listing: Vec<ListedMergeRequest>, start: Timestamp) -> Vec<ListedMe
     mrs
 }
 
-fn examine(
-    forge: &dyn SweepForge,
-    bot: u64,
-    listed: &ListedMergeRequest,
-    report: &mut SweepReport,
-    settings: &ClassifySettings,
-) -> MrReport {
-    let iid = listed.iid;
-    let mut mr = MrReport {
-        iid,
-        head: listed.sha.clone().filter(|s| !s.is_empty()),
-        verdict: None,
-        action: MrAction::None,
-        pipeline_id: None,
-        summary_note_id: None,
-        detail: String::new(),
-    };
-    let discussions = match forge.list_discussions(iid) {
-        Ok(d) => d,
-        Err(e) => {
-            report.rate_limited |= e.is_rate_limited();
-            mr.action = MrAction::Failed;
-            mr.detail = format!("cannot list the discussions: {e}");
-            return mr;
-        }
-    };
-    let inventory = Inventory::from_listing(&discussions, bot);
-    report
-        .warnings
-        .extend(inventory.warnings.iter().map(|w| format!("!{iid}: {w}")));
-    let summary = inventory.canonical_summary();
-    mr.summary_note_id = summary.map(|s| s.note_id);
-    let mut facts = MrFacts {
-        iid,
-        head_sha: mr.head.clone().unwrap_or_default(),
-        open: true,
-        head_pipeline: HeadPipeline::NotRead,
-        target_branch: listed.target_branch.clone().filter(|b| !b.is_empty()),
-        blocking_discussions_resolved: listed.blocking_discussions_resolved,
-        resolutions: resolution_fingerprint(&inventory),
-    };
-    let mut classification = classify(&facts, summary, report.now, settings);
-    if classification.action == Action::InspectMergeRequest {
-        let info = match forge.merge_request(iid) {
-            Ok(info) => info,
-            Err(e) => {
-                report.rate_limited |= e.is_rate_limited();
-                mr.verdict = Some(classification.verdict);
-                mr.action = MrAction::Failed;
-                mr.detail = format!(
-                    "{}; cannot read the merge request: {e}",
-                    classification.detail
-                );
-                return mr;
-            }
-        };
-        facts.head_sha = info.head_sha.clone();
-        facts.open = info.state == MergeRequestState::Opened;
-        facts.target_branch = Some(info.target_branch.clone()).filter(|b| !b.is_empty());
-        facts.head_pipeline = match info.head_pipeline_status {
-            Some(status) => HeadPipeline::Status(status),
-            None => HeadPipeline::None,
-        };
-        mr.head = Some(info.head_sha);
-        classification = classify(&facts, summary, report.now, settings);
-    }
-    mr.verdict = Some(classification.verdict);
-    mr.detail = classification.detail;
-    match classification.action {
-        Action::None => {}
-        Action::InspectMergeRequest => {
-            // Unreachable by construction: a classification with a read head pipeline never
-            // asks for it again. Reported rather than trusted.
-            mr.action = MrAction::Failed;
-            mr.detail
-                .push_str("; internal: classification asked for the MR twice");
-        }
-        Action::CreatePipeline if report.settings.dry_run => {
-            mr.action = MrAction::WouldCreatePipeline;
-        }
-        Action::CreatePipeline => match forge.create_pipeline(iid) {
-            Ok(pipeline) => {
-                mr.action = MrAction::PipelineCreated;
-                mr.pipeline_id = Some(pipeline.id);
-            }
-            Err(e) => {
-                report.rate_limited |= e.is_rate_limited();
-                mr.action = MrAction::Failed;
-                mr.detail = format!("{}; pipeline creation failed: {e}", mr.detail);
-            }
-        },
-    }
-    mr
-}
-
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;
     use std::collections::HashMap;
 
     use super::*;
+    use crate::core::inventory::Inventory;
     use crate::core::marker::{Marker, SummaryState, compose_body};
+    use crate::core::model::{ListedDiscussion, MergeRequestInfo, MergeRequestState};
     use crate::core::model::{ListedNote, Occurrence};
+    use crate::core::resolutions::resolution_fingerprint;
+    use crate::core::sweep::Timestamp;
+    use crate::examination::MrAction;
+    use crate::forge::sweep::CreatedPipeline;
 
     const HEAD: &str = "2222222222222222222222222222222222222222";
     const OLD: &str = "1111111111111111111111111111111111111111";
@@ -670,6 +511,10 @@ mod tests {
                 changes_count: None,
             })
         }
+        fn merge_request_entry(&self, iid: u64) -> Result<ListedMergeRequest, ForgeError> {
+            self.log.borrow_mut().push(format!("entry {iid}"));
+            Err(err("entry"))
+        }
         fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {
             self.log.borrow_mut().push(format!("create {iid}"));
             if self.fail_create.contains(&iid) {
@@ -698,6 +543,7 @@ mod tests {
             updated_at: Some(updated.into()),
             target_branch: Some("main".into()),
             blocking_discussions_resolved: Some(false),
+            head_pipeline: crate::core::sweep::HeadPipeline::NotRead,
         }
     }
 
@@ -827,7 +673,7 @@ mod tests {
         assert_eq!(report.healed, 2);
         assert!(report.succeeded());
         let text = report.to_text();
-        assert!(text.ends_with("\nhealed: 2\n"), "{text}");
+        assert!(text.ends_with("\nrefreshed: 0\nhealed: 2\n"), "{text}");
         assert!(
             text.contains(
                 "!4 missing: pipeline-created 5004 (no assent summary on the MR; no head pipeline)"
@@ -858,7 +704,7 @@ mod tests {
         assert_eq!((report.healed, report.would_heal), (0, 2));
         let text = report.to_text();
         assert!(
-            text.ends_with("\nwould heal: 2 (dry run)\nhealed: 0\n"),
+            text.ends_with("\nwould heal: 2 (dry run)\nrefreshed: 0\nhealed: 0\n"),
             "{text}"
         );
     }
@@ -1013,17 +859,35 @@ mod tests {
             };
             forge.discussions.insert(1, vec![summary.clone(), thread]);
             let report = sweep(&forge, "g/p", now(), &settings());
-            (report.mrs[0].verdict.unwrap(), report.healed)
+            let text = report.to_text();
+            let tail: Vec<&str> = text.lines().rev().take(2).collect();
+            assert_eq!(
+                report.to_json()["refreshed"],
+                report.refreshed,
+                "the JSON says what the text says"
+            );
+            (
+                report.mrs[0].verdict.unwrap(),
+                report.refreshed,
+                report.healed,
+                tail.join(" < "),
+            )
         };
-        // Someone resolved it since: heal.
+        // Someone resolved it since: a pipeline, counted as a refresh (a human acted), not as
+        // a repair, so `healed` stays 0.
         assert_eq!(
             sweep_with(challenge_thread(50, Some(7))),
-            (Verdict::ReviewResolved, 1)
+            (
+                Verdict::ReviewResolved,
+                1,
+                0,
+                "healed: 0 < refreshed: 1".into()
+            )
         );
-        // Nothing changed since the summary: nothing to heal.
+        // Nothing changed since the summary: nothing to do.
         assert_eq!(
             sweep_with(challenge_thread(50, None)),
-            (Verdict::Verified, 0)
+            (Verdict::Verified, 0, 0, "healed: 0 < refreshed: 0".into())
         );
     }
 

@@ -1,0 +1,62 @@
+//! The sweep's port (`assent sweep` and `assent serve`): the project-level reads and the one
+//! write the safety net needs, beside the per-MR [`crate::Forge`]. The GitLab adapter is
+//! `assent_gitlab::GitLabSweepForge`; the application's tests use stubs.
+
+use assent_core::model::{ListedDiscussion, MergeRequestInfo};
+use assent_core::sweep::{HeadPipeline, Timestamp};
+
+use crate::{ForgeError, RequestCounts};
+
+/// One entry of the MR listing. The listing carries no `head_pipeline`: read the single MR
+/// for that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedMergeRequest {
+    /// The MR's IID.
+    pub iid: u64,
+    /// `opened`, `closed`, `merged` or `locked`.
+    pub state: String,
+    /// The head SHA, when reported.
+    pub sha: Option<String>,
+    /// The MR's `updated_at`, when reported.
+    pub updated_at: Option<String>,
+    /// The branch the MR targets, when reported.
+    pub target_branch: Option<String>,
+    /// GitLab's `blocking_discussions_resolved`: every resolvable discussion is resolved.
+    pub blocking_discussions_resolved: Option<bool>,
+    /// The head pipeline: [`HeadPipeline::NotRead`] from the listing, read from the single MR.
+    pub head_pipeline: HeadPipeline,
+}
+
+/// A pipeline just created for a merge request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedPipeline {
+    /// The pipeline id.
+    pub id: u64,
+    /// Its status (`created` right after creation).
+    pub status: Option<String>,
+    /// Its web URL.
+    pub web_url: Option<String>,
+}
+
+/// What the sweep needs from the forge: one project's open MRs, each MR's discussions and
+/// head pipeline, and the creation of an MR pipeline.
+pub trait SweepForge {
+    /// The user id behind the token: only its notes are artifacts.
+    fn bot_user_id(&self) -> Result<u64, ForgeError>;
+    /// Open MRs updated at or after `updated_after`, all pages.
+    fn list_open_merge_requests(
+        &self,
+        updated_after: Timestamp,
+    ) -> Result<Vec<ListedMergeRequest>, ForgeError>;
+    /// Every discussion of MR `iid`, all pages.
+    fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError>;
+    /// The single MR `iid` (state, head, head pipeline).
+    fn merge_request(&self, iid: u64) -> Result<MergeRequestInfo, ForgeError>;
+    /// The single MR `iid` as an entry of the listing, with its head pipeline read: what
+    /// serve examines an MR from when an event names it.
+    fn merge_request_entry(&self, iid: u64) -> Result<ListedMergeRequest, ForgeError>;
+    /// Creates a merge request pipeline for MR `iid`; sent once.
+    fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError>;
+    /// Requests made so far.
+    fn request_counts(&self) -> RequestCounts;
+}

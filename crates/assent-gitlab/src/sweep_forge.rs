@@ -1,0 +1,76 @@
+//! [`GitLabSweepForge`]: the sweep's port ([`assent_forge::sweep::SweepForge`]) over GitLab.
+
+use std::sync::Arc;
+
+use assent_core::model::{ListedDiscussion, MergeRequestInfo};
+use assent_core::sweep::Timestamp;
+use assent_forge::sweep::{CreatedPipeline, ListedMergeRequest, SweepForge};
+use assent_forge::{Forge, ForgeError, RequestCounts};
+
+use crate::{GitLabClient, GitLabForge};
+
+/// [`SweepForge`] over GitLab: one project [`GitLabClient`] for `/user`, the listing and
+/// pipeline creation, and over it the forge of the MR examined, for its discussions and the
+/// single MR read. One connection, one CA bundle read, one request tally; shareable between
+/// threads (each call builds its MR's forge over the shared client, which costs no request).
+pub struct GitLabSweepForge {
+    client: Arc<GitLabClient>,
+}
+
+impl GitLabSweepForge {
+    /// The sweep's forge over the project's client.
+    pub fn new(client: GitLabClient) -> Self {
+        GitLabSweepForge {
+            client: Arc::new(client),
+        }
+    }
+
+    /// The client every request goes through.
+    pub fn client(&self) -> &GitLabClient {
+        &self.client
+    }
+
+    fn mr(&self, iid: u64) -> GitLabForge {
+        GitLabForge::over(self.client.clone(), iid)
+    }
+}
+
+impl SweepForge for GitLabSweepForge {
+    fn bot_user_id(&self) -> Result<u64, ForgeError> {
+        self.client.current_user_id()
+    }
+
+    fn list_open_merge_requests(
+        &self,
+        updated_after: Timestamp,
+    ) -> Result<Vec<ListedMergeRequest>, ForgeError> {
+        let after = updated_after
+            .to_chrono()
+            .ok_or_else(|| ForgeError::Decode {
+                method: "GET".into(),
+                route: "merge requests".into(),
+                message: format!("window start out of range: {updated_after}"),
+            })?;
+        self.client.list_open_merge_requests(after)
+    }
+
+    fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError> {
+        self.mr(iid).list_discussions()
+    }
+
+    fn merge_request(&self, iid: u64) -> Result<MergeRequestInfo, ForgeError> {
+        self.mr(iid).merge_request()
+    }
+
+    fn merge_request_entry(&self, iid: u64) -> Result<ListedMergeRequest, ForgeError> {
+        self.client.merge_request_entry(iid)
+    }
+
+    fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {
+        self.client.create_merge_request_pipeline(iid)
+    }
+
+    fn request_counts(&self) -> RequestCounts {
+        self.client.request_counts()
+    }
+}

@@ -1,0 +1,507 @@
+//! Webhooks as GitLab sends them, and a runner that plays GitLab Runner for MR pipelines.
+//!
+//! A test registers a URL and its secret token ([`crate::FakeGitLab::add_webhook`]). After
+//! every change to the state (an API write or a test's own edit), the fake compares each MR
+//! with what it saw before and delivers, like GitLab (16.x to 18.x payload shapes, read
+//! from GitLab's webhook documentation):
+//!
+//! * a **Merge Request Hook** (`action: update`) when the MR's last unresolved thread is
+//!   resolved, or its head moves (a push); none when one thread of several is resolved or a
+//!   thread is unresolved, as GitLab;
+//! * a **Note Hook** for each new note on the MR (not for system notes);
+//! * a **Pipeline Hook** for each MR pipeline created or changing status.
+//!
+//! Each delivery is a `POST` with `Content-Type: application/json`, `X-Gitlab-Event`,
+//! `X-Gitlab-Token` (the secret), `X-Gitlab-Event-UUID`, `X-Gitlab-Webhook-UUID`,
+//! `Idempotency-Key` (the same when a delivery is sent again) and GitLab's `User-Agent`, sent
+//! from a thread of its own, with the answer's status recorded ([`Delivery`]).
+//!
+//! With a runner set ([`crate::FakeGitLab::set_runner`]), each MR pipeline created runs the
+//! runner's command with the CI variables GitLab gives an MR pipeline job
+//! (`CI_API_V4_URL`, `CI_PROJECT_ID`, `CI_MERGE_REQUEST_PROJECT_ID`,
+//! `CI_MERGE_REQUEST_IID`, `CI_MERGE_REQUEST_SOURCE_BRANCH_SHA`,
+//! `CI_MERGE_REQUEST_TARGET_BRANCH_NAME`, `CI_MERGE_REQUEST_DIFF_BASE_SHA`,
+//! `CI_PIPELINE_ID`, `CI_PIPELINE_SOURCE`, `CI_COMMIT_SHA`, `CI_SERVER_URL`, `CI`) plus its
+//! own; the pipeline is `running` meanwhile and `success` or `failed` after, from the exit
+//! code ([`RunnerRun`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::model::{MergeRequest, Project, State};
+use crate::server::Shared;
+
+/// A registered webhook.
+#[derive(Debug, Clone)]
+pub struct WebhookTarget {
+    /// Where deliveries go (`http://127.0.0.1:PORT/webhook`).
+    pub url: String,
+    /// The secret token, sent as `X-Gitlab-Token`.
+    pub token: String,
+}
+
+/// One delivery, as sent.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// `Merge Request Hook`, `Note Hook`, `Pipeline Hook`.
+    pub event: String,
+    /// The MR it concerns.
+    pub iid: u64,
+    /// The JSON body.
+    pub body: String,
+    /// `Idempotency-Key`.
+    pub idempotency_key: String,
+    /// The receiver's status, once answered (`None`: not yet, or no answer).
+    pub status: Option<u16>,
+}
+
+/// The command a runner runs for each MR pipeline.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    /// The program.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables beside GitLab's (the token, for instance).
+    pub env: Vec<(String, String)>,
+    /// Its working directory.
+    pub dir: std::path::PathBuf,
+}
+
+/// One job the runner ran.
+#[derive(Debug, Clone)]
+pub struct RunnerRun {
+    /// The pipeline.
+    pub pipeline_id: u64,
+    /// The MR.
+    pub iid: u64,
+    /// The exit code (`None` when killed by a signal or not started).
+    pub exit_code: Option<i32>,
+    /// Its stdout.
+    pub stdout: String,
+    /// Its stderr.
+    pub stderr: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct MrSeen {
+    unresolved: usize,
+    resolvable: usize,
+    sha: String,
+    notes: BTreeSet<u64>,
+}
+
+/// The webhook and runner state of one fake.
+#[derive(Debug, Default)]
+pub struct Hooks {
+    targets: Vec<WebhookTarget>,
+    seen: BTreeMap<(u64, u64), MrSeen>,
+    pipelines: BTreeMap<(u64, u64), String>,
+    deliveries: Vec<Delivery>,
+    runner: Option<Runner>,
+    runs: Vec<RunnerRun>,
+    seq: u64,
+}
+
+impl Hooks {
+    fn active(&self) -> bool {
+        !self.targets.is_empty() || self.runner.is_some()
+    }
+}
+
+fn mr_seen(mr: &MergeRequest) -> MrSeen {
+    MrSeen {
+        unresolved: mr
+            .discussions
+            .iter()
+            .filter(|d| d.resolvable() && !d.resolved())
+            .count(),
+        resolvable: mr.discussions.iter().filter(|d| d.resolvable()).count(),
+        sha: mr.sha.clone(),
+        notes: mr
+            .discussions
+            .iter()
+            .flat_map(|d| d.notes.iter())
+            .filter(|n| !n.system)
+            .map(|n| n.id)
+            .collect(),
+    }
+}
+
+fn project_json(st: &State, p: &Project) -> Value {
+    json!({"id": p.id, "name": p.path_with_namespace.rsplit('/').next().unwrap_or(""),
+        "path_with_namespace": p.path_with_namespace, "web_url": p.web_url(&st.web_url),
+        "default_branch": p.default_branch, "visibility_level": 0})
+}
+
+fn user_json(st: &State, id: u64) -> Value {
+    let name = st
+        .users
+        .iter()
+        .find(|u| u.id == id)
+        .map(|u| u.username.clone())
+        .unwrap_or_default();
+    json!({"id": id, "name": name, "username": name, "avatar_url": null})
+}
+
+fn mr_json(mr: &MergeRequest, p: &Project) -> Value {
+    json!({"id": mr.id, "iid": mr.iid, "title": mr.title, "state": mr.state,
+        "source_branch": mr.source_branch, "target_branch": mr.target_branch,
+        "source_project_id": mr.source_project_id, "target_project_id": p.id,
+        "author_id": mr.author_id, "last_commit": {"id": mr.sha},
+        "blocking_discussions_resolved": mr.discussions.iter().all(|d| !d.resolvable() || d.resolved()),
+        "updated_at": mr.updated_at, "created_at": mr.created_at, "draft": mr.draft,
+        "detailed_merge_status": "mergeable"})
+}
+
+/// What changed since the last look: deliveries to send and pipelines to run.
+fn changes(st: &mut State, hooks: &mut Hooks) -> (Vec<Delivery>, Vec<(u64, u64, u64)>) {
+    let mut out = Vec::new();
+    let mut jobs = Vec::new();
+    let next = |hooks: &mut Hooks| {
+        hooks.seq += 1;
+        format!("00000000-0000-4000-8000-{:012x}", hooks.seq)
+    };
+    for p in &st.projects {
+        for mr in &p.merge_requests {
+            let now = mr_seen(mr);
+            let key = (p.id, mr.iid);
+            if let Some(before) = hooks.seen.get(&key).cloned() {
+                let last_resolved = before.unresolved > 0 && now.unresolved == 0;
+                let pushed = before.sha != now.sha;
+                if last_resolved || pushed {
+                    let mut attrs = mr_json(mr, p);
+                    attrs["action"] = json!("update");
+                    let body = json!({"object_kind": "merge_request", "event_type": "merge_request",
+                        "user": user_json(st, mr.author_id), "project": project_json(st, p),
+                        "object_attributes": attrs, "labels": [], "changes": {},
+                        "repository": {"name": p.path_with_namespace, "homepage": p.web_url(&st.web_url)}});
+                    out.push(Delivery {
+                        event: "Merge Request Hook".into(),
+                        iid: mr.iid,
+                        body: body.to_string(),
+                        idempotency_key: next(hooks),
+                        status: None,
+                    });
+                }
+                for d in &mr.discussions {
+                    for n in d.notes.iter().filter(|n| !n.system) {
+                        if before.notes.contains(&n.id) {
+                            continue;
+                        }
+                        let body = json!({"object_kind": "note", "event_type": "note",
+                            "user": user_json(st, n.author_id), "project_id": p.id,
+                            "project": project_json(st, p),
+                            "object_attributes": {"id": n.id, "note": n.body, "noteable_type": "MergeRequest",
+                                "author_id": n.author_id, "created_at": n.created_at, "updated_at": n.updated_at,
+                                "project_id": p.id, "system": false, "discussion_id": d.id,
+                                "type": n.note_type, "noteable_id": mr.id},
+                            "merge_request": mr_json(mr, p)});
+                        out.push(Delivery {
+                            event: "Note Hook".into(),
+                            iid: mr.iid,
+                            body: body.to_string(),
+                            idempotency_key: next(hooks),
+                            status: None,
+                        });
+                    }
+                }
+            }
+            hooks.seen.insert(key, now);
+        }
+        for pl in &p.pipelines {
+            let Some(iid) = pl.mr_iid else { continue };
+            let key = (p.id, pl.id);
+            let before = hooks.pipelines.get(&key).cloned();
+            if before.as_deref() == Some(pl.status.as_str()) {
+                continue;
+            }
+            if before.is_none() && pl.status == "created" {
+                jobs.push((p.id, iid, pl.id));
+            }
+            hooks.pipelines.insert(key, pl.status.clone());
+            let Some(mr) = p.mr(iid) else { continue };
+            let body = json!({"object_kind": "pipeline",
+                "object_attributes": {"id": pl.id, "iid": pl.id, "ref": pl.git_ref, "tag": false,
+                    "sha": pl.sha, "status": pl.status, "detailed_status": pl.status,
+                    "source": pl.source, "created_at": pl.created_at, "finished_at": null},
+                "merge_request": {"id": mr.id, "iid": mr.iid, "title": mr.title,
+                    "source_branch": mr.source_branch, "target_branch": mr.target_branch,
+                    "state": mr.state, "url": format!("{}/-/merge_requests/{}", p.web_url(&st.web_url), mr.iid)},
+                "user": user_json(st, mr.author_id), "project": project_json(st, p),
+                "builds": []});
+            out.push(Delivery {
+                event: "Pipeline Hook".into(),
+                iid,
+                body: body.to_string(),
+                idempotency_key: next(hooks),
+                status: None,
+            });
+        }
+    }
+    if hooks.targets.is_empty() {
+        out.clear();
+    }
+    if hooks.runner.is_none() {
+        jobs.clear();
+    }
+    (out, jobs)
+}
+
+/// Looks for changes and sends what GitLab would (call after any change to the state).
+pub(crate) fn after_change(shared: &Arc<Shared>) {
+    let (deliveries, jobs, targets, runner) = {
+        let mut hooks = shared.hooks.lock().unwrap_or_else(|e| e.into_inner());
+        if !hooks.active() {
+            return;
+        }
+        let mut g = shared.lock();
+        let (deliveries, jobs) = changes(&mut g.state, &mut hooks);
+        drop(g);
+        let base = hooks.deliveries.len();
+        hooks.deliveries.extend(deliveries.iter().cloned());
+        let indexed: Vec<(usize, Delivery)> = deliveries
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| (base + i, d))
+            .collect();
+        (indexed, jobs, hooks.targets.clone(), hooks.runner.clone())
+    };
+    for (index, delivery) in deliveries {
+        for target in &targets {
+            send(shared.clone(), target.clone(), index, delivery.clone());
+        }
+    }
+    if let Some(runner) = runner {
+        for (project, iid, pipeline) in jobs {
+            let sh = shared.clone();
+            let runner = runner.clone();
+            std::thread::spawn(move || run_job(&sh, &runner, project, iid, pipeline));
+        }
+    }
+}
+
+/// Sends delivery `index` again, with its `Idempotency-Key`, to every target.
+pub(crate) fn redeliver(shared: &Arc<Shared>, index: usize) {
+    let (delivery, targets) = {
+        let hooks = shared.hooks.lock().unwrap_or_else(|e| e.into_inner());
+        (hooks.deliveries[index].clone(), hooks.targets.clone())
+    };
+    for target in targets {
+        send(shared.clone(), target, index, delivery.clone());
+    }
+}
+
+fn send(shared: Arc<Shared>, target: WebhookTarget, index: usize, delivery: Delivery) {
+    std::thread::spawn(move || {
+        let status = post(&target, &delivery);
+        let mut hooks = shared.hooks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = hooks.deliveries.get_mut(index) {
+            d.status = status;
+        }
+    });
+}
+
+/// A plain HTTP/1.1 POST, as GitLab's webhook sender makes it; the answer's status.
+fn post(target: &WebhookTarget, d: &Delivery) -> Option<u16> {
+    let rest = target.url.strip_prefix("http://")?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let mut stream = TcpStream::connect(authority).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nUser-Agent: GitLab/17.11.0\r\nX-Gitlab-Event: {}\r\nX-Gitlab-Token: {}\r\nX-Gitlab-Instance: http://gitlab.example\r\nX-Gitlab-Webhook-UUID: 5f3a8a4e-0000-4000-8000-000000000001\r\nX-Gitlab-Event-UUID: {}\r\nIdempotency-Key: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        d.event,
+        target.token,
+        d.idempotency_key,
+        d.idempotency_key,
+        d.body.len()
+    );
+    stream.write_all(request.as_bytes()).ok()?;
+    stream.write_all(d.body.as_bytes()).ok()?;
+    let mut answer = Vec::new();
+    let _ = stream.take(64 * 1024).read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn set_status(shared: &Arc<Shared>, project: u64, pipeline: u64, status: &str) {
+    {
+        let mut g = shared.lock();
+        let now = g.state.now();
+        if let Some(p) = g.state.projects.iter_mut().find(|p| p.id == project) {
+            if let Some(pl) = p.pipelines.iter_mut().find(|pl| pl.id == pipeline) {
+                pl.status = status.into();
+                pl.updated_at = now.clone();
+            }
+            for mr in &mut p.merge_requests {
+                if let Some(hp) = mr.head_pipeline.as_mut().filter(|hp| hp.id == pipeline) {
+                    hp.status = status.into();
+                    hp.updated_at = now.clone();
+                }
+            }
+        }
+    }
+    after_change(shared);
+}
+
+fn run_job(shared: &Arc<Shared>, runner: &Runner, project: u64, iid: u64, pipeline: u64) {
+    if shared.stop.load(Ordering::SeqCst) {
+        return;
+    }
+    let vars = {
+        let g = shared.lock();
+        let st = &g.state;
+        let Some(p) = st.projects.iter().find(|p| p.id == project) else {
+            return;
+        };
+        let Some(mr) = p.mr(iid) else { return };
+        let sha = p
+            .pipelines
+            .iter()
+            .find(|pl| pl.id == pipeline)
+            .map_or(mr.sha.clone(), |pl| pl.sha.clone());
+        let root = runner
+            .env
+            .iter()
+            .find(|(k, _)| k == "CI_API_V4_URL")
+            .map(|(_, v)| v.trim_end_matches("/api/v4").to_owned())
+            .unwrap_or_default();
+        vec![
+            ("CI", "true".to_owned()),
+            ("GITLAB_CI", "true".to_owned()),
+            ("CI_SERVER_URL", root.clone()),
+            ("CI_API_V4_URL", format!("{root}/api/v4")),
+            ("CI_PROJECT_ID", p.id.to_string()),
+            ("CI_PROJECT_PATH", p.path_with_namespace.clone()),
+            ("CI_MERGE_REQUEST_PROJECT_ID", p.id.to_string()),
+            ("CI_MERGE_REQUEST_IID", iid.to_string()),
+            ("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", sha.clone()),
+            (
+                "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME",
+                mr.source_branch.clone(),
+            ),
+            (
+                "CI_MERGE_REQUEST_TARGET_BRANCH_NAME",
+                mr.target_branch.clone(),
+            ),
+            (
+                "CI_MERGE_REQUEST_DIFF_BASE_SHA",
+                mr.diff_refs.base_sha.clone(),
+            ),
+            ("CI_MERGE_REQUEST_EVENT_TYPE", "detached".to_owned()),
+            ("CI_PIPELINE_ID", pipeline.to_string()),
+            ("CI_PIPELINE_SOURCE", "merge_request_event".to_owned()),
+            ("CI_COMMIT_SHA", sha),
+            ("CI_JOB_ID", pipeline.to_string()),
+        ]
+    };
+    set_status(shared, project, pipeline, "running");
+    let output = std::process::Command::new(&runner.program)
+        .args(&runner.args)
+        .current_dir(&runner.dir)
+        .env_clear()
+        .envs(runner.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+        .output();
+    let (exit_code, stdout, stderr) = match output {
+        Ok(o) => (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        ),
+        Err(e) => (None, String::new(), format!("cannot start the job: {e}")),
+    };
+    shared
+        .hooks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .runs
+        .push(RunnerRun {
+            pipeline_id: pipeline,
+            iid,
+            exit_code,
+            stdout,
+            stderr,
+        });
+    let status = if exit_code == Some(0) {
+        "success"
+    } else {
+        "failed"
+    };
+    set_status(shared, project, pipeline, status);
+}
+
+impl crate::FakeGitLab {
+    /// Registers a webhook: from now on, changes are delivered to `url` with `token`.
+    pub fn add_webhook(&self, url: &str, token: &str) {
+        {
+            let mut hooks = self.shared.hooks.lock().unwrap_or_else(|e| e.into_inner());
+            hooks.targets.push(WebhookTarget {
+                url: url.into(),
+                token: token.into(),
+            });
+        }
+        // The current state is the baseline: nothing before the hook is delivered.
+        self.hooks_baseline();
+    }
+
+    /// Plays GitLab Runner: each MR pipeline created from now on runs `runner`'s command.
+    pub fn set_runner(&self, runner: Runner) {
+        self.shared
+            .hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .runner = Some(runner);
+        self.hooks_baseline();
+    }
+
+    fn hooks_baseline(&self) {
+        let mut hooks = self.shared.hooks.lock().unwrap_or_else(|e| e.into_inner());
+        let targets = std::mem::take(&mut hooks.targets);
+        let runner = hooks.runner.take();
+        let mut g = self.shared.lock();
+        let _ = changes(&mut g.state, &mut hooks);
+        hooks.targets = targets;
+        hooks.runner = runner;
+    }
+
+    /// Every delivery so far, in order.
+    pub fn webhook_deliveries(&self) -> Vec<Delivery> {
+        self.shared
+            .hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .deliveries
+            .clone()
+    }
+
+    /// Sends delivery `index` again (same body, same `Idempotency-Key`), as GitLab's retry
+    /// or a "Resend request" does.
+    pub fn redeliver(&self, index: usize) {
+        redeliver(&self.shared, index);
+    }
+
+    /// The jobs the runner ran so far.
+    pub fn runner_runs(&self) -> Vec<RunnerRun> {
+        self.shared
+            .hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .runs
+            .clone()
+    }
+}
+
+/// Shared handle type re-exported for the server.
+pub(crate) type HooksCell = Mutex<Hooks>;

@@ -1,0 +1,650 @@
+//! `assent serve` end to end: real processes over real HTTP. The fake GitLab delivers its
+//! webhooks to a running `assent serve` and plays the runner (each MR pipeline runs `assent
+//! run` with the CI variables of an MR pipeline job), so "resolve as a reviewer, watch the MR
+//! turn green" runs with no command typed after the resolution.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fake_gitlab::{FakeGitLab, Runner, sandbox};
+
+use crate::ASSENT;
+
+const SECRET: &str = "whsec-serve-test-7f3a91";
+
+struct World {
+    fake: FakeGitLab,
+    env: Vec<(String, String)>,
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    /// The sandbox's MR after its first pipeline: the challenge is open, the decision REVIEW.
+    fn reviewed() -> World {
+        let (target, source) = sandbox::example("topic-registry").expect("the example applies");
+        let fake = FakeGitLab::start(sandbox::state(&target, &source).expect("a sandbox"));
+        let env: Vec<(String, String)> = sandbox::exports(&fake.base_url(), &fake.state())
+            .lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let world = World {
+            fake,
+            env,
+            dir: tempfile::tempdir().expect("temporary directory"),
+        };
+        let out = Command::new(ASSENT)
+            .args(["run"])
+            .current_dir(world.dir.path())
+            .env_clear()
+            .envs(world.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .expect("assent run");
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(world.decision(), "REVIEW");
+        world
+    }
+
+    fn decision(&self) -> String {
+        let receipt = std::fs::read_to_string(self.dir.path().join("assent-receipt.json"))
+            .expect("a receipt");
+        let receipt: serde_json::Value = serde_json::from_str(&receipt).expect("json");
+        receipt["decision"].as_str().expect("a decision").to_owned()
+    }
+
+    /// The runner: every MR pipeline runs the job of the shipped template.
+    fn play_runner(&self) {
+        self.fake.set_runner(Runner {
+            program: ASSENT.into(),
+            args: vec!["run".into(), "--fail-on".into(), "review".into()],
+            env: self
+                .env
+                .iter()
+                .filter(|(k, _)| k.starts_with("ASSENT_") || k == "CI_API_V4_URL")
+                .cloned()
+                .collect(),
+            dir: self.dir.path().to_owned(),
+        });
+    }
+
+    fn challenge(&self) -> String {
+        let state = self.fake.state();
+        state.projects[0].merge_requests[0]
+            .discussions
+            .iter()
+            .find(|d| d.notes[0].body.contains("\"rule\":\"retention-shrink\""))
+            .expect("the challenge thread")
+            .id
+            .clone()
+    }
+
+    fn pipelines(&self) -> usize {
+        self.fake.pipelines(sandbox::PROJECT_ID).len()
+    }
+
+    fn serve(&self, extra: &[&str]) -> Serve {
+        self.serve_with_secret(Some(SECRET), extra)
+    }
+
+    fn serve_with_secret(&self, secret: Option<&str>, extra: &[&str]) -> Serve {
+        let mut cmd = Command::new(ASSENT);
+        cmd.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--project",
+            sandbox::PROJECT_PATH,
+        ])
+        .args(if extra.contains(&"--settle") {
+            &[][..]
+        } else {
+            &["--settle", "300ms"][..]
+        })
+        .args(extra)
+        .env_clear()
+        .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        if let Some(secret) = secret {
+            cmd.env("ASSENT_WEBHOOK_SECRET", secret);
+        }
+        Serve::spawn(cmd)
+    }
+}
+
+struct Serve {
+    child: Child,
+    port: u16,
+    log: Arc<Mutex<String>>,
+}
+
+impl Serve {
+    fn spawn(mut cmd: Command) -> Serve {
+        let mut child = cmd.spawn().expect("assent serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.split(" listen=").nth(1) {
+                    let port = addr.split_whitespace().next().unwrap_or("");
+                    let _ = tx.send(port.rsplit(':').next().unwrap_or("").to_owned());
+                }
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let port = rx
+            .recv_timeout(Duration::from_secs(20))
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("serve did not start: {}", log.lock().unwrap()));
+        Serve { child, port, log }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/webhook", self.port)
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, String) {
+        http(self.port, method, path, headers, body)
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn metrics(&self) -> String {
+        self.request("GET", "/metrics", &[], b"").1
+    }
+
+    fn stop(mut self) -> (Option<i32>, String, String) {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = wait_exit(&mut self.child, Duration::from_secs(20));
+        let mut stdout = String::new();
+        if let Some(mut out) = self.child.stdout.take() {
+            let _ = out.read_to_string(&mut stdout);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        (status, stdout, self.log())
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> Option<i32> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("serve did not exit within {limit:?}");
+}
+
+/// One HTTP/1.1 request; the status and the body.
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    let _ = stream.write_all(body);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|x| x.1)
+        .unwrap_or("")
+        .to_owned();
+    (status, body)
+}
+
+fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    f()
+}
+
+/// The reviewer (not the author) assents: GitLab keeps the first resolver, so the thread is
+/// resolved once, by the reviewer.
+fn reviewer_resolves(w: &World, discussion: &str) {
+    w.fake.resolve(
+        sandbox::PROJECT_ID,
+        sandbox::MR_IID,
+        discussion,
+        sandbox::REVIEWER_ID,
+        true,
+    );
+}
+
+fn mr_hook_body(project: u64, iid: u64) -> String {
+    serde_json::json!({"object_kind": "merge_request", "event_type": "merge_request",
+        "project": {"id": project}, "object_attributes": {"iid": iid, "action": "update"}})
+    .to_string()
+}
+
+#[test]
+fn a_reviewers_resolution_turns_the_mr_green_with_no_command_typed() {
+    let w = World::reviewed();
+    w.play_runner();
+    let serve = w.serve(&["--sweep-interval", "off"]);
+    w.fake.add_webhook(&serve.url(), SECRET);
+    assert_eq!(w.pipelines(), 0);
+
+    let challenge = w.challenge();
+    let resolved_at = Instant::now();
+    reviewer_resolves(&w, &challenge);
+    assert!(
+        wait_until(Duration::from_millis(300 + 2_000), || w.pipelines() == 1),
+        "one pipeline within settle + 2 s: {}",
+        serve.log()
+    );
+    let within = resolved_at.elapsed();
+    assert!(
+        wait_until(Duration::from_secs(30), || !w.fake.runner_runs().is_empty()
+            && w.fake.pipelines(sandbox::PROJECT_ID)[0].status == "success"),
+        "the job ran: {:?}",
+        w.fake.runner_runs()
+    );
+    let run = &w.fake.runner_runs()[0];
+    assert_eq!(run.exit_code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert_eq!(w.decision(), "APPROVE", "the job's run says APPROVE");
+    // The events the job's own writes and pipeline cause find nothing more to do.
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(w.pipelines(), 1, "exactly one pipeline: {}", serve.log());
+    let deliveries = w.fake.webhook_deliveries();
+    assert!(
+        deliveries
+            .iter()
+            .any(|d| d.event == "Merge Request Hook" && d.status == Some(202)),
+        "{deliveries:?}"
+    );
+    let metrics = serve.metrics();
+    assert!(
+        metrics.contains(
+            "assent_pipelines_created_total{trigger=\"webhook\",verdict=\"review-resolved\"} 1"
+        ),
+        "{metrics}"
+    );
+    let (code, _, log) = serve.stop();
+    assert_eq!(code, Some(0), "{log}");
+    eprintln!("pipeline created {within:?} after the resolution");
+}
+
+/// A request (method, path, headers, body) and the status it must get.
+type Case<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, Vec<u8>, u16);
+
+#[test]
+fn bad_secrets_bodies_and_routes_get_their_status_and_no_gitlab_request() {
+    let w = World::reviewed();
+    let serve = w.serve(&["--sweep-interval", "off"]);
+    w.fake.reset_log();
+    let body = mr_hook_body(sandbox::PROJECT_ID, sandbox::MR_IID);
+    let mr_hook = ("X-Gitlab-Event", "Merge Request Hook");
+    let cases: Vec<Case> = vec![
+        (
+            "POST",
+            "/webhook",
+            vec![mr_hook],
+            body.clone().into_bytes(),
+            401,
+        ),
+        (
+            "POST",
+            "/webhook",
+            vec![mr_hook, ("X-Gitlab-Token", "wrong")],
+            body.clone().into_bytes(),
+            401,
+        ),
+        (
+            "POST",
+            "/webhook",
+            vec![mr_hook, ("X-Gitlab-Token", &SECRET[..SECRET.len() - 1])],
+            body.clone().into_bytes(),
+            401,
+        ),
+        (
+            "POST",
+            "/webhook",
+            vec![mr_hook, ("X-Gitlab-Token", SECRET)],
+            b"{not json".to_vec(),
+            400,
+        ),
+        (
+            "POST",
+            "/webhook",
+            vec![mr_hook, ("X-Gitlab-Token", SECRET)],
+            br#"{"object_attributes":{"iid":1}}"#.to_vec(),
+            400,
+        ),
+        (
+            "POST",
+            "/webhook",
+            vec![mr_hook, ("X-Gitlab-Token", SECRET)],
+            vec![b' '; 4 * 1024 * 1024 + 1],
+            413,
+        ),
+        (
+            "POST",
+            "/webhook",
+            vec![("X-Gitlab-Event", "Push Hook"), ("X-Gitlab-Token", SECRET)],
+            body.clone().into_bytes(),
+            204,
+        ),
+        (
+            "POST",
+            "/webhook",
+            vec![mr_hook, ("X-Gitlab-Token", SECRET)],
+            mr_hook_body(999, 1).into_bytes(),
+            204,
+        ),
+        ("GET", "/webhook", vec![], vec![], 405),
+        ("GET", "/nope", vec![], vec![], 404),
+        ("POST", "/healthz", vec![], vec![], 405),
+    ];
+    for (method, path, headers, body, want) in &cases {
+        let (status, _) = serve.request(method, path, headers, body);
+        assert_eq!(status, *want, "{method} {path} {headers:?}");
+    }
+    assert_eq!(serve.request("GET", "/healthz", &[], b"").0, 200);
+    let (status, ready) = serve.request("GET", "/readyz", &[], b"");
+    assert_eq!(status, 200);
+    assert!(ready.contains("embedded sweep off"), "{ready}");
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(w.fake.requests().len(), 0, "{:?}", w.fake.requests());
+    let metrics = serve.metrics();
+    assert!(
+        metrics.contains(
+            "assent_webhook_events_total{event=\"merge_request\",result=\"unauthorized\"} 3"
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains("result=\"bad_request\"} 2"), "{metrics}");
+    let (code, stdout, log) = serve.stop();
+    assert_eq!(code, Some(0));
+    for text in [&stdout, &log, &metrics] {
+        assert!(!text.contains(SECRET), "the secret leaked: {text}");
+        assert!(
+            !text.contains(sandbox::BOT_TOKEN),
+            "the token leaked: {text}"
+        );
+        assert!(
+            !text.contains("object_attributes"),
+            "a payload leaked: {text}"
+        );
+    }
+}
+
+#[test]
+fn bursts_and_redeliveries_coalesce_and_a_pending_push_pipeline_is_left_alone() {
+    let w = World::reviewed();
+    let serve = w.serve(&["--sweep-interval", "off", "--settle", "600ms"]);
+    w.fake.add_webhook(&serve.url(), SECRET);
+    // A burst: the resolution, then comments, then the same MR hook again (GitLab's retry).
+    reviewer_resolves(&w, &w.challenge());
+    for _ in 0..3 {
+        w.fake.post_note(
+            sandbox::PROJECT_ID,
+            sandbox::MR_IID,
+            sandbox::REVIEWER_ID,
+            "lgtm",
+        );
+    }
+    assert!(wait_until(Duration::from_secs(2), || w
+        .fake
+        .webhook_deliveries()
+        .len()
+        >= 4));
+    let first_mr_hook = w
+        .fake
+        .webhook_deliveries()
+        .iter()
+        .position(|d| d.event == "Merge Request Hook")
+        .expect("the MR hook");
+    w.fake.redeliver(first_mr_hook);
+    assert!(wait_until(Duration::from_secs(4), || w.pipelines() == 1));
+    std::thread::sleep(Duration::from_millis(1_200));
+    assert_eq!(w.pipelines(), 1);
+    let metrics = serve.metrics();
+    let classifications: u64 = metrics
+        .lines()
+        .filter(|l| l.starts_with("assent_classifications_total{trigger=\"webhook\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    // The burst is one classification; the pipeline's own hook is at most one more.
+    assert!(
+        (1..=2).contains(&classifications),
+        "{classifications}: {metrics}"
+    );
+
+    // A push whose pipeline is still pending: the MR hook of the push finds it and leaves it.
+    let pushed = "3".repeat(40);
+    let next_id = w
+        .fake
+        .pipelines(sandbox::PROJECT_ID)
+        .last()
+        .map_or(1, |p| p.id)
+        + 1;
+    w.fake
+        .set_head(sandbox::PROJECT_ID, sandbox::MR_IID, &pushed);
+    w.fake.set_head_pipeline(
+        sandbox::PROJECT_ID,
+        sandbox::MR_IID,
+        Some((next_id, "pending")),
+    );
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(
+        w.pipelines(),
+        1,
+        "no pipeline beside the pending one: {}",
+        serve.log()
+    );
+    assert!(
+        serve.log().contains("verdict=pipeline-active"),
+        "{}",
+        serve.log()
+    );
+}
+
+#[test]
+fn the_embedded_sweep_heals_a_lost_pipeline_with_no_webhook() {
+    let w = World::reviewed();
+    // No webhook registered: the resolution's event is lost.
+    reviewer_resolves(&w, &w.challenge());
+    let serve = w.serve(&[
+        "--sweep-delay",
+        "200ms",
+        "--sweep-interval",
+        "1h",
+        "--lookback",
+        "3h",
+    ]);
+    assert!(
+        wait_until(Duration::from_secs(10), || w.pipelines() == 1),
+        "{}",
+        serve.log()
+    );
+    assert!(wait_until(Duration::from_secs(5), || serve
+        .metrics()
+        .contains("assent_sweep_passes_total{result=\"complete\"} 1")));
+    let metrics = serve.metrics();
+    assert!(
+        metrics.contains(
+            "assent_pipelines_created_total{trigger=\"sweep\",verdict=\"review-resolved\"} 1"
+        ),
+        "{metrics}"
+    );
+    assert!(serve.log().contains("refreshed=1"), "{}", serve.log());
+    let (code, _, _) = serve.stop();
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn kill_9_then_restart_heals_by_the_first_pass_and_sigterm_drains() {
+    let w = World::reviewed();
+    let mut first = w.serve(&["--sweep-interval", "off", "--settle", "5s"]);
+    w.fake.add_webhook(&first.url(), SECRET);
+    reviewer_resolves(&w, &w.challenge());
+    assert!(wait_until(Duration::from_secs(3), || w
+        .fake
+        .webhook_deliveries()
+        .iter()
+        .any(|d| d.status == Some(202))));
+    // Killed while the nudge waits out its settle delay: only the queued nudge is lost.
+    let _ = first.child.kill();
+    let _ = first.child.wait();
+    assert_eq!(w.pipelines(), 0);
+    let second = w.serve(&["--sweep-delay", "100ms", "--sweep-interval", "1h"]);
+    assert!(
+        wait_until(Duration::from_secs(10), || w.pipelines() == 1),
+        "{}",
+        second.log()
+    );
+    let (code, _, log) = second.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("shutting down signal=SIGTERM"), "{log}");
+    assert!(log.contains("stopped"), "{log}");
+}
+
+#[test]
+fn two_replicas_give_at_most_one_extra_pipeline_and_publish_nothing() {
+    let w = World::reviewed();
+    let a = w.serve(&["--sweep-interval", "off"]);
+    let b = w.serve(&["--sweep-interval", "off"]);
+    w.fake.add_webhook(&a.url(), SECRET);
+    w.fake.add_webhook(&b.url(), SECRET);
+    let notes_before: usize = w
+        .fake
+        .discussions(sandbox::PROJECT_ID, sandbox::MR_IID)
+        .iter()
+        .map(|d| d.notes.len())
+        .sum();
+    w.fake.reset_log();
+    reviewer_resolves(&w, &w.challenge());
+    assert!(wait_until(Duration::from_secs(3), || w.pipelines() >= 1));
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert!((1..=2).contains(&w.pipelines()), "{}", w.pipelines());
+    let writes: Vec<String> = w
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.method != "GET")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(
+        writes.iter().all(|r| r.ends_with("/pipelines")),
+        "serve writes nothing but pipelines: {writes:?}"
+    );
+    let notes_after: usize = w
+        .fake
+        .discussions(sandbox::PROJECT_ID, sandbox::MR_IID)
+        .iter()
+        .map(|d| d.notes.len())
+        .sum();
+    assert_eq!(notes_before, notes_after, "no publication");
+}
+
+#[test]
+fn start_errors_are_configuration_2_and_gitlab_3() {
+    let w = World::reviewed();
+    let out = Command::new(ASSENT)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--project",
+            sandbox::PROJECT_PATH,
+        ])
+        .env_clear()
+        .envs(w.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "no secret: {out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ASSENT_WEBHOOK_SECRET"));
+    let out = Command::new(ASSENT)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--project",
+            sandbox::PROJECT_PATH,
+            "--lookback",
+            "1h",
+            "--sweep-interval",
+            "1h",
+        ])
+        .env_clear()
+        .envs(w.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env("ASSENT_WEBHOOK_SECRET", SECRET)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "window refusal: {out:?}");
+    let out = Command::new(ASSENT)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--project",
+            sandbox::PROJECT_PATH,
+        ])
+        .env_clear()
+        .envs(w.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env("ASSENT_WEBHOOK_SECRET", SECRET)
+        .env("ASSENT_TOKEN", "glpat-rejected-token-0000")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "token rejected: {out:?}");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !all.contains("glpat-rejected-token-0000") && !all.contains(SECRET),
+        "{all}"
+    );
+}
