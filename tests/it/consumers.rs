@@ -25,6 +25,9 @@ use serde_json::Value;
 
 const NEEDS: &str = "needs python3-yaml, golang-go, golang-gopkg-yaml.v3-dev";
 
+/// The Python that Debian's `python3-yaml` installs PyYAML for.
+const DEBIAN_PYTHON: &str = "/usr/bin/python3";
+
 /// Reads a JSON array of documents on stdin and prints a JSON array with, for each, its
 /// value tree or `{"error": …}`. Dates become their ISO text (assent keeps a `YYYY-MM-DD` date
 /// as its string, which is the same date).
@@ -215,7 +218,9 @@ fn run_json(program: &Path, args: &[&str], input: &str) -> Value {
 
 fn read_in_python(mode: &str, docs: &[String]) -> Vec<Value> {
     let input = serde_json::to_string(docs).expect("JSON");
-    let out = run_json(Path::new("python3"), &["-c", PYTHON, mode], &input);
+    // Debian's interpreter, which Debian's python3-yaml serves: a `python3` first on PATH
+    // (a pyenv or a virtualenv) may lack PyYAML or carry another version of it.
+    let out = run_json(Path::new(DEBIAN_PYTHON), &["-c", PYTHON, mode], &input);
     out.as_array().expect("a list").clone()
 }
 
