@@ -29,6 +29,7 @@ fn every_shell_script_names_every_command() {
             "test",
             "replay",
             "sweep",
+            "serve",
             "completions",
         ] {
             assert!(script.contains(command), "{shell} script lacks {command}");
@@ -41,9 +42,9 @@ fn bash_loads_the_script_and_completes_the_commands() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("assent.bash");
     std::fs::write(&script, completions("bash")).unwrap();
-    // Ask the completion function what follows `assent s`, as bash would at a prompt.
+    // Ask the completion function what follows `assent sw`, as bash would at a prompt.
     let probe = format!(
-        "source {}; COMP_WORDS=(assent s); COMP_CWORD=1; _assent assent s assent; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        "source {}; COMP_WORDS=(assent sw); COMP_CWORD=1; _assent assent sw assent; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
         script.display()
     );
     let out = Command::new("bash")
