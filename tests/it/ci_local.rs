@@ -185,7 +185,11 @@ impl Project {
     fn jobs(&self, vars: &[(&str, String)]) -> Vec<(String, String)> {
         let out = self.runner(vars, &["--list-json"]).output().unwrap();
         assert!(out.status.success(), "{}", text(&out));
-        let list: Value = serde_json::from_slice(&out.stdout)
+        // gitlab-ci-local warns on stdout before the list about keywords it does not apply
+        // (the component's `spec:inputs:regex`): the list is what follows.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let list_start = stdout.find("\n[").map_or(0, |i| i + 1);
+        let list: Value = serde_json::from_str(&stdout[list_start..])
             .unwrap_or_else(|e| panic!("--list-json: {e}\n{}", text(&out)));
         list.as_array()
             .unwrap()
@@ -519,7 +523,11 @@ fn the_release_pipeline_runs_for_version_tags_only() {
         }
         let out = cmd.output().unwrap();
         assert!(out.status.success(), "{vars:?}: {}", text(&out));
-        let list: Value = serde_json::from_slice(&out.stdout)
+        // gitlab-ci-local warns on stdout before the list about keywords it does not apply
+        // (the component's `spec:inputs:regex`): the list is what follows.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let list_start = stdout.find("\n[").map_or(0, |i| i + 1);
+        let list: Value = serde_json::from_str(&stdout[list_start..])
             .unwrap_or_else(|e| panic!("--list-json: {e}\n{}", text(&out)));
         list.as_array()
             .unwrap()
