@@ -178,7 +178,7 @@ mod tests {
             .with_members(BTreeMap::from([(group.slot.clone(), members)]));
         let inventory = Inventory::default();
         let plan = plan_reconciliation(&desired, &inventory, "1111");
-        let receipt = receipt_of(RunFacts {
+        let facts = RunFacts {
             project: "42",
             mr: 7,
             pins: &Pins::default(),
@@ -191,7 +191,8 @@ mod tests {
             warnings: &[],
             verified: false,
             requests: RequestCounts::default(),
-        });
+        };
+        let receipt = receipt_of(facts);
         let json = serde_json::to_value(&receipt.findings[0]).unwrap();
         assert_eq!(
             json["members"],
@@ -205,20 +206,7 @@ mod tests {
         let ungrouped = DesiredState::new(vec![finding("c", Effect::Challenge)]);
         let plain = receipt_of(RunFacts {
             desired: &ungrouped,
-            ..RunFacts {
-                project: "42",
-                mr: 7,
-                pins: &Pins::default(),
-                outcome: Outcome::DryRun,
-                desired: &desired,
-                inventory: &inventory,
-                assent: &AssentFacts::default(),
-                plan: &plan,
-                repairs: &[],
-                warnings: &[],
-                verified: false,
-                requests: RequestCounts::default(),
-            }
+            ..facts
         });
         let text = serde_json::to_string(&plain.findings[0]).unwrap();
         assert!(
