@@ -7,11 +7,11 @@
 //! cargo bench --bench e2e -- --full --only 10MB --latency-ms 20 --repeat 3
 //! cargo bench --bench e2e -- --bin /path/to/another/assent   # compare two builds
 //! cargo bench --bench e2e -- --startup         # spawn to first request, 50 runs
-//! cargo bench --bench e2e -- --scale           # SPEC §11: 10,000 findings, a rate-limited GitLab
+//! cargo bench --bench e2e -- --scale           # docs/contract.md#scale: 10,000 findings, a rate-limited GitLab
 //! cargo bench --bench e2e -- --scale --rate-limit 300 --window-s 60 --rate-findings 600
 //! ```
 //!
-//! `--scale` runs the scale cases instead of the matrix (SPEC §11, `docs/performance-e2e.md`):
+//! `--scale` runs the scale cases instead of the matrix (docs/contract.md#scale, `docs/performance-e2e.md`):
 //! F = 10,000 findings of one rule and of 100 rules, cold run then rerun, reporting what the
 //! binary does (exit code and error line included: a run that fails is a result, not a
 //! panic); then a first run of `--rate-findings` findings against a fake GitLab that allows
@@ -426,7 +426,7 @@ fn run_case(bin: &str, case: &Case, latency_ms: u64) -> Vec<Row> {
         .collect()
 }
 
-// ---- scale (SPEC §11) ------------------------------------------------------------------------
+// ---- scale (docs/contract.md#scale) ------------------------------------------------------------------------
 
 /// The last `error:` line of a run's stderr, shortened for a table cell.
 fn error_line(dir: &Path) -> String {
@@ -520,7 +520,7 @@ fn run_rate_limited(bin: &str, latency_ms: u64, limit: u64, window_s: u64, findi
         "\n### A note-creation limit of {limit} per {window_s} s, F = {findings} ({latency_ms} ms per request)\n\n| headers | exit | writes | note creations | 429s met | floor s | window floor s | wall s | wall/floor | error |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
     // One thread per finding needs rules that fire at most `GROUP_ABOVE` times each: one
-    // rule's 600 findings would be one grouped thread (SPEC §11.3) and meet no limit.
+    // rule's 600 findings would be one grouped thread (docs/contract.md#grouping) and meet no limit.
     let rules = findings.div_ceil(perf_world::GROUP_ABOVE).max(1);
     let scenario = Scenario {
         discussions: 10,
