@@ -8,8 +8,6 @@
 //! Invariants: this crate names only `assent-core`; nothing here does I/O. A [`ForgeError`]
 //! never carries the token.
 
-#![warn(missing_docs)]
-
 pub mod faults;
 pub mod memory;
 pub mod sweep;
