@@ -7,11 +7,11 @@
 //! cargo bench --bench e2e -- --full --only 10MB --latency-ms 20 --repeat 3
 //! cargo bench --bench e2e -- --bin /path/to/another/assent   # compare two builds
 //! cargo bench --bench e2e -- --startup         # spawn to first request, 50 runs
-//! cargo bench --bench e2e -- --scale           # SPEC §11: 10,000 findings, a rate-limited GitLab
+//! cargo bench --bench e2e -- --scale           # docs/contract.md#scale: 10,000 findings, a rate-limited GitLab
 //! cargo bench --bench e2e -- --scale --rate-limit 300 --window-s 60 --rate-findings 600
 //! ```
 //!
-//! `--scale` runs the scale cases instead of the matrix (SPEC §11, `docs/performance-e2e.md`):
+//! `--scale` runs the scale cases instead of the matrix (docs/contract.md#scale, `docs/performance-e2e.md`):
 //! F = 10,000 findings of one rule and of 100 rules, cold run then rerun, reporting what the
 //! binary does (exit code and error line included: a run that fails is a result, not a
 //! panic); then a first run of `--rate-findings` findings against a fake GitLab that allows
@@ -39,6 +39,9 @@
 //! earlier answer or is a listing page, which stays sequential); the content reads of one
 //! phase (policy files at the target SHA; governed files at the base and source SHAs) run on
 //! a pool of `MAX_READERS`, so a phase of `n` reads costs `⌈n / MAX_READERS⌉` latencies.
+
+// A benchmark reports on the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::fs::File;
 use std::path::Path;
@@ -261,7 +264,11 @@ fn measure_child(dir: &Path, bin: &str) {
     let mut status: libc::c_int = 0;
     // SAFETY: an all-zero `rusage` is a valid value; `wait4` fills it for the child `pid`,
     // which this process spawned and nothing else waits for.
+    // Test scaffolding: a libc call with no safe std equivalent; the workspace denies
+    // `unsafe_code` everywhere else.
+    #[allow(unsafe_code)]
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    #[allow(unsafe_code)]
     let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let wall = start.elapsed();
     assert_eq!(reaped, pid, "wait4 failed");
@@ -426,7 +433,7 @@ fn run_case(bin: &str, case: &Case, latency_ms: u64) -> Vec<Row> {
         .collect()
 }
 
-// ---- scale (SPEC §11) ------------------------------------------------------------------------
+// ---- scale (docs/contract.md#scale) ------------------------------------------------------------------------
 
 /// The last `error:` line of a run's stderr, shortened for a table cell.
 fn error_line(dir: &Path) -> String {
@@ -520,7 +527,7 @@ fn run_rate_limited(bin: &str, latency_ms: u64, limit: u64, window_s: u64, findi
         "\n### A note-creation limit of {limit} per {window_s} s, F = {findings} ({latency_ms} ms per request)\n\n| headers | exit | writes | note creations | 429s met | floor s | window floor s | wall s | wall/floor | error |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
     // One thread per finding needs rules that fire at most `GROUP_ABOVE` times each: one
-    // rule's 600 findings would be one grouped thread (SPEC §11.3) and meet no limit.
+    // rule's 600 findings would be one grouped thread (docs/contract.md#grouping) and meet no limit.
     let rules = findings.div_ceil(perf_world::GROUP_ABOVE).max(1);
     let scenario = Scenario {
         discussions: 10,

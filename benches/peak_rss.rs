@@ -6,6 +6,9 @@
 //! re-executes itself) because the allocator keeps freed memory, so a second case in the
 //! same process would start from the first one's heap.
 
+// A benchmark reports on the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 use std::time::Instant;

@@ -3,6 +3,9 @@
 //! sides, and the whole desired-state computation (parse both sides, diff, evaluate the ten
 //! benchmark rules).
 
+// A benchmark reports on the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 use std::hint::black_box;

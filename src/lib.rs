@@ -13,8 +13,6 @@
 //! [`fixture`] replays protocol fixtures; [`output`] is the one way text is printed (escaped
 //! for a terminal); and [`commands`] is the thin command layer behind `main.rs`.
 
-#![warn(missing_docs)]
-
 pub use assent_core as core;
 pub use assent_forge as forge;
 pub use assent_gitlab as gitlab;

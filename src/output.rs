@@ -8,6 +8,9 @@
 //! are `print!`, `println!` and `eprintln!` through [`print_text`] and [`eprint_text`]; JSON
 //! documents go through [`print_json`], which keeps them JSON.
 
+// The workspace denies printing; this module is the command layer's one way to print.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::io::Write;
 
 use crate::core::terminal::{json_terminal_safe, terminal_lines};

@@ -1,4 +1,4 @@
-//! Progress of `assent run` and `assent sweep` (SPEC §11.5): what a long run is doing, one
+//! Progress of `assent run` and `assent sweep` (docs/contract.md#progress): what a long run is doing, one
 //! line per phase on stderr, for the person watching a CI log.
 //!
 //! The run and sweep layers report [`Event`]s to a [`Progress`] observer passed in; they
@@ -26,7 +26,7 @@ pub enum Listing {
     AfterAmbiguousWrite,
     /// Step 9: the rescan after the writes.
     Rescan,
-    /// The listing that confirms the "verified" edit (SPEC §10.6).
+    /// The listing that confirms the "verified" edit (docs/contract.md#verified-means-verified).
     Confirm,
 }
 

@@ -1,4 +1,4 @@
-//! The executor: drives one reconciliation through a [`Forge`], steps 2–9 of seed 004.
+//! The executor: drives one reconciliation through a [`Forge`], steps 2–9 of docs/contract.md#reconciliation.
 //!
 //! List every artifact, plan everything, and only then write: the summary goes to
 //! "reconciling" first, the thread writes follow, the artifacts are listed again and only a
@@ -44,7 +44,7 @@ pub struct RunContext {
     /// The MR author's user id, as read at the start of the run: their resolutions never
     /// count as assent. `None` (unknown) means no resolution counts.
     pub mr_author_id: Option<u64>,
-    /// The target branch the pipeline pinned (SPEC §10.5): re-checked before the first
+    /// The target branch the pipeline pinned (docs/contract.md#pinned-target): re-checked before the first
     /// write and recorded in the summary. `None` pins none and records none.
     pub target: Option<TargetBranch>,
     /// Requests the run made before reconciling (the MR, pins, inputs): the receipt counts
@@ -114,7 +114,7 @@ pub enum ReconcileError {
 /// The result of a completed run: its receipt and the plan it executed (for display).
 #[derive(Debug, Clone)]
 pub struct Publication {
-    /// The receipt (SPEC §6).
+    /// The receipt (docs/contract.md#receipt).
     pub receipt: Receipt,
     /// The first plan computed (what a dry run shows).
     pub plan: Plan,
@@ -335,7 +335,7 @@ pub fn reconcile_observed(
                 mismatches,
             ));
         }
-        // SPEC §10.6: a "verified" edit is always followed by a listing that still matches.
+        // docs/contract.md#verified-means-verified: a "verified" edit is always followed by a listing that still matches.
         // When this round already wrote the verified body and the rescan kept it, that
         // rescan is the listing; otherwise the edit below needs one of its own.
         let verified = summary_body(&facts, &rescan, SummaryState::Verified);
@@ -389,7 +389,7 @@ fn read_roles(
 
 /// The state the summary is written in before a round's thread writes: "reconciling" when
 /// there are any. With none, the summary is the only write and goes straight to "verified";
-/// the rescan that follows is the listing SPEC §10.6 asks for after a verified edit.
+/// the rescan that follows is the listing docs/contract.md#verified-means-verified asks for after a verified edit.
 fn round_summary_state(plan: &Plan) -> SummaryState {
     if plan.writes.is_empty() {
         SummaryState::Verified
@@ -399,7 +399,7 @@ fn round_summary_state(plan: &Plan) -> SummaryState {
 }
 
 /// A listing after a write does not match: the summary must not keep saying "verified"
-/// (SPEC §10.6), so it goes back to "reconciling" (when that edit fails too, the mismatch is
+/// (docs/contract.md#verified-means-verified), so it goes back to "reconciling" (when that edit fails too, the mismatch is
 /// still what is reported: the next run repairs both), and the run fails.
 fn unverify(
     forge: &dyn Forge,
@@ -507,7 +507,7 @@ fn execute_round(
             } => {
                 let created = match forge.create_thread(body, position.as_ref()) {
                     // GitLab refuses a position that is not a line of its diff with 400,
-                    // before writing anything (SPEC §12.2): the general thread is then safe
+                    // before writing anything (docs/contract.md#diffnotes): the general thread is then safe
                     // to create, and is no double post. An ambiguous failure is not a
                     // refusal: it goes back to the listing like any other write.
                     Err(err) if position.is_some() && err.status() == Some(400) => {
@@ -554,14 +554,14 @@ fn execute_round(
     Ok(())
 }
 
-/// The receipt warning of a run pinned to a target branch without policies (SPEC §10.5).
+/// The receipt warning of a run pinned to a target branch without policies (docs/contract.md#pinned-target).
 pub fn no_policies_warning(branch: &str) -> String {
     format!(
         "no policies on `{branch}`: the target branch has no .assent/policies/, so no policy judged this merge request"
     )
 }
 
-/// The receipt warning of a stale pipeline whose MR was retargeted (SPEC §10.5).
+/// The receipt warning of a stale pipeline whose MR was retargeted (docs/contract.md#pinned-target).
 pub fn retargeted_warning(pinned: &str, current: &str) -> String {
     format!(
         "the merge request now targets `{current}`, not `{pinned}` as this pipeline pinned: stale pipeline, nothing written (a pipeline for the new target publishes)"
@@ -591,7 +591,7 @@ pub fn refusal_receipt(
     )
 }
 
-// ---- The approval step (SPEC §10.3) ---------------------------------------------------------
+// ---- The approval step (docs/contract.md#approvals) ---------------------------------------------------------
 //
 // Approve and unapprove are the run's last writes: they follow the "verified" summary, so a
 // crash before them leaves a verified review state and an approval the next run settles, never

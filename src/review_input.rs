@@ -1,4 +1,4 @@
-//! Reading what a run judges, through the [`Repository`] port, at pinned SHAs (SPEC §3).
+//! Reading what a run judges, through the [`Repository`] port, at pinned SHAs (docs/contract.md#desired-state).
 //!
 //! [`gather_review_inputs`] turns pins into [`ReviewInputs`] for the pure
 //! [`compute_desired_state`](crate::core::desired_state::compute_desired_state). It decides
@@ -30,7 +30,7 @@
 //!   [`ReadBounds::content_budget`] ([`GOVERNED_CONTENT_BUDGET`] in a run); once a read does
 //!   not fit, no further read is sent and the change set is `Err(reason)` naming the budget.
 //! * **Diffs**: the changed files' unified diff texts, from the same listing, become the
-//!   [`FileDiff`]s the run places DiffNotes with (SPEC §12.2); no request of their own.
+//!   [`FileDiff`]s the run places DiffNotes with (docs/contract.md#diffnotes); no request of their own.
 //! * **Concurrency**: the reads of one phase run on at most [`MAX_READERS`] scoped threads
 //!   pulling from a shared queue; results are stored by index, so the output order never
 //!   depends on scheduling.
@@ -191,7 +191,7 @@ pub fn gather_review_inputs(
                         FileContent::Absent
                     }
                     // A read that still fails after its retries is a forge failure (exit 3,
-                    // nothing written), not a file to publish a finding about (SPEC §3).
+                    // nothing written), not a file to publish a finding about (docs/contract.md#desired-state).
                     Err(e) if is_forge_failure(&e) => return Err(e),
                     Err(e) => FileContent::Unreadable(e.to_string()),
                 };

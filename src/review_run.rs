@@ -35,7 +35,7 @@ pub struct RunRequest {
     pub target_branch: Option<String>,
     /// Compute and print the plan, write nothing.
     pub dry_run: bool,
-    /// Manage the bot's approval after the verified summary (`--approve`, SPEC §10.3).
+    /// Manage the bot's approval after the verified summary (`--approve`, docs/contract.md#approvals).
     pub approve: bool,
     /// Parser limits for governed files.
     pub limits: Limits,

@@ -1,4 +1,4 @@
-//! One sweep pass (SPEC §9), as `assent sweep` and `assent serve`'s embedded sweep run it:
+//! One sweep pass (docs/contract.md#sweep), as `assent sweep` and `assent serve`'s embedded sweep run it:
 //! list the open MRs updated in the window and examine each ([`crate::examination`]: read
 //! its bot summary, classify it with [`crate::core::sweep`], create a pipeline where the
 //! review state needs healing). The sweep never publishes a review artifact: the pipeline it
@@ -149,7 +149,7 @@ impl SweepReport {
         if let Some(f) = &self.failure {
             out.push_str(&format!("error: sweep stopped: {f}\n"));
         }
-        // `healed: N` stays the last line in every mode (SPEC §9), so a dry run's count gets
+        // `healed: N` stays the last line in every mode (docs/contract.md#sweep), so a dry run's count gets
         // its own line before it: a scraper reading the last line never sees a dry run's
         // hypothetical pipelines as real ones.
         if s.dry_run {

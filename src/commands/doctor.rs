@@ -1,6 +1,6 @@
 //! `assent doctor`: the same inputs as `run`, `--mr` optional, `--format text|json`.
 //!
-//! Exit 0 when no check fails (a check that could not be verified is a warning, SPEC §2),
+//! Exit 0 when no check fails (a check that could not be verified is a warning, docs/contract.md#commands),
 //! 1 when a check fails, or with `--strict` also when one could not be verified, 2 when
 //! doctor itself cannot run (missing inputs, all named at once; an unreadable CA file; an
 //! unusable URL).

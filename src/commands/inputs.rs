@@ -1,4 +1,4 @@
-//! Inputs shared by the commands that talk to GitLab (SPEC §2.1): flags first, then the
+//! Inputs shared by the commands that talk to GitLab (docs/contract.md#run-inputs): flags first, then the
 //! CI environment, first non-empty value wins. The token is never a flag.
 
 use std::path::PathBuf;
@@ -40,7 +40,7 @@ pub fn with_gitlab_environment(help: &str) -> String {
     format!("{help}\n\n{GITLAB_ENVIRONMENT}")
 }
 
-/// How long `run` and `sweep` may wait for GitLab's rate limits (SPEC §11.1).
+/// How long `run` and `sweep` may wait for GitLab's rate limits (docs/contract.md#write-rate-limits).
 #[derive(Debug, Clone, Args)]
 pub struct RateLimitArgs {
     /// Total time to wait for GitLab's rate limits (429 answers, pacing) before giving up with

@@ -22,7 +22,7 @@ use crate::forge::ForgeError;
 use crate::progress::{Lines, Progress, Silent};
 use crate::review_run::RunError;
 
-/// Exit codes shared by every command (SPEC §2).
+/// Exit codes shared by every command (docs/contract.md#commands).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// Success (for `run`: published and verified, or a designed no-write refusal).

@@ -215,7 +215,7 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
         Format::Text => crate::out!("{}", describe(&report, &args.receipt)),
     }
     if let (Exit::GateFailed, Some(decision)) = (exit, receipt.decision) {
-        // Every non-zero exit names its cause on stderr (SPEC §2), this one included.
+        // Every non-zero exit names its cause on stderr (docs/contract.md#commands), this one included.
         crate::errln!("error: {}", gate_failure(decision, args.fail_on));
     }
     Ok(exit)

@@ -1,4 +1,4 @@
-//! `assent sweep`: the scheduled safety net (SPEC §9). Flags and environment in, one call
+//! `assent sweep`: the scheduled safety net (docs/contract.md#sweep). Flags and environment in, one call
 //! into [`crate::sweep_pass::sweep`], the report out, an exit code back.
 //!
 //! The clock is read here, once, and the same instant is handed to the sweep: the window

@@ -413,7 +413,7 @@ pub fn pipelines_setting_check(project: &Project) -> Check {
 /// The `outdated-threads-setting` check: GitLab does not resolve a diff thread when a push
 /// outdates it. With that setting on, a push that outdates the line of one of assent's
 /// DiffNotes resolves the thread in the pusher's name, and a pusher other than the MR's
-/// author would count as assent without anyone having assented (SPEC §10.1, §12.2).
+/// author would count as assent without anyone having assented (docs/contract.md#who-may-assent, docs/contract.md#diffnotes).
 pub fn outdated_threads_setting_check(project: &Project) -> Check {
     const ID: &str = "outdated-threads-setting";
     const FIX: &str = "Turn off Settings > Merge requests > Merge options > Automatically resolve merge request diff threads when they become outdated: assent's threads on changed lines must be resolved by a reviewer, never by a push.";

@@ -1,4 +1,4 @@
-//! The gate-enforcement verdict (SPEC §10.2): a pure function of the evidence the probe
+//! The gate-enforcement verdict (docs/contract.md#enforcement): a pure function of the evidence the probe
 //! gathered, built like [`super::serialization`].
 //!
 //! GitLab lets an MR's author resolve threads, so unresolved challenges alone cannot stop an

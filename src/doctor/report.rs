@@ -7,7 +7,7 @@ use crate::gitlab::Token;
 
 use super::enforcement::{EnforcementVerdict, THREADS_ONLY_WARNING};
 
-/// The outcome of one check (SPEC §2: a check that fails is exit 1; one that cannot be
+/// The outcome of one check (docs/contract.md#commands: a check that fails is exit 1; one that cannot be
 /// verified is a warning, exit 0 unless `--strict`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -96,7 +96,7 @@ impl Check {
     }
 }
 
-/// Which duplicate-prevention guarantee the deployment provides (seed 004).
+/// Which duplicate-prevention guarantee the deployment provides (docs/contract.md#ci-template).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DuplicatePrevention {
@@ -116,7 +116,7 @@ impl DuplicatePrevention {
     }
 }
 
-/// Whether something an MR's author cannot do holds the gate (SPEC §10.2).
+/// Whether something an MR's author cannot do holds the gate (docs/contract.md#enforcement).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GateEnforcement {

@@ -390,7 +390,7 @@ fn reopening_a_thread_or_a_block_withdraws_the_approval_at_the_same_head() {
     assert!(memory.approvals().is_empty());
 }
 
-/// End to end with SPEC §10.1 (who may assent): the author's resolution is not assent, so it
+/// End to end with docs/contract.md#who-may-assent (who may assent): the author's resolution is not assent, so it
 /// never earns the bot's approval.
 #[test]
 fn the_authors_own_resolution_never_earns_the_bots_approval() {

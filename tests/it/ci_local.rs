@@ -338,7 +338,7 @@ fn drive(form: Form) {
     assert_eq!(receipt["rescan"]["verified"], true, "{receipt}");
     let findings = receipt["findings"].as_array().unwrap().len();
     assert!(findings > 0, "{receipt}");
-    // SPEC §12.3: the job declares the Code Quality report and writes one entry per finding.
+    // docs/contract.md#code-quality: the job declares the Code Quality report and writes one entry per finding.
     let job = project.expanded_assent_job(&mr);
     assert_eq!(
         job["artifacts"]["reports"]["codequality"], "gl-code-quality-report.json",

@@ -96,7 +96,7 @@ fn assert_publisher(job: &Value, form: &str) {
         .map(|p| p.as_str().unwrap())
         .collect();
     assert!(paths.contains(&"assent-receipt.json"), "{form}");
-    // SPEC §12.3: the findings in GitLab's Code Quality widget and diff gutter.
+    // docs/contract.md#code-quality: the findings in GitLab's Code Quality widget and diff gutter.
     assert_eq!(
         job["artifacts"]["reports"]["codequality"], "gl-code-quality-report.json",
         "{form}: the Code Quality report is declared"
@@ -154,7 +154,7 @@ fn assert_publisher(job: &Value, form: &str) {
     );
 }
 
-/// Exit 3 (a forge or runtime failure, SPEC §2) is retried twice; nothing else is: a retry
+/// Exit 3 (a forge or runtime failure, docs/contract.md#commands) is retried twice; nothing else is: a retry
 /// of exit 1 (the gate) or 2 (configuration) gives the same answer.
 /// The job declares the environment the token's variable is scoped to, without deploying:
 /// only the assent jobs of a pipeline read the token.
@@ -239,7 +239,7 @@ fn component_declares_the_inputs_the_issue_names() {
     assert_eq!(
         inputs(&spec)["fail_on"]["default"],
         "review",
-        "the job fails on REVIEW unless told otherwise (SPEC §10.2)"
+        "the job fails on REVIEW unless told otherwise (docs/contract.md#enforcement)"
     );
     assert_eq!(inputs(&spec)["approve"]["default"], false);
     assert_eq!(inputs(&spec)["approve"]["type"], "boolean");
@@ -248,7 +248,7 @@ fn component_declares_the_inputs_the_issue_names() {
 
 #[test]
 fn no_template_offers_a_policy_folder_setting() {
-    // assent/v1 reads `.assent/policies/` on the target branch and nothing else (SPEC); a
+    // assent/v1 reads `.assent/policies/` on the target branch and nothing else (docs/contract.md#desired-state); a
     // setting that nothing reads would suggest otherwise.
     let (spec, _) = component();
     assert!(!inputs(&spec).contains_key("policy_dir"));

@@ -1,4 +1,4 @@
-//! Findings on the changed line (SPEC §12): the compiled `assent run` against the fake
+//! Findings on the changed line (docs/contract.md#gitlab-native): the compiled `assent run` against the fake
 //! GitLab, whose MR lists real unified diffs. A finding whose value sits on an added or
 //! removed line is a DiffNote there, in YAML, JSON and TOML; GitLab's 400 for a position,
 //! a whole-file change and a grouped finding give general threads; a push that only moves

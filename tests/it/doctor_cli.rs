@@ -156,7 +156,7 @@ fn doctor(fake: &FakeGitLab) -> Out {
 }
 
 /// `unserialized-best-effort` with `reason_part` in the reason. Serialization shown absent
-/// is a failure (exit 1); serialization that cannot be verified is a warning (SPEC §2: exit
+/// is a failure (exit 1); serialization that cannot be verified is a warning (docs/contract.md#commands: exit
 /// 0 unless `--strict`), so the exit code follows whether any check failed.
 fn assert_best_effort(o: &Out, reason_part: &str) {
     assert_eq!(o.guarantee(), "unserialized-best-effort", "{}", o.stdout);
@@ -626,7 +626,7 @@ fn unexposed_scopes_are_unknown_not_passed() {
     });
     let o = doctor(&fake);
     assert_eq!(o.mark("scope"), "?", "{}", o.stdout);
-    // A check that cannot be verified is a warning (SPEC §2): exit 0, said on stderr...
+    // A check that cannot be verified is a warning (docs/contract.md#commands): exit 0, said on stderr...
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert_eq!(
         o.stderr,

@@ -247,7 +247,7 @@ fn writes_are_never_retried() {
     );
 }
 
-// ---- rate limits on writes (SPEC §11.1) ---------------------------------------------------
+// ---- rate limits on writes (docs/contract.md#write-rate-limits) ---------------------------------------------------
 
 /// The bot's thread POSTs in the fake's log, in order: (status, body).
 fn thread_posts(fake: &FakeGitLab) -> Vec<(Option<u16>, String)> {
@@ -491,7 +491,7 @@ fn a_lost_ack_during_reconcile_leaves_no_duplicate_after_the_run_and_a_rerun() {
     }
 }
 
-/// SPEC §5's matching, against a write GitLab applies late: the thread POST is held past
+/// docs/contract.md#reconciliation's matching, against a write GitLab applies late: the thread POST is held past
 /// the client's timeout and applied afterwards, as GitLab does when Puma finishes a request
 /// whose client gave up. `write_settle` (GitLab's request timeout plus margin, scaled down
 /// here) makes the ambiguous write wait until the server is done with it, so the listing
@@ -1082,7 +1082,7 @@ fn socks_proxies_carry_every_request() {
     assert_no_violations(&fake);
 }
 
-// ---- DiffNotes (SPEC §12.2) ---------------------------------------------------------------
+// ---- DiffNotes (docs/contract.md#diffnotes) ---------------------------------------------------------------
 
 /// The basic world with a real diff for `topics/orders.yaml` (30 → 7 days on line 3).
 fn start_with_diff() -> FakeGitLab {

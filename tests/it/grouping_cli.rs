@@ -1,4 +1,4 @@
-//! A grouped thread hides none of its members (SPEC §11.3, docs/reliability.md): the compiled
+//! A grouped thread hides none of its members (docs/contract.md#grouping, docs/reliability.md): the compiled
 //! binary against the fake GitLab, on the MR an attacker would write: 110 harmless retention
 //! shrinks in a scratch registry that sort before the one that matters, 30 → 1 day on
 //! `orders.events.v1`. Resolving the grouped thread assents to every member, so the risky one

@@ -561,7 +561,7 @@ fn million_character_bot_notes_are_artifacts_or_warnings() {
         occurrence: assent::core::model::Occurrence::digest(b"1"),
         message: big.clone(),
     };
-    // Built directly: `DesiredState::new` bounds a subject this long (SPEC §11.2), but a note
+    // Built directly: `DesiredState::new` bounds a subject this long (docs/contract.md#note-size), but a note
     // posted before that bound, or by hand, can still carry one, and must still be read.
     let desired = DesiredState {
         findings: vec![finding.clone()],
@@ -722,8 +722,8 @@ fn cel_work_past_the_runs_budget_is_undecidable_naming_the_rule() {
 }
 
 /// File names that would end a link, start one, open HTML, a code span or a mention, or
-/// break a line, in thread bodies and the summary that link to the file (issue 15 §3,
-/// SPEC §10.7): each enters the link only percent-encoded, the link text is fixed, and
+/// break a line, in thread bodies and the summary that link to the file (docs/contract.md#file-links,
+/// docs/contract.md#inert-text): each enters the link only percent-encoded, the link text is fixed, and
 /// the rest of the body reads as without the link (`checks::linked_bodies`).
 #[test]
 fn hostile_file_names_stay_inert_in_file_links() {

@@ -16,6 +16,9 @@
 //! `process_faults`'s reference scenario (built once, then only read) and a counter that
 //! keeps the fuzz checks' scratch folders apart.
 
+// Tests may print diagnostics (libtest captures them).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod ci_local;
 mod ci_templates;
 mod complete_change_set;

@@ -422,7 +422,7 @@ fn write_faults_send_the_run_back_to_the_listing_and_never_duplicate() {
 }
 
 /// A write refused with 429 (both of GitLab's forms) on the first, a middle and the last
-/// write: a refusal, not an ambiguity (SPEC §11.1). The same write is sent again after the
+/// write: a refusal, not an ambiguity (docs/contract.md#write-rate-limits). The same write is sent again after the
 /// wait, with no listing in between, and the run verifies with the clean state.
 #[test]
 fn a_write_refused_with_429_is_sent_again_after_the_wait_and_the_run_verifies() {
@@ -829,7 +829,7 @@ fn summary_state(fake: &FakeGitLab) -> SummaryState {
 /// Holds the run's first summary edit (`PUT …/notes/:id`) after applying it; while it is
 /// held, a racing publisher's unresolved copy of a finding thread appears; then the run's
 /// listing after the "verified" edit must see it, set the summary back to "reconciling" and
-/// exit 3 (SPEC §10.6). One more run repairs and verifies.
+/// exit 3 (docs/contract.md#verified-means-verified). One more run repairs and verifies.
 fn race_after_the_verified_edit(fake: &FakeGitLab, head: &str, case: &str) {
     fake.inject(
         FaultRule::new(FaultAction::Hold {

@@ -4,7 +4,7 @@
 //! The proptest builds random mixes of bot threads (duplicates, stale and current
 //! occurrences, resolved or not), bot summaries, malformed and system bot notes, forged
 //! markers and plain human notes, listed in any order over any page size, and random desired
-//! states. After one run the invariants of SPEC §5 must hold, and a second run must make
+//! states. After one run the invariants of docs/contract.md#reconciliation must hold, and a second run must make
 //! zero writes.
 
 use std::collections::BTreeMap;

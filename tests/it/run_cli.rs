@@ -27,7 +27,7 @@ fn mr() -> u64 {
     fixtures::MR_IID
 }
 
-/// The receipt's top-level keys, in file order (SPEC §6).
+/// The receipt's top-level keys, in file order (docs/contract.md#receipt).
 const RECEIPT_KEYS: [&str; 14] = [
     "apiVersion",
     "kind",
@@ -492,7 +492,7 @@ fn assent_never_edits_a_finding_threads_note() {
     }
 }
 
-// ---- 3b: who may assent (SPEC §10.1) --------------------------------------------------------
+// ---- 3b: who may assent (docs/contract.md#who-may-assent) --------------------------------------------------------
 
 #[test]
 fn the_authors_own_resolution_is_not_assent_and_the_summary_says_why() {
@@ -1476,7 +1476,7 @@ fn an_mr_merged_before_the_first_write_is_not_written_to() {
 
 // ---- known problems outside this file's reach (ignored until fixed) --------------------------
 
-/// SPEC §3: "a request that still fails after its retries is a forge failure (exit 3, zero
+/// docs/contract.md#desired-state: "a request that still fails after its retries is a forge failure (exit 3, zero
 /// writes when it happens before the first write)". Publishing an `assent/undecidable`
 /// finding instead would resolve the pending challenge as "Outdated" on a guess.
 #[test]
@@ -1519,7 +1519,7 @@ fn a_revert_then_reapply_asks_again() {
     assert!(w.threads_of(RETENTION).iter().any(|d| !d.resolved()));
 }
 
-// ---- identity keys fail closed (SPEC §10.4) ---------------------------------------------
+// ---- identity keys fail closed (docs/contract.md#identity-keys) ---------------------------------------------
 
 const AMBIGUOUS: &str = "assent/ambiguous-identity";
 const TOPICS_LIST_SUBJECT: &str = "topics/orders.yaml#/topics";
@@ -1644,7 +1644,7 @@ fn an_ambiguity_keeps_its_thread_when_a_push_only_moves_lines() {
     w.assert_no_violations();
 }
 
-// ---- the bot's approval (--approve, SPEC §10.3) ----------------------------------------------
+// ---- the bot's approval (--approve, docs/contract.md#approvals) ----------------------------------------------
 
 const APPROVAL_ROUTES: [RouteKind; 3] = [
     RouteKind::MrApprovals,
@@ -2254,7 +2254,7 @@ fn a_next_link_with_user_info_aborts_the_run_before_any_write() {
     r.assert_no_token();
 }
 
-// ---- 16: the target branch is pinned (SPEC §10.5) ---------------------------------------------
+// ---- 16: the target branch is pinned (docs/contract.md#pinned-target) ---------------------------------------------
 
 /// A branch whose tree has the registry but no `.assent/policies/`.
 const BARE_BRANCH: &str = "no-policies";
@@ -2460,7 +2460,7 @@ fn the_summary_records_the_pinned_target_and_a_rerun_stays_at_zero_writes() {
     assert_eq!(w.summary().body, edited.body);
 }
 
-// ---- progress on stderr (SPEC §11.5) --------------------------------------------------------
+// ---- progress on stderr (docs/contract.md#progress) --------------------------------------------------------
 
 /// The progress lines without their `[… s]` times.
 fn phases(r: &RunResult) -> Vec<String> {

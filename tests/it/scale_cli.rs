@@ -1,4 +1,4 @@
-//! `assent run` on merge requests at GitLab's limits (SPEC §11.2, §11.3): the compiled binary
+//! `assent run` on merge requests at GitLab's limits (docs/contract.md#note-size, docs/contract.md#grouping): the compiled binary
 //! against the fake GitLab, which refuses a note over 1,000,000 characters as GitLab does.
 //!
 //! * 6,000 findings of one rule are one grouped thread and a short summary, not thousands of

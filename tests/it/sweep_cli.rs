@@ -494,7 +494,7 @@ fn a_forge_failure_exits_3_and_reports_the_progress_made() {
     assert_eq!(posts, 1, "a write is never retried");
 }
 
-/// A pipeline creation refused with 429 is a refusal (SPEC §11.1): sent again after the
+/// A pipeline creation refused with 429 is a refusal (docs/contract.md#write-rate-limits): sent again after the
 /// wait; past `--rate-limit-wait` the sweep exits 3 with a line that says "rate limited".
 #[test]
 fn a_rate_limited_pipeline_creation_is_sent_again_or_fails_past_the_budget() {
@@ -882,7 +882,7 @@ fn sweep_warns_on_stderr_about_a_plain_http_api_url_to_a_remote_host() {
     assert_eq!(stderr(&out), "");
 }
 
-// ---- the target branch (SPEC §10.5) and decision freshness (SPEC §10.8) -----------------------
+// ---- the target branch (docs/contract.md#pinned-target) and decision freshness (docs/contract.md#decision-freshness) -----------------------
 
 /// A run context pinned to `branch`, whose policies exist or not.
 fn run_context_for(branch: &str, has_policies: bool) -> RunContext {
@@ -995,7 +995,7 @@ fn a_summary_without_a_target_is_healed_once() {
 }
 
 /// What a run whose decision stays `REVIEW` writes once it has seen the current resolutions
-/// (a resolution that does not count as assent, SPEC §10.1): a verified `REVIEW` summary whose
+/// (a resolution that does not count as assent, docs/contract.md#who-may-assent): a verified `REVIEW` summary whose
 /// gate line carries the fingerprint of the current listing.
 fn rerun_keeping_review(fake: &FakeGitLab) {
     use assent::core::inventory::Inventory;

@@ -1,4 +1,4 @@
-//! Who may assent: whether a resolved challenge thread counts as a human's assent (SPEC §10.1).
+//! Who may assent: whether a resolved challenge thread counts as a human's assent (docs/contract.md#who-may-assent).
 //!
 //! GitLab lets anyone with Developer access resolve any thread, including the merge request's
 //! author, so "resolved" alone proves nothing. A resolution counts only when the user who

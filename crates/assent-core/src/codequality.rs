@@ -1,4 +1,4 @@
-//! GitLab's Code Quality report of a run's findings (SPEC §12.3).
+//! GitLab's Code Quality report of a run's findings (docs/contract.md#code-quality).
 //!
 //! `assent run --codequality PATH` writes this document next to the receipt; a CI job that
 //! declares it as `artifacts:reports:codequality` makes GitLab show every finding in the

@@ -1,4 +1,4 @@
-//! The desired review state of a merge request, computed from already-read inputs (SPEC §3).
+//! The desired review state of a merge request, computed from already-read inputs (docs/contract.md#desired-state).
 //!
 //! [`compute_desired_state`] is pure: the caller (see `crate::review_input`) reads policy
 //! files, the change set and file contents at pinned SHAs, and this module judges them. The
@@ -34,7 +34,7 @@
 //!   pushed again); `undecidable` and `parse-error` have `new` = the list of reasons, so a
 //!   different reason gives a new thread.
 //! * **Withheld files**: any changed file the forge withheld (diff too large or collapsed) is
-//!   `assent/undecidable`, governed or not, as SPEC §3 says an incomplete change set is.
+//!   `assent/undecidable`, governed or not, as docs/contract.md#desired-state says an incomplete change set is.
 //! * **Unreadable content** of a governed side makes that file `assent/undecidable`, and the
 //!   file is not diffed at all (a partial diff would be a guess). Reasons for one path are
 //!   merged into one finding, so the slot holds every reason.
@@ -46,7 +46,7 @@
 //!   rename is judged as what it is for the governed side: a whole-file delete of `old_path`
 //!   (file moved out of governance) or a whole-file add of `new_path` (moved in). That way a
 //!   rename can never carry a governed file out of sight silently.
-//! * **Ambiguous identities** (SPEC §10.4): a list declared with an identity field whose
+//! * **Ambiguous identities** (docs/contract.md#identity-keys): a list declared with an identity field whose
 //!   entries cannot be told apart (an entry that is not a map, lacks the field or holds neither
 //!   a string nor an integer there, or two entries with the same value) is not compared at all
 //!   (see [`diff_documents_with`]), so none of its changes are judged, and one
@@ -72,10 +72,10 @@
 //!   judged as absent, so emptying a file is its whole-file delete (and filling an empty file
 //!   its whole-file add): `""`-delete rules fire, and everything it held is deleted with it.
 //!   A file created or deleted empty, or empty on both sides, is diffed as it is.
-//! * **Grouping** (SPEC §11.3): the policy findings of a rule that fires more than its
+//! * **Grouping** (docs/contract.md#grouping): the policy findings of a rule that fires more than its
 //!   `group_above` (default 25) times are one finding `(rule, "*")` ([`crate::grouping`]);
 //!   the built-in findings above are never grouped.
-//! * **Sites** (SPEC §12.1): every policy finding's site (its change's file, kind and the line
+//! * **Sites** (docs/contract.md#lines): every policy finding's site (its change's file, kind and the line
 //!   of each side) is kept in [`DesiredState::sites`], beside the findings and never in them,
 //!   so a value that only moves keeps its slot and occurrence; a grouped finding's site is
 //!   its first member's (for the Code Quality report; it is never placed on a line), and
@@ -287,7 +287,7 @@ pub fn compute_desired_state_with_budget(
     changes.dedup();
 
     // Where each policy finding's value sits; a grouped finding's is its first member's.
-    // Kept beside the findings, never in them: lines are presentation only (SPEC §12.1).
+    // Kept beside the findings, never in them: lines are presentation only (docs/contract.md#lines).
     let mut sites: BTreeMap<Slot, FindingSite> = BTreeMap::new();
     let mut evaluation_failures = Vec::new();
     let mut members = BTreeMap::new();
@@ -775,7 +775,7 @@ fn entry_locations(path: &str, entries: &[EntryAt]) -> String {
 }
 
 /// Contributor text (a value, a path) in an ambiguity message: shortened to 120 characters,
-/// then rendered inert by the one shared helper (SPEC §10.7).
+/// then rendered inert by the one shared helper (docs/contract.md#inert-text).
 fn code_span(text: &str) -> String {
     const MAX_CHARS: usize = 120;
     match text.char_indices().nth(MAX_CHARS) {
@@ -1843,7 +1843,7 @@ rules:
         assert_eq!(one, compute_desired_state(inp.clone()));
     }
 
-    // ---- assent/ambiguous-identity (SPEC §10.4) ------------------------------------------
+    // ---- assent/ambiguous-identity (docs/contract.md#identity-keys) ------------------------------------------
 
     /// The reproduction: the source adds a verbatim copy of `orders.audit.v1` and shrinks
     /// `orders.events.v1` from 30 to 1 day. Compared by position (as assent once fell back to),

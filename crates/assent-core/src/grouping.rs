@@ -1,4 +1,4 @@
-//! Grouping (SPEC §11.3): a rule that fires many times in one merge request publishes one
+//! Grouping (docs/contract.md#grouping): a rule that fires many times in one merge request publishes one
 //! thread for all of its findings.
 //!
 //! A thousand threads is no review a human can do, and GitLab rate-limits note creation, so
@@ -27,7 +27,7 @@
 //! after it, and every part from there on is superseded (as one group would be).
 //!
 //! A grouped finding is an ordinary desired finding: the planner, the rescan and the assent
-//! rules (SPEC §10.1, by rule id) need no case of their own. Its members travel beside it
+//! rules (docs/contract.md#who-may-assent, by rule id) need no case of their own. Its members travel beside it
 //! ([`Grouped::members`], [`crate::model::DesiredState::members`]): the receipt lists them
 //! under the group, and the Code Quality report gives each its own entry. A rule that drops
 //! back to its threshold or under has per-subject findings again; the group slots are then

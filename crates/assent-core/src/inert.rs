@@ -1,4 +1,4 @@
-//! Contributor text, rendered inert (SPEC §10.7).
+//! Contributor text, rendered inert (docs/contract.md#inert-text).
 //!
 //! Everything a merge request supplies (values, keys, file names, pointers, entry names,
 //! parser messages quoting them) reaches a note body only through [`code`]: one CommonMark
@@ -26,7 +26,7 @@
 //! shortens the span it falls in and closes it again; [`cut_markdown`] does the same for a
 //! text of many lines.
 //!
-//! # Long text (SPEC §11.2)
+//! # Long text (docs/contract.md#note-size)
 //!
 //! GitLab refuses a note over 1,000,000 characters, and a merge request can hold a value of
 //! any size. [`shortened`] keeps the first characters of a long text and names the full

@@ -5,8 +5,6 @@
 //! file-system or clock crate may be added (the `assent` package's `crate_graph` test fails
 //! when one is). The ports live in `assent-forge`, the adapters above it.
 
-#![warn(missing_docs)]
-
 pub mod assent;
 pub mod canonical_json;
 pub mod coalesce;

@@ -1,7 +1,7 @@
 //! Links in bodies: to a thread of the merge request and to a file at a pinned SHA.
 //!
 //! A link's destination sits inside Markdown, where one wrong character ends it early or
-//! turns the rest of a line into something else (SPEC §10.7). Both of its parts are hostile:
+//! turns the rest of a line into something else (docs/contract.md#inert-text). Both of its parts are hostile:
 //! the web URL comes from the forge's answer, the path from the merge request. So:
 //!
 //! * a web URL is used only when it is `http(s)://` followed by characters that can neither
@@ -18,7 +18,7 @@
 use crate::commit_sha;
 
 /// Longest web URL or link destination written into a body, in characters. Real ones are
-/// far shorter; the bound keeps a summary of many rows within the note budget (SPEC §11.2).
+/// far shorter; the bound keeps a summary of many rows within the note budget (docs/contract.md#note-size).
 pub const MAX_URL_CHARS: usize = 1_000;
 
 /// A web URL the forge reported, checked to be inert inside a Markdown link destination.

@@ -1,4 +1,4 @@
-//! The hidden marker on the first line of every artifact body (SPEC §4).
+//! The hidden marker on the first line of every artifact body (docs/contract.md#markers).
 //!
 //! The marker is how a run recognises, across every page of a listing, what an earlier run
 //! posted: a finding thread names its slot and occurrence, the summary note names its
@@ -20,8 +20,8 @@
 //!
 //! The summary also carries a second hidden line, its **gate line**, as its last line
 //! ([`GateLine`]): the decision it shows and a fingerprint of the thread resolutions that
-//! decision was computed from, which `assent sweep` compares with the current ones (SPEC
-//! §10.8). It is written and read with the same escaping and the same strictness.
+//! decision was computed from, which `assent sweep` compares with the current ones
+//! (docs/contract.md#decision-freshness). It is written and read with the same escaping and the same strictness.
 
 use std::fmt;
 
@@ -116,7 +116,7 @@ pub enum Marker {
         state: SummaryState,
         /// The source SHA it was computed for: 40 or 64 lowercase hex digits.
         head: String,
-        /// The target branch it was judged against (SPEC §10.5). `None` for a summary written
+        /// The target branch it was judged against (docs/contract.md#pinned-target). `None` for a summary written
         /// before the key existed (or by a caller that pinned no target): "no target
         /// recorded", which the sweep does not count as verified.
         target: Option<String>,
@@ -352,7 +352,7 @@ fn payload_fields(line: &str, prefix: &str, keys: &[&str]) -> Result<Fields, Mal
     Fields::new(entries, keys)
 }
 
-/// The summary's gate line (SPEC §10.8): what the summary decided, and from which thread
+/// The summary's gate line (docs/contract.md#decision-freshness): what the summary decided, and from which thread
 /// resolutions.
 ///
 /// ```text

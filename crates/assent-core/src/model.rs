@@ -74,7 +74,7 @@ pub struct Change {
     /// The value at the source SHA; `None` for a delete.
     pub new: Option<Value>,
     /// The 1-based line the old value starts on at the base SHA, when the format says.
-    /// Presentation only (SPEC §12.1): never part of a slot or an occurrence, so a push that
+    /// Presentation only (docs/contract.md#lines): never part of a slot or an occurrence, so a push that
     /// only moves a value leaves its finding as it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub old_line: Option<usize>,
@@ -137,7 +137,7 @@ impl Occurrence {
         Self::digest(canonical_json::to_string(&doc).as_bytes())
     }
 
-    /// The occurrence of a grouped finding (SPEC §11.3): the SHA-256 of the canonical JSON of
+    /// The occurrence of a grouped finding (docs/contract.md#grouping): the SHA-256 of the canonical JSON of
     /// `{"members":[{"kind","new","old","subject"}, …],"rule","subject":"*"}`, members sorted
     /// by subject (then kind, then the occurrence of their content, so the result never
     /// depends on input order), an absent `old`/`new` being JSON `null`. Any member added,
@@ -221,7 +221,7 @@ impl fmt::Display for Occurrence {
     }
 }
 
-/// The subject of a grouped finding's slot: `(rule, "*")` (SPEC §11.3). A group too large
+/// The subject of a grouped finding's slot: `(rule, "*")` (docs/contract.md#grouping). A group too large
 /// for one note is split, and its later parts are `*2`, `*3`, … ([`group_part_subject`]).
 pub const GROUP_SUBJECT: &str = "*";
 
@@ -282,7 +282,7 @@ fn member_json(m: &GroupMember<'_>) -> (String, String) {
 
 /// Longest subject a slot keeps as it is, in characters. Subjects come from the merge
 /// request (file paths, keys) and sit in full in every marker, so an unbounded one could
-/// push a body past GitLab's note limit (SPEC §11.2); real subjects are far shorter.
+/// push a body past GitLab's note limit (docs/contract.md#note-size); real subjects are far shorter.
 pub const MAX_SUBJECT_CHARS: usize = 2_000;
 
 /// `subject`, or for one longer than [`MAX_SUBJECT_CHARS`] its first 1,900 characters, `…`,
@@ -404,7 +404,7 @@ pub struct Finding {
     pub message: String,
 }
 
-/// Where a finding's judged value sits in its file (SPEC §12.1). Presentation only: a site
+/// Where a finding's judged value sits in its file (docs/contract.md#lines). Presentation only: a site
 /// never enters a slot or an occurrence, so a value that only moves keeps its finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FindingSite {
@@ -442,7 +442,7 @@ pub enum DiffLine {
     Old(usize),
 }
 
-/// Where a finding thread is created in the merge request's diff (SPEC §12.2): a GitLab
+/// Where a finding thread is created in the merge request's diff (docs/contract.md#diffnotes): a GitLab
 /// `text` position on the version of the diff named by its three SHAs.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DiffPosition {

@@ -1,4 +1,4 @@
-//! Where each finding's thread goes and what it links to (SPEC §12.1, §12.2, issue 15 §3).
+//! Where each finding's thread goes and what it links to (docs/contract.md#lines, docs/contract.md#diffnotes, docs/contract.md#file-links).
 //!
 //! [`place_findings`] decides, for every desired finding, a [`Placement`]: the diff line its
 //! thread is created on (a GitLab DiffNote) and the file its bodies link to. It is pure: the

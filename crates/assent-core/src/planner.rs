@@ -1,4 +1,4 @@
-//! The state table (SPEC §5, seed 004): desired state × existing artifacts → a plan.
+//! The state table (docs/contract.md#reconciliation): desired state × existing artifacts → a plan.
 //!
 //! [`plan_reconciliation`] is a pure function. It decides every thread write before the
 //! first one is issued, records what it does to each slot (`actions`) and which duplicates it

@@ -1,9 +1,9 @@
-//! The publication receipt (SPEC §6): what a run decided, did and saw, as one JSON document.
+//! The publication receipt (docs/contract.md#receipt): what a run decided, did and saw, as one JSON document.
 //!
 //! The receipt is compared byte for byte across reruns and by tests outside the project, so
-//! its bytes are a function of its content only: keys in the SPEC's order (struct field
+//! its bytes are a function of its content only: keys in the contract's order (docs/contract.md#receipt) (struct field
 //! order, never a map), every list sorted and deduplicated by [`Receipt::new`], no clock and no
-//! random id. Entries are ordered by the SPEC's key first and then by every remaining field,
+//! random id. Entries are ordered by the contract's key first and then by every remaining field,
 //! so two entries that share a key still come out in one order whatever order they came in.
 //! Strings compare by their UTF-8 bytes (Rust's `Ord` for `String`), never by locale.
 
@@ -43,7 +43,7 @@ impl Outcome {
     }
 }
 
-/// What the plan did to one finding slot (the rows of the SPEC §5 table).
+/// What the plan did to one finding slot (the rows of the state table, docs/contract.md#state-table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ActionKind {
@@ -109,7 +109,7 @@ pub struct ReceiptFinding {
     pub forge_id: Option<u64>,
     /// The thread's resolved bit after the run.
     pub resolved: bool,
-    /// True only when the resolution counts as assent (SPEC §10.1): a challenge resolved by
+    /// True only when the resolution counts as assent (docs/contract.md#who-may-assent): a challenge resolved by
     /// someone other than the MR's author and the bot, within the policy's narrowing.
     pub assented: bool,
     /// For a grouped finding (subject `*`, or `*2`, `*3`, … for the parts of a split group):
@@ -171,7 +171,7 @@ pub struct Rescan {
     pub verified: bool,
 }
 
-/// What the run did to the bot's approval of the merge request (SPEC §10.3, `--approve`).
+/// What the run did to the bot's approval of the merge request (docs/contract.md#approvals, `--approve`).
 ///
 /// The receipt's `approval` is `null` when the run did not manage the approval at all: no
 /// `--approve`, a dry run, or a refusal (`stale-pipeline`, `mr-not-open`).
@@ -223,7 +223,7 @@ impl RequestCounts {
 /// Fields are public for reading; build one with [`Receipt::new`], the one place lists are
 /// normalised. [`Receipt::to_json`] serializes a normalised copy, so even a receipt edited
 /// after construction writes deterministic bytes.
-// Field order is the JSON key order of SPEC §6.
+// Field order is the JSON key order of docs/contract.md#receipt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Receipt {
@@ -284,7 +284,7 @@ fn expect_constant<'de, D: Deserializer<'de>>(de: D, expected: &str) -> Result<S
 impl Receipt {
     /// Builds a receipt and normalises it: findings and actions sorted by (rule, subject),
     /// repairs by repaired forge id, warnings by text, each with exact duplicates removed.
-    #[allow(clippy::too_many_arguments)] // one argument per document field, in SPEC order
+    #[allow(clippy::too_many_arguments)] // one argument per document field, in the order of docs/contract.md#receipt
     pub fn new(
         project: String,
         mr: u64,
@@ -319,7 +319,7 @@ impl Receipt {
     }
 
     /// The one normalisation rule. Sorting by every field (the derived `Ord`, whose leading
-    /// fields are the SPEC's sort keys) makes the order total, so equal content in any input
+    /// fields are the contract's sort keys) makes the order total, so equal content in any input
     /// order gives equal bytes; only exact duplicates are dropped, so a planner bug that puts
     /// two different entries in one slot stays visible instead of being silently resolved.
     fn normalise(&mut self) {
@@ -669,7 +669,7 @@ mod tests {
             .replace(r#""approval":null"#, r#""approval":"approve""#);
         assert!(
             Receipt::from_json(&unknown).is_err(),
-            "an approval name outside the SPEC is refused"
+            "an approval name outside the contract is refused"
         );
     }
 

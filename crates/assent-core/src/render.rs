@@ -6,9 +6,9 @@
 //! with `/` (a GitLab quick action), and no body ends in whitespace, so a forge that trims
 //! stored bodies cannot make the byte comparison that decides an edit see a change. Rule ids,
 //! subjects and every other string that can come from the merge request are rendered with
-//! [`inert::code`] (SPEC §10.7); messages arrive already composed that way.
+//! [`inert::code`] (docs/contract.md#inert-text); messages arrive already composed that way.
 //!
-//! # Note size (SPEC §11.2)
+//! # Note size (docs/contract.md#note-size)
 //!
 //! GitLab refuses a note over 1,000,000 characters, and a refused summary or thread would
 //! fail every run on the merge request. Every body rendered here stays under
@@ -26,7 +26,7 @@
 //!   the "Resolved without assent" list is capped the same way;
 //! * replies and the collapsed summary are fixed sentences.
 //!
-//! # Links (issue 15 §3)
+//! # Links (docs/contract.md#file-links)
 //!
 //! A thread's headline links to the file of its finding at the pinned SHA, on the judged
 //! value's line ([`crate::placement`] decides the destination, [`crate::links`] makes it
@@ -147,7 +147,7 @@ pub fn collapsed_summary_body(canonical_note_id: u64) -> String {
     format!("assent: superseded by note {canonical_note_id}.")
 }
 
-/// The target branch a run judged against (SPEC §10.5).
+/// The target branch a run judged against (docs/contract.md#pinned-target).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetBranch {
     /// The branch name, as the pipeline pinned it.
@@ -304,7 +304,7 @@ fn rows_shown(statuses: &[FindingStatus<'_>]) -> Vec<bool> {
     shown
 }
 
-/// The statement that the target branch has no policies (SPEC §10.5): the decision is not a
+/// The statement that the target branch has no policies (docs/contract.md#pinned-target): the decision is not a
 /// policy's judgement, and the summary must not read as if it were.
 fn no_policies_line(branch: &str) -> String {
     format!(
@@ -342,7 +342,7 @@ fn headline(decision: Decision, statuses: &[FindingStatus<'_>]) -> String {
     }
 }
 
-/// Lists every challenge resolved by someone whose resolution does not count (SPEC §10.1):
+/// Lists every challenge resolved by someone whose resolution does not count (docs/contract.md#who-may-assent):
 /// who resolved it and why it does not count, so the author learns what to ask for instead
 /// of wondering why the gate still says `REVIEW`.
 fn push_unassented_resolutions(

@@ -1,4 +1,4 @@
-//! The resolution fingerprint (SPEC §10.8): one digest of who resolved which of the bot's
+//! The resolution fingerprint (docs/contract.md#decision-freshness): one digest of who resolved which of the bot's
 //! finding threads, as a listing shows them.
 //!
 //! The run writes it into the summary's gate line ([`crate::marker::GateLine`]) from

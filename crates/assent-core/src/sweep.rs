@@ -1,4 +1,4 @@
-//! The sweep's decisions (SPEC §9), as pure functions: durations, the window check, the
+//! The sweep's decisions (docs/contract.md#sweep), as pure functions: durations, the window check, the
 //! timestamps GitLab reports, and the classification of one merge request from what the
 //! forge says about it.
 //!
@@ -29,7 +29,7 @@
 //! `pipeline-active` (left alone: the normal job will heal it). The second classification
 //! never answers `InspectMergeRequest`.
 //!
-//! Decision freshness (SPEC §10.8): a summary `verified` for the head and target whose gate
+//! Decision freshness (docs/contract.md#decision-freshness): a summary `verified` for the head and target whose gate
 //! line ([`GateLine`]) says `REVIEW`, on an MR GitLab reports with
 //! `blocking_discussions_resolved: true`, is healed only when the resolution fingerprint of
 //! the current listing differs from the one on the gate line. The run that heals it records
@@ -142,7 +142,7 @@ pub struct WindowError {
     pub interval: SweepDuration,
 }
 
-/// Refuses a look-back that is not strictly wider than the interval (SPEC §9).
+/// Refuses a look-back that is not strictly wider than the interval (docs/contract.md#sweep).
 pub fn check_window(lookback: SweepDuration, interval: SweepDuration) -> Result<(), WindowError> {
     if lookback.as_secs() > interval.as_secs() {
         Ok(())
@@ -229,7 +229,7 @@ pub fn window_start(now: Timestamp, lookback: SweepDuration) -> Timestamp {
     now.minus(lookback).floor_to_second()
 }
 
-/// The head pipeline statuses that mean "a job may still run for this head" (SPEC §9).
+/// The head pipeline statuses that mean "a job may still run for this head" (docs/contract.md#sweep).
 pub const ACTIVE_PIPELINE_STATUSES: [&str; 5] = [
     "created",
     "pending",

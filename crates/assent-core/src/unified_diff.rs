@@ -1,4 +1,4 @@
-//! Which lines a file's unified diff adds and removes (SPEC §12.2).
+//! Which lines a file's unified diff adds and removes (docs/contract.md#diffnotes).
 //!
 //! GitLab's merge request diffs listing gives each changed file's diff as unified-diff text
 //! (the `diff` field: hunks, usually without the `---`/`+++` header). A finding is placed on

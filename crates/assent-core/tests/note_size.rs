@@ -1,4 +1,4 @@
-//! SPEC §11.2: no body assent writes exceeds GitLab's 1,000,000-character note limit. For
+//! docs/contract.md#note-size: no body assent writes exceeds GitLab's 1,000,000-character note limit. For
 //! any desired state (many findings, huge values, long and hostile subjects, grouped or not)
 //! and any forge state, every body the run can write (each thread of the plan, every reply,
 //! the summary in both states, the collapsed summary) stays under the render budget.

@@ -8,8 +8,6 @@
 //! Invariants: this crate names only `assent-core`; nothing here does I/O. A [`ForgeError`]
 //! never carries the token.
 
-#![warn(missing_docs)]
-
 pub mod faults;
 pub mod memory;
 pub mod sweep;
@@ -248,7 +246,7 @@ pub trait Forge: Send + Sync {
     fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError>;
     /// Creates a resolvable thread whose first note has `body`: a general thread, or with a
     /// `position` a thread on that line of the merge request's diff (a GitLab DiffNote,
-    /// SPEC §12.2). A position the forge does not accept is refused with 400 before anything
+    /// docs/contract.md#diffnotes). A position the forge does not accept is refused with 400 before anything
     /// is written, so the caller may then create the general thread instead.
     fn create_thread(
         &self,

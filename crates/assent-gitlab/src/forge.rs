@@ -283,7 +283,7 @@ struct ApiDiff {
     b_mode: Option<String>,
 }
 
-/// GitLab's `position[…]` parameters of a DiffNote (SPEC §12.2): `text`, the diff refs, both
+/// GitLab's `position[…]` parameters of a DiffNote (docs/contract.md#diffnotes): `text`, the diff refs, both
 /// paths, and `new_line` for an added line or `old_line` for a removed one (never both:
 /// both name an unchanged line).
 fn diff_note_position(position: &DiffPosition) -> Result<Position<'_>, ForgeError> {

@@ -32,8 +32,6 @@
 //! # Ok::<(), assent_gitlab::GitLabConfigError>(())
 //! ```
 
-#![warn(missing_docs)]
-
 pub mod advice;
 pub mod client;
 mod discussion_stream;

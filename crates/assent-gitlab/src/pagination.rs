@@ -314,7 +314,7 @@ pub(crate) fn list_all_with<T: DeserializeOwned>(
                 }
                 // A request that still fails after its retries is a forge failure, not a
                 // listing that GitLab says is incomplete: the caller must not publish on it
-                // (SPEC §3).
+                // (docs/contract.md#desired-state).
                 Err(ReadFailure::Failed(error)) => return Err(on_page(error, page)),
                 // A listing is read without a content budget: this cannot happen.
                 Err(failure @ ReadFailure::OverBudget { .. }) => {

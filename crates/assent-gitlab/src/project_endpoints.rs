@@ -1,4 +1,4 @@
-//! Project-level routes of the sweep (SPEC §9), on [`GitLabClient`], returning the sweep
+//! Project-level routes of the sweep (docs/contract.md#sweep), on [`GitLabClient`], returning the sweep
 //! port's types ([`assent_forge::sweep`]):
 //!
 //! * [`GitLabClient::list_open_merge_requests`]: `GET projects/:id/merge_requests` with

@@ -16,7 +16,7 @@
 //! that provably never left (name resolution, connect or proxy-connect failure) is
 //! [`ForgeError::Transport`].
 //!
-//! A **429** on a write is a refusal, not an ambiguity (SPEC §11.1): GitLab's rate limiters
+//! A **429** on a write is a refusal, not an ambiguity (docs/contract.md#write-rate-limits): GitLab's rate limiters
 //! (Rack::Attack and the application limits such as note creation) answer before the request
 //! reaches the code that acts. So the same write is sent again after the wait the answer asks
 //! for (`Retry-After`, else `RateLimit-Reset`, capped, and at least

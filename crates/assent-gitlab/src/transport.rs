@@ -342,7 +342,12 @@ impl Transport {
         if let Some(warning) = cleartext_warning(&base, allow_http(env))
             && !CLEARTEXT_WARNED.swap(true, Ordering::Relaxed)
         {
-            eprintln!("warning: {warning}");
+            // Printed where it is decided, once per process, for every command alike (run,
+            // sweep, doctor, serve); an exception to the workspace's no-printing lint.
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("warning: {warning}");
+            }
         }
         let tls = match settings.ca_file {
             None => TlsConfig::builder().build(),

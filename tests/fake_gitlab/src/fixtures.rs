@@ -2,20 +2,29 @@
 
 use crate::model::{CiVariable, DiffFile, MergeRequest, Project, State, Token, User};
 
+/// The project's id.
 pub const PROJECT_ID: u64 = 42;
+/// The project's path.
 pub const PROJECT_PATH: &str = "group/sub/proj";
+/// The open MR's iid.
 pub const MR_IID: u64 = 7;
+/// The bot user's id (`assent-bot`).
 pub const BOT_ID: u64 = 100;
+/// The bot's token (`api` scope).
 pub const BOT_TOKEN: &str = "glpat-bot-token";
 /// Same bot user, `read_api` scope only.
 pub const READ_TOKEN: &str = "glpat-read-token";
 /// A reviewer: resolutions by this user count as assent.
 pub const HUMAN_ID: u64 = 200;
+/// The reviewer's token.
 pub const HUMAN_TOKEN: &str = "glpat-alice-token";
 /// The MR's author: GitLab lets them resolve threads; assent does not count it.
 pub const AUTHOR_ID: u64 = 300;
+/// The MR's diff base.
 pub const BASE_SHA: &str = "1111111111111111111111111111111111111111";
+/// The MR's source head (`feature`).
 pub const HEAD_SHA: &str = "2222222222222222222222222222222222222222";
+/// The target branch's tip (`main`).
 pub const TARGET_SHA: &str = "3333333333333333333333333333333333333333";
 
 /// Users `assent-bot` (id 100, bot), `alice` (id 200, a reviewer) and `bob` (id 300, the

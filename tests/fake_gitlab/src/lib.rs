@@ -95,6 +95,7 @@ impl FakeGitLab {
         format!("http://{}", self.addr)
     }
 
+    /// The port the fake listens on.
     pub fn port(&self) -> u16 {
         self.addr.port()
     }
@@ -229,11 +230,13 @@ impl FakeGitLab {
         });
     }
 
+    /// Replies in a discussion as `user`; the new note's id.
     pub fn reply(&self, project: u64, iid: u64, discussion: &str, user: u64, body: &str) -> u64 {
         self.op(|s| s.reply(project, iid, discussion, user, body))
             .expect("reply")
     }
 
+    /// Resolves (or re-opens) a discussion as `user`.
     pub fn resolve(&self, project: u64, iid: u64, discussion: &str, user: u64, resolved: bool) {
         self.op(|s| s.set_resolved(project, iid, discussion, user, resolved))
             .expect("resolve")
@@ -245,6 +248,7 @@ impl FakeGitLab {
             .expect("edit_note")
     }
 
+    /// Deletes a note (no author check: as an administrator would).
     pub fn delete_note(&self, project: u64, iid: u64, note_id: u64) {
         self.op(|s| s.delete_note(project, iid, note_id, None))
             .expect("delete_note")
@@ -281,6 +285,7 @@ impl FakeGitLab {
         });
     }
 
+    /// Sets a merge request's state (opened, closed, merged).
     pub fn set_mr_state(&self, project: u64, iid: u64, state: MrState) {
         self.with_state(|s| {
             let now = s.now();
@@ -323,6 +328,7 @@ impl FakeGitLab {
 
     // ---- inspection --------------------------------------------------------------------
 
+    /// A copy of a merge request as it stands.
     pub fn mr(&self, project: u64, iid: u64) -> MergeRequest {
         self.shared
             .lock()
@@ -337,10 +343,12 @@ impl FakeGitLab {
         self.mr(project, iid).discussions
     }
 
+    /// A copy of one discussion, if it exists.
     pub fn discussion(&self, project: u64, iid: u64, id: &str) -> Option<Discussion> {
         self.mr(project, iid).discussion(id).cloned()
     }
 
+    /// A copy of one note, if it exists.
     pub fn note(&self, project: u64, iid: u64, note_id: u64) -> Option<Note> {
         self.mr(project, iid).note(note_id).cloned()
     }
@@ -362,10 +370,12 @@ impl FakeGitLab {
         self.shared.lock().log.clone()
     }
 
+    /// How many API reads the fake has logged.
     pub fn reads(&self) -> usize {
         self.shared.lock().log.iter().filter(|r| !r.write).count()
     }
 
+    /// How many API writes the fake has logged.
     pub fn writes(&self) -> usize {
         self.shared.lock().log.iter().filter(|r| r.write).count()
     }
@@ -392,6 +402,7 @@ impl FakeGitLab {
         g.faults.len() - 1
     }
 
+    /// Removes every fault rule.
     pub fn clear_faults(&self) {
         let mut g = self.shared.lock();
         g.faults.clear();

@@ -56,8 +56,11 @@ pub struct State {
     /// GitLab version answered by `GET /version` (default `18.6.0`). Routes newer than this
     /// version answer 404 like an unknown route (`resource_groups/:key/current_job`: 18.6).
     pub version: String,
+    /// Every user.
     pub users: Vec<User>,
+    /// Every access token.
     pub tokens: Vec<Token>,
+    /// Every project.
     pub projects: Vec<Project>,
 }
 
@@ -86,11 +89,17 @@ impl Default for State {
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
+/// A GitLab user.
 pub struct User {
+    /// The user's id.
     pub id: u64,
+    /// The user's username.
     pub username: String,
+    /// The user's display name.
     pub name: String,
+    /// Whether the user is a bot (a project or group access token's user).
     pub bot: bool,
+    /// `active`, `blocked`, ….
     pub state: String,
 }
 
@@ -107,6 +116,7 @@ impl Default for User {
 }
 
 impl User {
+    /// A user `id` named `username` (its display name too), the other fields at their defaults.
     pub fn new(id: u64, username: &str) -> Self {
         User {
             id,
@@ -115,6 +125,7 @@ impl User {
             ..Default::default()
         }
     }
+    /// Marks the user as a bot (or not).
     pub fn bot(mut self, bot: bool) -> Self {
         self.bot = bot;
         self
@@ -125,13 +136,16 @@ impl User {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Token {
+    /// The secret the client sends as `PRIVATE-TOKEN`.
     pub token: String,
+    /// The user the token belongs to.
     pub user_id: u64,
     /// `api`, `read_api`, `read_user`, ...
     pub scopes: Vec<String>,
     /// Project access level of the user in every project (10 guest, 20 reporter,
     /// 30 developer, 40 maintainer, 50 owner).
     pub access_level: u32,
+    /// The token's name.
     pub name: String,
 }
 
@@ -148,6 +162,7 @@ impl Default for Token {
 }
 
 impl Token {
+    /// A token of `user_id` with `scopes`, at the default access level.
     pub fn new(token: &str, user_id: u64, scopes: &[&str]) -> Self {
         Token {
             token: token.into(),
@@ -156,6 +171,7 @@ impl Token {
             ..Default::default()
         }
     }
+    /// Sets the project access level of the token's user.
     pub fn access_level(mut self, level: u32) -> Self {
         self.access_level = level;
         self
@@ -164,11 +180,17 @@ impl Token {
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
+/// A project.
 pub struct Project {
+    /// The project's id.
     pub id: u64,
+    /// The project's path, e.g. `group/sub/proj`.
     pub path_with_namespace: String,
+    /// The default branch.
     pub default_branch: String,
+    /// "All threads must be resolved" before merging.
     pub only_allow_merge_if_all_discussions_are_resolved: bool,
+    /// "Pipelines must succeed" before merging.
     pub only_allow_merge_if_pipeline_succeeds: bool,
     /// "Automatically resolve merge request diff threads when they become outdated".
     pub resolve_outdated_diff_discussions: bool,
@@ -186,6 +208,7 @@ pub struct Project {
     /// LFS objects by their `oid` (sha256 hex): what the raw file route answers with
     /// `lfs=true` for a file whose content is an LFS pointer naming one.
     pub lfs_objects: BTreeMap<String, FileContent>,
+    /// The project's merge requests.
     pub merge_requests: Vec<MergeRequest>,
     /// Pipelines created through the API.
     pub pipelines: Vec<Pipeline>,
@@ -213,16 +236,23 @@ pub struct Project {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct CiVariable {
+    /// The variable's name.
     pub key: String,
+    /// The variable's value.
     pub value: String,
     /// `env_var` or `file`.
     pub variable_type: String,
+    /// Only protected branches and tags see it.
     pub protected: bool,
+    /// Masked in job logs.
     pub masked: bool,
+    /// Masked and hidden in the UI.
     pub hidden: bool,
+    /// Not expanded (`$` taken literally).
     pub raw: bool,
     /// `*` (every job) or an environment name or pattern.
     pub environment_scope: String,
+    /// The variable's description.
     pub description: Option<String>,
 }
 
@@ -277,10 +307,13 @@ impl Default for ApprovalSettings {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApprovalRule {
+    /// The rule's id.
     pub id: u64,
+    /// The rule's name.
     pub name: String,
     /// `regular`, `any_approver`, `code_owner` or `report_approver`.
     pub rule_type: String,
+    /// How many approvals the rule requires.
     pub approvals_required: u64,
     /// Users named by the rule (they are its eligible approvers).
     pub user_ids: Vec<u64>,
@@ -290,6 +323,7 @@ pub struct ApprovalRule {
     pub contains_hidden_groups: bool,
     /// Protected branch names the rule is scoped to; empty: every branch.
     pub protected_branches: Vec<String>,
+    /// The rule applies to every protected branch.
     pub applies_to_all_protected_branches: bool,
 }
 
@@ -355,6 +389,7 @@ impl Project {
         self
     }
 
+    /// A project `id` at `path_with_namespace` with default branch `main`.
     pub fn new(id: u64, path_with_namespace: &str) -> Self {
         Project {
             id,
@@ -362,6 +397,7 @@ impl Project {
             ..Default::default()
         }
     }
+    /// Sets branch `name`'s tip to `sha`.
     pub fn branch(mut self, name: &str, sha: &str) -> Self {
         self.branches.insert(name.into(), sha.into());
         self
@@ -437,16 +473,20 @@ impl Project {
         }
         self.jobs.push(job);
     }
+    /// Adds a merge request.
     pub fn merge_request(mut self, mr: MergeRequest) -> Self {
         self.merge_requests.push(mr);
         self
     }
+    /// Merge request `iid`.
     pub fn mr(&self, iid: u64) -> Option<&MergeRequest> {
         self.merge_requests.iter().find(|m| m.iid == iid)
     }
+    /// Merge request `iid`, to change.
     pub fn mr_mut(&mut self, iid: u64) -> Option<&mut MergeRequest> {
         self.merge_requests.iter_mut().find(|m| m.iid == iid)
     }
+    /// The project's web URL on a fake served at `base`.
     pub fn web_url(&self, base: &str) -> String {
         format!("{}/{}", base, self.path_with_namespace)
     }
@@ -454,15 +494,21 @@ impl Project {
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
+/// A merge request's state.
 pub enum MrState {
     #[default]
+    /// Open.
     Opened,
+    /// Closed without merging.
     Closed,
+    /// Merged.
     Merged,
+    /// Locked (GitLab's transient state while merging).
     Locked,
 }
 
 impl MrState {
+    /// GitLab's name of the state.
     pub fn as_str(self) -> &'static str {
         match self {
             MrState::Opened => "opened",
@@ -475,9 +521,13 @@ impl MrState {
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(default, deny_unknown_fields)]
+/// A merge request's diff refs.
 pub struct DiffRefs {
+    /// The merge base.
     pub base_sha: String,
+    /// The source head.
     pub head_sha: String,
+    /// The target's tip the diff was computed from.
     pub start_sha: String,
 }
 
@@ -496,26 +546,43 @@ pub enum DiscussionOrder {
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
+/// A merge request.
 pub struct MergeRequest {
+    /// The iid within its project.
     pub iid: u64,
     /// Global id; 0 means `project_id * 10000 + iid`.
     pub id: u64,
+    /// The title.
     pub title: String,
+    /// The description.
     pub description: String,
+    /// The state.
     pub state: MrState,
+    /// The source branch.
     pub source_branch: String,
+    /// The target branch.
     pub target_branch: String,
     /// Head sha of the source branch (kept equal to `diff_refs.head_sha` by the test API).
     pub sha: String,
+    /// The current diff refs.
     pub diff_refs: DiffRefs,
+    /// The head pipeline, if any.
     pub head_pipeline: Option<Pipeline>,
+    /// Creation time.
     pub created_at: String,
+    /// Last update time.
     pub updated_at: String,
+    /// The author's user id.
     pub author_id: u64,
+    /// Labels.
     pub labels: Vec<String>,
+    /// Draft MR.
     pub draft: bool,
+    /// The changed files, as the diffs listing gives them.
     pub diffs: Vec<DiffFile>,
+    /// The discussions.
     pub discussions: Vec<Discussion>,
+    /// The order discussions are listed in.
     pub discussion_order: DiscussionOrder,
     /// The source project when the MR comes from a fork; 0 means this project.
     pub source_project_id: u64,
@@ -579,11 +646,13 @@ impl MergeRequest {
             ..Default::default()
         }
     }
+    /// Sets the source and target branches.
     pub fn branches(mut self, source: &str, target: &str) -> Self {
         self.source_branch = source.into();
         self.target_branch = target.into();
         self
     }
+    /// Adds a changed file.
     pub fn diff(mut self, d: DiffFile) -> Self {
         self.diffs.push(d);
         self
@@ -598,6 +667,7 @@ impl MergeRequest {
             None => self.diffs.len().to_string().into(),
         }
     }
+    /// The MR's global id (its `id`, else one derived from the project and iid).
     pub fn global_id(&self, project_id: u64) -> u64 {
         if self.id != 0 {
             self.id
@@ -605,18 +675,22 @@ impl MergeRequest {
             project_id * 10000 + self.iid
         }
     }
+    /// Discussion `id`.
     pub fn discussion(&self, id: &str) -> Option<&Discussion> {
         self.discussions.iter().find(|d| d.id == id)
     }
+    /// Discussion `id`, to change.
     pub fn discussion_mut(&mut self, id: &str) -> Option<&mut Discussion> {
         self.discussions.iter_mut().find(|d| d.id == id)
     }
+    /// Note `note_id` in any discussion.
     pub fn note(&self, note_id: u64) -> Option<&Note> {
         self.discussions
             .iter()
             .flat_map(|d| d.notes.iter())
             .find(|n| n.id == note_id)
     }
+    /// Note `note_id` in any discussion, to change.
     pub fn note_mut(&mut self, note_id: u64) -> Option<&mut Note> {
         self.discussions
             .iter_mut()
@@ -651,17 +725,22 @@ impl MergeRequest {
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default, deny_unknown_fields)]
+/// A discussion: a thread of notes.
 pub struct Discussion {
     /// 40 lowercase hex; empty in a seed means "generate".
     pub id: String,
+    /// A plain note (not a thread).
     pub individual_note: bool,
+    /// The notes, first note first.
     pub notes: Vec<Note>,
 }
 
 impl Discussion {
+    /// The id of the discussion's first note.
     pub fn first_note_id(&self) -> u64 {
         self.notes.first().map(|n| n.id).unwrap_or(u64::MAX)
     }
+    /// Whether the discussion can be resolved (any of its notes is resolvable).
     pub fn resolvable(&self) -> bool {
         self.notes.iter().any(|n| n.resolvable)
     }
@@ -678,22 +757,34 @@ impl Discussion {
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default, deny_unknown_fields)]
+/// A note.
 pub struct Note {
     /// 0 in a seed means "assign the next id".
     pub id: u64,
     /// `DiscussionNote` for thread notes, `DiffNote` for diff threads, `None` for plain notes.
     #[serde(rename = "type")]
     pub note_type: Option<String>,
+    /// The note's body.
     pub body: String,
+    /// The author's user id.
     pub author_id: u64,
+    /// Creation time.
     pub created_at: String,
+    /// Last update time.
     pub updated_at: String,
+    /// A system note (written by GitLab itself).
     pub system: bool,
+    /// The note can be resolved.
     pub resolvable: bool,
+    /// The note is resolved.
     pub resolved: bool,
+    /// Who resolved it.
     pub resolved_by: Option<u64>,
+    /// When it was resolved.
     pub resolved_at: Option<String>,
+    /// A confidential note.
     pub confidential: bool,
+    /// An internal note.
     pub internal: bool,
     /// Where a `DiffNote` sits in the MR's diff; `None` for every other note.
     pub position: Option<NotePosition>,
@@ -704,10 +795,15 @@ pub struct Note {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct NotePosition {
+    /// The position's base SHA.
     pub base_sha: String,
+    /// The position's start SHA.
     pub start_sha: String,
+    /// The position's head SHA.
     pub head_sha: String,
+    /// The file's old path.
     pub old_path: String,
+    /// The file's new path.
     pub new_path: String,
     /// `text`.
     pub position_type: String,
@@ -721,16 +817,24 @@ pub struct NotePosition {
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
+/// A pipeline.
 pub struct Pipeline {
+    /// The pipeline's id.
     pub id: u64,
+    /// The commit it runs for.
     pub sha: String,
     /// `created`, `pending`, `running`, `success`, `failed`, `canceled`, ...
     pub status: String,
     #[serde(rename = "ref")]
+    /// The pipeline's ref.
     pub git_ref: String,
+    /// What started it, e.g. `merge_request_event`.
     pub source: String,
+    /// The MR it runs for, if an MR pipeline.
     pub mr_iid: Option<u64>,
+    /// Creation time.
     pub created_at: String,
+    /// Last update time.
     pub updated_at: String,
 }
 
@@ -754,19 +858,26 @@ impl Default for Pipeline {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Job {
+    /// The job's id.
     pub id: u64,
+    /// The job's name.
     pub name: String,
+    /// The job's stage.
     pub stage: String,
     /// `created`, `waiting_for_resource`, `pending`, `running`, `success`, `failed`, ...
     pub status: String,
+    /// The pipeline the job belongs to.
     pub pipeline_id: u64,
     /// Pipeline ref, e.g. `refs/merge-requests/7/head`.
     #[serde(rename = "ref")]
     pub git_ref: String,
+    /// The commit the job runs for.
     pub sha: String,
     /// Pipeline source, e.g. `merge_request_event`.
     pub source: String,
+    /// The resource group the job holds or waits for.
     pub resource_group: Option<String>,
+    /// Creation time.
     pub created_at: String,
 }
 
@@ -799,10 +910,12 @@ impl Job {
             ..Default::default()
         }
     }
+    /// Sets the job's resource group.
     pub fn resource_group(mut self, key: &str) -> Self {
         self.resource_group = Some(key.into());
         self
     }
+    /// Sets the job's status.
     pub fn status(mut self, status: &str) -> Self {
         self.status = status.into();
         self
@@ -813,11 +926,15 @@ impl Job {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct ResourceGroup {
+    /// The group's id.
     pub id: u64,
+    /// The group's key.
     pub key: String,
     /// `unordered`, `oldest_first` or `newest_first`.
     pub process_mode: String,
+    /// The job holding it, if any.
     pub holder: Option<u64>,
+    /// Creation time.
     pub created_at: String,
 }
 
@@ -837,14 +954,23 @@ impl Default for ResourceGroup {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct DiffFile {
+    /// The file's old path.
     pub old_path: String,
+    /// The file's new path.
     pub new_path: String,
+    /// The old side's file mode.
     pub a_mode: String,
+    /// The new side's file mode.
     pub b_mode: String,
+    /// The unified diff text.
     pub diff: String,
+    /// The file is added.
     pub new_file: bool,
+    /// The file is renamed.
     pub renamed_file: bool,
+    /// The file is deleted.
     pub deleted_file: bool,
+    /// GitLab marks the file as generated.
     pub generated_file: bool,
     /// Serialized only when set.
     pub too_large: Option<bool>,
@@ -871,6 +997,7 @@ impl Default for DiffFile {
 }
 
 impl DiffFile {
+    /// A modified file at `path`.
     pub fn modified(path: &str) -> Self {
         DiffFile {
             old_path: path.into(),
@@ -910,6 +1037,7 @@ impl DiffFile {
             })
             .collect()
     }
+    /// An added file at `path`.
     pub fn added(path: &str) -> Self {
         DiffFile {
             new_file: true,
@@ -917,6 +1045,7 @@ impl DiffFile {
             ..DiffFile::modified(path)
         }
     }
+    /// A deleted file at `path`.
     pub fn deleted(path: &str) -> Self {
         DiffFile {
             deleted_file: true,
@@ -930,6 +1059,7 @@ impl DiffFile {
         self.b_mode = b_mode.into();
         self
     }
+    /// A file renamed from `old` to `new`.
     pub fn renamed(old: &str, new: &str) -> Self {
         DiffFile {
             old_path: old.into(),
@@ -1019,12 +1149,15 @@ pub fn discussion_id(n: u64) -> String {
 }
 
 impl State {
+    /// Project `id`.
     pub fn project(&self, id: u64) -> Option<&Project> {
         self.projects.iter().find(|p| p.id == id)
     }
+    /// Project `id`, to change.
     pub fn project_mut(&mut self, id: u64) -> Option<&mut Project> {
         self.projects.iter_mut().find(|p| p.id == id)
     }
+    /// User `id`.
     pub fn user(&self, id: u64) -> Option<&User> {
         self.users.iter().find(|u| u.id == id)
     }
@@ -1037,6 +1170,7 @@ impl State {
         }
     }
 
+    /// The next free note id.
     pub fn next_note_id(&self) -> u64 {
         let max = self
             .projects
@@ -1050,6 +1184,7 @@ impl State {
         self.note_id_start.max(max + 1)
     }
 
+    /// The next free pipeline id.
     pub fn next_pipeline_id(&self) -> u64 {
         let max = self
             .projects
@@ -1066,6 +1201,7 @@ impl State {
         self.pipeline_id_start.max(max + 1)
     }
 
+    /// The next discussion id (deterministic), advancing the counter.
     pub fn next_discussion_id(&mut self) -> String {
         loop {
             self.discussion_seq += 1;

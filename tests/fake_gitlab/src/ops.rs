@@ -5,9 +5,13 @@ use crate::model::{Discussion, MergeRequest, Note, NotePosition, Pipeline, State
 /// Why an operation failed; maps onto GitLab's error answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OpError {
+    /// No such project.
     ProjectNotFound,
+    /// No such merge request in the project.
     MergeRequestNotFound,
+    /// No such discussion in the merge request.
     DiscussionNotFound,
+    /// No such note in the merge request.
     NoteNotFound,
     /// Not allowed (not the author, not resolvable, system note, ...).
     Forbidden,
@@ -16,6 +20,7 @@ pub enum OpError {
 }
 
 impl OpError {
+    /// GitLab's `message` for this error.
     pub fn message(&self) -> &'static str {
         match self {
             OpError::ProjectNotFound => "404 Project Not Found",
@@ -26,6 +31,7 @@ impl OpError {
             OpError::NoteIdTaken => "409 Note id already taken",
         }
     }
+    /// GitLab's HTTP status for this error.
     pub fn status(&self) -> u16 {
         match self {
             OpError::Forbidden => 403,
@@ -43,9 +49,11 @@ impl std::fmt::Display for OpError {
 
 impl std::error::Error for OpError {}
 
+/// The result of a state operation.
 pub type OpResult<T> = Result<T, OpError>;
 
 impl State {
+    /// The merge request `iid` of project `pid`.
     pub fn mr_ref(&self, pid: u64, iid: u64) -> OpResult<&MergeRequest> {
         self.project(pid)
             .ok_or(OpError::ProjectNotFound)?
@@ -53,6 +61,7 @@ impl State {
             .ok_or(OpError::MergeRequestNotFound)
     }
 
+    /// The merge request `iid` of project `pid`, to change.
     pub fn mr_mut_ref(&mut self, pid: u64, iid: u64) -> OpResult<&mut MergeRequest> {
         self.project_mut(pid)
             .ok_or(OpError::ProjectNotFound)?

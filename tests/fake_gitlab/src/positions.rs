@@ -30,16 +30,22 @@ pub const INVALID_LINE_CODE: &str =
 /// What a row of a diff is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowKind {
+    /// A line both sides have.
     Context,
+    /// A line the new side adds.
     Added,
+    /// A line the old side had.
     Removed,
 }
 
 /// One line of a file's diff with the line counters of both sides at it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DiffRow {
+    /// What the row is.
     pub kind: RowKind,
+    /// The old side's line counter at the row.
     pub old_pos: u64,
+    /// The new side's line counter at the row.
     pub new_pos: u64,
 }
 

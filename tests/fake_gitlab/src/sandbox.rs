@@ -52,7 +52,12 @@ pub enum SandboxError {
     /// A tree is larger than a sandbox takes.
     TooLarge(PathBuf),
     /// The example's edit no longer applies to the example repository.
-    EditDoesNotApply { file: String, text: String },
+    EditDoesNotApply {
+        /// The file the edit is for.
+        file: String,
+        /// The text the edit looks for.
+        text: String,
+    },
     /// The two trees are identical: the MR would have no change.
     NoChange,
 }

@@ -20,11 +20,13 @@ use crate::route::{self, RouteKind};
 pub struct LoggedRequest {
     /// 0-based arrival order.
     pub seq: u64,
+    /// The HTTP method.
     pub method: String,
     /// Raw path, still percent-encoded, without the query.
     pub path: String,
     /// Raw query string (without `?`), empty when none.
     pub query: String,
+    /// The route the path was recognised as.
     pub route: RouteKind,
     /// True for any method other than GET/HEAD.
     pub write: bool,
@@ -34,7 +36,9 @@ pub struct LoggedRequest {
     pub fault: Option<String>,
     /// Authenticated user, if any.
     pub user_id: Option<u64>,
+    /// The request's headers, in order.
     pub headers: Vec<(String, String)>,
+    /// The request's body, as text.
     pub body: String,
 }
 

@@ -1,5 +1,6 @@
 //! Minimal UTC timestamp handling (GitLab's `2024-01-02T03:04:05.678Z` format).
 
+/// The system clock in milliseconds since the Unix epoch.
 pub fn system_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

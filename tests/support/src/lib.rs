@@ -24,8 +24,6 @@
 //! integration tests and benchmarks of the package that owns the binary), so every helper
 //! that starts the binary takes its path from the caller.
 
-#![warn(missing_docs)]
-
 pub mod fuzz;
 pub mod http_world;
 pub mod perf_world;

@@ -15,7 +15,7 @@
 //!   changed governed file whatever the finding count.
 //!
 //! Nothing else fires with the example policies, so a first run has exactly `findings`
-//! findings, all `challenge`; above [`GROUP_ABOVE`] of them a rule is grouped (SPEC §11.3)
+//! findings, all `challenge`; above [`GROUP_ABOVE`] of them a rule is grouped (docs/contract.md#grouping)
 //! and its findings are published as one thread ([`threads`]).
 //!
 //! With `rules` above 1 the findings come from that many rules instead: a generated policy
@@ -291,7 +291,7 @@ pub fn expected_first_run(scenario: &Scenario) -> Expected {
     let after = d + threads(scenario) + 1;
     Expected {
         // + the head re-check and the bot's role before the first write + the rescan
-        // listing + the listing that confirms the "verified" edit (SPEC §10.6).
+        // listing + the listing that confirms the "verified" edit (docs/contract.md#verified-means-verified).
         reads: fixed_reads(scenario, d) + 2 + 2 * pages(after),
         // summary "reconciling" + one thread per published finding + summary "verified".
         writes: threads(scenario) as u64 + 2,

@@ -10,7 +10,7 @@
 //!   it, in its own working directory (so every run has its own receipt).
 //! * [`normalized_state`]: every discussion of the MR as text with note ids normalised,
 //!   sorted: equal for two histories that left the same review state.
-//! * [`check_invariants`]: SPEC §5's promises about the final forge state.
+//! * [`check_invariants`]: docs/contract.md#reconciliation's promises about the final forge state.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -173,7 +173,7 @@ impl Scenario {
     }
 
     /// [`Scenario::many_writes`] on an MR that lists each head's real unified diff, as
-    /// GitLab does: every finding on a changed line is a DiffNote (SPEC §12.2).
+    /// GitLab does: every finding on a changed line is a DiffNote (docs/contract.md#diffnotes).
     pub fn many_writes_on_diff_lines(bin: impl AsRef<Path>) -> Scenario {
         Self::many_writes_with(bin, true)
     }
@@ -386,7 +386,7 @@ pub fn normalized_state(fake: &FakeGitLab) -> Vec<String> {
     lines
 }
 
-/// SPEC §5's promises about a reconciled MR for `desired` slots at `head`: exactly one bot
+/// docs/contract.md#reconciliation's promises about a reconciled MR for `desired` slots at `head`: exactly one bot
 /// summary, verified for `head`; every desired slot has exactly one unresolved-or-resolved
 /// canonical thread and at most one unresolved thread; every undesired thread is resolved;
 /// every non-canonical duplicate of a slot and occurrence is resolved.

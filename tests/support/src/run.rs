@@ -56,7 +56,7 @@ pub struct RunResult {
     pub stdout: String,
     /// Stderr without the progress lines: errors, help and warnings only.
     pub stderr: String,
-    /// The `progress: …` lines of stderr (SPEC §11.5), in order.
+    /// The `progress: …` lines of stderr (docs/contract.md#progress), in order.
     pub progress: Vec<String>,
     /// The receipt file's bytes, when one was written.
     pub receipt_text: Option<String>,

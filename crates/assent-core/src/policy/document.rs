@@ -92,7 +92,7 @@ pub struct RawRule {
     #[serde(default)]
     pub assenters: Option<RawAssenters>,
     /// Above this many findings in one merge request the rule's findings share one thread
-    /// (SPEC §11.3); any YAML value here, checked to be a positive integer when loading.
+    /// (docs/contract.md#grouping); any YAML value here, checked to be a positive integer when loading.
     #[serde(default)]
     pub group_above: Option<serde_yaml::Value>,
 }

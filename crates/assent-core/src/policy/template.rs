@@ -4,7 +4,7 @@
 //! the braces is optional. An unknown placeholder or an unclosed `{{` is a load-time problem,
 //! not a literal, so a typo surfaces in `assent lint` instead of in a merge request.
 //!
-//! # Contributor text is inert (SPEC §10.7)
+//! # Contributor text is inert (docs/contract.md#inert-text)
 //!
 //! The template's own text comes from the target branch and stays Markdown. The placeholders
 //! that carry merge request content (`old`, `new`, `entry`, `file`, `pointer`) render as one
@@ -30,7 +30,7 @@
 //!   load-time problem: no rendering keeps a value inert there.
 //!
 //! A content value longer than [`MAX_VALUE_CHARS`] shows its first characters, its length
-//! and its SHA-256 (SPEC §11.2).
+//! and its SHA-256 (docs/contract.md#note-size).
 
 use serde_json::Value;
 
@@ -266,7 +266,7 @@ impl Template {
 
 /// A content placeholder shows at most this many characters of its value; a longer value is
 /// shortened with its length and digest kept ([`inert::shortened`]), so a value of any size
-/// leaves the note within GitLab's limit (SPEC §11.2). The occurrence is computed from the
+/// leaves the note within GitLab's limit (docs/contract.md#note-size). The occurrence is computed from the
 /// full value.
 pub const MAX_VALUE_CHARS: usize = 1_000;
 

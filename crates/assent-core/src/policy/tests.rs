@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::*;
 
-const SPEC_EXAMPLE: &str = r#"apiVersion: assent/v1
+const CONTRACT_EXAMPLE: &str = r#"apiVersion: assent/v1
 kind: Policy
 identities:                      # optional: list pointer pattern -> identity field
   "topics/*.yaml": { "/topics": name }
@@ -63,7 +63,7 @@ fn one_rule(rule_body: &str) -> String {
 
 #[test]
 fn spec_example_loads_and_fires_on_retention_shrink() {
-    let set = load(SPEC_EXAMPLE);
+    let set = load(CONTRACT_EXAMPLE);
     assert_eq!(set.rule_ids(), vec!["retention-shrink"]);
     let shrink = change(
         "topics/orders.yaml",
@@ -608,7 +608,7 @@ fn whole_file_changes_match_the_default_pointer() {
 
 #[test]
 fn runtime_error_is_a_block_finding_for_the_same_slot() {
-    let set = load(SPEC_EXAMPLE);
+    let set = load(CONTRACT_EXAMPLE);
     let bad = change(
         "topics/orders.yaml",
         "/topics/o/retention_days",
@@ -887,7 +887,7 @@ rules:
         })
     );
     // Without `assenters` anywhere, no rule narrows who may assent.
-    assert!(load(SPEC_EXAMPLE).assenters_by_rule().is_empty());
+    assert!(load(CONTRACT_EXAMPLE).assenters_by_rule().is_empty());
 }
 
 #[test]

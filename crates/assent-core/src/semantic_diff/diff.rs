@@ -1,5 +1,5 @@
-//! Field-level diff of two value trees (SPEC §3), and the identity-keyed lists it refuses to
-//! compare (SPEC §10.4).
+//! Field-level diff of two value trees (docs/contract.md#desired-state), and the identity-keyed lists it refuses to
+//! compare (docs/contract.md#identity-keys).
 
 use std::borrow::Cow;
 use std::cmp::Ordering;

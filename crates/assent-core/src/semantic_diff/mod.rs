@@ -1,4 +1,4 @@
-//! Semantic diff of governed configuration files (SPEC §3).
+//! Semantic diff of governed configuration files (docs/contract.md#desired-state).
 //!
 //! A governed file (JSON, YAML or TOML, chosen by [`format_for_path`]) is parsed into a
 //! [`Node`] tree by [`parse_document`]; two trees are compared by [`diff_documents`] into
@@ -73,7 +73,7 @@
 //!   `team44` precedes `team9`): a [`Node`] map is sorted, and the two sides are merged.
 //! * An identity-keyed list is diffed as a map only when **both** sides qualify (every element
 //!   an object whose identity field is a string or integer, unique by its text). Otherwise it is
-//!   an [`AmbiguousList`] (SPEC §10.4) and is not compared at all: never by position, since a
+//!   an [`AmbiguousList`] (docs/contract.md#identity-keys) and is not compared at all: never by position, since a
 //!   copied entry would shift a change onto a position no rule judges, and not partly by
 //!   identity, since which entry is which is exactly what is unknown. Everything else in the
 //!   file is still diffed, so one ambiguous list fails closed without hiding the rest; the

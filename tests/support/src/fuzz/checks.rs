@@ -608,7 +608,7 @@ fn links(markdown: &str) -> Vec<(String, String)> {
 }
 
 /// The thread body and the summary of a finding about `change`'s file, linked to that file
-/// at line 3 as `assent run` places it (issue 15 §3, SPEC §10.7): the file name enters the
+/// at line 3 as `assent run` places it (docs/contract.md#file-links, docs/contract.md#inert-text): the file name enters the
 /// link only percent-encoded, so the body has exactly the one file link `core::links` built,
 /// whole, with the fixed text `line 3`, and nothing of the name outside code spans is a
 /// mention, link, image, HTML or quick action. A name no link can carry gives none.

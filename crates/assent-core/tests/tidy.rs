@@ -1,0 +1,397 @@
+//! The repository's own documentation, checked against the code (in the spirit of
+//! rust-analyzer's `tidy.rs`):
+//!
+//! * every module of every crate, and every module of the integration test binary, is named in
+//!   the codemap (docs/architecture.md);
+//! * every module path and source file the codemap names exists;
+//! * every contract section a comment or a docs page cites (`docs/contract.md#anchor`) is an
+//!   anchor of docs/contract.md, and nothing cites the contract by section number.
+//!
+//! Each check is a function over (file list, doc text), so the unit tests below can plant a
+//! drift and show the check catches it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The folders whose `.rs` files are modules the codemap must name.
+const MODULE_ROOTS: &[&str] = &[
+    "src",
+    "crates/assent-core/src",
+    "crates/assent-forge/src",
+    "crates/assent-gitlab/src",
+    "tests/fake_gitlab/src",
+    "tests/support/src",
+    "tests/it",
+];
+
+/// The prefixes a codemap path may start with, and the source folder each one names.
+const PATH_PREFIXES: &[(&str, &str)] = &[
+    ("assent_test_support::", "tests/support/src"),
+    ("fake_gitlab::", "tests/fake_gitlab/src"),
+    ("core::", "crates/assent-core/src"),
+    ("forge::", "crates/assent-forge/src"),
+    ("gitlab::", "crates/assent-gitlab/src"),
+];
+
+/// The folders whose files may cite the contract.
+const CITING_ROOTS: &[&str] = &[
+    "src",
+    "crates",
+    "tests",
+    "docs",
+    "benches",
+    "ci-templates",
+    "fixtures",
+    "README.md",
+];
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn files_under(root: &Path, rel: &str, out: &mut Vec<String>) {
+    let path = root.join(rel);
+    if path.is_file() {
+        out.push(rel.to_string());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(&path) else {
+        return;
+    };
+    let mut names: Vec<String> = entries
+        .map(|e| e.expect("a readable directory entry").file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        if name == "target" || name == "snapshots" || name.starts_with('.') {
+            continue;
+        }
+        files_under(root, &format!("{rel}/{name}"), out);
+    }
+}
+
+/// A module's path inside its crate, from its file's path under the crate's `src/`
+/// (`semantic_diff/yaml/events.rs` → `semantic_diff::yaml::events`); `None` for a crate
+/// root, a binary and a unit-test module (`tests`, `*_tests`), which the codemap does not list.
+fn module_path(relative: &str) -> Option<String> {
+    let stem = relative.strip_suffix(".rs")?;
+    let stem = stem.strip_suffix("/mod").unwrap_or(stem);
+    if matches!(stem, "lib" | "main") || stem.starts_with("bin/") {
+        return None;
+    }
+    let leaf = stem.rsplit('/').next()?;
+    if leaf == "tests" || leaf.ends_with("_tests") {
+        return None;
+    }
+    Some(stem.replace('/', "::"))
+}
+
+/// The crate alias the codemap writes before a root's module paths (`gitlab::transport`).
+fn alias_of(root: &str) -> Option<&'static str> {
+    PATH_PREFIXES
+        .iter()
+        .find(|(_, dir)| *dir == root)
+        .map(|(prefix, _)| *prefix)
+}
+
+/// Whether the codemap names a module. Any module: its file, or its path in backticks (from
+/// the crate root, optionally after the crate's alias: `gitlab::transport`). A top-level
+/// module: its name in backticks. A nested module: its name in backticks in its parent's row
+/// (`doctor`'s row names `probe`), or `parent::leaf`.
+fn is_named(doc: &str, root: &str, module: &str) -> bool {
+    let file = format!("{root}/{}.rs", module.replace("::", "/"));
+    let short_file = format!("src/{}.rs", module.replace("::", "/"));
+    let full = |path: &str| {
+        doc.contains(&format!("`{path}`"))
+            || doc.contains(&format!("`{path}::"))
+            || alias_of(root).is_some_and(|alias| {
+                doc.contains(&format!("`{alias}{path}`"))
+                    || doc.contains(&format!("`{alias}{path}::"))
+            })
+    };
+    if doc.contains(&file) || doc.contains(&short_file) || full(module) {
+        return true;
+    }
+    let Some((parent, leaf)) = module.rsplit_once("::") else {
+        return false;
+    };
+    let parent_leaf = parent.rsplit("::").next().unwrap_or(parent);
+    if doc.contains(&format!("`{parent_leaf}::{leaf}`"))
+        || doc.contains(&format!("`{parent_leaf}::{leaf}::"))
+    {
+        return true;
+    }
+    let row_heads = [
+        format!("| `{parent}`"),
+        format!("| `{parent}` ("),
+        alias_of(root).map_or_else(String::new, |alias| format!("| `{alias}{parent}`")),
+    ];
+    doc.lines()
+        .filter(|line| {
+            row_heads
+                .iter()
+                .any(|head| !head.is_empty() && line.starts_with(head.as_str()))
+        })
+        .any(|row| row.contains(&format!("`{leaf}`")) || row.contains(&format!("`{leaf}::")))
+}
+
+/// Check (a): the modules of `files` (paths from the workspace root) that `doc` does not name.
+fn modules_missing_from_codemap(files: &[String], doc: &str) -> Vec<String> {
+    let mut missing = Vec::new();
+    for file in files {
+        for root in MODULE_ROOTS {
+            let Some(relative) = file.strip_prefix(&format!("{root}/")) else {
+                continue;
+            };
+            if let Some(module) = module_path(relative)
+                && !is_named(doc, root, &module)
+            {
+                missing.push(format!("{root}: {module}"));
+            }
+        }
+    }
+    missing
+}
+
+/// Every backticked text of `doc`.
+fn code_spans(doc: &str) -> impl Iterator<Item = &str> {
+    doc.split('`').skip(1).step_by(2)
+}
+
+/// Check (b): the module paths (`gitlab::transport`, `assent_test_support::fuzz`) and source
+/// files (`tests/it/serve.rs`) that `doc` names and `files` lacks. A path's last segment may be
+/// an item of the module before it (`examination::examine_iid`) when that module exists.
+fn codemap_names_that_do_not_exist(files: &[String], doc: &str) -> Vec<String> {
+    let known: BTreeSet<&str> = files.iter().map(String::as_str).collect();
+    let module_exists = |dir: &str, segments: &[&str]| {
+        let base = format!("{dir}/{}", segments.join("/"));
+        segments.is_empty()
+            || known.contains(format!("{base}.rs").as_str())
+            || known.contains(format!("{base}/mod.rs").as_str())
+    };
+    let mut missing = BTreeSet::new();
+    for span in code_spans(doc) {
+        let span = span.trim();
+        if (span.ends_with(".rs") && !span.contains(' '))
+            && (span.starts_with("src/")
+                || span.starts_with("tests/")
+                || span.starts_with("crates/")
+                || span.starts_with("benches/"))
+        {
+            if !known.contains(span) {
+                missing.insert(span.to_string());
+            }
+            continue;
+        }
+        for (prefix, dir) in PATH_PREFIXES {
+            let Some(rest) = span.strip_prefix(prefix) else {
+                continue;
+            };
+            let segments: Vec<&str> = rest.split("::").collect();
+            let all_lower = segments.iter().all(|s| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit())
+            });
+            if !all_lower {
+                continue;
+            }
+            let whole = module_exists(dir, &segments);
+            let item_of_module = segments.len() > 1 && {
+                let (module, _item) = segments.split_at(segments.len() - 1);
+                module_exists(dir, module)
+            };
+            if !whole && !item_of_module {
+                missing.insert(span.to_string());
+            }
+        }
+    }
+    missing.into_iter().collect()
+}
+
+/// The anchors (`<a id="…">`) of the contract page.
+fn contract_anchors(contract: &str) -> BTreeSet<String> {
+    contract
+        .split("<a id=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Check (c): each `(file, text)` that cites a contract anchor the page lacks, or cites the
+/// contract by section number.
+fn bad_contract_citations(files: &[(String, String)], contract: &str) -> Vec<String> {
+    let anchors = contract_anchors(contract);
+    let section_sign = '\u{a7}';
+    let by_number = [format!("SPEC {section_sign}"), ["seed", " 00"].concat()];
+    let mut bad = Vec::new();
+    for (path, text) in files {
+        // The page itself, and this file's own examples of what the check refuses.
+        if path == "docs/contract.md" || path == "crates/assent-core/tests/tidy.rs" {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            for needle in &by_number {
+                if line.contains(needle.as_str()) {
+                    bad.push(format!("{path}:{}: cites {needle:?}", n + 1));
+                }
+            }
+            for cited in line.split("contract.md#").skip(1) {
+                let anchor: String = cited
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+                    .collect();
+                if !anchors.contains(&anchor) {
+                    bad.push(format!(
+                        "{path}:{}: no anchor {anchor:?} in docs/contract.md",
+                        n + 1
+                    ));
+                }
+            }
+        }
+    }
+    bad
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn all_files(root: &Path, roots: &[&str]) -> Vec<String> {
+    let mut files = Vec::new();
+    for rel in roots {
+        files_under(root, rel, &mut files);
+    }
+    files
+}
+
+#[test]
+fn every_module_is_in_the_codemap() {
+    let root = workspace_root();
+    let doc = read(&root.join("docs/architecture.md"));
+    let missing = modules_missing_from_codemap(&all_files(&root, MODULE_ROOTS), &doc);
+    assert!(
+        missing.is_empty(),
+        "modules docs/architecture.md does not name (add a row or a mention):\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn every_path_the_codemap_names_exists() {
+    let root = workspace_root();
+    let doc = read(&root.join("docs/architecture.md"));
+    let files = all_files(&root, &["src", "crates", "tests", "benches"]);
+    let missing = codemap_names_that_do_not_exist(&files, &doc);
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md names what does not exist:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn every_contract_citation_has_its_anchor() {
+    let root = workspace_root();
+    let contract = read(&root.join("docs/contract.md"));
+    let files: Vec<(String, String)> = all_files(&root, CITING_ROOTS)
+        .into_iter()
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(root.join(&path)).ok()?;
+            Some((path, text))
+        })
+        .collect();
+    assert!(files.len() > 100, "the walk found the repository's files");
+    let bad = bad_contract_citations(&files, &contract);
+    assert!(
+        bad.is_empty(),
+        "bad contract citations:\n{}",
+        bad.join("\n")
+    );
+}
+
+// ---- the checks catch a planted drift ----------------------------------------------------------
+
+fn paths(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn a_module_missing_from_the_codemap_is_found() {
+    let files = paths(&[
+        "crates/assent-core/src/lib.rs",
+        "crates/assent-core/src/marker.rs",
+        "crates/assent-core/src/planted.rs",
+        "crates/assent-core/src/policy/mod.rs",
+        "crates/assent-core/src/policy/tests.rs",
+        "tests/fake_gitlab/src/hooks.rs",
+        "src/bin/helper.rs",
+    ]);
+    let doc = "| `marker` | … |\n| `policy` | … |\n`tests/fake_gitlab/src/hooks.rs`";
+    assert_eq!(
+        modules_missing_from_codemap(&files, doc),
+        ["crates/assent-core/src: planted"]
+    );
+    let doc_with_it = format!("{doc}\n| `planted` | … |");
+    assert!(modules_missing_from_codemap(&files, &doc_with_it).is_empty());
+
+    // A nested module counts only in its parent's row (or by its path).
+    let nested = paths(&[
+        "src/doctor/mod.rs",
+        "src/doctor/endpoints.rs",
+        "src/doctor/probe.rs",
+    ]);
+    let doc = "| `doctor` | `probe` sends the requests |\n| `gitlab::endpoints` | routes |";
+    assert_eq!(
+        modules_missing_from_codemap(&nested, doc),
+        ["src: doctor::endpoints"]
+    );
+}
+
+#[test]
+fn a_codemap_path_that_does_not_exist_is_found() {
+    let files = paths(&[
+        "tests/support/src/run.rs",
+        "tests/fake_gitlab/src/unified_diff.rs",
+        "src/examination.rs",
+        "tests/it/serve.rs",
+    ]);
+    let doc = "`assent_test_support::unified_diff`, `fake_gitlab::unified_diff`, \
+               `assent_test_support::run`, `tests/it/serve.rs`, `tests/it/gone.rs`, \
+               `gitlab::transport`, `core::sweep::classify`";
+    assert_eq!(
+        codemap_names_that_do_not_exist(&files, doc),
+        [
+            "assent_test_support::unified_diff",
+            "core::sweep::classify",
+            "gitlab::transport",
+            "tests/it/gone.rs"
+        ]
+    );
+}
+
+#[test]
+fn a_citation_of_a_missing_anchor_or_a_section_number_is_found() {
+    let contract = "<a id=\"receipt\"></a>\n## Receipt\n";
+    let sign = '\u{a7}';
+    let files = vec![
+        (
+            "src/a.rs".to_string(),
+            "// the receipt (docs/contract.md#receipt)\n".to_string(),
+        ),
+        (
+            "src/b.rs".to_string(),
+            "// docs/contract.md#recipt\n".to_string(),
+        ),
+        ("docs/c.md".to_string(), format!("see SPEC {sign}6\n")),
+    ];
+    assert_eq!(
+        bad_contract_citations(&files, contract),
+        [
+            "src/b.rs:1: no anchor \"recipt\" in docs/contract.md",
+            &format!("docs/c.md:1: cites \"SPEC {sign}\""),
+        ]
+    );
+}
