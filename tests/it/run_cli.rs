@@ -286,7 +286,7 @@ fn a_resolved_challenge_is_preserved_and_only_the_summary_is_edited() {
     );
     assert!(
         r.stdout.contains(&format!(
-            "preserve-resolution  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (note {}; assented)",
+            "preserve-resolution  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (note {}; assented by alice)",
             thread.notes[0].id
         )),
         "{}",
@@ -556,7 +556,10 @@ fn the_authors_own_resolution_is_not_assent_and_the_summary_says_why() {
     let r = w.run(&["--fail-on", "review"]);
     r.expect_code(0);
     assert_eq!(r.receipt()["findings"][0]["assented"], true);
-    assert!(!w.summary().body.contains("Resolved without assent"));
+    assert_eq!(r.receipt()["findings"][0]["assentedBy"], "alice");
+    let summary = w.summary().body;
+    assert!(!summary.contains("Resolved without assent"));
+    assert!(summary.contains("· assented by `alice` |"), "{summary}");
 }
 
 const GATE_POLICY: &str = r#"apiVersion: assent/v1
@@ -1085,9 +1088,11 @@ fn a_dry_run_prints_the_plan_and_writes_nothing() {
     let r = w.run(&["--dry-run"]);
     r.expect_code(0);
     assert!(r.stdout.starts_with("assent: APPROVE"), "{}", r.stdout);
+    // Who assented is known from the listing, so the dry run's receipt names them too.
+    assert_eq!(r.receipt()["findings"][0]["assentedBy"], "alice");
     assert!(
         r.stdout.contains(&format!(
-            "preserve-resolution  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (note {}; assented)",
+            "preserve-resolution  challenge  {RETENTION} @ {RETENTION_SUBJECT}  (note {}; assented by alice)",
             thread.notes[0].id
         )),
         "{}",

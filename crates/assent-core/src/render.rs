@@ -244,7 +244,7 @@ pub fn summary_body(
                     inert::cut_line(&inert::code(&f.slot.subject), MAX_CELL_CHARS)
                 )),
                 inert::table_cell(&first_line(&f.message, MAX_CELL_CHARS)),
-                thread_link(web_url, status.forge_id),
+                thread_cell(web_url, status),
             ));
         }
         let hidden = statuses.len() - shown.iter().filter(|s| **s).count();
@@ -381,6 +381,19 @@ fn push_unassented_resolutions(
     }
 }
 
+/// The summary's thread cell: the link, and who assented when a resolution counts (their
+/// username as an inert code span, never a mention).
+fn thread_cell(web_url: Option<&WebUrl>, status: &FindingStatus<'_>) -> String {
+    let link = thread_link(web_url, status.forge_id);
+    match &status.assent {
+        Assent::Given { by } => format!(
+            "{link} · assented by {}",
+            inert::table_cell(&inert::cut_line(&inert::code(&by.username), MAX_CELL_CHARS))
+        ),
+        _ => link,
+    }
+}
+
 /// `assented` is the resolution that counts (for a challenge), not GitLab's resolved bit.
 fn effect_icon(effect: Effect, assented: bool) -> &'static str {
     match (effect, assented) {
@@ -495,6 +508,12 @@ mod tests {
         }];
         let c = summary_body(ctx, &desired, &done, SummaryState::Verified);
         assert!(c.contains("## assent · APPROVE"));
+        assert!(
+            c.contains("#note_12) · assented by `reviewer` |"),
+            "the assenting user is named, as an inert span: {c}"
+        );
+        assert!(!a.contains("assented by"), "{a}");
+        assert!(!c.contains("@reviewer"), "{c}");
         assert_ne!(a, c);
         insta::assert_snapshot!(a);
     }
