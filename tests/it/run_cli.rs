@@ -924,6 +924,13 @@ fn an_mr_that_edits_its_own_policies_gets_a_self_edit_challenge() {
         thread.notes[0].body
     );
     assert!(thread.notes[0].body.contains("**⏳ challenge**"));
+    assert!(
+        thread.notes[0]
+            .body
+            .contains("_A policy owner other than the merge request's author assents"),
+        "{}",
+        thread.notes[0].body
+    );
     // The MR's other change is still judged under the target's policies.
     w.thread(RETENTION);
 
@@ -989,7 +996,7 @@ fn a_developers_resolution_of_a_policy_change_does_not_count() {
     assert!(w.thread(SELF_EDIT).resolved(), "never re-opened");
     let summary = w.summary().body;
     assert!(
-        summary.contains("resolved by `alice`, which does not count as assent: this rule's assent needs a maintainer or above; the resolver is a developer."),
+        summary.contains("resolved by `alice`, which does not count as assent: a change to the policies needs a policy owner's assent (a maintainer or above); the resolver is a developer."),
         "{summary}"
     );
 }
@@ -1046,7 +1053,7 @@ fn the_targets_policy_owners_replace_the_default() {
     assert!(
         w.summary()
             .body
-            .contains("resolved by `carol`, which does not count as assent: this rule's assent needs one of alice; the resolver is not listed."),
+            .contains("resolved by `carol`, which does not count as assent: a change to the policies needs a policy owner's assent (one of alice); the resolver is not listed."),
         "{}",
         w.summary().body
     );

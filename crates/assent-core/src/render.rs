@@ -38,6 +38,7 @@
 use crate::assent::Assent;
 use crate::canonical_json;
 use crate::commit_sha;
+use crate::desired_state::RULE_SELF_EDIT;
 use crate::grouping::MAX_GROUP_MESSAGE_CHARS;
 use crate::inert;
 use crate::inventory::Inventory;
@@ -76,6 +77,9 @@ pub fn finding_thread_body_linked(finding: &Finding, link: Option<&FileLink>) ->
         occurrence: finding.occurrence.clone(),
     };
     let advice = match finding.effect {
+        Effect::Challenge if finding.slot.rule == RULE_SELF_EDIT => {
+            "_A policy owner other than the merge request's author assents by resolving this thread; anyone else's resolution does not count. Pushing the file again keeps this thread._"
+        }
         Effect::Challenge => {
             "_A reviewer other than the merge request's author assents by resolving this thread; the author's own resolution does not count. A later change to the judged value opens a fresh thread._"
         }
