@@ -356,7 +356,10 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
                 // `preserve-resolution` never reads as an assent it is not.
                 let id = match finding {
                     Some(f) if f.effect == Effect::Challenge && f.resolved && f.assented => {
-                        format!("{id}; assented")
+                        match &f.assented_by {
+                            Some(by) => format!("{id}; assented by {}", terminal_safe(by)),
+                            None => format!("{id}; assented"),
+                        }
                     }
                     Some(f) if f.effect == Effect::Challenge && f.resolved => {
                         format!("{id}; resolved, but not an assent: still gating, see the summary")

@@ -180,6 +180,28 @@ fn an_unknown_field_is_reported_at_its_line() {
     );
 }
 
+/// A malformed `policy_owners` is refused with the line of each problem, and only one file
+/// may declare it.
+#[test]
+fn lint_rejects_a_malformed_policy_owners() {
+    let repo = broken("bad-policy-owners");
+    let (code, out, _) = assent(&["lint", &repo], &[]);
+    assert_eq!(code, 1, "{out}");
+    let at = |file: &str, line: usize| format!("{repo}/.assent/policies/{file}:{line}: ");
+    assert_eq!(
+        out,
+        [
+            format!("{}policy_owners.min_role: unknown role `maintainers` (expected one of guest, reporter, developer, maintainer, owner) (did you mean `maintainer`?)", at("a.yaml", 3)),
+            format!("{}policy_owners.users: write `platform-lead` without the `@`", at("a.yaml", 3)),
+            format!("{}unknown field `policy_owner`, expected one of `apiVersion`, `kind`, `identities`, `assenters`, `policy_owners`, `rules` (did you mean `policy_owners`?)", at("b.yaml", 3)),
+            format!("{}duplicate policy_owners (first declared at .assent/policies/a.yaml:3): at most one policy file may declare it", at("b.yaml", 5)),
+            "4 problem(s) in 2 file(s)".to_owned(),
+            String::new(),
+        ]
+        .join("\n")
+    );
+}
+
 /// One pass shows everything: an unknown field no longer hides the rest of its file, each
 /// misspelling says what it resembles, and CEL mistakes that would block every merge request
 /// are caught here.

@@ -53,6 +53,14 @@ pub enum NotCounted {
         /// The resolver's role, when it was read.
         role: Option<Role>,
     },
+    /// A change to the policies (`assent/self-edit`) resolved by someone who is not a policy
+    /// owner (docs/policies.md, "Changing policies").
+    NotAPolicyOwner {
+        /// The policy owners.
+        owners: Assenters,
+        /// The resolver's role, when it was read.
+        role: Option<Role>,
+    },
     /// The rule requires a role and the resolver's role was not read.
     RoleUnknown,
     /// A DiffNote thread in a project whose pushes resolve outdated diff threads: GitLab
@@ -72,27 +80,36 @@ impl NotCounted {
                 "GitLab did not say who authored the merge request".to_owned()
             }
             NotCounted::NotAnAssenter { assenters, role } => {
-                let mut allowed = Vec::new();
-                if !assenters.users.is_empty() {
-                    allowed.push(format!("one of {}", assenters.users.join(", ")));
-                }
-                if let Some(min) = assenters.min_role {
-                    allowed.push(format!("a {min} or above"));
-                }
-                let held = match role {
-                    Some(r) => format!("a {r}"),
-                    None if assenters.min_role.is_some() => "not a project member".to_owned(),
-                    None => "not listed".to_owned(),
-                };
+                let (allowed, held) = allowed_and_held(assenters, *role);
+                format!("this rule's assent needs {allowed}; the resolver is {held}")
+            }
+            NotCounted::NotAPolicyOwner { owners, role } => {
+                let (allowed, held) = allowed_and_held(owners, *role);
                 format!(
-                    "this rule's assent needs {}; the resolver is {held}",
-                    allowed.join(" or ")
+                    "a change to the policies needs a policy owner's assent ({allowed}); the resolver is {held}"
                 )
             }
             NotCounted::RoleUnknown => "the resolver's project role could not be read".to_owned(),
             NotCounted::ResolvableByPush => "the project resolves outdated diff threads automatically, so a push may have resolved it in the resolver's name; turn off Settings → Merge requests → \"Automatically resolve threads that become outdated\" (`resolve_outdated_diff_discussions`) and resolve it again".to_owned(),
         }
     }
+}
+
+/// Who `assenters` admits, and what the resolver of role `role` is, in words.
+fn allowed_and_held(assenters: &Assenters, role: Option<Role>) -> (String, String) {
+    let mut allowed = Vec::new();
+    if !assenters.users.is_empty() {
+        allowed.push(format!("one of {}", assenters.users.join(", ")));
+    }
+    if let Some(min) = assenters.min_role {
+        allowed.push(format!("a {min} or above"));
+    }
+    let held = match role {
+        Some(r) => format!("a {r}"),
+        None if assenters.min_role.is_some() => "not a project member".to_owned(),
+        None => "not listed".to_owned(),
+    };
+    (allowed.join(" or "), held)
 }
 
 /// Whether a desired finding's thread carries assent.
@@ -421,5 +438,14 @@ mod tests {
         assert!(e.contains("one of a, b"), "{e}");
         assert!(e.contains("maintainer or above"), "{e}");
         assert!(e.contains("a developer"), "{e}");
+        let e = NotCounted::NotAPolicyOwner {
+            owners: Assenters::default_policy_owners(),
+            role: Some(Role::Developer),
+        }
+        .explain();
+        assert_eq!(
+            e,
+            "a change to the policies needs a policy owner's assent (a maintainer or above); the resolver is a developer"
+        );
     }
 }

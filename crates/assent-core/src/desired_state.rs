@@ -4,12 +4,12 @@
 //! files, the change set and file contents at pinned SHAs, and this module judges them. The
 //! result is a function of its inputs only; the order in which files are given does not matter.
 //!
-//! # Built-in findings (always on, all `block`, fail closed)
+//! # Built-in findings (always on, fail closed; all `block` but `self-edit`, a `challenge`)
 //!
 //! | rule | subject | when |
 //! | --- | --- | --- |
 //! | `assent/policy-error` | `.assent/policies#` | the target's policies do not load |
-//! | `assent/self-edit` | `<path>#` | a changed file's old or new path is under `.assent/` |
+//! | `assent/self-edit` | `<path>#` | a changed file's old or new path is under `.assent/` (a `challenge` only a policy owner may assent to) |
 //! | `assent/undecidable` | `merge-request#` | the change set could not be listed completely |
 //! | `assent/undecidable` | `<path>#` | a changed file is withheld, a governed file is unreadable, the run's CEL budget was spent before every rule was evaluated on the file's changes, or the descendants its rules would judge carry more values than the bound |
 //! | `assent/parse-error` | `<path>#` | a governed file does not parse at the base or the source |
@@ -21,8 +21,14 @@
 //!   glob matches ([`PolicySet::governs`]) and whose extension names a structured format
 //!   ([`format_for_path`]). Only governed files are parsed and diffed; every other file is
 //!   ignored (apart from the built-ins that look at paths only). Paths under `.assent/` are never
-//!   governed: such an MR is blocked by `assent/self-edit` whatever it changes, and judging
+//!   governed: each is an `assent/self-edit` challenge whatever it changes, and judging
 //!   policy files with the policies they replace would be meaningless.
+//! * **Policy owners** (docs/policies.md, "Changing policies"): a self-edit challenge counts
+//!   as assented only when resolved by a policy owner: the target's `policy_owners:`
+//!   ([`PolicySet::policy_owners`]), or, when the target declares none or its policies do not
+//!   load, [`Assenters::default_policy_owners`]. They are the self-edit rule's entry in
+//!   [`DesiredState::assenters_of`], so `crate::assent` judges them like any `assenters:`.
+//!   Every other change is judged by the target's policies only, never the MR's own.
 //! * **Policy errors**: when the policies do not load, *one* `assent/policy-error` finding lists
 //!   every problem (`file:line: message`). No policy rule is evaluated and no file is known to
 //!   be governed, so no content is read or diffed; the path-only built-ins (`self-edit`,
@@ -91,8 +97,8 @@ use serde_json::{Value, json};
 use crate::grouping::{Fired, group_fired};
 use crate::inert;
 use crate::model::{
-    Change, ChangeKind, DesiredState, Effect, Finding, FindingSite, GROUP_SUBJECT, Occurrence,
-    Slot, bounded_subject,
+    Assenters, Change, ChangeKind, DesiredState, Effect, Finding, FindingSite, GROUP_SUBJECT,
+    Occurrence, Slot, bounded_subject,
 };
 use crate::policy::{CelBudget, EvaluationFailure, MrContext, PolicyFile, PolicySet};
 use crate::semantic_diff::{
@@ -235,6 +241,7 @@ pub fn compute_desired_state_with_budget(
         .collect();
     self_edited.sort_unstable();
     self_edited.dedup();
+    let any_self_edit = !self_edited.is_empty();
     for path in self_edited {
         builtins.push(self_edit_finding(path));
     }
@@ -346,10 +353,17 @@ pub fn compute_desired_state_with_budget(
     for (subject, reasons) in undecidable {
         findings.push(undecidable_finding(&subject, &reasons));
     }
-    let assenters = policies
+    let mut assenters = policies
         .as_ref()
         .map(PolicySet::assenters_by_rule)
         .unwrap_or_default();
+    if any_self_edit {
+        // Policies that do not load name no owners: the default ones decide.
+        let owners = policies
+            .as_ref()
+            .map_or_else(Assenters::default_policy_owners, PolicySet::policy_owners);
+        assenters.insert(RULE_SELF_EDIT.to_owned(), owners);
+    }
     evaluation_failures.sort();
     DesiredOutcome {
         desired: DesiredState::new(findings)
@@ -572,20 +586,25 @@ fn builtin(rule: &str, subject: &str, details: Option<Value>, message: String) -
 }
 
 fn self_edit_finding(path: &str) -> Finding {
-    builtin(
+    let finding = builtin(
         RULE_SELF_EDIT,
         &subject_of(path),
         None,
         format!(
-            "This merge request changes {}. A merge request is never judged under policies \
-             it edits itself, so assent blocks it: the gate can only pass once the merge request \
-             no longer touches `.assent/`. Move policy changes into a merge request of their own; \
-             a maintainer must review it (with `assent lint` and `assent test`) and take the merge \
-             decision outside this gate. Later merge requests are then judged under the new \
-             policies.",
+            "This merge request changes {}, part of the gate's own configuration. A merge \
+             request is never judged under policies it edits itself: its other changes are \
+             judged by the target branch's policies, and this change needs a policy owner's \
+             assent. A policy owner other than the merge request's author (by default a \
+             Maintainer or Owner of the project; the target branch's `policy_owners` may name \
+             others) reviews it, with `assent lint` and `assent test`, and resolves this thread. \
+             Later merge requests are judged under the new policies once it is merged.",
             inert::code(path)
         ),
-    )
+    );
+    Finding {
+        effect: Effect::Challenge,
+        ..finding
+    }
 }
 
 fn policy_error_finding(problems: &[String]) -> Finding {
@@ -790,6 +809,7 @@ mod spelling_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Role;
 
     const POLICY: &str = r#"apiVersion: assent/v1
 kind: Policy
@@ -1309,7 +1329,7 @@ rules:
     }
 
     #[test]
-    fn touching_assent_is_a_self_edit_block_per_path() {
+    fn touching_assent_is_a_self_edit_challenge_per_path() {
         let out = compute_desired_state(inputs(vec![
             file(
                 ".assent/policies/topics.yaml",
@@ -1331,9 +1351,9 @@ rules:
                 slot(
                     RULE_SELF_EDIT,
                     ".assent/policies/topics.yaml#",
-                    Effect::Block
+                    Effect::Challenge
                 ),
-                slot(RULE_SELF_EDIT, ".assent/tests/a.yaml#", Effect::Block),
+                slot(RULE_SELF_EDIT, ".assent/tests/a.yaml#", Effect::Challenge),
             ]
         );
         let f = finding(&out, RULE_SELF_EDIT);
@@ -1341,9 +1361,161 @@ rules:
             f.message
                 .contains("never judged under policies it edits itself")
         );
-        assert!(f.message.contains("maintainer"));
-        assert!(f.message.contains("only pass once"));
+        assert!(
+            f.message
+                .contains("policy owner other than the merge request's author")
+        );
         assert!(!f.message.lines().any(|l| l.starts_with('/')));
+        // One stable occurrence per path: the content pushed does not re-open the thread.
+        assert_eq!(
+            f.occurrence,
+            Occurrence::of(
+                RULE_SELF_EDIT,
+                ".assent/policies/topics.yaml#",
+                ChangeKind::Modify,
+                None,
+                None
+            )
+        );
+        // Only the default policy owners may assent: Maintainers and above.
+        assert_eq!(
+            out.desired.assenters_of(RULE_SELF_EDIT),
+            Some(&Assenters::default_policy_owners())
+        );
+    }
+
+    const OWNERS_POLICY: &str = "apiVersion: assent/v1\nkind: Policy\npolicy_owners:\n  users: [alice]\n  min_role: owner\nrules:\n  - id: any\n    match: {files: [\"x/*.yaml\"]}\n    effect: comment\n";
+
+    #[test]
+    fn the_targets_policy_owners_decide_who_assents_to_a_self_edit() {
+        let mut inp = inputs(vec![file(
+            ".assent/policies/topics.yaml",
+            present(POLICY),
+            present(""),
+        )]);
+        inp.policy_files.push(PolicyFile {
+            path: ".assent/policies/owners.yaml".into(),
+            bytes: OWNERS_POLICY.as_bytes().to_vec(),
+        });
+        let out = compute_desired_state(inp);
+        assert_eq!(
+            out.desired.assenters_of(RULE_SELF_EDIT),
+            Some(&Assenters {
+                users: vec!["alice".into()],
+                min_role: Some(Role::Owner),
+            })
+        );
+        // No self-edit, no entry: a run without one reads no roles for it.
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_7),
+        )]));
+        assert_eq!(out.desired.assenters_of(RULE_SELF_EDIT), None);
+    }
+
+    #[test]
+    fn while_the_targets_policies_fail_to_load_the_default_owners_decide() {
+        let mut inp = inputs(vec![file(
+            ".assent/policies/topics.yaml",
+            present("garbage: ["),
+            present(POLICY),
+        )]);
+        inp.policy_files = vec![PolicyFile {
+            path: ".assent/policies/topics.yaml".into(),
+            bytes: b"garbage: [".to_vec(),
+        }];
+        let out = compute_desired_state(inp);
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(RULE_POLICY_ERROR, POLICY_ERROR_SUBJECT, Effect::Block),
+                slot(
+                    RULE_SELF_EDIT,
+                    ".assent/policies/topics.yaml#",
+                    Effect::Challenge
+                ),
+            ]
+        );
+        assert_eq!(
+            out.desired.assenters_of(RULE_SELF_EDIT),
+            Some(&Assenters::default_policy_owners())
+        );
+    }
+
+    #[test]
+    fn deleting_renaming_or_hiding_policy_files_is_a_self_edit_per_path() {
+        let renamed = |old: &str, new: &str| ChangedFileInput {
+            old_path: old.into(),
+            new_path: new.into(),
+            base: FileContent::Absent,
+            source: FileContent::Absent,
+            withheld: false,
+        };
+        let out = compute_desired_state(inputs(vec![
+            // The whole folder deleted...
+            file(
+                ".assent/policies/topics.yaml",
+                present(POLICY),
+                FileContent::Absent,
+            ),
+            // ... or moved where the loader does not look ...
+            renamed(".assent/tests/a.yaml", ".assent-old/tests/a.yaml"),
+            // ... or a file the loader skips added under it.
+            file(
+                ".assent/policies/x.YAML",
+                FileContent::Absent,
+                present(POLICY),
+            ),
+            file(".assent/notes.txt", FileContent::Absent, present("hi")),
+        ]));
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(RULE_SELF_EDIT, ".assent/notes.txt#", Effect::Challenge),
+                slot(
+                    RULE_SELF_EDIT,
+                    ".assent/policies/topics.yaml#",
+                    Effect::Challenge
+                ),
+                slot(
+                    RULE_SELF_EDIT,
+                    ".assent/policies/x.YAML#",
+                    Effect::Challenge
+                ),
+                slot(RULE_SELF_EDIT, ".assent/tests/a.yaml#", Effect::Challenge),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_mr_weakening_a_rule_is_still_judged_by_the_targets_rule() {
+        // The MR drops the retention rule from its own policy and shrinks a retention in the
+        // same push: the target's rule still fires, beside the self-edit challenge.
+        let weakened = POLICY.replace("int(new) < int(old)", "false");
+        let out = compute_desired_state(inputs(vec![
+            file(
+                ".assent/policies/topics.yaml",
+                present(POLICY),
+                present(&weakened),
+            ),
+            file("topics/orders.yaml", present(ORDERS_30), present(ORDERS_7)),
+        ]));
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(
+                    RULE_SELF_EDIT,
+                    ".assent/policies/topics.yaml#",
+                    Effect::Challenge
+                ),
+                slot(
+                    "retention-shrink",
+                    "topics/orders.yaml#/topics/orders.events.v1/retention_days",
+                    Effect::Challenge
+                ),
+            ]
+        );
     }
 
     #[test]
@@ -1363,7 +1535,7 @@ rules:
             vec![slot(
                 RULE_SELF_EDIT,
                 ".assent/policies/extra.yaml#",
-                Effect::Block
+                Effect::Challenge
             )]
         );
     }
@@ -1482,7 +1654,7 @@ rules:
         };
         let self_edit = message(RULE_SELF_EDIT, &format!(".assent/{hostile}#"));
         assert!(
-            self_edit.contains("changes ``.assent/@all `x` <img src=x>\\n/close``."),
+            self_edit.contains("changes ``.assent/@all `x` <img src=x>\\n/close``,"),
             "{self_edit}"
         );
         let withheld = message(RULE_UNDECIDABLE, &format!("w/{hostile}#"));

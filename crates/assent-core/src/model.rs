@@ -391,6 +391,18 @@ pub struct Assenters {
     pub min_role: Option<Role>,
 }
 
+impl Assenters {
+    /// Who may assent to a change of the policies themselves (`assent/self-edit`) when the
+    /// target branch's policies name no `policy_owners`: project members of at least
+    /// Maintainer role, inherited membership included (docs/policies.md, "Changing policies").
+    pub fn default_policy_owners() -> Assenters {
+        Assenters {
+            users: Vec::new(),
+            min_role: Some(Role::Maintainer),
+        }
+    }
+}
+
 /// One finding the current run wants to be visible on the merge request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {

@@ -112,6 +112,10 @@ pub struct ReceiptFinding {
     /// True only when the resolution counts as assent (docs/contract.md#who-may-assent): a challenge resolved by
     /// someone other than the MR's author and the bot, within the policy's narrowing.
     pub assented: bool,
+    /// The username of the user whose resolution counts as assent: present exactly when
+    /// `assented` is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assented_by: Option<String>,
     /// For a grouped finding (subject `*`, or `*2`, `*3`, … for the parts of a split group):
     /// every finding it stands for, sorted by subject, so the receipt names each change the
     /// thread's resolution assents to. Absent (and empty) for any other finding.
@@ -386,6 +390,7 @@ mod tests {
             forge_id,
             resolved,
             assented: resolved && effect == Effect::Challenge,
+            assented_by: (resolved && effect == Effect::Challenge).then(|| "reviewer".into()),
             members: Vec::new(),
         }
     }
@@ -538,6 +543,30 @@ mod tests {
             occ = occ(123)
         );
         assert_eq!(receipt.to_json(), expected);
+    }
+
+    #[test]
+    fn assented_by_follows_assented_exactly_when_assented() {
+        let mut given = finding("r", "f#/x", Effect::Challenge, Some(123), true);
+        given.assented_by = Some("alice".into());
+        let json = serde_json::to_string(&given).unwrap();
+        assert!(
+            json.ends_with(r#""resolved":true,"assented":true,"assentedBy":"alice"}"#),
+            "{json}"
+        );
+        let mut not_counted = given.clone();
+        not_counted.assented = false;
+        not_counted.assented_by = None;
+        let json = serde_json::to_string(&not_counted).unwrap();
+        assert!(
+            json.ends_with(r#""resolved":true,"assented":false}"#),
+            "{json}"
+        );
+        assert_eq!(
+            serde_json::from_str::<ReceiptFinding>(&serde_json::to_string(&given).unwrap())
+                .unwrap(),
+            given
+        );
     }
 
     #[test]

@@ -38,6 +38,7 @@
 use crate::assent::Assent;
 use crate::canonical_json;
 use crate::commit_sha;
+use crate::desired_state::RULE_SELF_EDIT;
 use crate::grouping::MAX_GROUP_MESSAGE_CHARS;
 use crate::inert;
 use crate::inventory::Inventory;
@@ -76,6 +77,9 @@ pub fn finding_thread_body_linked(finding: &Finding, link: Option<&FileLink>) ->
         occurrence: finding.occurrence.clone(),
     };
     let advice = match finding.effect {
+        Effect::Challenge if finding.slot.rule == RULE_SELF_EDIT => {
+            "_A policy owner other than the merge request's author assents by resolving this thread; anyone else's resolution does not count. Pushing the file again keeps this thread._"
+        }
         Effect::Challenge => {
             "_A reviewer other than the merge request's author assents by resolving this thread; the author's own resolution does not count. A later change to the judged value opens a fresh thread._"
         }
@@ -244,7 +248,7 @@ pub fn summary_body(
                     inert::cut_line(&inert::code(&f.slot.subject), MAX_CELL_CHARS)
                 )),
                 inert::table_cell(&first_line(&f.message, MAX_CELL_CHARS)),
-                thread_link(web_url, status.forge_id),
+                thread_cell(web_url, status),
             ));
         }
         let hidden = statuses.len() - shown.iter().filter(|s| **s).count();
@@ -381,6 +385,19 @@ fn push_unassented_resolutions(
     }
 }
 
+/// The summary's thread cell: the link, and who assented when a resolution counts (their
+/// username as an inert code span, never a mention).
+fn thread_cell(web_url: Option<&WebUrl>, status: &FindingStatus<'_>) -> String {
+    let link = thread_link(web_url, status.forge_id);
+    match &status.assent {
+        Assent::Given { by } => format!(
+            "{link} · assented by {}",
+            inert::table_cell(&inert::cut_line(&inert::code(&by.username), MAX_CELL_CHARS))
+        ),
+        _ => link,
+    }
+}
+
 /// `assented` is the resolution that counts (for a challenge), not GitLab's resolved bit.
 fn effect_icon(effect: Effect, assented: bool) -> &'static str {
     match (effect, assented) {
@@ -495,6 +512,12 @@ mod tests {
         }];
         let c = summary_body(ctx, &desired, &done, SummaryState::Verified);
         assert!(c.contains("## assent · APPROVE"));
+        assert!(
+            c.contains("#note_12) · assented by `reviewer` |"),
+            "the assenting user is named, as an inert span: {c}"
+        );
+        assert!(!a.contains("assented by"), "{a}");
+        assert!(!c.contains("@reviewer"), "{c}");
         assert_ne!(a, c);
         insta::assert_snapshot!(a);
     }

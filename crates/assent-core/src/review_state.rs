@@ -6,7 +6,8 @@
 //! finding fired, else `REVIEW` if any challenge lacks assent (thread open, not yet posted,
 //! or resolved by someone whose resolution does not count), else `APPROVE`.
 
-use crate::assent::{self, Assent, AssentFacts};
+use crate::assent::{self, Assent, AssentFacts, NotCounted};
+use crate::desired_state::RULE_SELF_EDIT;
 use crate::inventory::{Inventory, ThreadArtifact};
 use crate::model::{Decision, DesiredState, Effect, Finding};
 
@@ -66,12 +67,36 @@ pub fn finding_statuses<'a>(
             resolved: canonical.is_some_and(|t| t.resolved),
             assent: match canonical {
                 Some(thread) if finding.effect == Effect::Challenge => {
-                    assent::judge(thread, desired.assenters_of(&finding.slot.rule), facts)
+                    let judged =
+                        assent::judge(thread, desired.assenters_of(&finding.slot.rule), facts);
+                    if finding.slot.rule == RULE_SELF_EDIT {
+                        as_policy_owners(judged)
+                    } else {
+                        judged
+                    }
                 }
                 _ => Assent::Open,
             },
         })
         .collect()
+}
+
+/// A self-edit's assenters are the policy owners: a resolver outside them is told so in
+/// those words (docs/policies.md, "Changing policies").
+fn as_policy_owners(judged: Assent) -> Assent {
+    match judged {
+        Assent::NotCounted {
+            by,
+            reason: NotCounted::NotAnAssenter { assenters, role },
+        } => Assent::NotCounted {
+            by,
+            reason: NotCounted::NotAPolicyOwner {
+                owners: assenters,
+                role,
+            },
+        },
+        other => other,
+    }
 }
 
 /// Every thread of `inventory` that stands for a desired finding ([`stands_for`]), in

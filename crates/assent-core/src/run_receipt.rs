@@ -1,7 +1,7 @@
 //! The receipt of a run that published (or would publish), built from the run's facts by
 //! one pure function: the executor gathers facts, this decides what the receipt says.
 
-use crate::assent::AssentFacts;
+use crate::assent::{Assent, AssentFacts};
 use crate::inventory::Inventory;
 use crate::model::{DesiredState, Pins};
 use crate::planner::Plan;
@@ -55,6 +55,10 @@ pub fn receipt_of(facts: RunFacts<'_>) -> Receipt {
             forge_id: s.forge_id,
             resolved: s.resolved,
             assented: s.assent.is_given(),
+            assented_by: match &s.assent {
+                Assent::Given { by } => Some(by.username.clone()),
+                _ => None,
+            },
             members: facts
                 .desired
                 .members_of(&s.finding.slot)

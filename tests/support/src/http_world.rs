@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use assent::core::model::{DiffLine, DiffPosition, ListedDiscussion};
+use assent::core::model::{DiffLine, DiffPosition, ListedDiscussion, Role};
 use assent::fixture::FixtureWorld;
 use assent::fixture::schema::DiffSpec;
 use assent::forge::Forge;
@@ -139,6 +139,26 @@ impl FakeGitLabWorld {
 impl FixtureWorld for FakeGitLabWorld {
     fn forge(&self) -> &dyn Forge {
         &self.forge
+    }
+
+    /// GitLab reports a member's role as its access level: the fake reads it from the
+    /// user's tokens, so the user gets one of that level.
+    fn set_role(&self, user_id: u64, role: Role) -> Result<(), String> {
+        self.ensure_user(user_id);
+        let level = match role {
+            Role::Guest => 10,
+            Role::Reporter => 20,
+            Role::Developer => 30,
+            Role::Maintainer => 40,
+            Role::Owner => 50,
+        };
+        self.fake.with_state(|s| {
+            s.tokens.push(
+                fake_gitlab::Token::new(&format!("glpat-fixture-user{user_id}"), user_id, &["api"])
+                    .access_level(level),
+            );
+        });
+        Ok(())
     }
 
     fn configure_listing(

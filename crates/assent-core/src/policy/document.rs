@@ -55,6 +55,9 @@ pub struct RawDocument {
     /// Who may assent to the challenges of this file's rules (rules may override).
     #[serde(default)]
     pub assenters: Option<RawAssenters>,
+    /// Who may assent to changes of the policies themselves; at most one file declares it.
+    #[serde(default, rename = "policy_owners")]
+    pub policy_owners: Option<RawAssenters>,
     /// Must be non-empty.
     pub rules: Vec<RawRule>,
 }

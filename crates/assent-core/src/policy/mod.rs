@@ -196,6 +196,8 @@ struct Identity {
 pub struct PolicySet {
     rules: Vec<Rule>,
     identities: Vec<Identity>,
+    /// The `policy_owners:` one file declares; `None`: the default.
+    policy_owners: Option<Assenters>,
     env: Arc<cel::Env>,
 }
 
@@ -204,6 +206,7 @@ impl fmt::Debug for PolicySet {
         f.debug_struct("PolicySet")
             .field("rules", &self.rules)
             .field("identities", &self.identities)
+            .field("policy_owners", &self.policy_owners)
             .finish_non_exhaustive()
     }
 }
@@ -221,6 +224,8 @@ impl PolicySet {
             identities: Vec::new(),
             seen_ids: HashMap::new(),
             seen_identities: HashMap::new(),
+            policy_owners: None,
+            owners_declared_at: None,
         };
         for (i, file) in sorted.iter().enumerate() {
             if i > 0 && sorted[i - 1].path == file.path {
@@ -234,12 +239,14 @@ impl PolicySet {
             mut problems,
             rules,
             identities,
+            policy_owners,
             ..
         } = loader;
         if problems.is_empty() {
             Ok(PolicySet {
                 rules,
                 identities,
+                policy_owners,
                 env,
             })
         } else {
@@ -441,6 +448,14 @@ impl PolicySet {
             .collect()
     }
 
+    /// Who may assent to a change of the policies themselves (`assent/self-edit`): the
+    /// `policy_owners:` a policy file declares, else [`Assenters::default_policy_owners`].
+    pub fn policy_owners(&self) -> Assenters {
+        self.policy_owners
+            .clone()
+            .unwrap_or_else(Assenters::default_policy_owners)
+    }
+
     /// Above how many findings in one merge request `rule`'s findings share one thread: the
     /// rule's `group_above`, else [`DEFAULT_GROUP_ABOVE`] (also for an id no rule has).
     pub fn group_above(&self, rule: &str) -> usize {
@@ -586,6 +601,10 @@ struct Loader {
     seen_ids: HashMap<String, (String, Option<usize>)>,
     /// (glob, pattern) → (field, file, line) of its first declaration.
     seen_identities: HashMap<(String, String), (String, String, Option<usize>)>,
+    /// The checked `policy_owners:`, when one file declares it.
+    policy_owners: Option<Assenters>,
+    /// (file, line) of the first `policy_owners:` declaration.
+    owners_declared_at: Option<(String, Option<usize>)>,
 }
 
 impl Loader {
@@ -701,10 +720,26 @@ impl Loader {
                 }
             }
         }
-        let file_assenters = doc
-            .assenters
-            .as_ref()
-            .and_then(|raw| self.check_assenters(path, lines.top("assenters"), "", raw));
+        let file_assenters = doc.assenters.as_ref().and_then(|raw| {
+            self.check_assenters(path, lines.top("assenters"), "", Narrowing::Assenters, raw)
+        });
+        if let Some(raw) = &doc.policy_owners {
+            let line = lines.top("policy_owners");
+            if let Some((first_file, first_line)) = self.owners_declared_at.clone() {
+                self.problem(
+                    path,
+                    line,
+                    format!(
+                        "duplicate policy_owners (first declared at {}): at most one policy file may declare it",
+                        place(&first_file, first_line)
+                    ),
+                );
+            } else {
+                self.owners_declared_at = Some((path.to_owned(), line));
+                self.policy_owners =
+                    self.check_assenters(path, line, "", Narrowing::PolicyOwners, raw);
+            }
+        }
         if doc.rules.is_empty() {
             self.problem(
                 path,
@@ -858,7 +893,7 @@ impl Loader {
                 None => file_assenters.clone(),
                 Some(own) => {
                     let context = format!("rule `{}`: ", raw.id);
-                    self.check_assenters(path, at("assenters"), &context, own)
+                    self.check_assenters(path, at("assenters"), &context, Narrowing::Assenters, own)
                 }
             };
             let group_above = match &raw.group_above {
@@ -905,20 +940,29 @@ impl Loader {
         }
     }
 
-    /// Validates an `assenters:` block; `None` (with problems recorded) when it is unusable.
+    /// Validates an `assenters:` or `policy_owners:` block (`field`); `None` (with problems
+    /// recorded) when it is unusable.
     fn check_assenters(
         &mut self,
         path: &str,
         line: Option<usize>,
         context: &str,
+        field: Narrowing,
         raw: &RawAssenters,
     ) -> Option<Assenters> {
         let before = self.problems.len();
+        let (name, omitted) = match field {
+            Narrowing::Assenters => ("assenters", "to let anyone but the MR author assent"),
+            Narrowing::PolicyOwners => (
+                "policy_owners",
+                "to let maintainers and owners other than the MR author assent",
+            ),
+        };
         if raw.users.is_empty() && raw.min_role.is_none() {
             self.problem(
                 path,
                 line,
-                format!("{context}assenters must name `users` or a `min_role` (omit it to let anyone but the MR author assent)"),
+                format!("{context}{name} must name `users` or a `min_role` (omit it {omitted})"),
             );
         }
         for user in &raw.users {
@@ -930,19 +974,19 @@ impl Loader {
                 self.problem(
                     path,
                     line,
-                    format!("{context}assenters.users: write `{bare}` without the `@`"),
+                    format!("{context}{name}.users: write `{bare}` without the `@`"),
                 );
             } else if !valid {
                 self.problem(
                     path,
                     line,
-                    format!("{context}assenters.users: `{user}` is not a GitLab username"),
+                    format!("{context}{name}.users: `{user}` is not a GitLab username"),
                 );
             }
         }
         let min_role = match raw.min_role.as_deref() {
             None => None,
-            Some(name) => match Role::parse(name) {
+            Some(role) => match Role::parse(role) {
                 Some(role) => Some(role),
                 None => {
                     let names: Vec<&str> = Role::ALL.iter().map(|r| r.as_str()).collect();
@@ -950,9 +994,9 @@ impl Loader {
                         path,
                         line,
                         format!(
-                            "{context}assenters.min_role: unknown role `{name}` (expected one of {}){}",
+                            "{context}{name}.min_role: unknown role `{role}` (expected one of {}){}",
                             names.join(", "),
-                            suggest::hint(name, &names)
+                            suggest::hint(role, &names)
                         ),
                     );
                     None
@@ -964,6 +1008,15 @@ impl Loader {
             min_role,
         })
     }
+}
+
+/// Which narrowing of who may assent a block declares.
+#[derive(Debug, Clone, Copy)]
+enum Narrowing {
+    /// `assenters:` on a policy file or a rule.
+    Assenters,
+    /// `policy_owners:` on a policy file.
+    PolicyOwners,
 }
 
 /// The problem of a policy file over [`MAX_POLICY_FILE_BYTES`], also used by the local

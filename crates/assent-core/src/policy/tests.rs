@@ -891,6 +891,89 @@ rules:
 }
 
 #[test]
+fn policy_owners_default_to_maintainers_and_one_file_may_name_others() {
+    assert_eq!(
+        load(SPEC_EXAMPLE).policy_owners(),
+        Assenters {
+            users: vec![],
+            min_role: Some(Role::Maintainer)
+        }
+    );
+    let owners = "apiVersion: assent/v1\nkind: Policy\npolicy_owners:\n  users: [alice]\n  min_role: owner\nrules:\n  - id: a\n    match: { files: [\"*.yaml\"] }\n    effect: comment\n";
+    let set = PolicySet::load(&[
+        file(".assent/policies/owners.yaml", owners),
+        file(".assent/policies/p.yaml", SPEC_EXAMPLE),
+    ])
+    .unwrap_or_else(|p| panic!("{p:?}"));
+    assert_eq!(
+        set.policy_owners(),
+        Assenters {
+            users: vec!["alice".into()],
+            min_role: Some(Role::Owner)
+        }
+    );
+    // `policy_owners` is not an `assenters` of any rule.
+    assert!(set.assenters_by_rule().is_empty());
+    // A second declaration is refused where it stands, naming the first.
+    let twice = PolicySet::load(&[
+        file("a.yaml", owners),
+        file("b.yaml", &owners.replace("id: a", "id: b")),
+    ])
+    .expect_err("two declarations")
+    .iter()
+    .map(ToString::to_string)
+    .collect::<Vec<_>>();
+    assert_eq!(
+        twice,
+        [
+            "b.yaml:3: duplicate policy_owners (first declared at a.yaml:3): at most one policy file may declare it"
+        ]
+    );
+}
+
+#[test]
+fn policy_owner_problems_name_their_lines() {
+    let got = problems(
+        r#"apiVersion: assent/v1
+kind: Policy
+policy_owners:
+  users: ["@alice"]
+  min_role: maintainers
+rules:
+  - id: r
+    match: { files: ["*.yaml"] }
+    effect: challenge
+"#,
+    );
+    assert_eq!(
+        got,
+        [
+            "p.yaml:3: policy_owners.min_role: unknown role `maintainers` (expected one of guest, reporter, developer, maintainer, owner) (did you mean `maintainer`?)",
+            "p.yaml:3: policy_owners.users: write `alice` without the `@`",
+        ]
+    );
+    let empty =
+        problems(&SPEC_EXAMPLE.replace("kind: Policy\n", "kind: Policy\npolicy_owners: {}\n"));
+    assert_eq!(
+        empty,
+        [
+            "p.yaml:3: policy_owners must name `users` or a `min_role` (omit it to let maintainers and owners other than the MR author assent)"
+        ]
+    );
+    let misspelt = problems(&SPEC_EXAMPLE.replace(
+        "kind: Policy\n",
+        "kind: Policy\npolicy_owner:\n  min_role: owner\n",
+    ));
+    assert!(
+        misspelt
+            .iter()
+            .any(|p| p.starts_with("p.yaml:3: unknown field `policy_owner`")
+                && p.contains("(did you mean `policy_owners`?)")),
+        "{misspelt:?}"
+    );
+}
+
+#[test]
 fn assenter_problems_name_their_lines() {
     let got = problems(
         r#"apiVersion: assent/v1
