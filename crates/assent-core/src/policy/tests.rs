@@ -893,7 +893,7 @@ rules:
 #[test]
 fn policy_owners_default_to_maintainers_and_one_file_may_name_others() {
     assert_eq!(
-        load(SPEC_EXAMPLE).policy_owners(),
+        load(CONTRACT_EXAMPLE).policy_owners(),
         Assenters {
             users: vec![],
             min_role: Some(Role::Maintainer)
@@ -902,7 +902,7 @@ fn policy_owners_default_to_maintainers_and_one_file_may_name_others() {
     let owners = "apiVersion: assent/v1\nkind: Policy\npolicy_owners:\n  users: [alice]\n  min_role: owner\nrules:\n  - id: a\n    match: { files: [\"*.yaml\"] }\n    effect: comment\n";
     let set = PolicySet::load(&[
         file(".assent/policies/owners.yaml", owners),
-        file(".assent/policies/p.yaml", SPEC_EXAMPLE),
+        file(".assent/policies/p.yaml", CONTRACT_EXAMPLE),
     ])
     .unwrap_or_else(|p| panic!("{p:?}"));
     assert_eq!(
@@ -953,14 +953,14 @@ rules:
         ]
     );
     let empty =
-        problems(&SPEC_EXAMPLE.replace("kind: Policy\n", "kind: Policy\npolicy_owners: {}\n"));
+        problems(&CONTRACT_EXAMPLE.replace("kind: Policy\n", "kind: Policy\npolicy_owners: {}\n"));
     assert_eq!(
         empty,
         [
             "p.yaml:3: policy_owners must name `users` or a `min_role` (omit it to let maintainers and owners other than the MR author assent)"
         ]
     );
-    let misspelt = problems(&SPEC_EXAMPLE.replace(
+    let misspelt = problems(&CONTRACT_EXAMPLE.replace(
         "kind: Policy\n",
         "kind: Policy\npolicy_owner:\n  min_role: owner\n",
     ));
