@@ -266,6 +266,7 @@ pub fn run_case(policy_files: &[PolicyFile], case: &TestCase) -> Actual {
     };
     let outcome = compute_desired_state(ReviewInputs {
         policy_files: policy_files.to_vec(),
+        policy_problems: Vec::new(),
         changed_files: Ok(files),
         mr,
         limits: Limits::default(),
