@@ -322,3 +322,48 @@ fn policy_tests_run_against_both_sets() {
     let (code, out, err) = local("test", &FLOOR.replace("< 14", "< 0"));
     assert_eq!(code, 0, "a floor nothing breaks: {out}{err}");
 }
+
+/// `assent doctor --policy-project PROJECT` against the world's fake: its `policy-project`
+/// line and exit code.
+fn doctor(w: &World, project: &str) -> (i32, String) {
+    let output = std::process::Command::new(ASSENT)
+        .env_clear()
+        .args(["doctor", "--policy-project", project])
+        .env("CI_API_V4_URL", w.fake.base_url())
+        .env(
+            "CI_PROJECT_ID",
+            fake_gitlab::fixtures::PROJECT_ID.to_string(),
+        )
+        .env("ASSENT_TOKEN", fake_gitlab::fixtures::BOT_TOKEN)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(!stdout.contains(fake_gitlab::fixtures::BOT_TOKEN));
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("policy-project"))
+        .unwrap_or_else(|| panic!("no policy-project line: {stdout}"))
+        .to_owned();
+    (output.status.code().unwrap(), line)
+}
+
+#[test]
+fn doctor_checks_the_central_project_as_a_run_reads_it() {
+    let w = harmless(&[(".assent/policies/floor.yaml", FLOOR)]);
+    let (_, line) = doctor(&w, CENTRAL_PATH);
+    assert!(
+        line.starts_with("✓ policy-project")
+            && line.contains("1 central policy file(s) on platform/policies@c1c1c1c1 load"),
+        "{line}"
+    );
+    let (code, line) = doctor(&w, "platform/nope");
+    assert_eq!(code, 1, "{line}");
+    assert!(
+        line.starts_with("✗ policy-project") && line.contains("cannot be read"),
+        "{line}"
+    );
+    let broken = harmless(&[(".assent/policies/floor.yaml", "rules: [")]);
+    let (code, line) = doctor(&broken, CENTRAL_PATH);
+    assert_eq!(code, 1, "{line}");
+    assert!(line.contains("do not load"), "{line}");
+}
