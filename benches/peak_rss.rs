@@ -108,6 +108,7 @@ fn run_case(case: &str) {
                     path: ".assent/policies/topics.yaml".to_owned(),
                     bytes: common::POLICY.as_bytes().to_vec(),
                 }],
+                policy_problems: Vec::new(),
                 changed_files: Ok(vec![ChangedFileInput {
                     old_path: "topics/registry.yaml".to_owned(),
                     new_path: "topics/registry.yaml".to_owned(),
@@ -177,6 +178,7 @@ fn run_case(case: &str) {
             let base_bytes = base.len();
             let inputs = ReviewInputs {
                 policy_files,
+                policy_problems: Vec::new(),
                 changed_files: Ok(vec![ChangedFileInput {
                     old_path: "topics/registry.yaml".to_owned(),
                     new_path: "topics/registry.yaml".to_owned(),

@@ -74,6 +74,7 @@ fn benches(c: &mut Criterion) {
                 path: ".assent/policies/topics.yaml".to_owned(),
                 bytes: common::POLICY.as_bytes().to_vec(),
             }],
+            policy_problems: Vec::new(),
             changed_files: Ok(vec![ChangedFileInput {
                 old_path: FILE.to_owned(),
                 new_path: FILE.to_owned(),

@@ -38,13 +38,17 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::core::desired_state::{ChangedFileInput, FileContent, ReviewInputs, is_governed};
+use crate::core::commit_sha::parse_commit_sha;
+use crate::core::desired_state::{
+    ChangedFileInput, FileContent, ReviewInputs, central_policy_path, is_governed,
+};
 use crate::core::model::Pins;
 use crate::core::placement::FileDiff;
 use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::Limits;
 use crate::forge::{
-    BudgetedRead, ContentBudget, ForgeError, ForgeErrorKind, Repository, RepositoryFiles,
+    BudgetedRead, ContentBudget, ForgeError, ForgeErrorKind, PolicyProjectFiles, Repository,
+    RepositoryFiles,
 };
 
 /// The folder policy files are read from, at the target SHA.
@@ -97,7 +101,24 @@ pub fn gather_review_inputs(
     limits: Limits,
     bounds: &ReadBounds,
 ) -> Result<GatheredInputs, ForgeError> {
-    let policy_files = read_policy_files(repo, &pins.target_sha)?;
+    gather_review_inputs_with(repo, pins, CentralPolicies::default(), mr, limits, bounds)
+}
+
+/// [`gather_review_inputs`] with the central policy project's policies, already read
+/// ([`read_central_policies`]): they decide which files are governed beside the project's own,
+/// and a central project that could not be read leaves every file unread, as policies that do
+/// not load do.
+pub fn gather_review_inputs_with(
+    repo: &dyn Repository,
+    pins: &Pins,
+    central: CentralPolicies,
+    mr: MrContext,
+    limits: Limits,
+    bounds: &ReadBounds,
+) -> Result<GatheredInputs, ForgeError> {
+    let mut policy_files = read_policy_files(repo, &pins.target_sha)?;
+    policy_files.extend(central.files);
+    let policy_problems = central.problems;
 
     let listed = match repo.changed_files() {
         // A listing GitLab did not complete is never judged in part: nothing of it is read,
@@ -116,7 +137,9 @@ pub fn gather_review_inputs(
     let changed_files = match listed {
         Err(reason) => Err(reason),
         Ok(files) => {
-            let policies = PolicySet::load(&policy_files).ok();
+            let policies = PolicySet::load(&policy_files)
+                .ok()
+                .filter(|_| policy_problems.is_empty());
             let mut jobs = Vec::new();
             let mut inputs = Vec::with_capacity(files.len());
             for (index, file) in files.iter().enumerate() {
@@ -211,6 +234,7 @@ pub fn gather_review_inputs(
     Ok(GatheredInputs {
         inputs: ReviewInputs {
             policy_files,
+            policy_problems,
             changed_files,
             mr,
             limits,
@@ -335,6 +359,129 @@ pub fn read_policy_files(
     Ok(files)
 }
 
+/// The central policy project a run reads beside the governed one
+/// (`--policy-project ID_OR_PATH[@REF]`, docs/policies.md "Central policies").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyProject {
+    /// The project's id or full path, as configured (and as the receipt records it).
+    pub project: String,
+    /// A branch name or a commit SHA; `None` reads the project's default branch.
+    pub reference: Option<String>,
+}
+
+impl PolicyProject {
+    /// Parses `ID_OR_PATH[@REF]`: a project id (digits) or a GitLab path (letters, digits,
+    /// `_`, `-`, `.`, `/`), optionally `@` and a branch name or commit SHA.
+    pub fn parse(text: &str) -> Result<PolicyProject, String> {
+        let (project, reference) = match text.split_once('@') {
+            Some((project, reference)) => (project, Some(reference)),
+            None => (text, None),
+        };
+        let path_char = |c: char| c.is_ascii_alphanumeric() || "_-./".contains(c);
+        if project.is_empty()
+            || !project.chars().all(path_char)
+            || project.starts_with('/')
+            || project.ends_with('/')
+            || project.contains("//")
+        {
+            return Err(format!(
+                "the policy project {text:?} is not a project id or path (e.g. `42` or \
+                 `platform/policies`, optionally `@main`)"
+            ));
+        }
+        let ref_char = |c: char| c.is_ascii_graphic() && !"~^:?*[\\@".contains(c);
+        if let Some(reference) = reference
+            && (reference.is_empty() || !reference.chars().all(ref_char))
+        {
+            return Err(format!(
+                "the policy project's ref in {text:?} is not a branch name or commit SHA"
+            ));
+        }
+        Ok(PolicyProject {
+            project: project.to_owned(),
+            reference: reference.map(str::to_owned),
+        })
+    }
+}
+
+/// What a run read of its central policy project: the commit it pinned, the policy files
+/// there (paths from [`central_policy_path`]), and why it could not be read when it could not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CentralPolicies {
+    /// The commit read, once resolved.
+    pub sha: Option<String>,
+    /// The central policy files, their paths prefixed so they never collide with the
+    /// governed project's own.
+    pub files: Vec<PolicyFile>,
+    /// Why the project could not be read: each becomes a line of `assent/policy-error`.
+    pub problems: Vec<String>,
+}
+
+/// Reads the central policy project's policies: its ref resolved to a commit once (a commit
+/// SHA as given, a branch's tip, or the default branch's), then every policy file at that
+/// commit, as [`read_policy_files`] reads the governed project's. A failure the forge may heal
+/// (transport, 5xx, 429 after the retries) is returned: the run stops before any write, as
+/// for its other reads. Anything else (the project or ref not found, the token not allowed to
+/// read it, no policy file there) is a problem of the policies: judging without the policies a
+/// team configured would fail open.
+pub fn read_central_policies(
+    repo: &dyn PolicyProjectFiles,
+    source: &PolicyProject,
+) -> Result<CentralPolicies, ForgeError> {
+    let project = &source.project;
+    let unreadable = |what: String| CentralPolicies {
+        sha: None,
+        files: Vec::new(),
+        problems: vec![format!(
+            "the central policy project `{project}` cannot be read: {what}"
+        )],
+    };
+    let sha = match source.reference.as_deref() {
+        Some(reference) if parse_commit_sha(reference).is_some() => Ok(reference.to_owned()),
+        Some(branch) => repo.branch_head(branch),
+        None => repo
+            .default_branch()
+            .and_then(|branch| repo.branch_head(&branch)),
+    };
+    let sha = match sha {
+        Ok(sha) => sha,
+        Err(e) if is_forge_failure(&e) => return Err(e),
+        Err(e) => return Ok(unreadable(e.to_string())),
+    };
+    let files = match read_policy_files(repo, &sha) {
+        Ok(files) => files,
+        Err(e) if is_forge_failure(&e) => return Err(e),
+        Err(e) => {
+            return Ok(CentralPolicies {
+                sha: Some(sha),
+                ..unreadable(e.to_string())
+            });
+        }
+    };
+    if files.is_empty() {
+        return Ok(CentralPolicies {
+            problems: vec![format!(
+                "the central policy project `{project}` has no policy file under \
+                 `{POLICY_DIR}` at {sha}"
+            )],
+            sha: Some(sha),
+            files,
+        });
+    }
+    let files = files
+        .into_iter()
+        .map(|f| PolicyFile {
+            path: central_policy_path(project, &f.path),
+            bytes: f.bytes,
+        })
+        .collect();
+    Ok(CentralPolicies {
+        sha: Some(sha),
+        files,
+        problems: Vec::new(),
+    })
+}
+
 /// Runs `read` on each of `reads` on at most [`MAX_READERS`] threads; results in input order.
 fn read_all_with<J: Sync, R: Send>(reads: &[J], read: impl Fn(&J) -> R + Sync) -> Vec<R> {
     let slots: Vec<Mutex<Option<R>>> = reads.iter().map(|_| Mutex::new(None)).collect();
@@ -387,6 +534,8 @@ mod tests {
             base_sha: BASE.into(),
             source_sha: SOURCE.into(),
             policy_digest: String::new(),
+            policy_project: None,
+            policy_sha: None,
         }
     }
 

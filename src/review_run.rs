@@ -9,13 +9,16 @@ use crate::core::policy::MrContext;
 use crate::core::receipt::Outcome;
 use crate::core::render::TargetBranch;
 use crate::core::semantic_diff::Limits;
-use crate::forge::{Forge, ForgeError, Repository};
+use crate::forge::{Forge, ForgeError, PolicyProjectFiles, Repository};
 use crate::progress::{Event, Progress, Silent};
 use crate::reconcile::{
     Publication, ReconcileError, RunContext, Staleness, reconcile_with_approval_observed,
     refusal_receipt, retargeted_warning,
 };
-use crate::review_input::{GOVERNED_CONTENT_BUDGET, ReadBounds, gather_review_inputs};
+use crate::review_input::{
+    CentralPolicies, GOVERNED_CONTENT_BUDGET, PolicyProject, ReadBounds, gather_review_inputs_with,
+    read_central_policies,
+};
 
 /// What the pipeline pinned, and how to run.
 #[derive(Debug, Clone)]
@@ -39,6 +42,9 @@ pub struct RunRequest {
     pub approve: bool,
     /// Parser limits for governed files.
     pub limits: Limits,
+    /// The central policy project whose policies apply beside the project's own
+    /// (`--policy-project`); read through the `central` argument of [`run_review_with`].
+    pub policy_project: Option<PolicyProject>,
 }
 
 /// Why a run did not complete (exit 3).
@@ -94,6 +100,21 @@ pub fn run_review_observed(
     request: &RunRequest,
     progress: &dyn Progress,
 ) -> Result<RunReport, RunError> {
+    run_review_with(forge, repo, None, request, progress)
+}
+
+/// [`run_review_observed`] with the central policy project's repository (`central`), which
+/// [`RunRequest::policy_project`] names: its ref is resolved once, its policies read at that
+/// commit and applied beside the project's own (docs/policies.md, "Central policies"). A
+/// request that names a policy project without a repository to read it from is judged as if
+/// the project could not be read: never without the policies it configured.
+pub fn run_review_with(
+    forge: &dyn Forge,
+    repo: &dyn Repository,
+    central: Option<&dyn PolicyProjectFiles>,
+    request: &RunRequest,
+    progress: &dyn Progress,
+) -> Result<RunReport, RunError> {
     let start = forge.request_counts();
     let mr = forge.merge_request()?;
     let refusal = |outcome, stale, pins: Pins, warnings: Vec<String>| {
@@ -128,6 +149,8 @@ pub fn run_review_observed(
             .or_else(|| mr.base_sha.clone())
             .unwrap_or_default(),
         policy_digest: String::new(),
+        policy_project: None,
+        policy_sha: None,
     };
     if mr.state != MergeRequestState::Opened {
         return refusal(Outcome::MrNotOpen, None, partial_pins, vec![]);
@@ -169,6 +192,8 @@ pub fn run_review_observed(
         target_sha,
         base_sha,
         policy_digest: String::new(),
+        policy_project: None,
+        policy_sha: None,
     };
     let context = MrContext {
         iid: request.mr,
@@ -179,11 +204,31 @@ pub fn run_review_observed(
         labels: mr.labels.clone(),
     };
     let reads_before = forge.request_counts().reads;
+    let central_policies = match (&request.policy_project, central) {
+        (None, _) => CentralPolicies::default(),
+        (Some(source), Some(files)) => read_central_policies(files, source)?,
+        (Some(source), None) => CentralPolicies {
+            problems: vec![format!(
+                "the central policy project `{}` has no connection in this run",
+                source.project
+            )],
+            ..CentralPolicies::default()
+        },
+    };
+    pins.policy_project = request.policy_project.as_ref().map(|p| p.project.clone());
+    pins.policy_sha = central_policies.sha.clone();
     let bounds = ReadBounds {
         changes_count: mr.changes_count.clone(),
         content_budget: GOVERNED_CONTENT_BUDGET,
     };
-    let gathered = gather_review_inputs(repo, &pins, context, request.limits, &bounds)?;
+    let gathered = gather_review_inputs_with(
+        repo,
+        &pins,
+        central_policies,
+        context,
+        request.limits,
+        &bounds,
+    )?;
     let inputs = gathered.inputs;
     progress.event(&Event::InputsRead {
         policy_files: inputs.policy_files.len(),

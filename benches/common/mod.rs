@@ -192,6 +192,8 @@ pub fn pins() -> Pins {
         target_sha: "1111111111111111111111111111111111111111".to_owned(),
         base_sha: "2222222222222222222222222222222222222222".to_owned(),
         policy_digest: format!("sha256:{}", "3".repeat(64)),
+        policy_project: None,
+        policy_sha: None,
     }
 }
 

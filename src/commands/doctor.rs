@@ -15,6 +15,7 @@ use crate::commands::{Exit, Format};
 use crate::doctor::checks::missing_inputs_check;
 use crate::doctor::enforcement::EnforcementVerdict;
 use crate::doctor::{self, Check, DoctorInputs, DuplicatePrevention, Report};
+use crate::review_input::PolicyProject;
 
 /// Arguments of `assent doctor`.
 #[derive(Debug, Args)]
@@ -44,6 +45,10 @@ pub struct DoctorArgs {
     /// [env: ASSENT_DOCTOR_STRICT=1|0, true|false, yes|no, on|off].
     #[arg(long)]
     pub strict: bool,
+    /// Also check that the central policy project runs read (`assent run --policy-project`)
+    /// is readable with this token and its policies load [env: ASSENT_POLICY_PROJECT].
+    #[arg(long, value_name = "ID_OR_PATH[@REF]")]
+    pub policy_project: Option<String>,
 }
 
 /// Runs `assent doctor` with the process environment.
@@ -85,6 +90,16 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<(DoctorInputs, bool)
             })
             .ok(),
     };
+    let policy_project = first_of(
+        args.policy_project.as_deref(),
+        &["ASSENT_POLICY_PROJECT"],
+        env,
+    )
+    .and_then(|text| {
+        PolicyProject::parse(&text)
+            .map_err(|e| problems.push(InputError(e)))
+            .ok()
+    });
     let Some(connection) = connection.filter(|_| problems.is_empty()) else {
         return Err(InputError::joined(problems));
     };
@@ -111,6 +126,7 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<(DoctorInputs, bool)
         environment: first_of(None, &["CI_ENVIRONMENT_NAME"], env)
             .map(|name| name.trim().to_owned())
             .unwrap_or_else(|| ASSENT_ENVIRONMENT.to_owned()),
+        policy_project,
     };
     Ok((inputs, strict))
 }

@@ -29,6 +29,7 @@ use crate::commands::local_tree::{
     CheckoutTooLarge, ListError, MAX_FILE_BYTES, MAX_TOTAL_BYTES, ReadError, Refusal,
     list_checkout, list_folder, read_file,
 };
+use crate::core::desired_state::{CENTRAL_POLICY_PREFIX, central_policy_path};
 use crate::core::policy::excerpt::escape_controls;
 use crate::core::policy::{PolicyFile, PolicyProblem, PolicySet};
 use crate::review_input::{POLICY_DIR, is_policy_file_name};
@@ -51,6 +52,10 @@ pub struct LintArgs {
     /// The repository checkout whose `.assent/policies/` is validated.
     #[arg(value_name = "REPO", default_value = ".")]
     pub repo: PathBuf,
+    /// A checkout of the central policy project (`assent run --policy-project`): its
+    /// `.assent/policies/` load together with REPO's, as a run loads them.
+    #[arg(long, value_name = "DIR")]
+    pub policy_project_dir: Option<PathBuf>,
 }
 
 /// Why the policies of a local checkout could not be read (exit 2).
@@ -60,6 +65,11 @@ pub struct LocalReadError(pub String);
 /// How a repository path is shown to the user: joined to `REPO` as given, bare for `.`, with
 /// control characters escaped (a file name can hold a newline or an ANSI escape).
 pub fn shown_path(repo: &Path, repo_path: &str) -> String {
+    // A central policy file is named `central:<checkout>/<path>` (read_policies): shown as
+    // the path in that checkout.
+    if let Some(central) = repo_path.strip_prefix(CENTRAL_POLICY_PREFIX) {
+        return escape_controls(central);
+    }
     let joined = if repo == Path::new(".") || repo.as_os_str().is_empty() {
         repo_path.to_owned()
     } else {
@@ -171,6 +181,35 @@ pub fn read_local_policies(repo: &Path) -> Result<LocalPolicies, LocalReadError>
     Ok(local)
 }
 
+/// [`read_local_policies`] of `repo`, and, when a checkout of the central policy project is
+/// given, its policies beside them, named as a run names central policy files (with the
+/// checkout's path as the project), so the two sets load together as in a run: a rule id
+/// defined in both is a problem.
+pub fn read_policies(repo: &Path, central: Option<&Path>) -> Result<LocalPolicies, LocalReadError> {
+    let mut local = read_local_policies(repo)?;
+    if let Some(dir) = central {
+        let project = dir.display().to_string();
+        let project = project.trim_end_matches('/');
+        let rename = |path: &str| central_policy_path(project, path);
+        let central = read_local_policies(dir)?;
+        local
+            .files
+            .extend(central.files.into_iter().map(|f| PolicyFile {
+                path: rename(&f.path),
+                bytes: f.bytes,
+            }));
+        local
+            .refused
+            .extend(central.refused.into_iter().map(|p| PolicyProblem {
+                file: rename(&p.file),
+                ..p
+            }));
+        local.files.sort_by(|a, b| a.path.cmp(&b.path));
+        local.refused.sort();
+    }
+    Ok(local)
+}
+
 /// Prints `problems` as `path:line: message` lines on stdout, paths shown for `repo`.
 pub fn print_problems(repo: &Path, problems: &[PolicyProblem]) {
     for problem in problems {
@@ -198,7 +237,7 @@ fn print_warnings(repo: &Path, warnings: &[PolicyProblem]) {
 
 /// Runs `assent lint`.
 pub fn run(args: &LintArgs) -> Exit {
-    let local = match read_local_policies(&args.repo) {
+    let local = match read_policies(&args.repo, args.policy_project_dir.as_deref()) {
         Ok(local) => local,
         Err(LocalReadError(message)) => {
             crate::errln!("error: {message}");

@@ -53,7 +53,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::commands::Exit;
-use crate::commands::lint::{LocalReadError, print_problems, read_local_policies, shown_path};
+use crate::commands::lint::{LocalReadError, print_problems, read_policies, shown_path};
 use crate::commands::local_tree::{
     ListError, MAX_FILE_BYTES, ReadError, Refusal, list_folder, read_file, write_file_no_follow,
 };
@@ -112,6 +112,10 @@ pub struct TestArgs {
     /// report (`junit`), or one JSON document (`json`). Errors go to stderr in every format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: TestFormat,
+    /// A checkout of the central policy project (`assent run --policy-project`): the cases
+    /// run against its policies and REPO's together, as a run judges.
+    #[arg(long, value_name = "DIR")]
+    pub policy_project_dir: Option<PathBuf>,
 }
 
 /// What `assent test` prints on stdout. Its own enum, not the shared [`crate::commands::Format`]:
@@ -266,6 +270,7 @@ pub fn run_case(policy_files: &[PolicyFile], case: &TestCase) -> Actual {
     };
     let outcome = compute_desired_state(ReviewInputs {
         policy_files: policy_files.to_vec(),
+        policy_problems: Vec::new(),
         changed_files: Ok(files),
         mr,
         limits: Limits::default(),
@@ -514,7 +519,7 @@ pub fn run(args: &TestArgs) -> Exit {
         return Exit::Usage;
     }
     let repo = args.repo.as_path();
-    let local = match read_local_policies(repo) {
+    let local = match read_policies(repo, args.policy_project_dir.as_deref()) {
         Ok(local) => local,
         Err(LocalReadError(message)) => {
             crate::errln!("error: {message}");

@@ -19,10 +19,12 @@ use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
 use crate::core::semantic_diff::Limits;
 use crate::core::terminal::terminal_safe;
-use crate::gitlab::GitLabForge;
+use crate::forge::PolicyProjectFiles;
+use crate::gitlab::{GitLabClient, GitLabForge};
 use crate::progress::Event;
 use crate::reconcile::Staleness;
-use crate::review_run::{RunReport, RunRequest, run_review_observed};
+use crate::review_input::PolicyProject;
+use crate::review_run::{RunReport, RunRequest, run_review_with};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -83,6 +85,12 @@ pub struct RunArgs {
     /// [env: CI_MERGE_REQUEST_TARGET_BRANCH_NAME; else the MR's target_branch, read at start].
     #[arg(long, value_name = "BRANCH")]
     pub target_branch: Option<String>,
+    /// A central policy project whose `.assent/policies/` apply beside this project's own:
+    /// its id or path, optionally `@` a branch or commit SHA (default: its default branch),
+    /// resolved to one commit at start and recorded in the receipt's pins
+    /// [env: ASSENT_POLICY_PROJECT].
+    #[arg(long, value_name = "ID_OR_PATH[@REF]")]
+    pub policy_project: Option<String>,
     /// Where to write the receipt (JSON).
     #[arg(long, value_name = "PATH", default_value = "assent-receipt.json")]
     pub receipt: PathBuf,
@@ -168,8 +176,27 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
         &["CI_MERGE_REQUEST_TARGET_BRANCH_NAME"],
         env,
     );
+    let policy_project = first_of(
+        args.policy_project.as_deref(),
+        &["ASSENT_POLICY_PROJECT"],
+        env,
+    )
+    .map(|text| PolicyProject::parse(&text))
+    .transpose()
+    .map_err(UsageError)?;
     let forge =
         GitLabForge::new(connection.gitlab_config(), mr).map_err(|e| UsageError(e.to_string()))?;
+    // The central policy project is read over a client of its own, with the same token,
+    // transport settings and retry policy.
+    let central = policy_project
+        .as_ref()
+        .map(|p| {
+            let mut config = connection.gitlab_config();
+            config.project = p.project.clone();
+            GitLabClient::new(&config)
+        })
+        .transpose()
+        .map_err(|e| UsageError(e.to_string()))?;
 
     let request = RunRequest {
         project: connection.project.clone(),
@@ -181,9 +208,16 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
         dry_run: args.dry_run,
         approve,
         limits: Limits::default(),
+        policy_project,
     };
     let progress = progress_for(args.format == Format::Json, args.quiet);
-    let report = run_review_observed(&forge, &forge, &request, progress.as_ref());
+    let report = run_review_with(
+        &forge,
+        &forge,
+        central.as_ref().map(|c| c as &dyn PolicyProjectFiles),
+        &request,
+        progress.as_ref(),
+    );
     let met = forge.client().rate_limits();
     if met != Default::default() {
         progress.event(&Event::RateLimits {

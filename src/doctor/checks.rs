@@ -16,7 +16,7 @@ use super::responses::{CurrentUser, MergeRequest, Project, TokenSelf, Version};
 use super::serialization::{Certainty, Verdict};
 use crate::core::policy::{PolicyFile, PolicySet};
 use crate::forge::{CertificateFailure, ForgeError, TransportFailure};
-use crate::review_input::POLICY_DIR;
+use crate::review_input::{CentralPolicies, POLICY_DIR};
 
 /// Developer: may post notes and resolve threads.
 const DEVELOPER: u64 = 30;
@@ -583,6 +583,55 @@ pub fn policies_check(branch: Option<&str>, read: Option<&PolicyRead>) -> Check 
                 "Run assent lint on a checkout of the target branch and fix every problem it names; until then every MR is blocked by assent/policy-error.",
             )
         }
+    }
+}
+
+/// The `policy-project` check: the central policy project (`--policy-project`) reads and its
+/// policies load, exactly as a run reads them; `read` is what
+/// [`read_central_policies`](crate::review_input::read_central_policies) gave, or why it
+/// could not be asked.
+pub fn policy_project_check(project: &str, read: &Result<CentralPolicies, String>) -> Check {
+    const ID: &str = "policy-project";
+    let central = match read {
+        Ok(central) => central,
+        Err(error) => {
+            return Check::unknown(
+                ID,
+                format!("cannot reach the central policy project `{project}`: {error}"),
+                "Check that GitLab answers for this project and retry; until it does, runs stop before writing.",
+            );
+        }
+    };
+    let sha = central.sha.as_deref().unwrap_or_default();
+    let at = format!("{project}@{}", &sha[..sha.len().min(8)]);
+    if let Some(problem) = central.problems.first() {
+        return Check::fail(
+            ID,
+            problem.clone(),
+            "Give the bot's user at least Reporter access to the central policy project (or name the project and ref it can read), and keep its policies under .assent/policies/; until then every MR is blocked by assent/policy-error.",
+        );
+    }
+    match PolicySet::load(&central.files) {
+        Ok(_) => Check::pass(
+            ID,
+            format!(
+                "{} central policy file(s) on {at} load",
+                central.files.len()
+            ),
+        ),
+        Err(problems) => Check::fail(
+            ID,
+            format!(
+                "the central policies on {at} do not load: {}",
+                problems
+                    .iter()
+                    .take(3)
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            "Run assent lint --policy-project-dir on a checkout of the central project and fix every problem it names; until then every MR is blocked by assent/policy-error.",
+        ),
     }
 }
 

@@ -24,7 +24,7 @@ use crate::forge::RepositoryFiles;
 use crate::gitlab::retry::RetryPolicy;
 use crate::gitlab::transport::{Token, allow_http, cleartext_warning, select_proxy};
 use crate::gitlab::{GitLabClient, GitLabConfig, GitLabConfigError};
-use crate::review_input::read_policy_files;
+use crate::review_input::{PolicyProject, read_central_policies, read_policy_files};
 
 /// What doctor needs; resolved by the command layer.
 #[derive(Debug, Clone)]
@@ -47,6 +47,8 @@ pub struct DoctorInputs {
     pub token_variable: String,
     /// The environment the assent jobs declare (`CI_ENVIRONMENT_NAME`, else `assent`).
     pub environment: String,
+    /// The central policy project runs read (`--policy-project`, `ASSENT_POLICY_PROJECT`).
+    pub policy_project: Option<PolicyProject>,
 }
 
 /// Doctor cannot run at all (exit 2): the configuration is unusable before any request.
@@ -415,6 +417,17 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
         .or_else(|| project.as_ref().ok()?.default_branch.clone());
     let policies = branch.as_deref().map(|b| prober.policies(b));
     checks.push(checks::policies_check(branch.as_deref(), policies.as_ref()));
+    if let Some(source) = &inputs.policy_project {
+        // Read exactly as a run reads it, over a client of its own with the same token.
+        let mut config = doctor_config(inputs);
+        config.project = source.project.clone();
+        let read = GitLabClient::new(&config)
+            .map_err(|e| e.to_string())
+            .and_then(|client| {
+                read_central_policies(&client, source).map_err(|e| client.redact(e.to_string()))
+            });
+        checks.push(checks::policy_project_check(&source.project, &read));
+    }
 
     let evidence = prober.serialization_evidence(
         project.as_ref().ok().and_then(Project::ci_config_path),

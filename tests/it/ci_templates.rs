@@ -215,6 +215,7 @@ fn component_declares_the_inputs_the_issue_names() {
         "token_variable",
         "extra_args",
         "approve",
+        "policy_project",
     ] {
         assert!(declared.contains(name), "missing input {name}");
         assert!(
@@ -441,6 +442,29 @@ fn both_forms_fail_on_review_by_default_and_are_never_allowed_to_fail() {
     let classic: Value = serde_yaml::from_str(&read("ci-templates/assent.gitlab-ci.yml")).unwrap();
     assert_eq!(classic["variables"]["ASSENT_FAIL_ON"]["value"], "review");
     assert_eq!(classic["variables"]["ASSENT_APPROVE"]["value"], "false");
+}
+
+#[test]
+fn the_policy_project_input_reaches_assent_run_and_is_off_by_default() {
+    let (spec, body) = component();
+    assert_eq!(inputs(&spec)["policy_project"]["default"], "");
+    let doc: Value = serde_yaml::from_str(&interpolate_with(&spec, &body, &[])).unwrap();
+    assert_eq!(
+        doc["assent"]["variables"]["ASSENT_POLICY_PROJECT"], "",
+        "empty: assent run reads no central project"
+    );
+    let text = interpolate_with(
+        &spec,
+        &body,
+        &[("policy_project", "platform/policies@main")],
+    );
+    let doc: Value = serde_yaml::from_str(&text).unwrap();
+    assert_eq!(
+        doc["assent"]["variables"]["ASSENT_POLICY_PROJECT"],
+        "platform/policies@main"
+    );
+    let classic: Value = serde_yaml::from_str(&read("ci-templates/assent.gitlab-ci.yml")).unwrap();
+    assert_eq!(classic["variables"]["ASSENT_POLICY_PROJECT"]["value"], "");
 }
 
 #[test]

@@ -262,6 +262,8 @@ fn pins() -> Pins {
         target_sha: fixtures::TARGET_SHA.into(),
         base_sha: fixtures::BASE_SHA.into(),
         policy_digest: String::new(),
+        policy_project: None,
+        policy_sha: None,
     }
 }
 

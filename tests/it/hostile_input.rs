@@ -56,6 +56,7 @@ fn added(path: &str, bytes: Vec<u8>) -> ChangedFileInput {
 fn judge(policies: Vec<PolicyFile>, files: Vec<ChangedFileInput>) -> DesiredOutcome {
     compute_desired_state(ReviewInputs {
         policy_files: policies,
+        policy_problems: Vec::new(),
         changed_files: Ok(files),
         mr: MrContext::default(),
         limits: Limits::default(),
@@ -658,6 +659,7 @@ fn cel_work_past_the_runs_budget_is_undecidable_naming_the_rule() {
     ];
     let inputs = || ReviewInputs {
         policy_files: policies.clone(),
+        policy_problems: Vec::new(),
         changed_files: Ok(files.clone()),
         mr: MrContext::default(),
         limits: Limits::default(),

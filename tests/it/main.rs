@@ -19,6 +19,7 @@
 // Tests may print diagnostics (libtest captures them).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod central_policies;
 mod ci_local;
 mod ci_templates;
 mod complete_change_set;

@@ -736,6 +736,7 @@ fn client_timeouts_on_reads_and_writes() {
         dry_run: false,
         approve: false,
         limits: Limits::default(),
+        policy_project: None,
     };
     let adapter = |fake: &FakeGitLab| {
         let mut config = support::config_for(

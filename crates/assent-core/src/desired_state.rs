@@ -152,8 +152,13 @@ pub struct ChangedFileInput {
 /// Everything [`compute_desired_state`] judges.
 #[derive(Debug, Clone)]
 pub struct ReviewInputs {
-    /// Every policy file under `.assent/policies` at the **target** SHA.
+    /// Every policy file under `.assent/policies` at the **target** SHA, and the central
+    /// policy project's (paths from [`central_policy_path`]) when one is configured.
     pub policy_files: Vec<PolicyFile>,
+    /// Why some policies could not be read at all (a central policy project that cannot be
+    /// read): each is a line of the `assent/policy-error` finding, and no rule is evaluated,
+    /// exactly as when a policy file does not load.
+    pub policy_problems: Vec<String>,
     /// The changed files, or why the change set is incomplete.
     pub changed_files: Result<Vec<ChangedFileInput>, String>,
     /// What `when` predicates see of the MR.
@@ -177,6 +182,17 @@ pub struct DesiredOutcome {
     /// findings, as a `block`; a caller that records results as expectations must not take
     /// them for a verdict (`assent test --update`).
     pub evaluation_failures: Vec<EvaluationFailure>,
+}
+
+/// How the path of a central policy project's file begins among the policy files: no path of
+/// the governed project's own policies (all under `.assent/policies/`) can begin so, so the two
+/// sets never collide, and the digest covers both.
+pub const CENTRAL_POLICY_PREFIX: &str = "central:";
+
+/// The policy-file path of `path` (e.g. `.assent/policies/topics.yaml`) in the central policy
+/// project `project` (its id or path, as configured): `central:<project>/<path>`.
+pub fn central_policy_path(project: &str, path: &str) -> String {
+    format!("{CENTRAL_POLICY_PREFIX}{project}/{path}")
 }
 
 /// Whether `path` is under `.assent/`.
@@ -207,6 +223,7 @@ pub fn compute_desired_state_with_budget(
 ) -> DesiredOutcome {
     let ReviewInputs {
         policy_files,
+        policy_problems,
         changed_files,
         mr,
         limits,
@@ -264,12 +281,17 @@ pub fn compute_desired_state_with_budget(
         }
     }
 
-    let policies = match PolicySet::load(&policy_files) {
-        Ok(set) => Some(set),
-        Err(problems) => {
-            builtins.push(policy_error_finding(
-                &problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            ));
+    let central = !policy_problems.is_empty()
+        || policy_files
+            .iter()
+            .any(|f| f.path.starts_with(CENTRAL_POLICY_PREFIX));
+    let loaded = PolicySet::load(&policy_files);
+    let policies = match (loaded, policy_problems.is_empty()) {
+        (Ok(set), true) => Some(set),
+        (loaded, _) => {
+            let mut problems = policy_problems;
+            problems.extend(loaded.err().into_iter().flatten().map(|p| p.to_string()));
+            builtins.push(policy_error_finding(&problems, central));
             None
         }
     };
@@ -607,20 +629,31 @@ fn self_edit_finding(path: &str) -> Finding {
     }
 }
 
-fn policy_error_finding(problems: &[String]) -> Finding {
+fn policy_error_finding(problems: &[String], central: bool) -> Finding {
     let list: String = problems
         .iter()
         .map(|p| format!("\n- {}", inert::code(p)))
         .collect();
-    builtin(
-        RULE_POLICY_ERROR,
-        POLICY_ERROR_SUBJECT,
-        Some(json!(problems)),
+    let message = if central {
+        format!(
+            "The policies this merge request is judged by (`.assent/policies` on the target \
+             branch and the central policy project's, whose files are named `central:<project>/…`) \
+             do not load or cannot be read, so this merge request cannot be judged and assent \
+             blocks it. Fix each where it is named (run `assent lint --policy-project-dir` to see \
+             every problem of both sets):{list}"
+        )
+    } else {
         format!(
             "The policies in `.assent/policies` on the target branch do not load, so this merge \
              request cannot be judged and assent blocks it. Fix them on the target branch (run \
              `assent lint` to see every problem):{list}"
-        ),
+        )
+    };
+    builtin(
+        RULE_POLICY_ERROR,
+        POLICY_ERROR_SUBJECT,
+        Some(json!(problems)),
+        message,
     )
 }
 
@@ -871,6 +904,7 @@ rules:
     fn inputs(files: Vec<ChangedFileInput>) -> ReviewInputs {
         ReviewInputs {
             policy_files: policies(),
+            policy_problems: Vec::new(),
             changed_files: Ok(files),
             mr: MrContext::default(),
             limits: Limits::default(),
@@ -2404,6 +2438,7 @@ rules:
     fn no_policies_and_no_changes_is_an_empty_state() {
         let out = compute_desired_state(ReviewInputs {
             policy_files: Vec::new(),
+            policy_problems: Vec::new(),
             changed_files: Ok(vec![file(
                 "topics/a.yaml",
                 present("a: 1"),

@@ -643,6 +643,13 @@ pub struct Pins {
     pub base_sha: String,
     /// `sha256:` over the loaded policy files (path and bytes, sorted by path).
     pub policy_digest: String,
+    /// The central policy project (`--policy-project`) as configured, when there is one;
+    /// its policies are covered by `policy_digest` too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_project: Option<String>,
+    /// The commit of the central policy project its policies were read at, once resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_sha: Option<String>,
 }
 
 /// A forge user as listings name them: the id decides, the username is for people.

@@ -372,6 +372,8 @@ mod tests {
             target_sha: "b".repeat(40),
             base_sha: "c".repeat(40),
             policy_digest: Occurrence::digest(b"policies").to_string(),
+            policy_project: None,
+            policy_sha: None,
         }
     }
 
@@ -516,6 +518,8 @@ mod tests {
                 target_sha: "t".into(),
                 base_sha: "b".into(),
                 policy_digest: "sha256:p".into(),
+                policy_project: None,
+                policy_sha: None,
             },
             Outcome::Published,
             Some(Decision::Review),

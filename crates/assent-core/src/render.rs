@@ -443,6 +443,8 @@ mod tests {
             target_sha: "2".repeat(40),
             base_sha: "3".repeat(40),
             policy_digest: format!("sha256:{}", "a".repeat(64)),
+            policy_project: None,
+            policy_sha: None,
         }
     }
 

@@ -335,6 +335,8 @@ fn check_every_body(desired: &DesiredState, choices: &[u8], username: &str, bran
         target_sha: "e".repeat(64),
         base_sha: "d".repeat(64),
         policy_digest: format!("sha256:{}", "a".repeat(64)),
+        policy_project: None,
+        policy_sha: None,
     };
     let target = TargetBranch {
         name: branch.to_owned(),

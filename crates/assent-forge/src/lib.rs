@@ -496,6 +496,14 @@ pub trait RepositoryFiles: Send + Sync {
     fn branch_head(&self, branch: &str) -> Result<String, ForgeError>;
 }
 
+/// A project read for its policies only, beside the governed one (central policies,
+/// docs/policies.md "Central policies"): its content at pinned SHAs, and the branch a
+/// configuration that names no ref reads.
+pub trait PolicyProjectFiles: RepositoryFiles {
+    /// The name of the project's default branch.
+    fn default_branch(&self) -> Result<String, ForgeError>;
+}
+
 /// One merge request's view of the repository: what it changes, and content at pinned SHAs.
 pub trait Repository: RepositoryFiles {
     /// Every file the merge request changes, all pages; an error when the listing cannot be

@@ -2,7 +2,7 @@
 //! files and branch tips are project routes, so `assent doctor` reads policies through the
 //! same code as a run without naming a merge request.
 
-use assent_forge::{BudgetedRead, ContentBudget, ForgeError, RepositoryFiles};
+use assent_forge::{BudgetedRead, ContentBudget, ForgeError, PolicyProjectFiles, RepositoryFiles};
 use gitlab::api::projects::repository::Tree;
 use gitlab::api::projects::repository::branches::Branch;
 use gitlab::api::projects::repository::files::FileRaw;
@@ -94,6 +94,30 @@ impl RepositoryFiles for GitLabClient {
             .map_err(|e| build_error("branch", e))?;
         let branch: ApiBranch = self.get(&endpoint)?;
         Ok(branch.commit.id)
+    }
+}
+
+impl PolicyProjectFiles for GitLabClient {
+    fn default_branch(&self) -> Result<String, ForgeError> {
+        #[derive(Deserialize)]
+        struct ApiDefaultBranch {
+            default_branch: Option<String>,
+        }
+        let endpoint = gitlab::api::projects::Project::builder()
+            .project(self.project_ref())
+            .build()
+            .map_err(|e| build_error("project", e))?;
+        let project: ApiDefaultBranch = self.get(&endpoint)?;
+        // A project with an empty repository has no default branch: nothing to read there.
+        project
+            .default_branch
+            .filter(|b| !b.is_empty())
+            .ok_or_else(|| ForgeError::Status {
+                method: "GET".into(),
+                route: "projects/:id".into(),
+                status: 404,
+                message: "the project has no default branch (an empty repository?)".into(),
+            })
     }
 }
 

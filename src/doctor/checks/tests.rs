@@ -637,6 +637,7 @@ fn inputs_cleartext_and_skipped_checks() {
         job_id: None,
         token_variable: "ASSENT_TOKEN".into(),
         environment: "assent".into(),
+        policy_project: None,
     };
     let check = inputs_check(&inputs);
     assert_check(

@@ -210,6 +210,7 @@ fn judged(base: Option<&Value>, source: Option<&Value>) -> (Judged, BTreeSet<Str
             path: ".assent/policies/rules.yaml".into(),
             bytes: policy().into_bytes(),
         }],
+        policy_problems: Vec::new(),
         changed_files: Ok(vec![ChangedFileInput {
             old_path: FILE.into(),
             new_path: FILE.into(),

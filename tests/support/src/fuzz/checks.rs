@@ -526,6 +526,8 @@ fn summary_of_state(desired: DesiredState) -> String {
         target_sha: "2".repeat(40),
         base_sha: "3".repeat(40),
         policy_digest: format!("sha256:{}", "a".repeat(64)),
+        policy_project: None,
+        policy_sha: None,
     };
     let ctx = SummaryContext {
         pins: &pins,
@@ -695,6 +697,7 @@ pub fn builtin_bodies(name: &str, reason: &str) {
     let key = serde_json::to_string(name).expect("a string serialises");
     let out = compute_desired_state(ReviewInputs {
         policy_files: vec![policy],
+        policy_problems: Vec::new(),
         changed_files: Ok(vec![
             file(format!(".assent/{name}"), FileContent::Absent, present("a")),
             ChangedFileInput {
