@@ -24,11 +24,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::commands::Exit;
+use serde::Serialize;
+
 use crate::commands::local_tree::{
     CheckoutTooLarge, ListError, MAX_FILE_BYTES, MAX_TOTAL_BYTES, ReadError, Refusal,
     list_checkout, list_folder, read_file,
 };
+use crate::commands::{Exit, Format};
 use crate::core::desired_state::{CENTRAL_POLICY_PREFIX, central_policy_path};
 use crate::core::policy::excerpt::escape_controls;
 use crate::core::policy::{PolicyFile, PolicyProblem, PolicySet};
@@ -56,6 +58,53 @@ pub struct LintArgs {
     /// `.assent/policies/` load together with REPO's, as a run loads them.
     #[arg(long, value_name = "DIR")]
     pub policy_project_dir: Option<PathBuf>,
+    /// Output format on stdout: `path:line: message` lines and a tally for a person
+    /// (`text`), or one JSON document for tooling (`json`; docs/policies.md, "`--format
+    /// json`"). Errors that stop lint (exit 2) go to stderr in both.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// One problem or warning of `assent lint --format json`.
+#[derive(Debug, Serialize)]
+struct JsonProblem {
+    /// The file as shown in the text form (joined to REPO as given).
+    file: String,
+    /// The 1-based line, when known.
+    line: Option<usize>,
+    /// What is wrong, control characters escaped.
+    message: String,
+}
+
+/// The document of `assent lint --format json`.
+#[derive(Debug, Serialize)]
+struct JsonReport {
+    /// Always `assent/v1`.
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    /// Always `LintReport`.
+    kind: &'static str,
+    /// The policies load (exit 0).
+    ok: bool,
+    /// Rules loaded (0 when the policies do not load).
+    rules: usize,
+    /// Policy files read.
+    files: usize,
+    /// Every problem, in the order the text form prints them.
+    problems: Vec<JsonProblem>,
+    /// Every warning (warnings do not fail).
+    warnings: Vec<JsonProblem>,
+}
+
+fn json_problems(repo: &Path, problems: &[PolicyProblem]) -> Vec<JsonProblem> {
+    problems
+        .iter()
+        .map(|p| JsonProblem {
+            file: shown_path(repo, &p.file),
+            line: p.line,
+            message: escape_controls(&p.message),
+        })
+        .collect()
 }
 
 /// Why the policies of a local checkout could not be read (exit 2).
@@ -235,6 +284,13 @@ fn print_warnings(repo: &Path, warnings: &[PolicyProblem]) {
     }
 }
 
+/// Prints the JSON report on stdout (one line, then a newline).
+fn print_json(report: &JsonReport) {
+    let mut json = serde_json::to_string(report).expect("a lint report serialises");
+    json.push('\n');
+    crate::output::print_json(&json);
+}
+
 /// Runs `assent lint`.
 pub fn run(args: &LintArgs) -> Exit {
     let local = match read_policies(&args.repo, args.policy_project_dir.as_deref()) {
@@ -256,6 +312,18 @@ pub fn run(args: &LintArgs) -> Exit {
                 }
             };
             warnings.extend(set.uncovered_deletes());
+            if args.format == Format::Json {
+                print_json(&JsonReport {
+                    api_version: "assent/v1",
+                    kind: "LintReport",
+                    ok: true,
+                    rules: set.rule_ids().len(),
+                    files: local.files.len(),
+                    problems: Vec::new(),
+                    warnings: json_problems(&args.repo, &warnings),
+                });
+                return Exit::Success;
+            }
             print_warnings(&args.repo, &warnings);
             let mut tally = format!(
                 "ok: {} rule(s) in {} file(s)",
@@ -275,6 +343,18 @@ pub fn run(args: &LintArgs) -> Exit {
             Exit::Success
         }
         Err(problems) => {
+            if args.format == Format::Json {
+                print_json(&JsonReport {
+                    api_version: "assent/v1",
+                    kind: "LintReport",
+                    ok: false,
+                    rules: 0,
+                    files: local.files.len(),
+                    problems: json_problems(&args.repo, &problems),
+                    warnings: Vec::new(),
+                });
+                return Exit::GateFailed;
+            }
             print_problems(&args.repo, &problems);
             let mut with_problems: Vec<&str> = problems.iter().map(|p| p.file.as_str()).collect();
             with_problems.dedup();

@@ -1207,3 +1207,40 @@ fn too_many_entries_are_refused_as_one_problem() {
         )
     );
 }
+
+#[test]
+fn lint_format_json_reports_problems_and_warnings_as_one_document() {
+    let (code, out, err) = assent(&["lint", GOOD, "--format", "json"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        out,
+        "{\"apiVersion\":\"assent/v1\",\"kind\":\"LintReport\",\"ok\":true,\"rules\":11,\"files\":2,\"problems\":[],\"warnings\":[]}\n"
+    );
+    let (code, out, err) = assent(&["lint", &broken("many-problems"), "--format", "json"], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(report["ok"], false);
+    // The same problems the text form prints, each with its file and line.
+    let (_, text, _) = assent(&["lint", &broken("many-problems")], &[]);
+    let from_json: Vec<String> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| match p["line"].as_u64() {
+            Some(line) => format!(
+                "{}:{line}: {}",
+                p["file"].as_str().unwrap(),
+                p["message"].as_str().unwrap()
+            ),
+            None => format!(
+                "{}: {}",
+                p["file"].as_str().unwrap(),
+                p["message"].as_str().unwrap()
+            ),
+        })
+        .collect();
+    let text_lines: Vec<&str> = text.lines().filter(|l| l.contains(": ")).collect();
+    assert_eq!(from_json, text_lines, "{out}");
+    assert!(!from_json.is_empty());
+    insta::assert_snapshot!(out);
+}
