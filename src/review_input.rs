@@ -40,12 +40,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::core::commit_sha::parse_commit_sha;
 use crate::core::desired_state::{
-    ChangedFileInput, FileContent, ReviewInputs, central_policy_path, is_governed,
+    ChangedFileInput, FileContent, ReviewInputs, central_policy_path, is_assent_path, is_governed,
 };
 use crate::core::model::Pins;
 use crate::core::placement::FileDiff;
 use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::Limits;
+use crate::core::source_policies::SourcePolicies;
 use crate::forge::{
     BudgetedRead, ContentBudget, ForgeError, ForgeErrorKind, PolicyProjectFiles, Repository,
     RepositoryFiles,
@@ -72,6 +73,96 @@ pub struct GatheredInputs {
     /// Every changed file with the lines its diff adds and removes; empty when the change
     /// set could not be listed.
     pub diffs: Vec<FileDiff>,
+    /// The MR's own `.assent/` at its source SHA, when it changes `.assent/`: checked, never
+    /// used to judge it ([`check_source_policies`](crate::core::source_policies::check_source_policies)).
+    pub source_policies: Option<SourcePolicies>,
+}
+
+/// Most files read of each of a policy MR's own `.assent/policies` and `.assent/tests`; past
+/// it the rest is undecidable.
+pub const MAX_SOURCE_POLICY_FILES: usize = 1000;
+
+/// Most bytes read of a policy MR's own `.assent/policies` and `.assent/tests` together
+/// (what `assent lint` and `assent test` read of a checkout at the most).
+pub const SOURCE_POLICY_BUDGET: u64 = 16 << 20;
+
+/// The test cases' folder.
+pub const TEST_DIR: &str = ".assent/tests";
+
+/// Reads a policy MR's own `.assent/policies/` and `.assent/tests/` at `source_sha`, within
+/// [`MAX_SOURCE_POLICY_FILES`] files each and [`SOURCE_POLICY_BUDGET`] bytes together. A read
+/// the forge may heal is returned as the failure it is (the run stops before any write); any
+/// other failure, a file listed but absent, or a file past the bounds is `unreadable`, which
+/// the check turns into `assent/undecidable`.
+pub fn read_source_policies(
+    repo: &dyn RepositoryFiles,
+    source_sha: &str,
+) -> Result<SourcePolicies, ForgeError> {
+    let mut source = SourcePolicies::default();
+    let budget = ContentBudget::new(SOURCE_POLICY_BUDGET);
+    for dir in [POLICY_DIR, TEST_DIR] {
+        let mut paths: Vec<String> = match repo.list_tree(source_sha, dir) {
+            Ok(paths) => paths
+                .into_iter()
+                .filter(|p| is_policy_file_name(p))
+                .collect(),
+            Err(e) if is_forge_failure(&e) => return Err(e),
+            Err(e) => {
+                source.unreadable.push((dir.to_owned(), e.to_string()));
+                continue;
+            }
+        };
+        paths.sort();
+        paths.dedup();
+        if paths.len() > MAX_SOURCE_POLICY_FILES {
+            source.unreadable.push((
+                dir.to_owned(),
+                format!(
+                    "{} files, more than the {MAX_SOURCE_POLICY_FILES} assent reads",
+                    paths.len()
+                ),
+            ));
+            paths.truncate(MAX_SOURCE_POLICY_FILES);
+        }
+        let reads: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let results = read_all_with(&reads, |path| {
+            repo.read_file_within(source_sha, path, &budget)
+        });
+        for (path, result) in paths.into_iter().zip(results) {
+            let bytes = match result {
+                Ok(BudgetedRead::Present(bytes)) => bytes,
+                Ok(BudgetedRead::Absent) => {
+                    source
+                        .unreadable
+                        .push((path, format!("listed at {source_sha} but absent")));
+                    continue;
+                }
+                Ok(BudgetedRead::OverBudget) => {
+                    source.unreadable.push((
+                        path,
+                        format!(
+                            "past the {SOURCE_POLICY_BUDGET} bytes assent reads of the policies \
+                             and their tests"
+                        ),
+                    ));
+                    continue;
+                }
+                Err(e) if is_forge_failure(&e) => return Err(e),
+                Err(e) => {
+                    source.unreadable.push((path, e.to_string()));
+                    continue;
+                }
+            };
+            let file = PolicyFile { path, bytes };
+            if dir == POLICY_DIR {
+                source.policy_files.push(file);
+            } else {
+                source.test_files.push(file);
+            }
+        }
+    }
+    source.unreadable.sort();
+    Ok(source)
 }
 
 /// The most bytes of governed content one run reads: both sides of every governed file
@@ -128,6 +219,18 @@ pub fn gather_review_inputs_with(
         }
         Err(e @ ForgeError::IncompleteListing { .. }) => Err(e.to_string()),
         Err(e) => return Err(e),
+    };
+    // A policy MR's own `.assent/` is read at its head so its policies can be loaded and
+    // its cases run (docs/policies.md, "What the run checks on a policy MR").
+    let source_policies = match &listed {
+        Ok(files)
+            if files
+                .iter()
+                .any(|f| is_assent_path(&f.old_path) || is_assent_path(&f.new_path)) =>
+        {
+            Some(read_source_policies(repo, &pins.source_sha)?)
+        }
+        _ => None,
     };
     let diffs = listed
         .iter()
@@ -232,6 +335,7 @@ pub fn gather_review_inputs_with(
     };
 
     Ok(GatheredInputs {
+        source_policies,
         inputs: ReviewInputs {
             policy_files,
             policy_problems,

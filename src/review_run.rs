@@ -9,6 +9,7 @@ use crate::core::policy::MrContext;
 use crate::core::receipt::Outcome;
 use crate::core::render::TargetBranch;
 use crate::core::semantic_diff::Limits;
+use crate::core::source_policies::check_source_policies;
 use crate::forge::{Forge, ForgeError, PolicyProjectFiles, Repository};
 use crate::progress::{Event, Progress, Silent};
 use crate::reconcile::{
@@ -238,6 +239,11 @@ pub fn run_review_with(
     // No policy file at all is not "judged and nothing fired": the summary says so.
     let has_policies = !inputs.policy_files.is_empty();
     let mut outcome = compute_desired_state(inputs);
+    if let Some(source) = &gathered.source_policies {
+        // The MR's own policies are checked, never used to judge it.
+        let findings = check_source_policies(source);
+        outcome.desired = outcome.desired.with_findings(findings);
+    }
     pins.policy_digest = outcome.policy_digest.clone();
     // Where each thread goes (a diff line or the overview) and what it links to, from the
     // diff refs, web URL and diffs already read: no request of its own.

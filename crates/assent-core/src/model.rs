@@ -537,6 +537,18 @@ impl DesiredState {
         }
     }
 
+    /// The same state with `extra` findings beside its own, normalised as [`DesiredState::new`]
+    /// normalises (sorted by slot, the strongest kept per slot); sites, members and
+    /// assenters stay as they were.
+    pub fn with_findings(self, extra: Vec<Finding>) -> Self {
+        let mut findings = self.findings;
+        findings.extend(extra);
+        DesiredState {
+            findings: DesiredState::new(findings).findings,
+            ..self
+        }
+    }
+
     /// The same state with the sites of its findings and of their members (other slots are
     /// dropped). Give the members ([`DesiredState::with_members`]) first.
     pub fn with_sites(mut self, mut sites: BTreeMap<Slot, FindingSite>) -> Self {
