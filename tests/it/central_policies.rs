@@ -367,3 +367,33 @@ fn doctor_checks_the_central_project_as_a_run_reads_it() {
     assert_eq!(code, 1, "{line}");
     assert!(line.contains("do not load"), "{line}");
 }
+
+#[test]
+fn the_shipped_central_example_lints_and_tests_with_the_example_registry() {
+    let assent = |args: &[&str]| {
+        let output = std::process::Command::new(ASSENT)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_remove("CI")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap(),
+            String::from_utf8(output.stdout).unwrap(),
+        )
+    };
+    let both = [
+        "fixtures/repos/topic-registry",
+        "--policy-project-dir",
+        "fixtures/repos/platform-policies",
+    ];
+    let (code, out) = assent(&[&["lint"][..], &both[..]].concat());
+    assert_eq!((code, out.as_str()), (0, "ok: 12 rule(s) in 3 file(s)\n"));
+    let (code, out) = assent(&[&["test"][..], &both[..]].concat());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.ends_with("29 passed, 0 failed\n"), "{out}");
+    // The central project's own case passes on its own policies.
+    let (code, out) = assent(&["test", "fixtures/repos/platform-policies"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.ends_with("1 passed, 0 failed\n"), "{out}");
+}
