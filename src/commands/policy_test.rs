@@ -3,7 +3,7 @@
 //! Each `*.yaml`/`*.yml` file (recursively) is one test case: inline file contents at the
 //! base and at the head of an imagined merge request, and the findings and decision the
 //! repository's policies must produce. A case runs the very function `assent run` uses,
-//! [`compute_desired_state`], with the policies of `REPO/.assent/policies/`, so built-in
+//! [`compute_desired_state`](crate::core::desired_state::compute_desired_state), with the policies of `REPO/.assent/policies/`, so built-in
 //! findings (`assent/self-edit`, `assent/parse-error`, …) take part too. The format is strict
 //! (unknown fields are errors), documented in `docs/policies.md`:
 //!
