@@ -886,6 +886,13 @@ fn blocks_as_read_otherwise(path: &str, content: &str, line: usize, says: &str) 
     let body = &thread.notes[0].body;
     assert!(body.contains(&format!("{path}:{line}:")), "{body}");
     assert!(body.contains(says), "{body}");
+    // The summary's row of the finding names the error too, not only its thread.
+    let summary = w.summary().body;
+    let row = summary
+        .lines()
+        .find(|l| l.contains("Does not parse:"))
+        .unwrap_or_else(|| panic!("no parse-error row: {summary}"));
+    assert!(row.contains(&format!("{path}:{line}:")), "{row}");
     w.assert_no_violations();
 }
 

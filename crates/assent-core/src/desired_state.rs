@@ -701,9 +701,15 @@ fn parse_error_finding(subject: &str, errors: &[String]) -> Finding {
         RULE_PARSE_ERROR,
         subject,
         Some(json!(errors)),
+        // The first error leads the first line, which is what the summary's row shows.
         format!(
-            "A governed file does not parse, so its changes cannot be judged and assent blocks \
-             the merge request. Fix the file:{list}"
+            "Does not parse: {}{}. A governed file that does not parse cannot be judged, so \
+             assent blocks the merge request. Fix the file:{list}",
+            errors.first().map(|e| inert::code(e)).unwrap_or_default(),
+            match errors.len() {
+                0 | 1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            }
         ),
     )
 }
@@ -1781,6 +1787,15 @@ rules:
         );
         let orders = &out.desired.findings[1].message;
         assert!(orders.contains("`topics/orders.yaml:3: "), "{orders}");
+        // The summary's row is the message's first line: it names the error.
+        let first = orders.lines().next().unwrap();
+        assert!(
+            first.starts_with("Does not parse: `topics/orders.yaml:3: ")
+                && first.contains("duplicate"),
+            "{first}"
+        );
+        let billing_first = out.desired.findings[0].message.lines().next().unwrap();
+        assert!(billing_first.contains("(and 1 more)"), "{billing_first}");
         assert!(orders.contains("duplicate"), "{orders}");
         assert!(orders.contains("(at the source SHA)"), "{orders}");
         let billing = &out.desired.findings[0].message;
