@@ -193,8 +193,10 @@ fn yaml_json_and_toml_findings_are_diff_notes_on_the_changed_line_linking_to_the
     assert_eq!(
         shrink_in_toml,
         &json!({
+            "type": "issue",
             "description": "Retention of `t1` shrinks from `30` to `7` days.",
             "check_name": "registry-retention-shrink",
+            "categories": ["Bug Risk"],
             "fingerprint": shrink_in_toml["fingerprint"],
             "severity": "major",
             "location": {"path": "registry/c.toml", "lines": {"begin": 3}}

@@ -10,8 +10,10 @@
 //!
 //! | key | value |
 //! | --- | --- |
-//! | `description` | the finding's message (Markdown as in its thread), cut at [`MAX_DESCRIPTION_CHARS`] |
+//! | `type` | `issue` (Code Climate's issue type) |
+//! | `description` | the finding's message (Markdown as in its thread) on one line (its lines joined by a space), cut at [`MAX_DESCRIPTION_CHARS`] |
 //! | `check_name` | the rule id |
+//! | `categories` | `["Bug Risk"]` ([`CATEGORY`]): Code Climate requires one, GitLab ignores it |
 //! | `fingerprint` | the occurrence's 64 hex digits: the same judged content keeps its entry across pipelines |
 //! | `severity` | `info` (comment), `major` (challenge), `blocker` (block) |
 //! | `location.path` | the file of the judged value; a built-in finding's subject without its `#` |
@@ -26,8 +28,12 @@ pub const MAX_DESCRIPTION_CHARS: usize = 2_000;
 
 #[derive(Serialize)]
 struct Issue<'a> {
+    /// Code Climate's issue type: always `issue`.
+    #[serde(rename = "type")]
+    kind: &'static str,
     description: String,
     check_name: &'a str,
+    categories: [&'static str; 1],
     fingerprint: &'a str,
     severity: &'static str,
     location: Location<'a>,
@@ -78,8 +84,10 @@ fn issue<'a>(desired: &'a DesiredState, finding: &'a Finding) -> Issue<'a> {
     let begin = site.and_then(|s| s.new_line).unwrap_or(1);
     let hex = finding.occurrence.as_str();
     Issue {
-        description: cut(&finding.message, MAX_DESCRIPTION_CHARS),
+        kind: "issue",
+        description: cut(&one_line(&finding.message), MAX_DESCRIPTION_CHARS),
         check_name: &finding.slot.rule,
+        categories: [CATEGORY],
         fingerprint: hex.strip_prefix("sha256:").unwrap_or(hex),
         severity: severity(finding.effect),
         location: Location {
@@ -87,6 +95,20 @@ fn issue<'a>(desired: &'a DesiredState, finding: &'a Finding) -> Issue<'a> {
             lines: Lines { begin },
         },
     }
+}
+
+/// The Code Climate category of every entry: a policy finding flags a change that may
+/// break what reads the configuration.
+pub const CATEGORY: &str = "Bug Risk";
+
+/// `text` on one line: its lines joined by a space (the widget shows one line), blank lines
+/// and trailing spaces dropped, nothing else changed.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim_end)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `text`, or its first `max` characters followed by `…`.
@@ -275,5 +297,29 @@ mod tests {
         assert_eq!(parsed[0]["location"]["path"], "f");
         assert_eq!(parsed[0]["location"]["lines"]["begin"], 1);
         assert_eq!(parsed[0]["severity"], "info");
+    }
+
+    #[test]
+    fn entries_are_code_climate_issues_with_a_one_line_description() {
+        let state = DesiredState::new(vec![finding(
+            "assent/policy-error",
+            ".assent/policies#",
+            Effect::Block,
+            "The policies do not load:\n- `a.yaml:3: bad`\n\n- `b.yaml:9: worse`  ",
+        )]);
+        let parsed: serde_json::Value = serde_json::from_str(&codequality_report(&state)).unwrap();
+        let entry = &parsed[0];
+        assert_eq!(entry["type"], "issue");
+        assert_eq!(entry["categories"], serde_json::json!(["Bug Risk"]));
+        assert_eq!(
+            entry["description"],
+            "The policies do not load: - `a.yaml:3: bad` - `b.yaml:9: worse`"
+        );
+        let keys: Vec<&String> = entry.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys.len(),
+            7,
+            "type, description, check_name, categories, fingerprint, severity, location: {keys:?}"
+        );
     }
 }
