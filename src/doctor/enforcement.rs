@@ -47,18 +47,24 @@
 //! are taken as the ones the job gets.
 //!
 //! A configuration file in the MR author's own namespace (`file@<author>/…`, the author read
-//! with the MR) is the author's to push to and proves nothing. What the API cannot show is
-//! named in the `pipeline-required` reason as not verified: who else can push to the
-//! configuration project, whether its `include:`s read the governed project's branches (the
-//! merged configuration no longer shows them), and whether its `workflow:rules` also admit
-//! branch pipelines, one of which GitLab may take as the MR's head pipeline.
+//! with the MR) is the author's to push to and proves nothing. Neither does a configuration
+//! that reads something an MR can change: an `include:` (as the CI Lint API lists them) of a
+//! file of the governed project, of a `local` file read there, of a `ref:` naming the MR's
+//! source branch, or of a URL or component under the governed project's path. And the
+//! configuration must not create a pipeline on the MR's source branch that is not the MR's
+//! pipeline ([`workflow_gap`]): GitLab takes the newest pipeline of the head commit as the
+//! MR's head pipeline, so a passing branch pipeline without the `assent` job would satisfy
+//! "Pipelines must succeed". What the API cannot show is named in the `pipeline-required`
+//! reason as not verified: who besides maintainers can push to the configuration project and
+//! to the projects it includes files from, who can change a remote include, and (without
+//! `--mr`) the MR's author and source branch.
 
 use serde_yaml::Value as Yaml;
 
 use crate::core::switch::parse_switch;
 
 use super::report::GateEnforcement;
-use super::serialization::{ConfigFacts, Probe};
+use super::serialization::{ConfigFacts, IncludeFacts, Probe};
 
 /// What `GET /projects/:id` says that matters here.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -123,6 +129,8 @@ pub struct EnforcementEvidence {
     pub config: Probe<ConfigFacts>,
     /// The MR author's username (not asked without an MR).
     pub mr_author: Probe<String>,
+    /// The MR's source branch (not asked without an MR).
+    pub mr_source_branch: Probe<String>,
 }
 
 /// The verdict, why, and (for `threads-only`) what to change.
@@ -629,15 +637,13 @@ fn pipeline_required(e: &EnforcementEvidence) -> Result<String, String> {
         None => return Err("GitLab does not show allow_merge_on_skipped_pipeline".into()),
     }
     let (origin, jobs) = configured_jobs(e)?;
-    let unverified = configuration_pushers(project, &e.mr_author)?;
     let mut why = Vec::new();
+    let mut gating = None;
     for job in &jobs {
         match (&job.fail_on, &job.failure_escape) {
             (Ok(fail_on), None) if fail_on == "review" => {
-                return Ok(format!(
-                    "Pipelines must succeed is on (skipped pipelines do not count), and job {:?} of the CI configuration ({origin}) runs assent run failing on review, not allowed to fail; not verified: {unverified}",
-                    job.name
-                ));
+                gating = Some(job);
+                break;
             }
             (Ok(fail_on), None) => why.push(format!(
                 "job {:?} runs assent run --fail-on {fail_on}: a REVIEW decision passes",
@@ -647,7 +653,52 @@ fn pipeline_required(e: &EnforcementEvidence) -> Result<String, String> {
             (Ok(_), Some(escape)) => why.push(escape.clone()),
         }
     }
-    Err(why.join("; "))
+    let Some(job) = gating else {
+        return Err(why.join("; "));
+    };
+    let unverified = unverified_or_reaching(e, project)?;
+    Ok(format!(
+        "Pipelines must succeed is on (skipped pipelines do not count), and job {:?} of the CI configuration ({origin}) runs assent run failing on review, not allowed to fail; not verified: {unverified}",
+        job.name
+    ))
+}
+
+/// What doctor could not verify about who can change the CI configuration, or why an MR
+/// can change it or route around it (an author's own configuration project, an include an
+/// MR reaches, a pipeline on the source branch that is not the MR's).
+fn unverified_or_reaching(
+    e: &EnforcementEvidence,
+    project: &ProjectFacts,
+) -> Result<String, String> {
+    let mut unverified = configuration_pushers(project, &e.mr_author)?;
+    if let Probe::Got(config) = &e.config {
+        if let Some(gap) = config.merged_yaml.as_deref().and_then(workflow_gap) {
+            return Err(format!("{gap} (docs/setup.md, Step 4)"));
+        }
+        let source_branch = match &e.mr_source_branch {
+            Probe::Got(branch) => Some(branch.as_str()),
+            _ => None,
+        };
+        match &config.includes {
+            Some(includes) => {
+                let governed = project.path_with_namespace.as_deref().unwrap_or_default();
+                unverified.extend(include_reach(includes, governed, source_branch)?);
+                if source_branch.is_none() {
+                    unverified.push("whether an include: reads the MR's own branch (no MR read: pass --mr)".into());
+                }
+            }
+            None => unverified.push(
+                "whether an include: of that configuration reads this project's branches (the CI Lint API listed no includes)".into(),
+            ),
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    unverified.retain(|item| seen.insert(item.clone()));
+    Ok(if unverified.is_empty() {
+        "nothing".to_owned()
+    } else {
+        unverified.join("; ")
+    })
 }
 
 /// What to change when the gate is `threads-only`: what each verdict lacks, then how to
@@ -672,19 +723,195 @@ fn threads_only_advice(e: &EnforcementEvidence, pipeline: &str, approval: &str) 
     )
 }
 
+/// Whether an include of the CI configuration reads something the MR's author can push to:
+/// a file of the governed project (any ref: its branches are what MRs push), a `local`
+/// include read in the governed project, a `ref:` naming the MR's source branch, or a
+/// remote URL or component under the governed project's path. `Ok` with what was not
+/// verified (empty when nothing), `Err` naming the include that reaches.
+pub fn include_reach(
+    includes: &[IncludeFacts],
+    governed: &str,
+    source_branch: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let same = |p: Option<&str>| {
+        p.is_some_and(|p| !governed.is_empty() && p.eq_ignore_ascii_case(governed))
+    };
+    let mut unverified = Vec::new();
+    for include in includes {
+        let location = include.location.as_deref().unwrap_or("(no location)");
+        let kind = include.kind.as_deref().unwrap_or_default();
+        match kind {
+            "local" if same(include.context_project.as_deref()) => {
+                return Err(format!(
+                    "the CI configuration includes local file {location:?} of {governed}, whose branches an MR pushes"
+                ));
+            }
+            "local" if include.context_project.is_none() => {
+                return Err(format!(
+                    "the CI configuration includes local file {location:?} and GitLab does not say from which project"
+                ));
+            }
+            "file" if same(include.project.as_deref()) => {
+                return Err(format!(
+                    "the CI configuration includes {location:?} from {governed} itself, whose branches an MR pushes"
+                ));
+            }
+            "file" => {
+                if let (Some(r), Some(branch)) = (include.git_ref.as_deref(), source_branch)
+                    && r == branch
+                {
+                    return Err(format!(
+                        "the CI configuration includes {location:?} at ref {r:?}, the MR's own source branch"
+                    ));
+                }
+                match include.project.as_deref() {
+                    None => {
+                        return Err(format!(
+                            "GitLab does not say which project the CI configuration's include {location:?} reads"
+                        ));
+                    }
+                    Some(other) => {
+                        let who = format!("who besides maintainers can push to {other}");
+                        if !unverified.contains(&who) {
+                            unverified.push(who);
+                        }
+                    }
+                }
+            }
+            "remote" | "component" => {
+                let lower = location.to_ascii_lowercase();
+                let path = format!("/{}/", governed.to_ascii_lowercase());
+                if !governed.is_empty() && lower.contains(&path) {
+                    return Err(format!(
+                        "the CI configuration includes {location:?}, under {governed} itself"
+                    ));
+                }
+                if kind == "remote" {
+                    unverified.push(format!("who can change the remote include {location}"));
+                }
+            }
+            "template" | "local" => {}
+            other => {
+                return Err(format!(
+                    "the CI configuration's include {location:?} is of a kind doctor does not know ({other:?})"
+                ));
+            }
+        }
+    }
+    Ok(unverified)
+}
+
+/// Why the merged configuration may create a pipeline on an MR's source branch that is not
+/// the MR's pipeline, or `None` when it cannot.
+///
+/// GitLab takes the newest pipeline for the MR's head commit as its head pipeline, whether
+/// it is the MR's pipeline or a branch pipeline of the source branch (a push, a "Run
+/// pipeline", an API call or a schedule the author sets up). A branch pipeline has no
+/// `assent` job, so when it is the newest and passes, "Pipelines must succeed" passes
+/// without assent. So every rule that creates a pipeline must require a merge request
+/// pipeline, the default branch (which an MR's author cannot push to) or a tag. Without
+/// `workflow:rules`, every job's own `rules:` must.
+pub fn workflow_gap(merged_yaml: &str) -> Option<String> {
+    let doc: Yaml = match serde_yaml::from_str(merged_yaml) {
+        Ok(doc) => doc,
+        Err(e) => return Some(format!("the merged CI configuration does not parse: {e}")),
+    };
+    let Some(top) = doc.as_mapping() else {
+        return Some("the merged CI configuration is not a mapping".into());
+    };
+    if let Some(workflow) = field(top, "workflow") {
+        let rules = workflow.as_mapping().and_then(|w| field(w, "rules"));
+        return match rules {
+            Some(Yaml::Sequence(rules)) => rules_gap(rules).map(|gap| format!("workflow {gap}")),
+            _ => Some("the CI configuration's workflow: has no rules list, so a branch pipeline of the MR's source branch can become the MR's head pipeline".into()),
+        };
+    }
+    for (key, value) in top {
+        let Some(name) = key_name(key) else { continue };
+        if name.starts_with('.') || GLOBAL_KEYWORDS.contains(&name) {
+            continue;
+        }
+        let Yaml::Mapping(job) = value else { continue };
+        let gap = match field(job, "rules") {
+            Some(Yaml::Sequence(rules)) => rules_gap(rules),
+            _ => Some("has no rules".to_owned()),
+        };
+        if let Some(gap) = gap {
+            return Some(format!(
+                "the CI configuration has no workflow:rules and job {name:?} {gap}, so a branch pipeline of the MR's source branch can become the MR's head pipeline"
+            ));
+        }
+    }
+    None
+}
+
+/// Why `rules` may create a pipeline on a branch an MR comes from, or `None`.
+fn rules_gap(rules: &[Yaml]) -> Option<String> {
+    for (n, rule) in rules.iter().enumerate() {
+        let n = n + 1;
+        let Yaml::Mapping(rule) = rule else {
+            return Some(format!("rule {n} is not a mapping"));
+        };
+        if field(rule, "when").and_then(scalar_text).as_deref() == Some("never") {
+            continue;
+        }
+        let Some(condition) = field(rule, "if").and_then(scalar_text) else {
+            return Some(format!(
+                "rule {n} creates a pipeline with no if: condition, whatever its source, which can become the MR's head pipeline"
+            ));
+        };
+        if !confined_to_unpushable_refs(&condition) {
+            return Some(format!(
+                "rule {n} ({condition}) admits pipelines on the branch an MR comes from that are not the MR's, one of which can become the MR's head pipeline"
+            ));
+        }
+    }
+    None
+}
+
+/// Whether `condition` holds only for a merge request pipeline, a pipeline of the default
+/// branch or a tag pipeline: a conjunction (no `||`, no parentheses) with one term
+/// `$CI_PIPELINE_SOURCE == "merge_request_event"`, `$CI_COMMIT_BRANCH ==
+/// $CI_DEFAULT_BRANCH` (or `$CI_COMMIT_REF_NAME`) or `$CI_COMMIT_TAG`.
+fn confined_to_unpushable_refs(condition: &str) -> bool {
+    if condition.contains("||") || condition.contains('(') {
+        return false;
+    }
+    let variable =
+        |term: &str, name: &str| term == format!("${name}") || term == format!("${{{name}}}");
+    let equals = |term: &str, left: &str, right: &dyn Fn(&str) -> bool| {
+        term.split_once("==").is_some_and(|(a, b)| {
+            let (a, b) = (a.trim(), b.trim());
+            (variable(a, left) && right(b)) || (variable(b, left) && right(a))
+        })
+    };
+    condition.split("&&").any(|term| {
+        let term = term.trim().replace('\'', "\"");
+        if term.contains("!=") || term.contains("=~") {
+            return false;
+        }
+        equals(&term, "CI_PIPELINE_SOURCE", &|v| {
+            v == "\"merge_request_event\""
+        }) || ["CI_COMMIT_BRANCH", "CI_COMMIT_REF_NAME"]
+            .iter()
+            .any(|name| equals(&term, name, &|v| variable(v, "CI_DEFAULT_BRANCH")))
+            || variable(&term, "CI_COMMIT_TAG")
+    })
+}
+
 /// Whether the MR's author can change the CI configuration's project, as far as doctor can
 /// tell: a configuration in the author's own namespace (`file@<author>/<project>`) is theirs
 /// to push to. Anything it cannot show is returned as what was not verified, for the reason.
-fn configuration_pushers(project: &ProjectFacts, author: &Probe<String>) -> Result<String, String> {
+fn configuration_pushers(
+    project: &ProjectFacts,
+    author: &Probe<String>,
+) -> Result<Vec<String>, String> {
     let config_project = project
         .ci_config_path
         .as_deref()
         .and_then(|path| path.split_once('@'))
         .map(|(_, rest)| rest.split(':').next().unwrap_or(rest).to_owned());
-    let mut unverified = vec![
-        "whether an include: of that configuration reads this project's branches".to_owned(),
-        "whether workflow:rules also admit branch pipelines, one of which GitLab may take as the MR's head pipeline (docs/setup.md)".to_owned(),
-    ];
+    let mut unverified = Vec::new();
     match (&config_project, author) {
         (Some(config), Probe::Got(author)) => {
             let namespace = config.split('/').next().unwrap_or_default();
@@ -701,7 +928,7 @@ fn configuration_pushers(project: &ProjectFacts, author: &Probe<String>) -> Resu
         ),
         (None, _) => {}
     }
-    Ok(unverified.join("; "))
+    Ok(unverified)
 }
 
 /// The verdict (see the module docs for the rule).
@@ -750,6 +977,7 @@ mod tests {
             valid: true,
             merged_yaml: Some(yaml.into()),
             errors: vec![],
+            includes: None,
         })
     }
 
@@ -784,7 +1012,278 @@ mod tests {
             mr_rules: Probe::Got(vec![]),
             config: config(PIPELINE_CONFIG),
             mr_author: Probe::Got("bob".into()),
+            mr_source_branch: Probe::Got("shrink-orders".into()),
         }
+    }
+
+    fn include(
+        kind: &str,
+        location: &str,
+        project: Option<&str>,
+        git_ref: Option<&str>,
+        context: &str,
+    ) -> IncludeFacts {
+        IncludeFacts {
+            kind: Some(kind.into()),
+            location: Some(location.into()),
+            project: project.map(Into::into),
+            git_ref: git_ref.map(Into::into),
+            context_project: Some(context.into()),
+        }
+    }
+
+    #[test]
+    fn an_include_an_mr_can_change_is_not_pipeline_required() {
+        let mut e = pipeline_evidence();
+        let with = |e: &mut EnforcementEvidence, includes: Option<Vec<IncludeFacts>>| {
+            if let Probe::Got(c) = &mut e.config {
+                c.includes = includes;
+            }
+        };
+        with(
+            &mut e,
+            Some(vec![include(
+                "local",
+                "/jobs.yml",
+                None,
+                None,
+                "platform/assent-ci",
+            )]),
+        );
+        let v = judge(&e);
+        assert_eq!(v.enforcement, GateEnforcement::PipelineRequired, "{v:?}");
+        assert!(
+            v.reason
+                .contains("not verified: who besides maintainers can push to platform/assent-ci"),
+            "{v:?}"
+        );
+        assert!(
+            !v.reason.contains("include"),
+            "nothing about includes is unverified: {v:?}"
+        );
+
+        let cases = [
+            (
+                include(
+                    "file",
+                    "/ci/extra.yml",
+                    Some("group/configs"),
+                    Some("main"),
+                    "platform/assent-ci",
+                ),
+                "from group/configs itself",
+            ),
+            (
+                include(
+                    "file",
+                    "/ci/extra.yml",
+                    Some("GROUP/Configs"),
+                    Some("main"),
+                    "platform/assent-ci",
+                ),
+                "from group/configs itself",
+            ),
+            (
+                include(
+                    "file",
+                    "/x.yml",
+                    Some("platform/shared"),
+                    Some("shrink-orders"),
+                    "platform/assent-ci",
+                ),
+                "the MR's own source branch",
+            ),
+            (
+                include("local", "/jobs.yml", None, None, "group/configs"),
+                "local file \"/jobs.yml\" of group/configs",
+            ),
+            (
+                IncludeFacts {
+                    context_project: None,
+                    ..include("local", "/jobs.yml", None, None, "")
+                },
+                "does not say from which project",
+            ),
+            (
+                include("file", "/x.yml", None, Some("main"), "platform/assent-ci"),
+                "does not say which project",
+            ),
+            (
+                include(
+                    "remote",
+                    "https://gitlab.example.com/group/configs/-/raw/main/ci.yml",
+                    None,
+                    None,
+                    "platform/assent-ci",
+                ),
+                "under group/configs itself",
+            ),
+            (
+                include(
+                    "component",
+                    "gitlab.example.com/group/configs/assent@1.0",
+                    None,
+                    None,
+                    "platform/assent-ci",
+                ),
+                "under group/configs itself",
+            ),
+            (
+                include("magic", "x", None, None, "platform/assent-ci"),
+                "a kind doctor does not know",
+            ),
+        ];
+        for (inc, why) in cases {
+            with(
+                &mut e,
+                Some(vec![
+                    include(
+                        "template",
+                        "Jobs/Build.gitlab-ci.yml",
+                        None,
+                        None,
+                        "platform/assent-ci",
+                    ),
+                    inc.clone(),
+                ]),
+            );
+            let v = judge(&e);
+            assert_eq!(
+                v.enforcement,
+                GateEnforcement::ThreadsOnly,
+                "{inc:?}: {v:?}"
+            );
+            assert!(v.reason.contains(why), "{inc:?}: {v:?}");
+        }
+
+        with(
+            &mut e,
+            Some(vec![
+                include(
+                    "file",
+                    "/x.yml",
+                    Some("platform/shared"),
+                    Some("v1"),
+                    "platform/assent-ci",
+                ),
+                include(
+                    "remote",
+                    "https://example.com/ci.yml",
+                    None,
+                    None,
+                    "platform/assent-ci",
+                ),
+            ]),
+        );
+        let v = judge(&e);
+        assert_eq!(v.enforcement, GateEnforcement::PipelineRequired, "{v:?}");
+        assert!(
+            v.reason
+                .contains("who besides maintainers can push to platform/shared"),
+            "{v:?}"
+        );
+        assert!(
+            v.reason
+                .contains("who can change the remote include https://example.com/ci.yml"),
+            "{v:?}"
+        );
+
+        with(&mut e, None);
+        let v = judge(&e);
+        assert_eq!(v.enforcement, GateEnforcement::PipelineRequired, "{v:?}");
+        assert!(
+            v.reason.contains("the CI Lint API listed no includes"),
+            "{v:?}"
+        );
+
+        with(&mut e, Some(vec![]));
+        e.mr_source_branch = Probe::NotAsked(String::new());
+        let v = judge(&e);
+        assert_eq!(v.enforcement, GateEnforcement::PipelineRequired, "{v:?}");
+        assert!(v.reason.contains("no MR read: pass --mr"), "{v:?}");
+    }
+
+    #[test]
+    fn the_shipped_templates_create_no_pipeline_on_an_mrs_branch_but_the_mrs() {
+        let classic = include_str!("../../ci-templates/assent.gitlab-ci.yml");
+        assert_eq!(workflow_gap(classic), None);
+        let component = include_str!("../../ci-templates/templates/assent/template.yml");
+        let jobs = component
+            .split("\n---\n")
+            .nth(1)
+            .expect("a spec header and the jobs");
+        assert_eq!(workflow_gap(jobs), None);
+        // The documented workflow:rules hold too.
+        for doc in [
+            include_str!("../../docs/setup.md"),
+            include_str!("../../ci-templates/README.md"),
+        ] {
+            let start = doc
+                .find("```yaml\nworkflow:\n")
+                .expect("a workflow example")
+                + 8;
+            let end = start + doc[start..].find("```").unwrap();
+            assert_eq!(workflow_gap(&doc[start..end]), None, "{}", &doc[start..end]);
+        }
+    }
+
+    #[test]
+    fn only_rules_confined_to_mr_pipelines_default_branch_or_tags_are_closed() {
+        let closed = [
+            // The template's own jobs, no workflow.
+            PIPELINE_CONFIG,
+            "workflow:\n  rules:\n  - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n",
+            "workflow:\n  rules:\n  - if: '$CI_PIPELINE_SOURCE == \"merge_request_event\"'\n  - if: $CI_PIPELINE_SOURCE == \"schedule\" && $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH\n  - if: $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH\n  - if: $CI_COMMIT_TAG\n  - if: $CI_COMMIT_BRANCH\n    when: never\n",
+            "workflow:\n  rules:\n  - if: ${CI_DEFAULT_BRANCH}==${CI_COMMIT_REF_NAME}\n  - if: '\"merge_request_event\" == $CI_PIPELINE_SOURCE && $X'\n",
+        ];
+        for yaml in closed {
+            assert_eq!(workflow_gap(yaml), None, "{yaml}");
+        }
+        let open = [
+            (
+                "workflow:\n  rules:\n  - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n  - if: $CI_PIPELINE_SOURCE == \"schedule\"\n",
+                "rule 2",
+            ),
+            (
+                "workflow:\n  rules:\n  - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n  - if: $CI_COMMIT_BRANCH && $CI_OPEN_MERGE_REQUESTS\n    when: never\n  - if: $CI_COMMIT_BRANCH\n",
+                "rule 3",
+            ),
+            (
+                "workflow:\n  rules:\n  - when: always\n",
+                "no if: condition",
+            ),
+            (
+                "workflow:\n  rules:\n  - if: $CI_PIPELINE_SOURCE == \"merge_request_event\" || $CI_COMMIT_BRANCH\n",
+                "rule 1",
+            ),
+            (
+                "workflow:\n  rules:\n  - if: $CI_PIPELINE_SOURCE != \"merge_request_event\"\n",
+                "rule 1",
+            ),
+            (
+                "workflow:\n  rules:\n  - if: $CI_PIPELINE_SOURCE =~ /merge_request_event|push/\n",
+                "rule 1",
+            ),
+            ("workflow:\n  name: x\n", "no rules list"),
+            (
+                "workflow:\n  rules:\n  - if: $CI_COMMIT_BRANCH == \"main\"\n",
+                "rule 1",
+            ),
+            ("lint:\n  script: make\n", "job \"lint\" has no rules"),
+            (
+                "lint:\n  script: make\n  rules:\n  - if: $CI_COMMIT_BRANCH\n",
+                "job \"lint\" rule 1",
+            ),
+        ];
+        for (yaml, why) in open {
+            let gap = workflow_gap(yaml).unwrap_or_else(|| panic!("no gap in {yaml}"));
+            assert!(gap.contains(why), "{yaml}: {gap}");
+        }
+        let mut e = pipeline_evidence();
+        e.config = config(&format!("{PIPELINE_CONFIG}lint:\n  script: make\n"));
+        let v = judge(&e);
+        assert_eq!(v.enforcement, GateEnforcement::ThreadsOnly, "{v:?}");
+        assert!(v.reason.contains("head pipeline"), "{v:?}");
     }
 
     #[test]
@@ -1079,6 +1578,7 @@ mod tests {
                     valid: false,
                     merged_yaml: None,
                     errors: vec!["bad".into()],
+                    includes: None,
                 })
             }),
             (
@@ -1103,7 +1603,7 @@ mod tests {
 
     #[test]
     fn fail_on_may_come_from_the_configurations_variables() {
-        let classic = "variables:\n  ASSENT_FAIL_ON:\n    value: review\n    description: x\nassent:\n  script:\n  - assent run --fail-on \"$ASSENT_FAIL_ON\"\n";
+        let classic = "workflow:\n  rules:\n  - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\nvariables:\n  ASSENT_FAIL_ON:\n    value: review\n    description: x\nassent:\n  script:\n  - assent run --fail-on \"$ASSENT_FAIL_ON\"\n";
         let mut e = pipeline_evidence();
         e.config = config(classic);
         assert_eq!(
@@ -1120,7 +1620,7 @@ mod tests {
         assert!(judge(&e).reason.contains("--fail-on never"));
         // Braced form, symbol keys of older GitLab.
         e.config = config(
-            ":variables:\n  :GATE: review\n:assent:\n  :script:\n  - assent run --fail-on ${GATE}\n",
+            ":workflow:\n  :rules:\n  - :if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n:variables:\n  :GATE: review\n:assent:\n  :script:\n  - assent run --fail-on ${GATE}\n",
         );
         assert_eq!(
             verdict(&e),
@@ -1134,7 +1634,7 @@ mod tests {
     fn one_good_job_is_enough_and_hidden_jobs_do_not_count() {
         let mut e = pipeline_evidence();
         e.config = config(&format!(
-            "{PIPELINE_CONFIG}.template:\n  script:\n  - assent run --fail-on never\nlint:\n  script:\n  - assent lint\n"
+            "{PIPELINE_CONFIG}.template:\n  script:\n  - assent run --fail-on never\nlint:\n  script:\n  - assent lint\n  rules:\n  - if: $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH\n"
         ));
         assert_eq!(verdict(&e), GateEnforcement::PipelineRequired);
         e.config = config(".hidden:\n  script:\n  - assent run --fail-on review\n");

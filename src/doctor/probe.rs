@@ -285,6 +285,7 @@ impl Prober<'_> {
         project: Probe<enforcement::ProjectFacts>,
         config: Probe<ConfigFacts>,
         mr_author: Probe<String>,
+        mr_source_branch: Probe<String>,
     ) -> EnforcementEvidence {
         EnforcementEvidence {
             bot_user_id,
@@ -300,6 +301,7 @@ impl Prober<'_> {
             },
             config,
             mr_author,
+            mr_source_branch,
         }
     }
 }
@@ -449,8 +451,21 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
             ),
         Some((_, Err(failed))) => Probe::Failed(failed.error.clone()),
     };
-    let enforcement =
-        prober.enforcement_evidence(user.id, project_facts, evidence.config.clone(), mr_author);
+    let mr_source_branch = match &mr {
+        None => Probe::NotAsked(String::new()),
+        Some((_, Ok(m))) => m.source_branch.clone().map_or_else(
+            || Probe::Failed("GitLab shows no MR source branch".into()),
+            Probe::Got,
+        ),
+        Some((_, Err(failed))) => Probe::Failed(failed.error.clone()),
+    };
+    let enforcement = prober.enforcement_evidence(
+        user.id,
+        project_facts,
+        evidence.config.clone(),
+        mr_author,
+        mr_source_branch,
+    );
     let verdict = judge(&evidence);
     checks.push(checks::serialization_check(&verdict));
     Ok(finish(

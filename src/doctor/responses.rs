@@ -8,7 +8,7 @@
 use serde::Deserialize;
 
 use super::enforcement::{ApprovalSettingsFacts, ProjectFacts, RuleFacts};
-use super::serialization::{ConfigFacts, JobFacts};
+use super::serialization::{ConfigFacts, IncludeFacts, JobFacts};
 
 /// `GET version`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -115,6 +115,8 @@ pub struct MergeRequest {
     pub target_project_id: Option<u64>,
     /// Who opened it.
     pub author: Option<MergeRequestAuthor>,
+    /// The branch the changes come from.
+    pub source_branch: Option<String>,
 }
 
 /// The `author` of `GET projects/:id/merge_requests/:iid`.
@@ -181,6 +183,32 @@ pub struct Lint {
     pub merged_yaml: Option<String>,
     /// What is wrong, when invalid.
     pub errors: Option<Vec<String>>,
+    /// Every include the configuration resolved.
+    pub includes: Option<Vec<LintInclude>>,
+}
+
+/// One entry of the CI Lint API's `includes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct LintInclude {
+    /// `local`, `file`, `remote`, `template`, `component`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// The file, URL or component.
+    pub location: Option<String>,
+    /// `project` and `ref` of a `file` include.
+    pub extra: Option<LintIncludeExtra>,
+    /// The project whose configuration included it.
+    pub context_project: Option<String>,
+}
+
+/// The `extra` of a lint include.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct LintIncludeExtra {
+    /// The project a `file` include reads.
+    pub project: Option<String>,
+    /// The ref a `file` include reads.
+    #[serde(rename = "ref")]
+    pub git_ref: Option<String>,
 }
 
 impl Lint {
@@ -193,6 +221,20 @@ impl Lint {
             valid,
             merged_yaml: self.merged_yaml,
             errors: self.errors.unwrap_or_default(),
+            includes: self.includes.map(|list| {
+                list.into_iter()
+                    .map(|i| {
+                        let extra = i.extra.unwrap_or_default();
+                        IncludeFacts {
+                            kind: i.kind,
+                            location: i.location,
+                            project: extra.project,
+                            git_ref: extra.git_ref,
+                            context_project: i.context_project,
+                        }
+                    })
+                    .collect()
+            }),
         })
     }
 }

@@ -65,6 +65,24 @@ pub struct ConfigFacts {
     pub merged_yaml: Option<String>,
     /// The lint errors, when invalid.
     pub errors: Vec<String>,
+    /// The includes the configuration resolved (the lint answer's `includes`), when GitLab
+    /// lists them.
+    pub includes: Option<Vec<IncludeFacts>>,
+}
+
+/// One include the CI Lint API says the configuration resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IncludeFacts {
+    /// `local`, `file`, `remote`, `template`, `component`.
+    pub kind: Option<String>,
+    /// The file, URL or component it names.
+    pub location: Option<String>,
+    /// For a `file` include: the project it reads.
+    pub project: Option<String>,
+    /// For a `file` include: the ref it reads.
+    pub git_ref: Option<String>,
+    /// The project whose configuration included it (where a `local` include is read).
+    pub context_project: Option<String>,
 }
 
 /// Everything the verdict looks at.
@@ -421,6 +439,7 @@ mod tests {
                 valid: true,
                 merged_yaml: Some(MERGED.into()),
                 errors: vec![],
+                includes: None,
             }),
             resource_group: Probe::Got("assent-mr-7".into()),
             current_job: Probe::Got(Some(901)),
@@ -451,6 +470,7 @@ mod tests {
                 "---\n:assent:\n  :resource_group: assent-mr-${CI_MERGE_REQUEST_IID}\n".into(),
             ),
             errors: vec![],
+            includes: None,
         });
         assert!(serialized(&e), "{:?}", judge(&e));
     }
@@ -521,6 +541,7 @@ mod tests {
                     valid: false,
                     merged_yaml: None,
                     errors: vec!["bad".into()],
+                    includes: None,
                 })
             }),
             ("lint no yaml", |e| {
@@ -528,6 +549,7 @@ mod tests {
                     valid: true,
                     merged_yaml: None,
                     errors: vec![],
+                    includes: None,
                 })
             }),
             ("job not in config", |e| {
@@ -535,6 +557,7 @@ mod tests {
                     valid: true,
                     merged_yaml: Some("other:\n  script: x\n".into()),
                     errors: vec![],
+                    includes: None,
                 })
             }),
             ("no resource_group", |e| {
@@ -542,6 +565,7 @@ mod tests {
                     valid: true,
                     merged_yaml: Some("assent:\n  script: x\n".into()),
                     errors: vec![],
+                    includes: None,
                 })
             }),
             ("static key", |e| {
@@ -549,6 +573,7 @@ mod tests {
                     valid: true,
                     merged_yaml: Some("assent:\n  resource_group: assent-mr-7\n".into()),
                     errors: vec![],
+                    includes: None,
                 })
             }),
             ("shared key", |e| {
@@ -556,6 +581,7 @@ mod tests {
                     valid: true,
                     merged_yaml: Some("assent:\n  resource_group: assent\n".into()),
                     errors: vec![],
+                    includes: None,
                 })
             }),
             ("other variable", |e| {
@@ -566,6 +592,7 @@ mod tests {
                             .into(),
                     ),
                     errors: vec![],
+                    includes: None,
                 })
             }),
             ("wrong prefix", |e| {
@@ -575,16 +602,18 @@ mod tests {
                         "assent:\n  resource_group: review-$CI_MERGE_REQUEST_IID\n".into(),
                     ),
                     errors: vec![],
+                    includes: None,
                 })
             }),
             ("ambiguous job", |e| {
-                e.config = Probe::Got(ConfigFacts { valid: true, merged_yaml: Some("assent:\n  resource_group: assent-mr-$CI_MERGE_REQUEST_IID\n':assent':\n  script: x\n".into()), errors: vec![] })
+                e.config = Probe::Got(ConfigFacts { valid: true, merged_yaml: Some("assent:\n  resource_group: assent-mr-$CI_MERGE_REQUEST_IID\n':assent':\n  script: x\n".into()), errors: vec![], includes: None })
             }),
             ("garbage yaml", |e| {
                 e.config = Probe::Got(ConfigFacts {
                     valid: true,
                     merged_yaml: Some("{[".into()),
                     errors: vec![],
+                    includes: None,
                 })
             }),
             ("group 404", |e| {

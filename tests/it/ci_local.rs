@@ -167,7 +167,7 @@ impl Project {
             "--force-shell-executor",
             "--no-color",
             "--ignore-predefined-vars",
-            "CI_PIPELINE_SOURCE,CI_COMMIT_SHA,CI_API_V4_URL,CI_PROJECT_ID",
+            "CI_PIPELINE_SOURCE,CI_COMMIT_SHA,CI_API_V4_URL,CI_PROJECT_ID,CI_COMMIT_BRANCH,CI_DEFAULT_BRANCH",
         ]);
         for (k, v) in vars {
             cmd.arg("--variable").arg(format!("{k}={v}"));
@@ -423,11 +423,28 @@ fn drive(form: Form) {
     assert_eq!(fake.requests().len(), requests, "{form:?}: push pipeline");
     assert!(!project.artifact().exists());
 
-    // A scheduled pipeline with ASSENT_SWEEP=true: the sweep runs instead, finds the MR
-    // verified for its head and writes nothing; the publishing job stays out.
+    // A schedule an MR's author sets up on their own branch runs nothing: a passing pipeline
+    // there could become the MR's head pipeline.
+    let branch_schedule = vec![
+        ("CI_PIPELINE_SOURCE", "schedule".to_owned()),
+        ("ASSENT_SWEEP", "true".to_owned()),
+        ("CI_COMMIT_BRANCH", "shrink-orders".to_owned()),
+        ("CI_DEFAULT_BRANCH", "main".to_owned()),
+    ];
+    let planned = project.jobs(&branch_schedule);
+    assert!(
+        planned.iter().all(|(_, when)| when == "never"),
+        "{form:?}: {planned:?}"
+    );
+
+    // A scheduled pipeline of the default branch with ASSENT_SWEEP=true: the sweep runs
+    // instead, finds the MR verified for its head and writes nothing; the publishing job
+    // stays out.
     let schedule = vec![
         ("CI_PIPELINE_SOURCE", "schedule".to_owned()),
         ("ASSENT_SWEEP", "true".to_owned()),
+        ("CI_COMMIT_BRANCH", "main".to_owned()),
+        ("CI_DEFAULT_BRANCH", "main".to_owned()),
         ("CI_API_V4_URL", fake.base_url()),
         ("CI_PROJECT_ID", fixtures::PROJECT_ID.to_string()),
     ];

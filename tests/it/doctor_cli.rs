@@ -1163,6 +1163,79 @@ fn an_mr_editable_configuration_proves_nothing() {
 }
 
 #[test]
+fn an_include_an_mr_can_change_proves_nothing() {
+    // The protected configuration includes a file of the gated project itself: every branch
+    // of it is what an MR pushes.
+    let include_governed = format!(
+        "include:\n  - project: {}\n    ref: main\n    file: extra.yml\n{CI_GATED}",
+        PROJECT_PATH
+    );
+    let mut state = gated_with(&include_governed);
+    let extra = "lint:\n  script: [make]\n  rules:\n    - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n";
+    let governed = std::mem::replace(&mut state.projects[0], Project::new(0, ""));
+    state.projects[0] = governed.file(TARGET_SHA, "extra.yml", extra);
+    let fake = FakeGitLab::start(state);
+    assert_threads_only(
+        &doctor(&fake),
+        &format!("includes \"extra.yml\" from {} itself", PROJECT_PATH),
+    );
+
+    // Another project's file at a ref named like the MR's source branch: whoever pushes that
+    // branch there changes the configuration.
+    let include_branch = format!(
+        "include:\n  - project: platform/shared\n    ref: feature\n    file: extra.yml\n{CI_GATED}"
+    );
+    let mut state = gated_with(&include_branch);
+    state.projects.push(
+        Project::new(51, "platform/shared")
+            .branch("feature", CI_PROJECT_SHA)
+            .file(CI_PROJECT_SHA, "extra.yml", extra),
+    );
+    let fake = FakeGitLab::start(state);
+    assert_threads_only(&doctor(&fake), "the MR's own source branch");
+
+    // The same project at a tag: pipeline-required, with who can push there unverified.
+    let include_tag = include_branch.replace("ref: feature", "ref: v1");
+    let mut state = gated_with(&include_tag);
+    state.projects.push(
+        Project::new(51, "platform/shared")
+            .branch("v1", CI_PROJECT_SHA)
+            .file(CI_PROJECT_SHA, "extra.yml", extra),
+    );
+    let fake = FakeGitLab::start(state);
+    let o = doctor(&fake);
+    assert_eq!(o.gate(), "pipeline-required", "{}", o.stdout);
+    let reason = o.gate_detail("reason").unwrap();
+    assert!(
+        reason.contains("who besides maintainers can push to platform/shared"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_pipeline_on_the_mrs_branch_that_is_not_the_mrs_proves_nothing() {
+    // GitLab's usual workflow:rules: branch pipelines while no MR is open. Closing the MR,
+    // pushing and reopening it makes a passing branch pipeline the MR's head pipeline.
+    let usual = format!(
+        "workflow:\n  rules:\n    - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n    - if: $CI_COMMIT_BRANCH && $CI_OPEN_MERGE_REQUESTS\n      when: never\n    - if: $CI_COMMIT_BRANCH\n{CI_GATED}"
+    );
+    let fake = FakeGitLab::start(gated_with(&usual));
+    assert_threads_only(&doctor(&fake), "head pipeline");
+
+    // No workflow:rules, and a job that runs on every push.
+    let fake = FakeGitLab::start(gated_with(&format!("{CI_GATED}lint:\n  script: [make]\n")));
+    assert_threads_only(&doctor(&fake), "job \"lint\" has no rules");
+
+    // The documented rules hold.
+    let documented = format!(
+        "workflow:\n  rules:\n    - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n    - if: $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH\n    - if: $CI_COMMIT_TAG\n{CI_GATED}lint:\n  script: [make]\n"
+    );
+    let fake = FakeGitLab::start(gated_with(&documented));
+    let o = doctor(&fake);
+    assert_eq!(o.gate(), "pipeline-required", "{}", o.stdout);
+}
+
+#[test]
 fn threads_only_outside_a_ci_job() {
     let fake = FakeGitLab::start(pipeline_gated());
     let o = doctor_with(&fake, BOT_TOKEN, &[("CI_JOB_ID", "")], &[]);

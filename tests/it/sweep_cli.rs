@@ -774,8 +774,9 @@ fn the_ci_templates_run_one_sweep_at_a_time_on_schedules_with_a_valid_window() {
         );
         let rule = job["rules"][0]["if"].as_str().unwrap();
         assert!(
-            rule.contains(r#"$CI_PIPELINE_SOURCE == "schedule""#),
-            "{form}: {rule}"
+            rule.contains(r#"$CI_PIPELINE_SOURCE == "schedule""#)
+                && rule.contains("$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"),
+            "{form}: a schedule of the default branch only: {rule}"
         );
         let script: Vec<&str> = job["script"]
             .as_sequence()

@@ -469,6 +469,7 @@ fn merge_request_verdicts() {
             source_project_id: source,
             target_project_id: target,
             author: None,
+            source_branch: None,
         })
     };
     assert_check(

@@ -195,7 +195,8 @@ pub(crate) fn lint(
     let Some(content) = content.filter(|c| !c.trim().is_empty()) else {
         return invalid(vec!["Please provide content of .gitlab-ci.yml".into()]);
     };
-    let merged = match merge(st, p, &sha, &content, 0) {
+    let mut includes = Vec::new();
+    let merged = match merge(st, p, &sha, &content, 0, &mut includes) {
         Ok(m) => m,
         Err(e) => return invalid(vec![e]),
     };
@@ -206,7 +207,7 @@ pub(crate) fn lint(
     };
     let text = serde_yaml::to_string(&merged).unwrap_or_default();
     let mut v = json!({"valid": true, "errors": [], "warnings": [],
-                       "merged_yaml": format!("---\n{text}"), "includes": []});
+                       "merged_yaml": format!("---\n{text}"), "includes": includes});
     if params.get("include_jobs").map(String::as_str) == Some("true") {
         let jobs: Vec<Value> = match &merged {
             Yaml::Mapping(m) => m
@@ -228,7 +229,18 @@ pub(crate) fn lint(
     Response::json(200, &v)
 }
 
-fn merge(st: &State, p: &Project, sha: &str, content: &str, depth: u32) -> Result<Yaml, String> {
+/// Resolve `content`'s includes (read in project `p` at `sha`) and merge them under it. Each
+/// include resolved is listed in `includes` as the lint API's `includes` lists it: `type`
+/// (`local` or `file`), `location`, `extra` (`project` and `ref` of a `file` include),
+/// `context_project` (the project whose file included it) and `context_sha`.
+fn merge(
+    st: &State,
+    p: &Project,
+    sha: &str,
+    content: &str,
+    depth: u32,
+    includes: &mut Vec<Value>,
+) -> Result<Yaml, String> {
     if depth > 10 {
         return Err("Maximum of 10 nested includes are allowed!".into());
     }
@@ -236,9 +248,9 @@ fn merge(st: &State, p: &Project, sha: &str, content: &str, depth: u32) -> Resul
     let Yaml::Mapping(map) = &mut doc else {
         return Err("Invalid configuration format".into());
     };
-    let includes = map.remove("include");
+    let include_keyword = map.remove("include");
     let mut base = Yaml::Mapping(Default::default());
-    let entries = match includes {
+    let entries = match include_keyword {
         None => vec![],
         Some(Yaml::Sequence(s)) => s,
         Some(other) => vec![other],
@@ -275,7 +287,21 @@ fn merge(st: &State, p: &Project, sha: &str, content: &str, depth: u32) -> Resul
             .and_then(|t| t.get(file.trim_start_matches('/')))
             .map(|c| String::from_utf8_lossy(&c.0).into_owned())
             .ok_or_else(|| format!("Local file `{file}` does not exist!"))?;
-        let included = merge(st, target, &target_sha, &text, depth + 1)?;
+        let web = target.web_url(&st.web_url);
+        let file_path = file.trim_start_matches('/');
+        includes.push(json!({
+            "type": if project.is_some() { "file" } else { "local" },
+            "location": file,
+            "blob": format!("{web}/-/blob/{target_sha}/{file_path}"),
+            "raw": format!("{web}/-/raw/{target_sha}/{file_path}"),
+            "extra": match &project {
+                Some(pr) => json!({"project": pr, "ref": git_ref.clone().unwrap_or_else(|| target.default_branch.clone())}),
+                None => json!({}),
+            },
+            "context_project": p.path_with_namespace,
+            "context_sha": sha,
+        }));
+        let included = merge(st, target, &target_sha, &text, depth + 1, includes)?;
         deep_merge(&mut base, included);
     }
     deep_merge(&mut base, doc);
