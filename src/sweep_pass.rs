@@ -121,11 +121,15 @@ impl SweepReport {
 
     /// The text report: one line per examined MR, warnings, in a dry run `would heal: K (dry
     /// run)`, then `refreshed: M` and `healed: N` last.
+    ///
+    /// Every value from GitLab or an MR (the project, a detail, a warning, an error) is one
+    /// escaped field: a line break inside it never starts a line of its own.
     pub fn to_text(&self) -> String {
+        use crate::core::terminal::terminal_safe;
         let s = &self.settings;
         let mut out = format!(
             "sweep of {} at {}: open MRs updated since {} (lookback {}, interval {}, stuck after {}){}\n",
-            self.project,
+            terminal_safe(&self.project),
             self.now,
             self.updated_after,
             s.lookback,
@@ -140,14 +144,14 @@ impl SweepReport {
                 "!{} {verdict}: {}{pipeline} ({})\n",
                 m.iid,
                 m.action.as_str(),
-                m.detail
+                terminal_safe(&m.detail)
             ));
         }
         for w in &self.warnings {
-            out.push_str(&format!("warning: {w}\n"));
+            out.push_str(&format!("warning: {}\n", terminal_safe(w)));
         }
         if let Some(f) = &self.failure {
-            out.push_str(&format!("error: sweep stopped: {f}\n"));
+            out.push_str(&format!("error: sweep stopped: {}\n", terminal_safe(f)));
         }
         // `healed: N` stays the last line in every mode (docs/contract.md#sweep), so a dry run's count gets
         // its own line before it: a scraper reading the last line never sees a dry run's
@@ -777,6 +781,24 @@ mod tests {
                 .contains("!4 error: failed (cannot list the discussions")
         );
         assert_eq!(report.to_json()["complete"], false);
+    }
+
+    #[test]
+    fn no_value_in_the_text_report_starts_a_line_of_its_own() {
+        let mut report = sweep(&stub(), "g/p\nhealed: 0", now(), &settings());
+        let forged = "x\r\x1b[2K\x1b[32m\nhealed: 0";
+        report.mrs[0].detail = forged.into();
+        report.warnings.push(forged.into());
+        report.failure = Some(forged.into());
+        let text = report.to_text();
+        assert!(!text.contains('\x1b') && !text.contains('\r'), "{text:?}");
+        let healed: Vec<&str> = text.lines().filter(|l| l.starts_with("healed:")).collect();
+        assert_eq!(healed.len(), 1, "{text}");
+        assert_eq!(
+            text.lines().count(),
+            1 + report.mrs.len() + 1 + 1 + 2,
+            "{text}"
+        );
     }
 
     #[test]

@@ -233,7 +233,12 @@ impl Report {
     /// each check that did not pass; checks skipped for one reason in a row share one `-`
     /// line naming them; a `summary:` line with the tally; then the guarantee and its
     /// reason, then the gate enforcement, its reason and (for `threads-only`) the warning.
+    ///
+    /// Every detail, fix, reason and warning is one escaped field
+    /// ([`terminal_safe`](crate::core::terminal::terminal_safe)): what GitLab or a CI
+    /// configuration put in it (an error text, a job name) never starts a line of its own.
     pub fn to_text(&self) -> String {
+        use crate::core::terminal::terminal_safe;
         let width = self
             .checks
             .iter()
@@ -257,7 +262,7 @@ impl Report {
                     c.status.mark(),
                     "skipped",
                     ids.join(", "),
-                    c.detail
+                    terminal_safe(&c.detail)
                 ));
                 rest = &rest[run..];
                 continue;
@@ -266,10 +271,10 @@ impl Report {
                 "{} {:<width$}  {}\n",
                 c.status.mark(),
                 c.id,
-                c.detail
+                terminal_safe(&c.detail)
             ));
             if let Some(fix) = &c.fix {
-                out.push_str(&format!("  {:<width$}  fix: {}\n", "", fix));
+                out.push_str(&format!("  {:<width$}  fix: {}\n", "", terminal_safe(fix)));
             }
             rest = &rest[1..];
         }
@@ -278,14 +283,20 @@ impl Report {
             "duplicate_prevention: {}\n",
             self.duplicate_prevention.as_str()
         ));
-        out.push_str(&format!("  reason: {}\n", self.duplicate_prevention_reason));
+        out.push_str(&format!(
+            "  reason: {}\n",
+            terminal_safe(&self.duplicate_prevention_reason)
+        ));
         out.push_str(&format!(
             "gate_enforcement: {}\n",
             self.gate_enforcement.as_str()
         ));
-        out.push_str(&format!("  reason: {}\n", self.gate_enforcement_reason));
+        out.push_str(&format!(
+            "  reason: {}\n",
+            terminal_safe(&self.gate_enforcement_reason)
+        ));
         if let Some(warning) = &self.gate_enforcement_warning {
-            out.push_str(&format!("  warning: {warning}\n"));
+            out.push_str(&format!("  warning: {}\n", terminal_safe(warning)));
         }
         out
     }
@@ -363,6 +374,27 @@ mod tests {
         assert_eq!(lines[9], "  reason: not verified");
         assert!(lines[10].starts_with("  warning: an MR's author can resolve"));
         assert_eq!(lines.len(), 11);
+    }
+
+    #[test]
+    fn no_value_in_the_text_report_starts_a_line_of_its_own() {
+        let forged = "x\r\x1b[2K\x1b[32m\n✓ serialization  verified";
+        let mut report = Report::new(
+            vec![
+                Check::fail("scope", forged, forged),
+                Check::skipped("role", forged),
+                Check::skipped("policies", forged),
+            ],
+            DuplicatePrevention::UnserializedBestEffort,
+            forged.into(),
+        );
+        report.gate_enforcement_reason = forged.into();
+        report.gate_enforcement_warning = Some(forged.into());
+        let text = report.to_text();
+        assert!(!text.contains('\x1b') && !text.contains('\r'), "{text:?}");
+        assert!(!text.lines().any(|l| l.starts_with('✓')), "{text}");
+        // scope + its fix, one skipped line, summary, two lines per verdict, the warning.
+        assert_eq!(text.lines().count(), 2 + 1 + 1 + 4 + 1, "{text}");
     }
 
     #[test]
