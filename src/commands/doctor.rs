@@ -24,6 +24,8 @@ use crate::review_input::PolicyProject;
   assent doctor --mr 7 --project group/proj --api-url https://gitlab.example.com/api/v4
   assent doctor --format json
   assent doctor --strict             Also fail on what could not be verified
+  assent doctor --serve-url https://assent-serve.example.com
+                                     Also check assent serve and the webhook to it
 
 A check that fails (✗) makes doctor exit 1. A check that could not be verified (?), or was
 not checked because an earlier one failed (-), is a warning: exit 0 unless --strict.
@@ -49,6 +51,12 @@ pub struct DoctorArgs {
     /// is readable with this token and its policies load [env: ASSENT_POLICY_PROJECT].
     #[arg(long, value_name = "ID_OR_PATH[@REF]")]
     pub policy_project: Option<String>,
+    /// Also check `assent serve` at this URL: `<URL>/readyz` answers 200 (asked without the
+    /// token), and a project webhook points at `<URL>/webhook` with merge request, comment
+    /// and emoji events and SSL verification on (a warning when the token cannot read the
+    /// project's webhooks) [env: ASSENT_SERVE_URL].
+    #[arg(long, value_name = "URL")]
+    pub serve_url: Option<String>,
 }
 
 /// Runs `assent doctor` with the process environment.
@@ -100,6 +108,12 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<(DoctorInputs, bool)
             .map_err(|e| problems.push(InputError(e)))
             .ok()
     });
+    let serve_url =
+        first_of(args.serve_url.as_deref(), &["ASSENT_SERVE_URL"], env).and_then(|text| {
+            parse_serve_url(&text)
+                .map_err(|e| problems.push(InputError(e)))
+                .ok()
+        });
     let Some(connection) = connection.filter(|_| problems.is_empty()) else {
         return Err(InputError::joined(problems));
     };
@@ -127,8 +141,34 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<(DoctorInputs, bool)
             .map(|name| name.trim().to_owned())
             .unwrap_or_else(|| ASSENT_ENVIRONMENT.to_owned()),
         policy_project,
+        serve_url,
     };
     Ok((inputs, strict))
+}
+
+/// `--serve-url`: an `http` or `https` URL with no credentials, query or fragment (the
+/// routes `/readyz` and `/webhook` are appended to its path).
+fn parse_serve_url(text: &str) -> Result<url::Url, String> {
+    let shown = crate::core::terminal::terminal_safe(text.trim()).into_owned();
+    let url = url::Url::parse(text.trim())
+        .map_err(|e| format!("--serve-url (ASSENT_SERVE_URL) is not a URL: {shown:?}: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!(
+            "--serve-url (ASSENT_SERVE_URL) must be an http(s) URL with a host, like https://assent-serve.example.com: {shown:?}"
+        ));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(
+            "--serve-url (ASSENT_SERVE_URL) must not carry credentials: serve's routes need none"
+                .into(),
+        );
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "--serve-url (ASSENT_SERVE_URL) is serve's base URL, without a query or fragment: {shown:?}"
+        ));
+    }
+    Ok(url)
 }
 
 /// The environment the shipped templates' assent jobs declare (`environment: assent`, action
@@ -195,5 +235,29 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
         Exit::GateFailed
     } else {
         Exit::Success
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_serve_url;
+
+    #[test]
+    fn the_serve_url_is_a_plain_http_base() {
+        assert_eq!(
+            parse_serve_url(" https://serve.example.com/assent ").unwrap().as_str(),
+            "https://serve.example.com/assent"
+        );
+        for (bad, why) in [
+            ("serve.example.com", "not a URL"),
+            ("ftp://serve.example.com", "http(s) URL"),
+            ("https://user:pw@serve.example.com", "credentials"),
+            ("https://serve.example.com/?token=x", "without a query"),
+            ("\u{1b}[2Khttps://serve.example.com", "not a URL"),
+        ] {
+            let error = parse_serve_url(bad).map(|u| u.to_string()).unwrap_err();
+            assert!(error.contains(why), "{bad}: {error}");
+            assert!(!error.contains('\u{1b}') && !error.contains("pw@"), "{error}");
+        }
     }
 }

@@ -658,5 +658,8 @@ pub fn skipped(ids: &[&'static str], why: &str) -> Vec<Check> {
     ids.iter().map(|id| Check::skipped(id, why)).collect()
 }
 
+mod serve;
+pub use serve::{readyz_url, serve_ready_check, serve_webhook_check, webhook_url};
+
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,7 @@
 //! * `POST projects/:id/ci/lint` (form `content`: validates a configuration, writes nothing)
 //! * `GET projects/:id/approvals` (approval settings), `GET projects/:id/approval_rules`,
 //!   `GET projects/:id/merge_requests/:iid/approval_rules` (GitLab Premium)
+//! * `GET projects/:id/hooks` (Maintainer; with `--serve-url`)
 
 use gitlab::api::common::{NameOrId, path_escaped};
 use gitlab::api::endpoint_prelude::*;
@@ -54,6 +55,8 @@ pub enum Route<'a> {
     ApprovalRules,
     /// `GET projects/:id/merge_requests/:iid/approval_rules?per_page=100`
     MergeRequestApprovalRules(u64),
+    /// `GET projects/:id/hooks?per_page=100`
+    ProjectHooks,
 }
 
 /// A doctor request: a route, relative to a project where the route needs one.
@@ -100,6 +103,7 @@ impl Endpoint for DoctorEndpoint<'_> {
             Route::MergeRequestApprovalRules(iid) => {
                 format!("projects/{p}/merge_requests/{iid}/approval_rules").into()
             }
+            Route::ProjectHooks => format!("projects/{p}/hooks").into(),
         }
     }
 
@@ -113,6 +117,10 @@ impl Endpoint for DoctorEndpoint<'_> {
             // One page is enough: a rule missing from it can only make the verdict weaker,
             // since every rule must be satisfied.
             Route::ApprovalRules | Route::MergeRequestApprovalRules(_) => {
+                params.push("per_page", 100u64);
+            }
+            // One page too: a hook past it is reported as not seen, never as missing.
+            Route::ProjectHooks => {
                 params.push("per_page", 100u64);
             }
             Route::Variable {

@@ -17,7 +17,7 @@ use super::enforcement::{self, EnforcementEvidence, EnforcementVerdict, RuleFact
 use super::report::{Check, Report};
 use super::responses::{
     Access, ApprovalRule, ApprovalSettings, CurrentUser, HoldingJob, Job, Lint, MergeRequest,
-    Project, ResourceGroup, TokenSelf, Variable, Version,
+    Project, ProjectHook, ResourceGroup, TokenSelf, Variable, Version,
 };
 use super::serialization::{ConfigFacts, Evidence, JobFacts, Probe, expected_key, judge};
 use crate::forge::RepositoryFiles;
@@ -49,6 +49,8 @@ pub struct DoctorInputs {
     pub environment: String,
     /// The central policy project runs read (`--policy-project`, `ASSENT_POLICY_PROJECT`).
     pub policy_project: Option<PolicyProject>,
+    /// Where `assent serve` listens (`--serve-url`, `ASSENT_SERVE_URL`).
+    pub serve_url: Option<Url>,
 }
 
 /// Doctor cannot run at all (exit 2): the configuration is unusable before any request.
@@ -323,6 +325,7 @@ fn route_name(route: &Route<'_>) -> &'static str {
         Route::ApprovalSettings => "projects/:id/approvals",
         Route::ApprovalRules => "projects/:id/approval_rules",
         Route::MergeRequestApprovalRules(_) => "projects/:id/merge_requests/:iid/approval_rules",
+        Route::ProjectHooks => "projects/:id/hooks",
     }
 }
 
@@ -430,6 +433,17 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
             });
         checks.push(checks::policy_project_check(&source.project, &read));
     }
+    if let Some(serve) = &inputs.serve_url {
+        // Unauthenticated: the token goes to GitLab only.
+        let ready = crate::gitlab::health::get_health(
+            &checks::readyz_url(serve),
+            inputs.ca_file.as_deref(),
+            Duration::from_secs(10),
+        );
+        checks.push(checks::serve_ready_check(serve, &ready));
+        let hooks = prober.get::<Vec<ProjectHook>>(Route::ProjectHooks);
+        checks.push(checks::serve_webhook_check(serve, &hooks));
+    }
 
     let evidence = prober.serialization_evidence(
         project.as_ref().ok().and_then(Project::ci_config_path),
@@ -478,7 +492,22 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
 
 /// The report of a diagnosis that stopped early because of `why`: nothing proves
 /// serialization or the gate.
-fn stopped(checks: Vec<Check>, inputs: &DoctorInputs, why: &str) -> Report {
+fn stopped(mut checks: Vec<Check>, inputs: &DoctorInputs, why: &str) -> Report {
+    // The checks only some inputs ask for, skipped with the rest.
+    let mut optional = Vec::new();
+    if inputs.policy_project.is_some() {
+        optional.push("policy-project");
+    }
+    if inputs.serve_url.is_some() {
+        optional.extend(["serve-ready", "serve-webhook"]);
+    }
+    if let Some(skipped) = checks
+        .last()
+        .filter(|c| c.status == super::report::Status::Skipped)
+    {
+        let detail = skipped.detail.clone();
+        checks.extend(optional.iter().map(|id| Check::skipped(id, detail.clone())));
+    }
     let evidence = Evidence {
         mr_iid: inputs.mr,
         job_id: inputs.job_id,

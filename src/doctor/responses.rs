@@ -345,6 +345,23 @@ impl From<ApprovalRule> for RuleFacts {
     }
 }
 
+/// One entry of `GET projects/:id/hooks`: where it points and what triggers it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ProjectHook {
+    /// The hook's id.
+    pub id: u64,
+    /// Where deliveries go.
+    pub url: String,
+    /// *Merge request events*.
+    pub merge_requests_events: Option<bool>,
+    /// *Comments*.
+    pub note_events: Option<bool>,
+    /// *Emoji events*.
+    pub emoji_events: Option<bool>,
+    /// *Enable SSL verification*.
+    pub enable_ssl_verification: Option<bool>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -593,6 +593,91 @@ fn two_replicas_give_at_most_one_extra_pipeline_and_publish_nothing() {
     assert_eq!(notes_before, notes_after, "no publication");
 }
 
+/// `assent doctor --serve-url` against a real serve and the fake's webhook listing.
+fn doctor_serve(w: &World, serve_base: &str) -> (i32, String) {
+    let out = Command::new(ASSENT)
+        .args(["doctor", "--serve-url", serve_base])
+        .current_dir(w.dir.path())
+        .env_clear()
+        .envs(w.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .expect("assent doctor");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stdout.contains(sandbox::BOT_TOKEN) && !stderr.contains(sandbox::BOT_TOKEN));
+    (out.status.code().unwrap_or(-1), stdout)
+}
+
+fn line<'a>(stdout: &'a str, id: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(id))
+        .unwrap_or_else(|| panic!("no {id} line in:\n{stdout}"))
+}
+
+#[test]
+fn doctor_checks_that_serve_is_ready_and_the_webhook_reaches_it() {
+    let w = World::reviewed();
+    let serve = w.serve(&[]);
+    let base = format!("http://127.0.0.1:{}", serve.port);
+
+    // The sandbox's bot is a Developer: GitLab shows webhooks to Maintainers only.
+    w.fake.add_webhook(&serve.url(), SECRET);
+    let (_, stdout) = doctor_serve(&w, &base);
+    assert!(line(&stdout, "serve-ready").starts_with("✓"), "{stdout}");
+    let webhook = line(&stdout, "serve-webhook");
+    assert!(
+        webhook.starts_with("?") && webhook.contains("Maintainers"),
+        "{stdout}"
+    );
+    w.fake.with_state(|s| {
+        for t in &mut s.tokens {
+            t.access_level = 40;
+        }
+    });
+
+    // A webhook elsewhere: not seen (a group one could exist).
+    w.fake.with_state(|s| {
+        s.projects[0].hooks[0].url = "https://elsewhere.example.com/webhook".into()
+    });
+    let (_, stdout) = doctor_serve(&w, &base);
+    assert!(line(&stdout, "serve-ready").starts_with("✓"), "{stdout}");
+    let webhook = line(&stdout, "serve-webhook");
+    assert!(
+        webhook.starts_with("?") && webhook.contains("group webhook"),
+        "{stdout}"
+    );
+
+    w.fake
+        .with_state(|s| s.projects[0].hooks[0].url = serve.url());
+    let (code, stdout) = doctor_serve(&w, &format!("{base}/"));
+    assert!(line(&stdout, "serve-ready").starts_with("✓"), "{stdout}");
+    assert!(line(&stdout, "serve-webhook").starts_with("✓"), "{stdout}");
+    assert_eq!(code, 0, "{stdout}");
+
+    // Comments off: a resolution by reply would never reach serve.
+    w.fake
+        .with_state(|s| s.projects[0].hooks[0].note_events = false);
+    let (code, stdout) = doctor_serve(&w, &base);
+    let webhook = line(&stdout, "serve-webhook");
+    assert!(
+        webhook.starts_with("✗") && webhook.contains("comments off"),
+        "{stdout}"
+    );
+    assert_eq!(code, 1, "{stdout}");
+
+    // Serve gone: not ready, with the cause.
+    let (status, _, _) = serve.stop();
+    assert_eq!(status, Some(0));
+    let (code, stdout) = doctor_serve(&w, &base);
+    let ready = line(&stdout, "serve-ready");
+    assert!(
+        ready.starts_with("✗") && ready.contains("does not answer"),
+        "{stdout}"
+    );
+    assert_eq!(code, 1);
+}
+
 #[test]
 fn start_errors_are_configuration_2_and_gitlab_3() {
     let w = World::reviewed();

@@ -23,6 +23,8 @@
 //! * [`project_endpoints`]: the sweep's project-level routes (open MRs in a window, MR
 //!   pipeline creation).
 //! * [`sweep_forge`]: the sweep's port ([`assent_forge::sweep::SweepForge`]) over a client.
+//! * [`health`]: one unauthenticated `GET` of a service beside GitLab (`assent serve`'s
+//!   `/readyz`, for `assent doctor --serve-url`), never with the token.
 //!
 //! ```no_run
 //! use assent_gitlab::{GitLabConfig, GitLabForge, Token};
@@ -37,6 +39,7 @@ pub mod client;
 mod discussion_stream;
 pub mod endpoints;
 pub mod forge;
+pub mod health;
 pub mod pagination;
 pub mod project_endpoints;
 pub mod repository;

@@ -733,7 +733,7 @@ pub(crate) fn parse_api_base(api_url: &str) -> Result<Url, GitLabConfigError> {
 }
 
 /// The public roots plus every certificate of a PEM file.
-fn roots_with_ca_file(path: &Path) -> Result<RootCerts, GitLabConfigError> {
+pub(crate) fn roots_with_ca_file(path: &Path) -> Result<RootCerts, GitLabConfigError> {
     let ca_error = |m: String| GitLabConfigError::CaFile(format!("{}: {m}", path.display()));
     let pem = std::fs::read(path).map_err(|e| ca_error(e.to_string()))?;
     let mut custom = Vec::new();
@@ -787,7 +787,7 @@ fn redact_userinfo(text: &str) -> String {
 
 /// Builds the ureq proxy for `value`, which came from `source` (a variable name). Every
 /// refusal names the source and the supported schemes and never shows credentials.
-fn build_proxy(source: &str, value: &str) -> Result<ureq::Proxy, GitLabConfigError> {
+pub(crate) fn build_proxy(source: &str, value: &str) -> Result<ureq::Proxy, GitLabConfigError> {
     let refuse = |why: &str| {
         GitLabConfigError::Proxy(format!(
             "{source}={:?}: {why}; supported proxy schemes: {SUPPORTED_PROXY_SCHEMES}",

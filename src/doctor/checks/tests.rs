@@ -639,6 +639,7 @@ fn inputs_cleartext_and_skipped_checks() {
         token_variable: "ASSENT_TOKEN".into(),
         environment: "assent".into(),
         policy_project: None,
+        serve_url: None,
     };
     let check = inputs_check(&inputs);
     assert_check(

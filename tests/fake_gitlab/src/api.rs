@@ -449,6 +449,32 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
         },
         (RouteKind::Job, "GET") => crate::ci::job(st, p!(), &route.name, level),
         (RouteKind::ResourceGroup, "GET") => crate::ci::resource_group(p!(), &route.name, level),
+        (RouteKind::ProjectHooks, "GET") => {
+            if level < 40 {
+                return Response::message(403, "403 Forbidden");
+            }
+            let items = p!()
+                .hooks
+                .iter()
+                .map(|h| {
+                    json!({"id": h.id, "url": h.url, "project_id": p!().id,
+                           "name": null, "description": null,
+                           "created_at": "2026-01-01T00:00:00.000Z",
+                           "push_events": h.push_events, "tag_push_events": false,
+                           "merge_requests_events": h.merge_requests_events,
+                           "note_events": h.note_events, "emoji_events": h.emoji_events,
+                           "pipeline_events": h.pipeline_events, "job_events": false,
+                           "issues_events": false, "confidential_issues_events": false,
+                           "confidential_note_events": false, "wiki_page_events": false,
+                           "deployment_events": false, "releases_events": false,
+                           "push_events_branch_filter": "", "branch_filter_strategy": "wildcard",
+                           "enable_ssl_verification": h.enable_ssl_verification,
+                           "alert_status": "executable", "disabled_until": null,
+                           "url_variables": [], "custom_webhook_template": null})
+                })
+                .collect();
+            paginate(st, items, ctx)
+        }
         (RouteKind::ProjectVariable, "GET") => crate::ci::variable(
             p!(),
             &route.name,

@@ -452,6 +452,15 @@ impl crate::FakeGitLab {
                 token: token.into(),
             });
         }
+        // Listed by `GET /projects/:id/hooks` as a project hook of every project (a change
+        // no webhook reports).
+        {
+            let mut g = self.shared.lock();
+            for project in &mut g.state.projects {
+                let id = project.hooks.iter().map(|h| h.id).max().unwrap_or(0) + 1;
+                project.hooks.push(crate::model::ProjectHook::new(id, url));
+            }
+        }
         // The current state is the baseline: nothing before the hook is delivered.
         self.hooks_baseline();
     }

@@ -48,8 +48,8 @@ pub use faults::{FaultAction, FaultRule, HoldApply, Matcher, When};
 pub use hooks::{Delivery, Runner, RunnerRun, WebhookTarget};
 pub use model::{
     ApprovalRule, ApprovalSettings, CiVariable, DiffFile, DiffRefs, Discussion, DiscussionOrder,
-    FileContent, Job, MergeRequest, MrState, Note, NotePosition, Pipeline, Project, ResourceGroup,
-    State, Token, User, lfs_oid, lfs_pointer,
+    FileContent, Job, MergeRequest, MrState, Note, NotePosition, Pipeline, Project, ProjectHook,
+    ResourceGroup, State, Token, User, lfs_oid, lfs_pointer,
 };
 pub use ops::OpError;
 pub use route::RouteKind;

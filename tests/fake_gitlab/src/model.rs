@@ -230,6 +230,49 @@ pub struct Project {
     pub approvals: ApprovalSettings,
     /// Project CI/CD variables (`GET /projects/:id/variables/:key`, Maintainer and above).
     pub variables: Vec<CiVariable>,
+    /// Project webhooks as `GET /projects/:id/hooks` lists them (Maintainer and above).
+    /// [`crate::FakeGitLab::add_webhook`] adds one to every project, every event on.
+    #[serde(default)]
+    pub hooks: Vec<ProjectHook>,
+}
+
+/// A project webhook, with the fields of GitLab's REST answer that say where it points and
+/// what triggers it (the secret token is never shown).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectHook {
+    /// The hook's id.
+    pub id: u64,
+    /// Where deliveries go.
+    pub url: String,
+    /// *Push events*.
+    pub push_events: bool,
+    /// *Merge request events*.
+    pub merge_requests_events: bool,
+    /// *Comments*.
+    pub note_events: bool,
+    /// *Emoji events*.
+    pub emoji_events: bool,
+    /// *Pipeline events*.
+    pub pipeline_events: bool,
+    /// *Enable SSL verification*.
+    pub enable_ssl_verification: bool,
+}
+
+impl ProjectHook {
+    /// Hook `id` to `url` with merge request, comment, emoji and pipeline events and SSL
+    /// verification on (GitLab's form starts with push events only).
+    pub fn new(id: u64, url: &str) -> ProjectHook {
+        ProjectHook {
+            id,
+            url: url.into(),
+            push_events: false,
+            merge_requests_events: true,
+            note_events: true,
+            emoji_events: true,
+            pipeline_events: true,
+            enable_ssl_verification: true,
+        }
+    }
 }
 
 /// A project CI/CD variable, with the fields GitLab's REST API returns for one.
@@ -378,6 +421,7 @@ impl Default for Project {
             allow_merge_on_skipped_pipeline: false,
             approvals: ApprovalSettings::default(),
             variables: vec![],
+            hooks: vec![],
         }
     }
 }

@@ -69,6 +69,8 @@ pub enum RouteKind {
     ProjectApprovals,
     /// `/projects/:id/approval_rules` (GET)
     ApprovalRules,
+    /// `/projects/:id/hooks` (GET, Maintainer and above)
+    ProjectHooks,
     /// Anything else (answered 404).
     Unknown,
 }
@@ -179,6 +181,7 @@ pub(crate) fn parse(raw_path: &str) -> Route {
                 ["ci", "lint"] => RouteKind::CiLint,
                 ["approvals"] => RouteKind::ProjectApprovals,
                 ["approval_rules"] => RouteKind::ApprovalRules,
+                ["hooks"] => RouteKind::ProjectHooks,
                 ["repository", "tree"] => RouteKind::Tree,
                 ["repository", "files", f] if !f.is_empty() => {
                     r.name = decode(f);
