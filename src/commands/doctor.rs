@@ -245,7 +245,9 @@ mod tests {
     #[test]
     fn the_serve_url_is_a_plain_http_base() {
         assert_eq!(
-            parse_serve_url(" https://serve.example.com/assent ").unwrap().as_str(),
+            parse_serve_url(" https://serve.example.com/assent ")
+                .unwrap()
+                .as_str(),
             "https://serve.example.com/assent"
         );
         for (bad, why) in [
@@ -257,7 +259,10 @@ mod tests {
         ] {
             let error = parse_serve_url(bad).map(|u| u.to_string()).unwrap_err();
             assert!(error.contains(why), "{bad}: {error}");
-            assert!(!error.contains('\u{1b}') && !error.contains("pw@"), "{error}");
+            assert!(
+                !error.contains('\u{1b}') && !error.contains("pw@"),
+                "{error}"
+            );
         }
     }
 }
