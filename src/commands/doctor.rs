@@ -31,7 +31,16 @@ A check that fails (✗) makes doctor exit 1. A check that could not be verified
 not checked because an earlier one failed (-), is a warning: exit 0 unless --strict.
 Serialization (duplicate_prevention) and what holds the gate (gate_enforcement) can only be
 verified from inside the MR job itself (CI_JOB_ID set), where the CI configuration is read;
-anywhere else doctor reports unserialized-best-effort and threads-only, as warnings."))]
+anywhere else doctor reports unserialized-best-effort and threads-only, as warnings.
+
+Doctor also reads:
+  CI_JOB_ID              the running job, inside CI (serialization and gate_enforcement)
+  ASSENT_TOKEN_VARIABLE  the CI/CD variable holding the token, for the token-variable
+                         check (default ASSENT_TOKEN)
+  CI_ENVIRONMENT_NAME    the environment the assent jobs declare (default assent)
+  ASSENT_BOT_USER        the username of a person's account used as the bot where no
+                         project or group access token is offered (GitLab.com Free): the
+                         identity check then passes for that account only"))]
 pub struct DoctorArgs {
     /// Where GitLab is and which project.
     #[command(flatten)]
@@ -142,6 +151,9 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<(DoctorInputs, bool)
             .unwrap_or_else(|| ASSENT_ENVIRONMENT.to_owned()),
         policy_project,
         serve_url,
+        bot_user: first_of(None, &["ASSENT_BOT_USER"], env)
+            .map(|name| name.trim().to_owned())
+            .filter(|name| !name.is_empty()),
     };
     Ok((inputs, strict))
 }

@@ -238,6 +238,29 @@ mod tests {
             // `[env: NAME=]`.
             assert!(!help.contains("=]"), "`assent {name} --help`:\n{help}");
         }
+        // Every variable a command's own module names is in its help.
+        for (name, source) in [
+            ("run", include_str!("run.rs")),
+            ("sweep", include_str!("sweep.rs")),
+            ("doctor", include_str!("doctor.rs")),
+            ("serve", include_str!("serve.rs")),
+        ] {
+            let help = long_help(name);
+            let code = source.split("#[cfg(test)]").next().unwrap_or(source);
+            for quoted in code.split('"').skip(1).step_by(2) {
+                let is_variable = (quoted.starts_with("ASSENT_") || quoted.starts_with("CI_"))
+                    && quoted.len() > 4
+                    && quoted
+                        .bytes()
+                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+                if is_variable {
+                    assert!(
+                        help.contains(quoted),
+                        "`assent {name} --help` lacks {quoted}, which src/commands/{name}.rs reads:\n{help}"
+                    );
+                }
+            }
+        }
         assert!(long_help("doctor").contains("ASSENT_DOCTOR_STRICT=1|0"));
         assert!(long_help("run").contains("ASSENT_APPROVE=1|0"));
         assert!(long_help("run").contains("ASSENT_RATE_LIMIT_WAIT"));

@@ -268,17 +268,38 @@ fn at(user: &CurrentUser) -> String {
 }
 
 /// The `identity` check: the token's user is a bot user (a project or group access token).
-pub fn identity_check(user: &CurrentUser) -> Check {
+pub fn identity_check(user: &CurrentUser, declared_bot: Option<&str>) -> Check {
     let who = at(user);
+    let name = user.username.as_deref().unwrap_or_default();
+    if let Some(declared) = declared_bot {
+        let declared = declared.trim_start_matches('@');
+        if !declared.eq_ignore_ascii_case(name) {
+            return Check::fail(
+                "identity",
+                format!(
+                    "the token belongs to {who}, not to @{declared}, the account ASSENT_BOT_USER names as the bot"
+                ),
+                "Use the bot account's token, or set ASSENT_BOT_USER to the account the token belongs to.",
+            );
+        }
+        if user.bot != Some(true) {
+            return Check::pass(
+                "identity",
+                format!(
+                    "{who} is a person's account declared as the bot (ASSENT_BOT_USER): nobody may write as it, since assent takes every note it writes for its own"
+                ),
+            );
+        }
+    }
     match user.bot {
         Some(true) => Check::pass(
             "identity",
-            format!("{who} is a bot user (project or group access token)"),
+            format!("{who} is a bot user (project or group access token, or service account)"),
         ),
         Some(false) => Check::fail(
             "identity",
             format!("{who} is a person, not a bot user"),
-            "Use a project access token: its bot user then owns assent's notes, and no person's notes can pass for assent's.",
+            "Use a project or group access token or a service account: its bot user then owns assent's notes, and no person's notes can pass for assent's. Where none is offered (GitLab.com Free), use a dedicated account nobody writes as and declare it with ASSENT_BOT_USER=<username> (docs/setup.md, Step 1).",
         ),
         None => Check::unknown(
             "identity",

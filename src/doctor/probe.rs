@@ -51,6 +51,9 @@ pub struct DoctorInputs {
     pub policy_project: Option<PolicyProject>,
     /// Where `assent serve` listens (`--serve-url`, `ASSENT_SERVE_URL`).
     pub serve_url: Option<Url>,
+    /// The account declared as the bot (`ASSENT_BOT_USER`) where the token's user is a
+    /// person's account (a dedicated one, on a tier without project access tokens).
+    pub bot_user: Option<String>,
 }
 
 /// Doctor cannot run at all (exit 2): the configuration is unusable before any request.
@@ -375,7 +378,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
             return Ok(stopped(checks, inputs, "the token is not usable"));
         }
     };
-    checks.push(checks::identity_check(&user));
+    checks.push(checks::identity_check(&user, inputs.bot_user.as_deref()));
     checks.push(checks::scope_check(
         &prober.get::<TokenSelf>(Route::TokenSelf),
     ));

@@ -68,6 +68,9 @@ enum Form {
     Classic,
     /// `include: component: …/assent@$CI_COMMIT_SHA` with `inputs:`.
     Component,
+    /// `ci-templates/examples/configs.gitlab-ci.yml`, the gated project's whole
+    /// configuration, with its component include pointed at this checkout.
+    Example,
 }
 
 /// A user's project: a git repository whose `.gitlab-ci.yml` includes the template, with the
@@ -102,6 +105,7 @@ impl Project {
                 .unwrap();
                 "include:\n  - local: ci-templates/assent.gitlab-ci.yml\n\n\
                  variables:\n  ASSENT_FAIL_ON: block\n"
+                    .to_owned()
             }
             Form::Component => {
                 std::fs::create_dir_all(dir.join("templates/assent")).unwrap();
@@ -112,6 +116,27 @@ impl Project {
                 .unwrap();
                 "include:\n  - component: $CI_SERVER_FQDN/$CI_PROJECT_PATH/assent@$CI_COMMIT_SHA\n    \
                  inputs:\n      version: \"0.1.0\"\n      fail_on: block\n"
+                    .to_owned()
+            }
+            Form::Example => {
+                std::fs::create_dir_all(dir.join("templates/assent")).unwrap();
+                std::fs::copy(
+                    templates.join("templates/assent/template.yml"),
+                    dir.join("templates/assent/template.yml"),
+                )
+                .unwrap();
+                let example =
+                    std::fs::read_to_string(templates.join("examples/configs.gitlab-ci.yml"))
+                        .unwrap();
+                let released = "$CI_SERVER_FQDN/platform/assent-ci/assent@0.1.0";
+                assert!(
+                    example.contains(released),
+                    "the example includes the release"
+                );
+                example.replace(
+                    released,
+                    "$CI_SERVER_FQDN/$CI_PROJECT_PATH/assent@$CI_COMMIT_SHA",
+                )
             }
         };
         std::fs::write(dir.join(".gitlab-ci.yml"), ci).unwrap();
@@ -262,7 +287,7 @@ fn mr_pipeline(fake: &FakeGitLab, form: Form) -> Vec<(&'static str, String)> {
         Form::Classic => vars.push(("CI_COMMIT_SHA", fixtures::HEAD_SHA.to_owned())),
         // Merged results pipeline: CI_COMMIT_SHA is the merge commit (here the local commit,
         // which the component include needs); the branch SHAs are set.
-        Form::Component => vars.extend([
+        Form::Component | Form::Example => vars.extend([
             (
                 "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA",
                 fixtures::HEAD_SHA.to_owned(),
@@ -479,6 +504,63 @@ fn classic_include_runs_in_mr_pipelines_only_and_a_rerun_writes_nothing() {
 #[ignore = "needs gitlab-ci-local 4.64.1 and rsync; run with `cargo test --test it ci_local -- --ignored` (.ci/run installs both and does)"]
 fn component_runs_in_mr_pipelines_only_and_a_rerun_writes_nothing() {
     drive(Form::Component);
+}
+
+#[test]
+#[ignore = "needs gitlab-ci-local 4.64.1 and rsync; run with `cargo test --test it ci_local -- --ignored` (.ci/run installs both and does)"]
+fn the_example_configuration_passes_the_schema_and_runs_what_it_says_where_it_says() {
+    require_runner();
+    let project = Project::new(Form::Example);
+    let mr = vec![
+        ("CI_PIPELINE_SOURCE", "merge_request_event".to_owned()),
+        ("CI_COMMIT_BRANCH", String::new()),
+        ("CI_DEFAULT_BRANCH", "main".to_owned()),
+    ];
+    let planned = project.jobs(&mr);
+    let when = |planned: &[(String, String)], job: &str| {
+        planned
+            .iter()
+            .find(|(name, _)| name == job)
+            .map(|(_, when)| when.clone())
+            .unwrap_or_else(|| panic!("no job {job}: {planned:?}"))
+    };
+    assert_eq!(when(&planned, "assent"), "on_success", "{planned:?}");
+    assert_eq!(
+        when(&planned, "assent-codequality-baseline"),
+        "never",
+        "{planned:?}"
+    );
+    assert_eq!(when(&planned, "assent-sweep"), "never", "{planned:?}");
+    // No .assent/policies in this checkout: the policies job is left out.
+    assert_eq!(when(&planned, "policies"), "never", "{planned:?}");
+
+    // A push to the default branch: the baseline report, and nothing of assent's.
+    let push = vec![
+        ("CI_PIPELINE_SOURCE", "push".to_owned()),
+        ("CI_COMMIT_BRANCH", "main".to_owned()),
+        ("CI_DEFAULT_BRANCH", "main".to_owned()),
+    ];
+    let planned = project.jobs(&push);
+    assert_eq!(
+        when(&planned, "assent-codequality-baseline"),
+        "on_success",
+        "{planned:?}"
+    );
+    assert_eq!(when(&planned, "assent"), "never", "{planned:?}");
+    let ran = project.pipeline(&push);
+    assert_eq!(ran.status.code(), Some(0), "{}", text(&ran));
+    let report = project
+        .dir()
+        .join(".gitlab-ci-local/artifacts/assent-codequality-baseline/gl-code-quality-report.json");
+    let report = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{e}: {}", text(&ran)));
+    assert_eq!(
+        serde_json::from_str::<Value>(&report).unwrap(),
+        serde_json::json!([])
+    );
+
+    // The doctor's rule holds for it: no pipeline on an MR's branch but the MR's.
+    let example = std::fs::read_to_string(project.dir().join(".gitlab-ci.yml")).unwrap();
+    assert_eq!(assent::doctor::enforcement::workflow_gap(&example), None);
 }
 
 /// The CI configuration project as its README says to lay it out: the *contents* of

@@ -269,7 +269,7 @@ fn token_verdicts() {
 #[test]
 fn identity_verdicts() {
     assert_check(
-        &identity_check(&user()),
+        &identity_check(&user(), None),
         "identity",
         Status::Pass,
         "@assent-bot is a bot user",
@@ -278,18 +278,44 @@ fn identity_verdicts() {
         bot: Some(false),
         ..user()
     };
-    let check = identity_check(&person);
+    let check = identity_check(&person, None);
     assert_check(&check, "identity", Status::Fail, "is a person");
-    assert!(fix(&check).contains("project access token"));
+    assert!(fix(&check).contains("project or group access token") && fix(&check).contains("ASSENT_BOT_USER"));
     let unsaid = CurrentUser {
         bot: None,
         ..user()
     };
     assert_check(
-        &identity_check(&unsaid),
+        &identity_check(&unsaid, None),
         "identity",
         Status::Unknown,
         "does not say whether",
+    );
+    // A dedicated account declared as the bot (GitLab.com Free offers no project tokens).
+    assert_check(
+        &identity_check(&person, Some("@assent-bot")),
+        "identity",
+        Status::Pass,
+        "declared as the bot (ASSENT_BOT_USER)",
+    );
+    assert_check(
+        &identity_check(&person, Some("someone-else")),
+        "identity",
+        Status::Fail,
+        "not to @someone-else",
+    );
+    // Declaring the bot account never turns another account into it.
+    assert_check(
+        &identity_check(&user(), Some("someone-else")),
+        "identity",
+        Status::Fail,
+        "not to @someone-else",
+    );
+    assert_check(
+        &identity_check(&user(), Some("ASSENT-BOT")),
+        "identity",
+        Status::Pass,
+        "is a bot user",
     );
 }
 
@@ -640,6 +666,7 @@ fn inputs_cleartext_and_skipped_checks() {
         environment: "assent".into(),
         policy_project: None,
         serve_url: None,
+        bot_user: None,
     };
     let check = inputs_check(&inputs);
     assert_check(
