@@ -63,7 +63,7 @@ pub fn desired(n: usize) -> DesiredState {
                 },
                 occurrence: occurrence(i, 2),
                 message: format!(
-                    "Retention of t{i:06}.events.v1 shrinks from 30 to 7 days: consumers that lag behind lose data. Resolve this thread to assent."
+                    "Retention of t{i:06}.events.v1 shrinks from 30 to 7 days: consumers that lag behind lose data."
                 ),
             })
             .collect(),

@@ -487,7 +487,7 @@ FAILED {repo}/.assent/tests/shrink-wrongly-expected.yaml: shrinking retention (w
     findings (- expected, + actual):
     - {{ rule: \"owner-change\", subject: \"topics/orders.yaml#/topics/orders/owner\", effect: comment }}
     + {{ rule: \"retention-shrink\", subject: \"topics/orders.yaml#/topics/orders/retention_days\", effect: challenge }}
-      message: Retention of `orders` shrinks from `30` to `7` days. Resolve this thread to assent.
+      message: Retention of `orders` shrinks from `30` to `7` days.
 1 passed, 1 failed
 "
     );
