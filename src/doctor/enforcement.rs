@@ -59,12 +59,35 @@
 //! to the projects it includes files from, who can change a remote include, and (without
 //! `--mr`) the MR's author and source branch.
 
+use serde::Serialize;
 use serde_yaml::Value as Yaml;
 
 use crate::core::switch::parse_switch;
 
-use super::report::GateEnforcement;
 use super::serialization::{ConfigFacts, IncludeFacts, Probe};
+
+/// Whether something an MR's author cannot do holds the gate (docs/contract.md#enforcement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GateEnforcement {
+    /// An approval rule requires the bot's approval, which assent gives only on `APPROVE`.
+    ApprovalRequired,
+    /// "Pipelines must succeed" is on and the job fails on `REVIEW`.
+    PipelineRequired,
+    /// Nothing proven beyond "all threads must be resolved", which the author can satisfy.
+    ThreadsOnly,
+}
+
+impl GateEnforcement {
+    /// The value as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateEnforcement::ApprovalRequired => "approval-required",
+            GateEnforcement::PipelineRequired => "pipeline-required",
+            GateEnforcement::ThreadsOnly => "threads-only",
+        }
+    }
+}
 
 /// What `GET /projects/:id` says that matters here.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

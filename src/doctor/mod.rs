@@ -23,5 +23,7 @@ pub mod report;
 pub mod responses;
 pub mod serialization;
 
+pub use enforcement::GateEnforcement;
 pub use probe::{DoctorInputs, SetupError, run};
-pub use report::{Check, DuplicatePrevention, GateEnforcement, Report, Status};
+pub use report::{Check, Report, Status};
+pub use serialization::DuplicatePrevention;

@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use crate::gitlab::Token;
 
-use super::enforcement::{EnforcementVerdict, THREADS_ONLY_WARNING};
+use super::enforcement::{EnforcementVerdict, GateEnforcement, THREADS_ONLY_WARNING};
+use super::serialization::DuplicatePrevention;
 
 /// The outcome of one check (docs/contract.md#commands: a check that fails is exit 1; one that cannot be
 /// verified is a warning, exit 0 unless `--strict`).
@@ -92,49 +93,6 @@ impl Check {
             status: Status::Skipped,
             detail: why.into(),
             fix: None,
-        }
-    }
-}
-
-/// Which duplicate-prevention guarantee the deployment provides (docs/contract.md#ci-template).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DuplicatePrevention {
-    /// The running job provably holds the per-MR resource group.
-    SingleWriterSerialized,
-    /// Serialization is absent, misconfigured or unverifiable: step 8 repair only.
-    UnserializedBestEffort,
-}
-
-impl DuplicatePrevention {
-    /// The value as printed.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DuplicatePrevention::SingleWriterSerialized => "single-writer-serialized",
-            DuplicatePrevention::UnserializedBestEffort => "unserialized-best-effort",
-        }
-    }
-}
-
-/// Whether something an MR's author cannot do holds the gate (docs/contract.md#enforcement).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum GateEnforcement {
-    /// An approval rule requires the bot's approval, which assent gives only on `APPROVE`.
-    ApprovalRequired,
-    /// "Pipelines must succeed" is on and the job fails on `REVIEW`.
-    PipelineRequired,
-    /// Nothing proven beyond "all threads must be resolved", which the author can satisfy.
-    ThreadsOnly,
-}
-
-impl GateEnforcement {
-    /// The value as printed.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GateEnforcement::ApprovalRequired => "approval-required",
-            GateEnforcement::PipelineRequired => "pipeline-required",
-            GateEnforcement::ThreadsOnly => "threads-only",
         }
     }
 }

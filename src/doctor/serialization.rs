@@ -24,9 +24,28 @@
 //! answer, or two sources that disagree all end in `unserialized-best-effort`. The verdict is
 //! never upgraded by default, by a cache or by configuration.
 
+use serde::Serialize;
 use serde_yaml::Value as Yaml;
 
-use super::report::DuplicatePrevention;
+/// Which duplicate-prevention guarantee the deployment provides (docs/contract.md#ci-template).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DuplicatePrevention {
+    /// The running job provably holds the per-MR resource group.
+    SingleWriterSerialized,
+    /// Serialization is absent, misconfigured or unverifiable: step 8 repair only.
+    UnserializedBestEffort,
+}
+
+impl DuplicatePrevention {
+    /// The value as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DuplicatePrevention::SingleWriterSerialized => "single-writer-serialized",
+            DuplicatePrevention::UnserializedBestEffort => "unserialized-best-effort",
+        }
+    }
+}
 
 /// One piece of evidence: read, or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]

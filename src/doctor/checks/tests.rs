@@ -280,7 +280,10 @@ fn identity_verdicts() {
     };
     let check = identity_check(&person, None);
     assert_check(&check, "identity", Status::Fail, "is a person");
-    assert!(fix(&check).contains("project or group access token") && fix(&check).contains("ASSENT_BOT_USER"));
+    assert!(
+        fix(&check).contains("project or group access token")
+            && fix(&check).contains("ASSENT_BOT_USER")
+    );
     let unsaid = CurrentUser {
         bot: None,
         ..user()
