@@ -59,7 +59,7 @@ pub struct Refusal {
 
 /// What a folder holds: the files to read and the entries refused.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Listing {
+pub struct TreeListing {
     /// Repository paths of the regular files accepted by the name filter, sorted.
     pub files: Vec<String>,
     /// Entries refused (links, special files, bad names, too deep), sorted by path.
@@ -130,7 +130,7 @@ pub fn list_folder(
     repo: &Path,
     folder: &str,
     wanted: impl Fn(&str) -> bool,
-) -> Result<Listing, ListError> {
+) -> Result<TreeListing, ListError> {
     // Each component below REPO must be a real folder.
     let mut prefix = String::new();
     for component in folder.split('/') {
@@ -154,7 +154,7 @@ pub fn list_folder(
         }
     }
 
-    let mut listing = Listing::default();
+    let mut listing = TreeListing::default();
     let mut entries = 0usize;
     // (repository path of a folder, its depth below `folder`)
     let mut pending = vec![(folder.to_owned(), 0usize)];

@@ -13,7 +13,7 @@ use crate::gitlab::Diagnosis;
 use super::probe::DoctorInputs;
 use super::report::Check;
 use super::responses::{CurrentUser, MergeRequest, Project, TokenSelf, Version};
-use super::serialization::{Certainty, Verdict};
+use super::serialization::{Certainty, SerializationVerdict};
 use crate::core::policy::{PolicyFile, PolicySet};
 use crate::forge::{CertificateFailure, ForgeError, TransportFailure};
 use crate::review_input::{CentralPolicies, POLICY_DIR};
@@ -658,7 +658,7 @@ pub fn policy_project_check(project: &str, read: &Result<CentralPolicies, String
 
 /// The `serialization` check, from the duplicate-prevention verdict: verified passes, a
 /// positively missing resource group fails, anything unverifiable is a warning.
-pub fn serialization_check(verdict: &Verdict) -> Check {
+pub fn serialization_check(verdict: &SerializationVerdict) -> Check {
     match verdict.certainty {
         Certainty::Verified => Check::pass("serialization", verdict.reason.clone()),
         Certainty::Absent => Check::fail(

@@ -530,7 +530,7 @@ fn stopped(mut checks: Vec<Check>, inputs: &DoctorInputs, why: &str) -> Report {
 
 fn finish(
     checks: Vec<Check>,
-    verdict: &super::serialization::Verdict,
+    verdict: &super::serialization::SerializationVerdict,
     enforcement: EnforcementVerdict,
     token: &Token,
 ) -> Report {

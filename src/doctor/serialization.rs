@@ -136,7 +136,7 @@ pub enum Certainty {
 
 /// The verdict and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
+pub struct SerializationVerdict {
     /// The guarantee.
     pub guarantee: DuplicatePrevention,
     /// Verified, absent or unverifiable.
@@ -220,8 +220,8 @@ pub fn job_resource_group(merged_yaml: &str, name: &str) -> Result<Option<String
     }
 }
 
-fn unserialized(certainty: Certainty, reason: impl Into<String>) -> Verdict {
-    Verdict {
+fn unserialized(certainty: Certainty, reason: impl Into<String>) -> SerializationVerdict {
+    SerializationVerdict {
         guarantee: DuplicatePrevention::UnserializedBestEffort,
         certainty,
         reason: reason.into(),
@@ -238,7 +238,7 @@ fn has_current_job_route(version: &str) -> Option<bool> {
 }
 
 /// The verdict (see the module docs for the rule).
-pub fn judge(e: &Evidence) -> Verdict {
+pub fn judge(e: &Evidence) -> SerializationVerdict {
     use Certainty::{Absent, Unverifiable};
     let Some(iid) = e.mr_iid else {
         return unserialized(
@@ -398,7 +398,7 @@ pub fn judge(e: &Evidence) -> Verdict {
 
     // 5. The holder.
     match &e.current_job {
-        Probe::Got(Some(holder)) if *holder == job_id => Verdict {
+        Probe::Got(Some(holder)) if *holder == job_id => SerializationVerdict {
             guarantee: DuplicatePrevention::SingleWriterSerialized,
             certainty: Certainty::Verified,
             reason: format!(

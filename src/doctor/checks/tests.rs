@@ -3,7 +3,7 @@
 use super::*;
 use crate::doctor::DuplicatePrevention;
 use crate::doctor::report::Status;
-use crate::doctor::serialization::Verdict;
+use crate::doctor::serialization::SerializationVerdict;
 
 fn failed(diagnosis: Diagnosis) -> Failed {
     Failed {
@@ -591,7 +591,7 @@ fn policies_verdicts() {
 
 #[test]
 fn serialization_verdicts() {
-    let verdict = |certainty| Verdict {
+    let verdict = |certainty| SerializationVerdict {
         guarantee: DuplicatePrevention::UnserializedBestEffort,
         certainty,
         reason: "the reason".into(),
