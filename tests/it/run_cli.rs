@@ -156,6 +156,8 @@ fn first_run_publishes_a_thread_and_a_verified_summary() {
     assert_eq!(receipt["repairs"], json!([]));
     assert_eq!(receipt["warnings"], json!([]));
     assert_eq!(receipt["rescan"], json!({"verified": true}));
+    // The whole receipt, as written: every field the asserts above do not name is pinned too.
+    insta::assert_snapshot!("first_run_receipt", text);
 
     // The log: summary created (reconciling), thread posted, summary edited (verified).
     assert_eq!(
