@@ -220,6 +220,21 @@ fn key_name(k: &Yaml) -> Option<&str> {
     k.as_str().map(|s| s.strip_prefix(':').unwrap_or(s))
 }
 
+/// The jobs of a merged configuration: its top-level mappings that are neither a global
+/// keyword nor hidden (`.name`), with their names.
+fn job_entries(top: &serde_yaml::Mapping) -> impl Iterator<Item = (&str, &serde_yaml::Mapping)> {
+    top.iter().filter_map(|(key, value)| {
+        let name = key_name(key)?;
+        if name.starts_with('.') || GLOBAL_KEYWORDS.contains(&name) {
+            return None;
+        }
+        match value {
+            Yaml::Mapping(job) => Some((name, job)),
+            _ => None,
+        }
+    })
+}
+
 fn field<'a>(map: &'a serde_yaml::Mapping, name: &str) -> Option<&'a Yaml> {
     map.iter()
         .find(|(k, _)| key_name(k) == Some(name))
@@ -433,12 +448,7 @@ pub fn assent_jobs(merged_yaml: &str) -> Result<Vec<AssentJob>, String> {
     };
     let globals = variables(field(&top, "variables"));
     let mut jobs = Vec::new();
-    for (key, value) in &top {
-        let Some(name) = key_name(key) else { continue };
-        if name.starts_with('.') || GLOBAL_KEYWORDS.contains(&name) {
-            continue;
-        }
-        let Yaml::Mapping(job) = value else { continue };
+    for (name, job) in job_entries(&top) {
         let locals = variables(field(job, "variables"));
         let scopes: [&[(String, String)]; 2] = [&locals, &globals];
         let mut lines = Vec::new();
@@ -793,11 +803,9 @@ pub fn include_reach(
                             "GitLab does not say which project the CI configuration's include {location:?} reads"
                         ));
                     }
+                    // Repeats are dropped with the caller's list.
                     Some(other) => {
-                        let who = format!("who besides maintainers can push to {other}");
-                        if !unverified.contains(&who) {
-                            unverified.push(who);
-                        }
+                        unverified.push(format!("who besides maintainers can push to {other}"))
                     }
                 }
             }
@@ -849,12 +857,7 @@ pub fn workflow_gap(merged_yaml: &str) -> Option<String> {
             _ => Some("the CI configuration's workflow: has no rules list, so a branch pipeline of the MR's source branch can become the MR's head pipeline".into()),
         };
     }
-    for (key, value) in top {
-        let Some(name) = key_name(key) else { continue };
-        if name.starts_with('.') || GLOBAL_KEYWORDS.contains(&name) {
-            continue;
-        }
-        let Yaml::Mapping(job) = value else { continue };
+    for (name, job) in job_entries(top) {
         let gap = match field(job, "rules") {
             Some(Yaml::Sequence(rules)) => rules_gap(rules),
             _ => Some("has no rules".to_owned()),

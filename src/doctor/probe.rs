@@ -103,6 +103,18 @@ const AFTER_API: &[&str] = &[
     "serialization",
 ];
 
+/// [`AFTER_API`], then the checks only some inputs ask for.
+fn after_api(inputs: &DoctorInputs) -> Vec<&'static str> {
+    let mut ids = AFTER_API.to_vec();
+    if inputs.policy_project.is_some() {
+        ids.push("policy-project");
+    }
+    if inputs.serve_url.is_some() {
+        ids.extend(["serve-ready", "serve-webhook"]);
+    }
+    ids
+}
+
 /// Sends doctor's routes through the project's client.
 struct Prober<'a> {
     client: Arc<GitLabClient>,
@@ -360,7 +372,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
     checks.push(checks::api_check(&prober.reach(), &version));
     if !checks::api_reached(&version) {
         checks.extend(checks::skipped(
-            AFTER_API,
+            &after_api(inputs),
             "the api check failed: GitLab could not be reached",
         ));
         return Ok(stopped(checks, inputs, "GitLab could not be reached"));
@@ -372,7 +384,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
         Ok(user) if user.id.is_some() => user,
         _ => {
             checks.extend(checks::skipped(
-                &AFTER_API[1..],
+                &after_api(inputs)[1..],
                 "the token check did not pass: the token is not usable",
             ));
             return Ok(stopped(checks, inputs, "the token is not usable"));
@@ -495,22 +507,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
 
 /// The report of a diagnosis that stopped early because of `why`: nothing proves
 /// serialization or the gate.
-fn stopped(mut checks: Vec<Check>, inputs: &DoctorInputs, why: &str) -> Report {
-    // The checks only some inputs ask for, skipped with the rest.
-    let mut optional = Vec::new();
-    if inputs.policy_project.is_some() {
-        optional.push("policy-project");
-    }
-    if inputs.serve_url.is_some() {
-        optional.extend(["serve-ready", "serve-webhook"]);
-    }
-    if let Some(skipped) = checks
-        .last()
-        .filter(|c| c.status == super::report::Status::Skipped)
-    {
-        let detail = skipped.detail.clone();
-        checks.extend(optional.iter().map(|id| Check::skipped(id, detail.clone())));
-    }
+fn stopped(checks: Vec<Check>, inputs: &DoctorInputs, why: &str) -> Report {
     let evidence = Evidence {
         mr_iid: inputs.mr,
         job_id: inputs.job_id,

@@ -519,6 +519,27 @@ fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
     );
     assert!(!o.stdout.contains("? "), "{}", o.stdout);
     assert_best_effort(&o, "could not be reached");
+
+    // The checks only some inputs ask for are named among the skipped too.
+    let o = doctor_with(
+        &dead,
+        BOT_TOKEN,
+        &[("CI_API_V4_URL", &url)],
+        &[
+            "--serve-url",
+            "https://serve.example.com",
+            "--policy-project",
+            "platform/policies",
+        ],
+    );
+    assert_eq!(
+        o.skipped_lines(),
+        [
+            "- skipped  token, identity, scope, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, policies, serialization, policy-project, serve-ready, serve-webhook (not checked: the api check failed: GitLab could not be reached)"
+        ],
+        "{}",
+        o.stdout
+    );
 }
 
 #[test]
