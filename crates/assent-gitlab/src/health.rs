@@ -6,10 +6,9 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
-use ureq::tls::TlsConfig;
 use url::Url;
 
-use crate::transport::{build_proxy, roots_with_ca_file, select_proxy_with_source};
+use crate::transport::{build_proxy, select_proxy_with_source, tls_config};
 
 /// How much of the answer's body is kept: a readiness answer is one short line.
 const BODY_LIMIT: u64 = 4096;
@@ -36,12 +35,7 @@ pub fn get_health(
         Some((source, value)) => Some(build_proxy(source, &value).map_err(|e| e.to_string())?),
         None => None,
     };
-    let tls = match ca_file {
-        None => TlsConfig::builder().build(),
-        Some(path) => TlsConfig::builder()
-            .root_certs(roots_with_ca_file(path).map_err(|e| e.to_string())?)
-            .build(),
-    };
+    let tls = tls_config(ca_file).map_err(|e| e.to_string())?;
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)

@@ -349,12 +349,7 @@ impl Transport {
                 eprintln!("warning: {warning}");
             }
         }
-        let tls = match settings.ca_file {
-            None => TlsConfig::builder().build(),
-            Some(path) => TlsConfig::builder()
-                .root_certs(roots_with_ca_file(path)?)
-                .build(),
-        };
+        let tls = tls_config(settings.ca_file)?;
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -733,7 +728,17 @@ pub(crate) fn parse_api_base(api_url: &str) -> Result<Url, GitLabConfigError> {
 }
 
 /// The public roots plus every certificate of a PEM file.
-pub(crate) fn roots_with_ca_file(path: &Path) -> Result<RootCerts, GitLabConfigError> {
+/// The TLS settings of every agent: the public roots, plus `ca_file`'s certificates.
+pub(crate) fn tls_config(ca_file: Option<&Path>) -> Result<TlsConfig, GitLabConfigError> {
+    Ok(match ca_file {
+        None => TlsConfig::builder().build(),
+        Some(path) => TlsConfig::builder()
+            .root_certs(roots_with_ca_file(path)?)
+            .build(),
+    })
+}
+
+fn roots_with_ca_file(path: &Path) -> Result<RootCerts, GitLabConfigError> {
     let ca_error = |m: String| GitLabConfigError::CaFile(format!("{}: {m}", path.display()));
     let pem = std::fs::read(path).map_err(|e| ca_error(e.to_string()))?;
     let mut custom = Vec::new();
