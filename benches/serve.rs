@@ -23,13 +23,14 @@
 // A benchmark reports on the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use assent_test_support::process::serve_port_and_log;
 use fake_gitlab::{FakeGitLab, MergeRequest, Project, RouteKind, fixtures};
 
 const SECRET: &str = "whsec-bench-serve";
@@ -105,20 +106,7 @@ fn spawn_serve(o: &Options, fake: &FakeGitLab) -> (Child, u16) {
         .spawn()
         .expect("assent serve");
     let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line.split(" listen=").nth(1) {
-                let port = addr.split_whitespace().next().unwrap_or("");
-                let _ = tx.send(port.rsplit(':').next().unwrap_or("").to_owned());
-            }
-        }
-    });
-    let port = rx
-        .recv_timeout(Duration::from_secs(20))
-        .ok()
-        .and_then(|p| p.parse().ok())
-        .expect("serve printed its listen address");
+    let (port, _log) = serve_port_and_log(stderr);
     (child, port)
 }
 

@@ -95,6 +95,15 @@ impl Project {
         let dir = project.dir();
         std::fs::create_dir_all(project.home()).unwrap();
         let templates = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci-templates");
+        // The component where GitLab finds one in the project: templates/assent/template.yml.
+        let copy_component = || {
+            std::fs::create_dir_all(dir.join("templates/assent")).unwrap();
+            std::fs::copy(
+                templates.join("templates/assent/template.yml"),
+                dir.join("templates/assent/template.yml"),
+            )
+            .unwrap();
+        };
         let ci = match form {
             Form::Classic => {
                 std::fs::create_dir_all(dir.join("ci-templates")).unwrap();
@@ -108,23 +117,13 @@ impl Project {
                     .to_owned()
             }
             Form::Component => {
-                std::fs::create_dir_all(dir.join("templates/assent")).unwrap();
-                std::fs::copy(
-                    templates.join("templates/assent/template.yml"),
-                    dir.join("templates/assent/template.yml"),
-                )
-                .unwrap();
+                copy_component();
                 "include:\n  - component: $CI_SERVER_FQDN/$CI_PROJECT_PATH/assent@$CI_COMMIT_SHA\n    \
                  inputs:\n      version: \"0.1.0\"\n      fail_on: block\n"
                     .to_owned()
             }
             Form::Example => {
-                std::fs::create_dir_all(dir.join("templates/assent")).unwrap();
-                std::fs::copy(
-                    templates.join("templates/assent/template.yml"),
-                    dir.join("templates/assent/template.yml"),
-                )
-                .unwrap();
+                copy_component();
                 let example =
                     std::fs::read_to_string(templates.join("examples/configs.gitlab-ci.yml"))
                         .unwrap();

@@ -3,13 +3,15 @@
 //! run` with the CI variables of an MR pipeline job), so "resolve as a reviewer, watch the MR
 //! turn green" runs with no command typed after the resolution.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fake_gitlab::{FakeGitLab, Runner, sandbox};
+
+use assent_test_support::process::serve_port_and_log;
 
 use crate::ASSENT;
 
@@ -126,25 +128,7 @@ impl Serve {
     fn spawn(mut cmd: Command) -> Serve {
         let mut child = cmd.spawn().expect("assent serve");
         let stderr = child.stderr.take().expect("stderr");
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line.split(" listen=").nth(1) {
-                    let port = addr.split_whitespace().next().unwrap_or("");
-                    let _ = tx.send(port.rsplit(':').next().unwrap_or("").to_owned());
-                }
-                let mut log = sink.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
-        });
-        let port = rx
-            .recv_timeout(Duration::from_secs(20))
-            .ok()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("serve did not start: {}", log.lock().unwrap()));
+        let (port, log) = serve_port_and_log(stderr);
         Serve { child, port, log }
     }
 

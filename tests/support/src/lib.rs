@@ -15,7 +15,8 @@
 //! * [`http_world::FakeGitLabWorld`]: a [`assent::fixture::FixtureWorld`] over HTTP, so the
 //!   protocol fixtures replay against the fake exactly as they do in memory.
 //! * [`run`]: the compiled `assent run` against the basic world, one [`run::World`] per test.
-//! * [`process`]: the binary as a real process under faults, and the forge state it leaves.
+//! * [`process`]: the binary as a real process under faults, and the forge state it leaves;
+//!   following a started `assent serve`'s log to its port (`tests/it/serve.rs`, `benches/serve.rs`).
 //! * [`perf_world`]: generated merge requests of a chosen size, and the request counts the
 //!   protocol implies for them.
 //! * [`fuzz`]: the properties the fuzz targets check, also run by the ordinary test suite.

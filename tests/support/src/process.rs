@@ -447,3 +447,40 @@ pub fn check_invariants(fake: &FakeGitLab, desired: &[Slot], head: &str) -> Resu
         Err(problems.join("; "))
     }
 }
+
+/// Follows a started `assent serve`'s stderr: every line goes into the returned log, and the
+/// port of its `listen=ADDR` line is returned once printed (within 20 s; a panic naming the
+/// log otherwise, since nothing can be sent to a serve that never listened).
+pub fn serve_port_and_log(
+    stderr: std::process::ChildStderr,
+) -> (u16, std::sync::Arc<std::sync::Mutex<String>>) {
+    use std::io::BufRead;
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(addr) = line.split(" listen=").nth(1) {
+                let port = addr.split_whitespace().next().unwrap_or("");
+                let _ = tx.send(port.rsplit(':').next().unwrap_or("").to_owned());
+            }
+            let mut log = sink.lock().unwrap_or_else(|e| e.into_inner());
+            log.push_str(&line);
+            log.push('\n');
+        }
+    });
+    let port = rx
+        .recv_timeout(Duration::from_secs(20))
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "serve did not start: {}",
+                log.lock().unwrap_or_else(|e| e.into_inner())
+            )
+        });
+    (port, log)
+}
