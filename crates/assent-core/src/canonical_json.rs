@@ -5,42 +5,69 @@
 //! because Cargo feature unification could switch `serde_json` to insertion order.
 
 use serde_json::Value;
+use sha2::Digest;
+
+/// Where canonical JSON goes: a string, or a hash that never holds the text (an occurrence
+/// over a grouped finding's members would otherwise build megabytes only to hash them).
+pub trait Sink {
+    /// Appends `text`.
+    fn put(&mut self, text: &str);
+}
+
+impl Sink for String {
+    fn put(&mut self, text: &str) {
+        self.push_str(text);
+    }
+}
+
+impl Sink for sha2::Sha256 {
+    fn put(&mut self, text: &str) {
+        self.update(text.as_bytes());
+    }
+}
 
 /// Writes `value` in canonical form.
 pub fn to_string(value: &Value) -> String {
     let mut out = String::new();
-    write_value(value, &mut out);
+    write(value, &mut out);
     out
 }
 
-fn write_value(value: &Value, out: &mut String) {
+/// Writes `value` in canonical form to `out`.
+pub fn write(value: &Value, out: &mut impl Sink) {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push('{');
+            out.put("{");
             for (i, (key, item)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.put(",");
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_value(item, out);
+                write_str(key, out);
+                out.put(":");
+                write(item, out);
             }
-            out.push('}');
+            out.put("}");
         }
         Value::Array(items) => {
-            out.push('[');
+            out.put("[");
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.put(",");
                 }
-                write_value(item, out);
+                write(item, out);
             }
-            out.push(']');
+            out.put("]");
         }
-        scalar => out.push_str(&scalar.to_string()),
+        Value::String(text) => write_str(text, out),
+        scalar => out.put(&scalar.to_string()),
     }
+}
+
+/// Writes `text` as a JSON string, escaped as `serde_json` escapes it.
+pub fn write_str(text: &str, out: &mut impl Sink) {
+    out.put(&serde_json::to_string(text).expect("a string always serializes"));
 }
 
 #[cfg(test)]

@@ -133,7 +133,7 @@ pub fn group_fired(fired: Vec<Fired<'_>>, group_above: impl Fn(&str) -> usize) -
         }
         // Gating first; the sort is stable, so each effect keeps subject order.
         members.sort_by_key(|m| std::cmp::Reverse(m.finding.effect));
-        for part in grouped_parts(&rule, threshold, &members) {
+        for part in grouped_parts(&rule, threshold, members) {
             out.members.insert(part.finding.slot.clone(), part.members);
             out.findings.push(part.finding);
         }
@@ -149,8 +149,10 @@ struct Part {
 }
 
 /// The parts of the grouped finding of `members` (in listing order, one per subject): one
-/// when every member line fits one message, otherwise as few as fit, packed in order.
-fn grouped_parts(rule: &str, threshold: usize, members: &[Fired<'_>]) -> Vec<Part> {
+/// when every member line fits one message, otherwise as few as fit, packed in order. The
+/// members' findings move into the parts rather than being copied: a group can hold hundreds
+/// of thousands of them.
+fn grouped_parts(rule: &str, threshold: usize, members: Vec<Fired<'_>>) -> Vec<Part> {
     let strongest = members
         .iter()
         .map(|m| m.finding.effect)
@@ -175,11 +177,10 @@ fn grouped_parts(rule: &str, threshold: usize, members: &[Fired<'_>]) -> Vec<Par
     }
     ranges.push(start..members.len());
     let count = ranges.len();
-    ranges
-        .into_iter()
+    let findings: Vec<Finding> = ranges
+        .iter()
         .enumerate()
         .map(|(i, range)| {
-            let listed = &members[range.clone()];
             let part = PartOf {
                 index: i + 1,
                 count,
@@ -187,16 +188,23 @@ fn grouped_parts(rule: &str, threshold: usize, members: &[Fired<'_>]) -> Vec<Par
                 last: range.end,
                 total: members.len(),
             };
-            Part {
-                finding: grouped(rule, threshold, part, listed),
-                members: listed
-                    .iter()
-                    .map(|m| MemberFinding {
-                        finding: m.finding.clone(),
-                        kind: m.kind,
-                    })
-                    .collect(),
-            }
+            grouped(rule, threshold, part, &members[range.clone()])
+        })
+        .collect();
+    let mut members = members.into_iter();
+    findings
+        .into_iter()
+        .zip(ranges)
+        .map(|(finding, range)| Part {
+            finding,
+            members: members
+                .by_ref()
+                .take(range.len())
+                .map(|m| MemberFinding {
+                    finding: m.finding,
+                    kind: m.kind,
+                })
+                .collect(),
         })
         .collect()
 }

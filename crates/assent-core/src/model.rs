@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::canonical_json;
+use crate::canonical_json::{self, Sink};
 
 /// How strongly a finding gates the merge request. Ordered: `Comment < Challenge < Block`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -127,14 +127,21 @@ impl Occurrence {
         old: Option<&Value>,
         new: Option<&Value>,
     ) -> Self {
-        let doc = serde_json::json!({
-            "rule": rule,
-            "subject": subject,
-            "kind": kind.as_str(),
-            "old": old.cloned().unwrap_or(Value::Null),
-            "new": new.cloned().unwrap_or(Value::Null),
-        });
-        Self::digest(canonical_json::to_string(&doc).as_bytes())
+        // The canonical JSON of `{"kind","new","old","rule","subject"}`, keys in sorted order,
+        // hashed as it is written: the values are neither copied nor held as text.
+        let mut hash = Sha256::new();
+        hash.put("{\"kind\":");
+        canonical_json::write_str(kind.as_str(), &mut hash);
+        hash.put(",\"new\":");
+        write_or_null(new, &mut hash);
+        hash.put(",\"old\":");
+        write_or_null(old, &mut hash);
+        hash.put(",\"rule\":");
+        canonical_json::write_str(rule, &mut hash);
+        hash.put(",\"subject\":");
+        canonical_json::write_str(subject, &mut hash);
+        hash.put("}");
+        Self::of_hash(hash)
     }
 
     /// The occurrence of a grouped finding (docs/contract.md#grouping): the SHA-256 of the canonical JSON of
@@ -158,23 +165,31 @@ impl Occurrence {
                 .then(a.kind.cmp(&b.kind))
                 .then_with(|| member_json(a).cmp(&member_json(b)))
         });
-        let members: Vec<Value> = sorted
-            .into_iter()
-            .map(|m| {
-                serde_json::json!({
-                    "subject": m.subject,
-                    "kind": m.kind.as_str(),
-                    "old": m.old.cloned().unwrap_or(Value::Null),
-                    "new": m.new.cloned().unwrap_or(Value::Null),
-                })
-            })
-            .collect();
-        let doc = serde_json::json!({
-            "rule": rule,
-            "subject": subject,
-            "members": members,
-        });
-        Self::digest(canonical_json::to_string(&doc).as_bytes())
+        // `{"members":[{"kind","new","old","subject"}, …],"rule","subject"}` in canonical form,
+        // hashed as it is written (a group can hold every value of a registry).
+        let mut hash = Sha256::new();
+        hash.put("{\"members\":[");
+        for (i, m) in sorted.into_iter().enumerate() {
+            hash.put(if i == 0 { "{\"kind\":" } else { ",{\"kind\":" });
+            canonical_json::write_str(m.kind.as_str(), &mut hash);
+            hash.put(",\"new\":");
+            write_or_null(m.new, &mut hash);
+            hash.put(",\"old\":");
+            write_or_null(m.old, &mut hash);
+            hash.put(",\"subject\":");
+            canonical_json::write_str(m.subject, &mut hash);
+            hash.put("}");
+        }
+        hash.put("],\"rule\":");
+        canonical_json::write_str(rule, &mut hash);
+        hash.put(",\"subject\":");
+        canonical_json::write_str(subject, &mut hash);
+        hash.put("}");
+        Self::of_hash(hash)
+    }
+
+    fn of_hash(hash: Sha256) -> Self {
+        Occurrence(format!("sha256:{}", hex::encode(hash.finalize())))
     }
 
     /// `sha256:` of arbitrary bytes (used for the summary occurrence and the policy digest).
@@ -271,6 +286,14 @@ pub struct GroupMember<'a> {
     pub old: Option<&'a Value>,
     /// The value at the source SHA; `None` for a delete.
     pub new: Option<&'a Value>,
+}
+
+/// `value` in canonical JSON, an absent one as `null`.
+fn write_or_null(value: Option<&Value>, out: &mut impl Sink) {
+    match value {
+        Some(value) => canonical_json::write(value, out),
+        None => out.put("null"),
+    }
 }
 
 /// Tie-break for two members with the same subject and kind (which a policy cannot produce,
@@ -766,6 +789,67 @@ pub struct MergeRequestInfo {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The occurrences as they were first defined: a JSON document built and written in
+    /// canonical form, then hashed. The streamed hashes must stay byte for byte these, or
+    /// every published thread would be superseded.
+    fn occurrence_of_document(doc: &Value) -> Occurrence {
+        Occurrence::digest(canonical_json::to_string(doc).as_bytes())
+    }
+
+    fn any_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            (-1e6f64..1e6).prop_map(Value::from),
+            "[a-z\"\\\\\n\u{e9}\u{1f600}\u{0}-\u{1f}]{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map("[a-zB_é\"]{0,4}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn streamed_occurrences_equal_the_hash_of_the_document(
+            old in proptest::option::of(any_value()),
+            new in proptest::option::of(any_value()),
+            other in any_value(),
+            subject in "[a-z/#\"é]{0,12}",
+        ) {
+            let kind = ChangeKind::Modify;
+            proptest::prop_assert_eq!(
+                Occurrence::of("r\"1", &subject, kind, old.as_ref(), new.as_ref()),
+                occurrence_of_document(&json!({
+                    "rule": "r\"1", "subject": subject, "kind": "modify",
+                    "old": old.clone().unwrap_or(Value::Null),
+                    "new": new.clone().unwrap_or(Value::Null),
+                }))
+            );
+            let members = [
+                GroupMember { subject: &subject, kind, old: old.as_ref(), new: new.as_ref() },
+                GroupMember { subject: "a", kind: ChangeKind::Delete, old: Some(&other), new: None },
+            ];
+            let mut sorted: Vec<&GroupMember<'_>> = members.iter().collect();
+            sorted.sort_by(|a, b| a.subject.cmp(b.subject).then(a.kind.cmp(&b.kind))
+                .then_with(|| member_json(a).cmp(&member_json(b))));
+            let listed: Vec<Value> = sorted.iter().map(|m| json!({
+                "subject": m.subject, "kind": m.kind.as_str(),
+                "old": m.old.cloned().unwrap_or(Value::Null),
+                "new": m.new.cloned().unwrap_or(Value::Null),
+            })).collect();
+            proptest::prop_assert_eq!(
+                Occurrence::of_group_part("r", "*2", &members),
+                occurrence_of_document(&json!({"rule": "r", "subject": "*2", "members": listed}))
+            );
+        }
+    }
 
     #[test]
     fn occurrence_is_stable_and_content_sensitive() {
