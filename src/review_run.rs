@@ -239,6 +239,9 @@ pub fn run_review_with(
     // No policy file at all is not "judged and nothing fired": the summary says so.
     let has_policies = !inputs.policy_files.is_empty();
     let mut outcome = compute_desired_state(inputs);
+    // The judged changes are spent once the findings exist: not held through the writes (a
+    // list set to `null` can make hundreds of thousands of them).
+    outcome.changes = Vec::new();
     if let Some(source) = &gathered.source_policies {
         // The MR's own policies are checked, never used to judge it.
         let findings = check_source_policies(source);

@@ -174,8 +174,10 @@ pub struct DesiredOutcome {
     pub desired: DesiredState,
     /// [`PolicySet::digest`] of the policy files.
     pub policy_digest: String,
-    /// Every semantic change of the governed files, and the descendants of those that some
-    /// rule could judge, sorted by (file, pointer, kind).
+    /// The semantic changes of the governed files, and the descendants of those, that some
+    /// rule could judge (its `match` accepts the file, pointer and kind:
+    /// [`PolicySet::could_judge`]), sorted by (file, pointer, kind). A change no rule could
+    /// judge can give no finding, so it is not copied out of the documents at all.
     pub changes: Vec<Change>,
     /// Each rule that could not be judged on a change (its `when` failed there) or on a file
     /// (the CEL budget was spent first, subject `<file>#`), sorted. Each is also among the
@@ -523,6 +525,7 @@ fn judge_file(
     let descendants = Descendants {
         wanted: &could_judge,
         max_values,
+        filter_reported: true,
     };
     let diff = diff_documents_with(path, old.as_ref(), new.as_ref(), &identity, &descendants);
     if diff.descendants_cut {
@@ -1164,7 +1167,10 @@ rules:
             slots(&out),
             vec![slot("every-delete", GROUP_SUBJECT, Effect::Comment)]
         );
-        assert_eq!(out.changes.len(), 1 + 50);
+        // The 50 deletes; `/topics` itself (a modify, list to `null`) matches no rule and is
+        // not copied at all.
+        assert_eq!(out.changes.len(), 50);
+        assert!(out.changes.iter().all(|c| c.kind == ChangeKind::Delete));
     }
 
     #[test]
@@ -1897,7 +1903,8 @@ rules:
             .iter()
             .map(|c| (c.file.as_str(), c.pointer.as_str(), c.kind))
             .collect();
-        // Only what some rule could match is spelled out under a whole-file change.
+        // Only what some rule could match is spelled out under a whole-file change, and only
+        // what some rule could match is a change at all: no rule judges a whole-file add.
         assert_eq!(
             judged,
             [
@@ -1912,7 +1919,6 @@ rules:
                     "/topics/orders.events.v1",
                     ChangeKind::Delete
                 ),
-                ("topics/new.yaml", "", ChangeKind::Add),
             ]
         );
         assert_eq!(
@@ -2317,7 +2323,10 @@ rules:
                 Effect::Block
             )]
         );
-        assert_eq!(out.changes.len(), 1, "the whole-file add is still reported");
+        assert!(
+            out.changes.is_empty(),
+            "nothing under the list is compared, and no rule judges the whole-file add"
+        );
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub struct Descendants<'a> {
     /// all. Each descendant copies its own subtree, so a deep document costs more than its
     /// size; past this the descendants are dropped and [`DocumentDiff::descendants_cut`] set.
     pub max_values: usize,
+    /// Whether `wanted` also filters the reported changes: one it refuses is then neither
+    /// copied nor in [`DocumentDiff::changes`]. A run judges changes and nothing else, and a
+    /// list set to `null` would otherwise copy the whole list into a change no rule reads.
+    pub filter_reported: bool,
 }
 
 /// A list declared with an identity field whose entries cannot be told apart on at least
@@ -118,6 +122,7 @@ pub fn diff_documents(
     let none = Descendants {
         wanted: &|_, _| false,
         max_values: 0,
+        filter_reported: false,
     };
     diff_documents_with(file, old, new, identity_for, &none)
 }
@@ -210,6 +215,10 @@ impl Walk<'_> {
         new: Option<&Node>,
         beneath: bool,
     ) {
+        if !beneath && self.descendants.filter_reported && !(self.descendants.wanted)(pointer, kind)
+        {
+            return;
+        }
         if beneath {
             if self.found.descendants_cut || !(self.descendants.wanted)(pointer, kind) {
                 return;
@@ -1057,7 +1066,11 @@ mod tests {
         max_values: usize,
     ) -> DocumentDiff {
         let (old, new) = (Node::from(&old), Node::from(&new));
-        let descendants = Descendants { wanted, max_values };
+        let descendants = Descendants {
+            wanted,
+            max_values,
+            filter_reported: false,
+        };
         diff_documents_with(
             "f.yaml",
             Some(&old),
@@ -1166,6 +1179,7 @@ mod tests {
         let descendants = Descendants {
             wanted: &every,
             max_values: usize::MAX,
+            filter_reported: false,
         };
         let found = diff_documents_with(
             "f.yaml",
