@@ -2,15 +2,19 @@
 //!
 //! `cargo bench --bench peak_rss` prints one line per case: the peak RSS (`VmHWM` from
 //! `/proc/self/status`) of a fresh process that ran only that case, its RSS before the case
-//! started, and the case's wall time. Each case runs in its own process (the benchmark
+//! started, the peak of the bytes the heap held (counted by a wrapper around the system
+//! allocator: what the case needs, without the allocator's fragmentation), and the case's
+//! wall time. Each case runs in its own process (the benchmark
 //! re-executes itself) because the allocator keeps freed memory, so a second case in the
 //! same process would start from the first one's heap.
 
-// A benchmark reports on the terminal.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+// A benchmark reports on the terminal; counting the heap needs a global allocator.
+#![allow(clippy::print_stdout, clippy::print_stderr, unsafe_code)]
 
 mod common;
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
 use assent::core::assent::AssentFacts;
@@ -24,6 +28,46 @@ use assent::core::policy::{MrContext, PolicyFile};
 use assent::core::review_state::finding_statuses;
 use assent::core::semantic_diff::{Format, Limits, Node, parse_document};
 use assent::reconcile::reconcile;
+
+/// The system allocator, counting the bytes it holds: the heap a case needs, apart from what
+/// the allocator's fragmentation adds to the RSS.
+struct CountingAllocator;
+
+static HELD: AtomicUsize = AtomicUsize::new(0);
+static HELD_PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn hold(bytes: usize) {
+    let now = HELD.fetch_add(bytes, Relaxed) + bytes;
+    HELD_PEAK.fetch_max(now, Relaxed);
+}
+
+// SAFETY: every call is passed to the system allocator unchanged; only sizes are counted.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        hold(layout.size());
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        HELD.fetch_sub(layout.size(), Relaxed);
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size >= layout.size() {
+            hold(new_size - layout.size());
+        } else {
+            HELD.fetch_sub(layout.size() - new_size, Relaxed);
+        }
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn status_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("Linux /proc");
@@ -40,10 +84,12 @@ fn measure(name: &str, case: impl FnOnce() -> String) {
     let detail = case();
     let elapsed = start.elapsed();
     let peak = status_kib("VmHWM:");
+    let mib = |bytes: usize| bytes as f64 / (1024.0 * 1024.0);
     println!(
-        "{name:<48} peak RSS {:>7.1} MiB (from {:>6.1} MiB)  {:>8.1} ms  {detail}",
+        "{name:<48} peak RSS {:>7.1} MiB (from {:>6.1} MiB)  heap peak {:>7.1} MiB  {:>8.1} ms  {detail}",
         peak as f64 / 1024.0,
         before as f64 / 1024.0,
+        mib(HELD_PEAK.load(Relaxed)),
         elapsed.as_secs_f64() * 1000.0
     );
 }
