@@ -21,7 +21,7 @@ use crate::core::receipt::{
 use crate::core::render::{self, SummaryContext, TargetBranch};
 use crate::core::rescan::{WriteRecord, verify_rescan};
 use crate::core::review_state::finding_statuses;
-use crate::core::run_receipt::{RunFacts, receipt_of};
+use crate::core::run_receipt::{RefusalFacts, RunFacts, receipt_of, refusal_receipt_of};
 use crate::forge::{Forge, ForgeError, ForgeErrorKind};
 use crate::progress::{Event, Listing, Progress, Silent};
 
@@ -568,27 +568,22 @@ pub fn retargeted_warning(pinned: &str, current: &str) -> String {
     )
 }
 
-/// The receipt of a designed no-write refusal (`stale-pipeline`, `mr-not-open`): decision
-/// `null`, every array but `warnings` empty.
+/// The receipt of a designed no-write refusal (`stale-pipeline`, `mr-not-open`) of the run
+/// `ctx` describes: [`refusal_receipt_of`].
 pub fn refusal_receipt(
     ctx: &RunContext,
     outcome: Outcome,
     reads: u64,
     warnings: Vec<String>,
 ) -> Receipt {
-    Receipt::new(
-        ctx.project.clone(),
-        ctx.mr,
-        ctx.pins.clone(),
+    refusal_receipt_of(RefusalFacts {
+        project: &ctx.project,
+        mr: ctx.mr,
+        pins: &ctx.pins,
         outcome,
-        None,
-        vec![],
-        vec![],
-        vec![],
         warnings,
-        Rescan { verified: false },
-        RequestCounts { reads, writes: 0 },
-    )
+        reads,
+    })
 }
 
 // ---- The approval step (docs/contract.md#approvals) ---------------------------------------------------------

@@ -575,22 +575,14 @@ mod tests {
 
     #[test]
     fn refusal_receipt_writes_null_decision_and_empty_arrays() {
-        let receipt = Receipt::new(
-            "42".into(),
-            7,
-            Pins::default(),
-            Outcome::StalePipeline,
-            None,
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            Rescan::default(),
-            RequestCounts {
-                reads: 1,
-                writes: 0,
-            },
-        );
+        let receipt = crate::run_receipt::refusal_receipt_of(crate::run_receipt::RefusalFacts {
+            project: "42",
+            mr: 7,
+            pins: &Pins::default(),
+            outcome: Outcome::StalePipeline,
+            warnings: Vec::new(),
+            reads: 1,
+        });
         let json = receipt.to_json();
         assert!(
             json.contains(r#""outcome":"stale-pipeline","decision":null,"findings":[],"actions":[],"repairs":[],"warnings":[],"rescan":{"verified":false},"approval":null,"#),

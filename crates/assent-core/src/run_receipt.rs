@@ -1,5 +1,6 @@
-//! The receipt of a run that published (or would publish), built from the run's facts by
-//! one pure function: the executor gathers facts, this decides what the receipt says.
+//! The receipt of a run, built from the run's facts by pure functions: the executor gathers
+//! facts, this decides what the receipt says ([`receipt_of`] for a run that published or
+//! would publish, [`refusal_receipt_of`] for a designed no-write refusal).
 
 use crate::assent::{Assent, AssentFacts};
 use crate::inventory::Inventory;
@@ -104,6 +105,45 @@ pub fn receipt_of(facts: RunFacts<'_>) -> Receipt {
             verified: facts.verified,
         },
         facts.requests,
+    )
+}
+
+/// What a run knows when it refuses by design before any write (`stale-pipeline`,
+/// `mr-not-open`).
+#[derive(Debug, Clone)]
+pub struct RefusalFacts<'a> {
+    /// Project id or path, as given.
+    pub project: &'a str,
+    /// The MR's IID.
+    pub mr: u64,
+    /// The inputs pinned so far.
+    pub pins: &'a Pins,
+    /// Which refusal.
+    pub outcome: Outcome,
+    /// Warnings gathered on the way (the listing's travel with every return).
+    pub warnings: Vec<String>,
+    /// Reads the run made; a refusal makes no write.
+    pub reads: u64,
+}
+
+/// The receipt of a designed no-write refusal: decision `null`, every array but `warnings`
+/// empty, not verified, no write.
+pub fn refusal_receipt_of(facts: RefusalFacts<'_>) -> Receipt {
+    Receipt::new(
+        facts.project.to_owned(),
+        facts.mr,
+        facts.pins.clone(),
+        facts.outcome,
+        None,
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        facts.warnings,
+        Rescan { verified: false },
+        RequestCounts {
+            reads: facts.reads,
+            writes: 0,
+        },
     )
 }
 
