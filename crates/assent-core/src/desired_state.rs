@@ -70,8 +70,9 @@
 //!   [`diff_documents_with`]), with its own values and lines, so `topics: null` fires
 //!   `topic-deleted` for each topic as deleting them one by one does. Only the descendants some
 //!   rule's `match` (files, pointer, kinds) accepts are built ([`PolicySet::could_judge`]);
-//!   they carry at most `DESCENDANT_VALUES_PER_NODE` × [`Limits::max_nodes`] values per file,
-//!   past which none of them is judged and the file is `assent/undecidable`. They are in
+//!   they carry at most `DESCENDANT_VALUES_PER_NODE` × [`Limits::max_nodes`] values in the
+//!   whole run (files in path order): a file whose descendants do not fit in what is left
+//!   has none of them judged and is `assent/undecidable`. They are in
 //!   [`DesiredOutcome::changes`] with the rest.
 //! * **Emptied files**: a side that holds nothing (`null`: an empty or blank YAML file, a
 //!   `null` document; a TOML file without a key) facing a side that holds a document is
@@ -299,6 +300,12 @@ pub fn compute_desired_state_with_budget(
     };
 
     let mut changes = Vec::new();
+    // One bound for the whole run, not one per file: the memory of the judged values is what
+    // it caps, and a merge request can change many files.
+    let mut descendant_values = DescendantValues {
+        limit: limits.max_nodes.saturating_mul(DESCENDANT_VALUES_PER_NODE),
+        spent: 0,
+    };
     if let Some(policies) = &policies {
         for file in files {
             if file.withheld {
@@ -308,6 +315,7 @@ pub fn compute_desired_state_with_budget(
                 policies,
                 file,
                 &limits,
+                &mut descendant_values,
                 &mut changes,
                 &mut undecidable,
                 &mut builtins,
@@ -417,6 +425,7 @@ fn judge_file(
     policies: &PolicySet,
     file: ChangedFileInput,
     limits: &Limits,
+    descendant_values: &mut DescendantValues,
     changes: &mut Vec<Change>,
     undecidable: &mut BTreeMap<String, Vec<Reason>>,
     builtins: &mut Vec<Finding>,
@@ -521,18 +530,18 @@ fn judge_file(
     };
     let identity = |pointer: &str| policies.identity_for(path, pointer);
     let could_judge = policies.could_judge(path);
-    let max_values = limits.max_nodes.saturating_mul(DESCENDANT_VALUES_PER_NODE);
     let descendants = Descendants {
         wanted: &could_judge,
-        max_values,
+        max_values: descendant_values.limit - descendant_values.spent,
         filter_reported: true,
     };
     let diff = diff_documents_with(path, old.as_ref(), new.as_ref(), &identity, &descendants);
+    descendant_values.spent += diff.descendant_values;
     if diff.descendants_cut {
         undecidable
             .entry(subject.clone())
             .or_default()
-            .push(descendants_cut_reason(path, max_values));
+            .push(descendants_cut_reason(path, descendant_values));
     }
     changes.extend(diff.changes);
     changes.extend(diff.descendants);
@@ -546,12 +555,20 @@ fn judge_file(
     }
 }
 
-/// The values the descendants of one file's changes may carry together, per node the parser
-/// accepts in one document ([`Limits::max_nodes`]): as many as both sides of the file can hold.
-/// A registry is shallow, so each value is copied into few descendants (a 150,000-topic list
-/// set to `null` copies each topic once, into its `topic-deleted` change, and each field once);
-/// a deep document whose every level some rule matches would copy its values once per level.
+/// The values the descendants of a run's changes may carry together, in all its files, per
+/// node the parser accepts in one document ([`Limits::max_nodes`]): as many as both sides of
+/// one file can hold. A registry is shallow, so each value is copied into few descendants (a
+/// 150,000-topic list set to `null` copies each topic once, into its `topic-deleted` change,
+/// and each field once: 1.2 million values of the 2 million); a deep document whose every
+/// level some rule matches would copy its values once per level. Every judged value costs
+/// memory until the findings exist, so the bound is the run's, not each file's.
 const DESCENDANT_VALUES_PER_NODE: usize = 2;
+
+/// The run's bound on the values descendants carry, and what the files judged so far spent.
+struct DescendantValues {
+    limit: usize,
+    spent: usize,
+}
 
 /// Whether a parsed side holds nothing: `null` (an empty or blank YAML file, `null`, `~`), or
 /// a TOML file without a key (TOML has no `null`; its empty file is the empty table).
@@ -566,12 +583,24 @@ fn holds_nothing(document: &Node, path: &str) -> bool {
 }
 
 /// Names the limit only, so the finding keeps its occurrence while the file stays too large.
-fn descendants_cut_reason(file: &str, max_values: usize) -> Reason {
+fn descendants_cut_reason(file: &str, values: &DescendantValues) -> Reason {
+    let (limit, spent) = (values.limit, values.spent);
     let text = |file: &str| {
-        format!(
-            "the values inside what {file} deletes, adds or replaces are more than the {max_values} \
-             assent judges one by one against the rules written on them: split the merge request"
-        )
+        if spent == 0 {
+            format!(
+                "the values inside what {file} deletes, adds or replaces are more than the \
+                 {limit} assent judges one by one against the rules written on them: split the \
+                 merge request"
+            )
+        } else {
+            format!(
+                "the values inside what {file} deletes, adds or replaces are more than the \
+                 {} left of the {limit} assent judges one by one against the rules written on \
+                 them in one merge request (the files before it in path order took {spent}): \
+                 split the merge request",
+                limit - spent
+            )
+        }
     };
     Reason {
         detail: text(&format!("`{file}`")),
@@ -1171,6 +1200,73 @@ rules:
         // not copied at all.
         assert_eq!(out.changes.len(), 50);
         assert!(out.changes.iter().all(|c| c.kind == ChangeKind::Delete));
+    }
+
+    #[test]
+    fn the_bound_on_judged_values_is_the_runs_not_each_files() {
+        // The policy of the test above: every value inside a deleted list is a delete.
+        let policy = r#"apiVersion: assent/v1
+kind: Policy
+identities:
+  "cfg/*.json": { "/topics": name }
+rules:
+  - id: every-delete
+    match: { files: ["cfg/*.json"], pointer: "/**", kinds: [delete] }
+    effect: comment
+"#;
+        let topics: Vec<Value> = (0..10)
+            .map(|i| json!({"name": format!("t{i}"), "x": {"y": {"z": 1}}}))
+            .collect();
+        let base = serde_json::to_vec(&json!({"topics": topics})).unwrap();
+        let nulled = |path: &str| {
+            file(
+                path,
+                FileContent::Present(base.clone()),
+                present("{\"topics\": null}"),
+            )
+        };
+        // Each file's deletes carry 120 values.
+        let judge = |max_nodes: usize| {
+            compute_desired_state(ReviewInputs {
+                policy_files: vec![PolicyFile {
+                    path: ".assent/policies/p.yaml".into(),
+                    bytes: policy.as_bytes().to_vec(),
+                }],
+                limits: Limits {
+                    max_nodes,
+                    ..Limits::default()
+                },
+                ..inputs(vec![nulled("cfg/b.json"), nulled("cfg/a.json")])
+            })
+        };
+        // Room for one file: the first in path order is judged, the second is undecidable
+        // and says what the first took.
+        let out = judge(60);
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(RULE_UNDECIDABLE, "cfg/b.json#", Effect::Block),
+                slot("every-delete", GROUP_SUBJECT, Effect::Comment),
+            ]
+        );
+        assert!(
+            out.changes.iter().all(|c| c.file == "cfg/a.json") && out.changes.len() == 50,
+            "{:?}",
+            out.changes
+        );
+        let message = &finding(&out, RULE_UNDECIDABLE).message;
+        assert!(
+            message.contains("more than the 0 left of the 120 assent judges one by one")
+                && message.contains("took 120"),
+            "{message}"
+        );
+        // Room for both.
+        let out = judge(120);
+        assert_eq!(
+            slots(&out),
+            vec![slot("every-delete", GROUP_SUBJECT, Effect::Comment)]
+        );
+        assert_eq!(out.changes.len(), 100);
     }
 
     #[test]

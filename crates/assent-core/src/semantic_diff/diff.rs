@@ -28,6 +28,9 @@ pub struct DocumentDiff {
     /// [`Descendants::max_values`]: `descendants` is then empty, so the caller must fail
     /// closed rather than judge part of them.
     pub descendants_cut: bool,
+    /// How many values (nodes of `old` and `new` together) `descendants` carries, within
+    /// [`Descendants::max_values`]: what a caller that bounds several diffs together has spent.
+    pub descendant_values: usize,
     /// Identity-keyed lists that could not be compared, in the same order. No change at or
     /// under their pointers is in `changes` or `descendants`.
     pub ambiguities: Vec<AmbiguousList>,
@@ -180,6 +183,9 @@ pub fn diff_documents_with(
         found: DocumentDiff::default(),
     };
     walk.pair(&mut String::new(), old, new, false);
+    if !walk.found.descendants_cut {
+        walk.found.descendant_values = descendants.max_values - walk.values_left;
+    }
     walk.found
 }
 
