@@ -99,7 +99,7 @@ use crate::grouping::{Fired, group_fired};
 use crate::inert;
 use crate::model::{
     Assenters, Change, ChangeKind, DesiredState, Effect, Finding, FindingSite, GROUP_SUBJECT,
-    Occurrence, Slot, bounded_subject,
+    MemberFinding, Occurrence, Slot, bounded_subject,
 };
 use crate::policy::{CelBudget, EvaluationFailure, MrContext, PolicyFile, PolicySet};
 use crate::semantic_diff::{
@@ -236,7 +236,44 @@ pub fn compute_desired_state_with_budget(
     // Undecidable reasons per subject, merged into one finding each.
     let mut undecidable: BTreeMap<String, Vec<Reason>> = BTreeMap::new();
 
-    let mut files: Vec<ChangedFileInput> = match changed_files {
+    let files = change_set(changed_files, &mut undecidable);
+    let self_edited = self_edited_paths(&files);
+    builtins.extend(self_edited.iter().map(|path| self_edit_finding(path)));
+    let any_self_edit = !self_edited.is_empty();
+    withheld_reasons(&files, &mut undecidable);
+    let policies = load_policies(&policy_files, policy_problems, &mut builtins);
+
+    let changes = match &policies {
+        Some(policies) => judge_files(policies, files, &limits, &mut undecidable, &mut builtins),
+        None => Vec::new(),
+    };
+    let judged = match &policies {
+        Some(policies) => judge_changes(policies, &changes, &mr, cel_budget, &mut undecidable),
+        None => Judged::default(),
+    };
+    let mut findings = judged.findings;
+    findings.extend(builtins);
+    for (subject, reasons) in undecidable {
+        findings.push(undecidable_finding(&subject, &reasons));
+    }
+    DesiredOutcome {
+        desired: DesiredState::new(findings)
+            .with_assenters(assenters(policies.as_ref(), any_self_edit))
+            .with_members(judged.members)
+            .with_sites(judged.sites),
+        policy_digest,
+        changes,
+        evaluation_failures: judged.failures,
+    }
+}
+
+/// The changed files, in an order that does not depend on the input's; an incomplete change
+/// set is no file and a reason the merge request is undecidable.
+fn change_set(
+    changed_files: Result<Vec<ChangedFileInput>, String>,
+    undecidable: &mut BTreeMap<String, Vec<Reason>>,
+) -> Vec<ChangedFileInput> {
+    let mut files = match changed_files {
         Ok(files) => files,
         Err(reason) => {
             undecidable
@@ -249,47 +286,55 @@ pub fn compute_desired_state_with_budget(
             Vec::new()
         }
     };
-    // Input order must not matter.
     files.sort_by(|a, b| {
         (&a.new_path, &a.old_path, a.withheld).cmp(&(&b.new_path, &b.old_path, b.withheld))
     });
+    files
+}
 
-    let mut self_edited: Vec<&str> = files
+/// Every path under `.assent/` a changed file has on either side, sorted, once each.
+fn self_edited_paths(files: &[ChangedFileInput]) -> Vec<&str> {
+    let mut paths: Vec<&str> = files
         .iter()
         .flat_map(|f| [f.old_path.as_str(), f.new_path.as_str()])
         .filter(|p| is_assent_path(p))
         .collect();
-    self_edited.sort_unstable();
-    self_edited.dedup();
-    let any_self_edit = !self_edited.is_empty();
-    for path in self_edited {
-        builtins.push(self_edit_finding(path));
-    }
+    paths.sort_unstable();
+    paths.dedup();
+    paths
+}
 
-    for file in &files {
-        if file.withheld {
-            undecidable
-                .entry(subject_of(&file.new_path))
-                .or_default()
-                .push(Reason {
-                    detail: format!(
-                        "the forge withheld the diff of `{}` (too large or collapsed)",
-                        file.new_path
-                    ),
-                    markdown: format!(
-                        "the forge withheld the diff of {} (too large or collapsed)",
-                        inert::code(&file.new_path)
-                    ),
-                });
-        }
+/// A reason each file the forge withheld is undecidable, governed or not.
+fn withheld_reasons(files: &[ChangedFileInput], undecidable: &mut BTreeMap<String, Vec<Reason>>) {
+    for file in files.iter().filter(|f| f.withheld) {
+        undecidable
+            .entry(subject_of(&file.new_path))
+            .or_default()
+            .push(Reason {
+                detail: format!(
+                    "the forge withheld the diff of `{}` (too large or collapsed)",
+                    file.new_path
+                ),
+                markdown: format!(
+                    "the forge withheld the diff of {} (too large or collapsed)",
+                    inert::code(&file.new_path)
+                ),
+            });
     }
+}
 
+/// The target's policies, or `None` and one `assent/policy-error` finding listing every
+/// problem (the files' own and `policy_problems`, reads that failed).
+fn load_policies(
+    policy_files: &[PolicyFile],
+    policy_problems: Vec<String>,
+    builtins: &mut Vec<Finding>,
+) -> Option<PolicySet> {
     let central = !policy_problems.is_empty()
         || policy_files
             .iter()
             .any(|f| f.path.starts_with(CENTRAL_POLICY_PREFIX));
-    let loaded = PolicySet::load(&policy_files);
-    let policies = match (loaded, policy_problems.is_empty()) {
+    match (PolicySet::load(policy_files), policy_problems.is_empty()) {
         (Ok(set), true) => Some(set),
         (loaded, _) => {
             let mut problems = policy_problems;
@@ -297,8 +342,17 @@ pub fn compute_desired_state_with_budget(
             builtins.push(policy_error_finding(&problems, central));
             None
         }
-    };
+    }
+}
 
+/// The changes of every governed file some rule could judge, sorted by (file, pointer, kind).
+fn judge_files(
+    policies: &PolicySet,
+    files: Vec<ChangedFileInput>,
+    limits: &Limits,
+    undecidable: &mut BTreeMap<String, Vec<Reason>>,
+    builtins: &mut Vec<Finding>,
+) -> Vec<Change> {
     let mut changes = Vec::new();
     // One bound for the whole run, not one per file: the memory of the judged values is what
     // it caps, and a merge request can change many files.
@@ -306,106 +360,114 @@ pub fn compute_desired_state_with_budget(
         limit: limits.max_nodes.saturating_mul(DESCENDANT_VALUES_PER_NODE),
         spent: 0,
     };
-    if let Some(policies) = &policies {
-        for file in files {
-            if file.withheld {
-                continue;
-            }
-            judge_file(
-                policies,
-                file,
-                &limits,
-                &mut descendant_values,
-                &mut changes,
-                &mut undecidable,
-                &mut builtins,
-            );
-        }
+    for file in files.into_iter().filter(|f| !f.withheld) {
+        judge_file(
+            policies,
+            file,
+            limits,
+            &mut descendant_values,
+            &mut changes,
+            undecidable,
+            builtins,
+        );
     }
     changes.sort_by(|a, b| (&a.file, &a.pointer, a.kind).cmp(&(&b.file, &b.pointer, b.kind)));
     changes.dedup();
+    changes
+}
 
-    // Where each policy finding's value sits; a grouped finding's is its first member's.
-    // Kept beside the findings, never in them: lines are presentation only (docs/contract.md#lines).
-    let mut sites: BTreeMap<Slot, FindingSite> = BTreeMap::new();
-    let mut evaluation_failures = Vec::new();
-    let mut members = BTreeMap::new();
-    let mut findings = match &policies {
-        Some(policies) => {
-            let evaluation = policies.evaluate_within(&changes, &mr, cel_budget);
-            for (file, rules) in &evaluation.unevaluated {
-                undecidable
-                    .entry(subject_of(file))
-                    .or_default()
-                    .push(budget_spent_reason(file, rules, evaluation.budget.limit()));
-                evaluation_failures.extend(rules.iter().map(|rule| EvaluationFailure {
-                    rule: rule.clone(),
-                    subject: subject_of(file),
-                    reason: format!(
-                        "the run's CEL budget ({:e} steps) was spent before it could be evaluated",
-                        evaluation.budget.limit()
-                    ),
-                }));
-            }
-            evaluation_failures.extend(evaluation.failures);
-            let fired = evaluation
-                .findings
-                .into_iter()
-                .zip(evaluation.sources)
-                .map(|(finding, index)| {
-                    let change = &changes[index];
-                    let site = FindingSite::of_change(change);
-                    let rule = &finding.slot.rule;
-                    for subject in [
-                        bounded_subject(&finding.slot.subject).as_ref(),
-                        GROUP_SUBJECT,
-                    ] {
-                        sites
-                            .entry(Slot {
-                                rule: rule.clone(),
-                                subject: subject.to_owned(),
-                            })
-                            .or_insert_with(|| site.clone());
-                    }
-                    Fired {
-                        finding,
-                        kind: change.kind,
-                        old: change.old.as_ref(),
-                        new: change.new.as_ref(),
-                    }
-                })
-                .collect();
-            let grouped = group_fired(fired, |rule| policies.group_above(rule));
-            members = grouped.members;
-            grouped.findings
-        }
-        None => Vec::new(),
-    };
-    findings.extend(builtins);
-    for (subject, reasons) in undecidable {
-        findings.push(undecidable_finding(&subject, &reasons));
+/// What the policies' rules said of the changes.
+#[derive(Default)]
+struct Judged {
+    /// Their findings, grouped where a rule fired more than its threshold.
+    findings: Vec<Finding>,
+    /// Each grouped finding's members.
+    members: BTreeMap<Slot, Vec<MemberFinding>>,
+    /// Where each finding's value sits; a grouped finding's is its first member's. Kept
+    /// beside the findings, never in them: lines are presentation only
+    /// (docs/contract.md#lines).
+    sites: BTreeMap<Slot, FindingSite>,
+    /// Each rule that could not be judged on a change or a file, sorted.
+    failures: Vec<EvaluationFailure>,
+}
+
+/// Evaluates every rule on `changes` within `cel_budget` and groups the findings; a file some
+/// rule could not be evaluated on before the budget was spent is undecidable.
+fn judge_changes(
+    policies: &PolicySet,
+    changes: &[Change],
+    mr: &MrContext,
+    cel_budget: CelBudget,
+    undecidable: &mut BTreeMap<String, Vec<Reason>>,
+) -> Judged {
+    let evaluation = policies.evaluate_within(changes, mr, cel_budget);
+    let mut failures = Vec::new();
+    for (file, rules) in &evaluation.unevaluated {
+        undecidable
+            .entry(subject_of(file))
+            .or_default()
+            .push(budget_spent_reason(file, rules, evaluation.budget.limit()));
+        failures.extend(rules.iter().map(|rule| EvaluationFailure {
+            rule: rule.clone(),
+            subject: subject_of(file),
+            reason: format!(
+                "the run's CEL budget ({:e} steps) was spent before it could be evaluated",
+                evaluation.budget.limit()
+            ),
+        }));
     }
+    failures.extend(evaluation.failures);
+    failures.sort();
+    let mut sites: BTreeMap<Slot, FindingSite> = BTreeMap::new();
+    let fired = evaluation
+        .findings
+        .into_iter()
+        .zip(evaluation.sources)
+        .map(|(finding, index)| {
+            let change = &changes[index];
+            let site = FindingSite::of_change(change);
+            let rule = &finding.slot.rule;
+            for subject in [
+                bounded_subject(&finding.slot.subject).as_ref(),
+                GROUP_SUBJECT,
+            ] {
+                sites
+                    .entry(Slot {
+                        rule: rule.clone(),
+                        subject: subject.to_owned(),
+                    })
+                    .or_insert_with(|| site.clone());
+            }
+            Fired {
+                finding,
+                kind: change.kind,
+                old: change.old.as_ref(),
+                new: change.new.as_ref(),
+            }
+        })
+        .collect();
+    let grouped = group_fired(fired, |rule| policies.group_above(rule));
+    Judged {
+        findings: grouped.findings,
+        members: grouped.members,
+        sites,
+        failures,
+    }
+}
+
+/// Who may assent, by rule id: the policies' narrowing, and for a run that changes policies
+/// the policy owners for `assent/self-edit` (the default ones when the policies do not load
+/// and so name none).
+fn assenters(policies: Option<&PolicySet>, any_self_edit: bool) -> BTreeMap<String, Assenters> {
     let mut assenters = policies
-        .as_ref()
         .map(PolicySet::assenters_by_rule)
         .unwrap_or_default();
     if any_self_edit {
-        // Policies that do not load name no owners: the default ones decide.
-        let owners = policies
-            .as_ref()
-            .map_or_else(Assenters::default_policy_owners, PolicySet::policy_owners);
+        let owners =
+            policies.map_or_else(Assenters::default_policy_owners, PolicySet::policy_owners);
         assenters.insert(RULE_SELF_EDIT.to_owned(), owners);
     }
-    evaluation_failures.sort();
-    DesiredOutcome {
-        desired: DesiredState::new(findings)
-            .with_assenters(assenters)
-            .with_members(members)
-            .with_sites(sites),
-        policy_digest,
-        changes,
-        evaluation_failures,
-    }
+    assenters
 }
 
 /// From this many bytes in a file's two sides together, they are parsed in parallel. Below it
