@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
+use super::loader::valid_rule_id;
 use super::*;
+use crate::model::Role;
 
 const CONTRACT_EXAMPLE: &str = r#"apiVersion: assent/v1
 kind: Policy
