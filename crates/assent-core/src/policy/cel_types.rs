@@ -33,7 +33,8 @@ use std::sync::Arc;
 use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, operators};
 use cel::{Context, Env, ExecutionError, Value as CelValue};
 
-use super::cel_eval::{PredicateError, VARIABLES, cost_of};
+use super::cel_cost::cost_of;
+use super::cel_eval::{PredicateError, VARIABLES};
 
 /// The fields of the `mr` variable and their types.
 pub const MR_FIELDS: [(&str, Ty); 6] = [

@@ -41,7 +41,9 @@
 //!   headline and summary row, so its length counts against GitLab's note limit.
 //! * **Digest**: see [`PolicySet::digest`].
 
+mod cel_cost;
 pub mod cel_eval;
+mod cel_limits;
 pub mod cel_types;
 pub mod document;
 pub mod excerpt;
