@@ -13,7 +13,7 @@ use crate::core::assent::{AssentFacts, roles_to_read};
 use crate::core::inventory::Inventory;
 use crate::core::marker::SummaryState;
 use crate::core::model::ListedDiscussion;
-use crate::core::model::{Decision, DesiredState, MergeRequestState, Pins, Role};
+use crate::core::model::{Decision, DesiredState, MergeRequestInfo, MergeRequestState, Pins, Role};
 use crate::core::planner::{Plan, Write, plan_reconciliation};
 use crate::core::receipt::{
     ApprovalOutcome, Outcome, Receipt, ReceiptRepair, RequestCounts, Rescan,
@@ -168,208 +168,284 @@ pub fn reconcile_observed(
     ctx: &RunContext,
     progress: &dyn Progress,
 ) -> Result<Publication, ReconcileError> {
-    // The counter as it stood when the run began: every count below covers the whole run.
-    let start = forge.request_counts().since(ctx.requests_before);
-    let head = ctx.pins.source_sha.as_str();
-    let summary_ctx = ctx.summary_context(None);
-    let bot = forge.bot_user_id()?;
-    let mut warnings = BTreeSet::new();
-    let mut facts = ctx.assent_facts(bot);
-    // One read per run: while pushes resolve outdated diff threads, no DiffNote challenge's
-    // resolution counts (core::assent), whoever GitLab names as its resolver.
-    facts.push_resolves_diff_threads = forge.resolves_outdated_diff_threads()?;
-    if let Some(target) = ctx.target.as_ref().filter(|t| !t.has_policies) {
-        warnings.insert(no_policies_warning(&target.name));
+    let run = Reconciliation {
+        forge,
+        desired,
+        ctx,
+        progress,
+        // The counter as it stood when the run began: every count below covers the whole run.
+        start: forge.request_counts().since(ctx.requests_before),
+        bot: forge.bot_user_id()?,
+    };
+    let mut seen = run.first_look()?;
+    let first_plan = plan_reconciliation(desired, &seen.inventory, run.head());
+    if ctx.dry_run {
+        let receipt = run.receipt(
+            Outcome::DryRun,
+            &seen,
+            &first_plan,
+            &first_plan.repairs,
+            false,
+        );
+        return Ok(Publication::of(receipt, first_plan));
     }
-
-    let mut inventory =
-        Inventory::from_listing(&list_observed(forge, progress, Listing::Inventory)?, bot);
-    warnings.extend(inventory.warnings.iter().cloned());
-    read_roles(forge, desired, &inventory, &mut facts)?;
-    let first_plan = plan_reconciliation(desired, &inventory, head);
-
-    let finish = |outcome,
-                  facts: &AssentFacts,
-                  inventory: &Inventory,
-                  plan: &Plan,
-                  repairs: &[ReceiptRepair],
-                  warnings: &BTreeSet<String>,
-                  verified| {
-        let warnings: Vec<String> = warnings.iter().cloned().collect();
-        receipt_of(RunFacts {
+    if first_plan.writes.is_empty() && run.summary_is_current(&seen) {
+        progress.event(&Event::Planned { writes: 0 });
+        progress.event(&Event::Verified { head: run.head() });
+        let receipt = run.receipt(Outcome::Published, &seen, &first_plan, &[], true);
+        return Ok(Publication::of(receipt, first_plan));
+    }
+    // Right before the first write: a pipeline for an older head, or for the branch the MR
+    // targeted before it was retargeted, must not publish.
+    let mr = forge.merge_request()?;
+    let pinned_target = ctx.target.as_ref().map(|t| t.name.as_str());
+    if let Some(refusal) = refusal_for(&mr, run.head(), pinned_target) {
+        seen.warnings.extend(refusal.warning);
+        // The listing's warnings travel with every return, the refusals included.
+        let receipt = refusal_receipt_of(RefusalFacts {
             project: &ctx.project,
             mr: ctx.mr,
             pins: &ctx.pins,
-            outcome,
-            desired,
+            outcome: refusal.outcome,
+            warnings: seen.warnings.into_iter().collect(),
+            reads: forge.request_counts().reads - run.start.reads,
+        });
+        return Ok(Publication {
+            receipt,
+            plan: first_plan,
+            stale: refusal.stale,
+        });
+    }
+    check_writer_role(forge, run.bot)?;
+    run.publish(seen, first_plan)
+}
+
+/// Why a run must not publish for the merge request as it is now, and what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// `mr-not-open` or `stale-pipeline`.
+    pub outcome: Outcome,
+    /// Why a `stale-pipeline` is stale.
+    pub stale: Option<Staleness>,
+    /// The receipt's warning, when the reason needs one.
+    pub warning: Option<String>,
+}
+
+/// The one classification of a run that must not publish, asked at its start and again
+/// right before its first write: the MR is closed or merged; it targets another branch than
+/// the pinned one (`pinned_target`, `None` pins none); its head is no longer `head`.
+pub fn refusal_for(
+    mr: &MergeRequestInfo,
+    head: &str,
+    pinned_target: Option<&str>,
+) -> Option<Refusal> {
+    if mr.state != MergeRequestState::Opened {
+        return Some(Refusal {
+            outcome: Outcome::MrNotOpen,
+            stale: None,
+            warning: None,
+        });
+    }
+    if let Some(pinned) = pinned_target.filter(|pinned| *pinned != mr.target_branch) {
+        return Some(Refusal {
+            outcome: Outcome::StalePipeline,
+            stale: Some(Staleness::Retargeted),
+            warning: Some(retargeted_warning(pinned, &mr.target_branch)),
+        });
+    }
+    (mr.head_sha != head).then_some(Refusal {
+        outcome: Outcome::StalePipeline,
+        stale: Some(Staleness::HeadMoved),
+        warning: None,
+    })
+}
+
+impl Publication {
+    /// A publication that is not stale.
+    fn of(receipt: Receipt, plan: Plan) -> Publication {
+        Publication {
+            receipt,
+            plan,
+            stale: None,
+        }
+    }
+}
+
+/// One reconciliation under way: what stays the same for the whole of it.
+struct Reconciliation<'a> {
+    forge: &'a dyn Forge,
+    desired: &'a DesiredState,
+    ctx: &'a RunContext,
+    progress: &'a dyn Progress,
+    /// The request counter when the run began.
+    start: RequestCounts,
+    /// The token's user.
+    bot: u64,
+}
+
+/// What the run knows of the merge request from its latest listing.
+struct Seen {
+    /// The bot's artifacts as last listed.
+    inventory: Inventory,
+    /// Who may assent, with the roles read so far.
+    facts: AssentFacts,
+    /// Every warning gathered on the way.
+    warnings: BTreeSet<String>,
+}
+
+impl Reconciliation<'_> {
+    /// The head the run judged.
+    fn head(&self) -> &str {
+        &self.ctx.pins.source_sha
+    }
+
+    /// The first listing, and what the run reads once besides it.
+    fn first_look(&self) -> Result<Seen, ReconcileError> {
+        let mut facts = self.ctx.assent_facts(self.bot);
+        // One read per run: while pushes resolve outdated diff threads, no DiffNote
+        // challenge's resolution counts (core::assent), whoever GitLab names as its resolver.
+        facts.push_resolves_diff_threads = self.forge.resolves_outdated_diff_threads()?;
+        let mut warnings = BTreeSet::new();
+        if let Some(target) = self.ctx.target.as_ref().filter(|t| !t.has_policies) {
+            warnings.insert(no_policies_warning(&target.name));
+        }
+        let inventory = self.list(Listing::Inventory, &mut warnings)?;
+        read_roles(self.forge, self.desired, &inventory, &mut facts)?;
+        Ok(Seen {
             inventory,
-            assent: facts,
+            facts,
+            warnings,
+        })
+    }
+
+    /// Lists the discussions (`listing` says why), keeping the listing's warnings.
+    fn list(
+        &self,
+        listing: Listing,
+        warnings: &mut BTreeSet<String>,
+    ) -> Result<Inventory, ReconcileError> {
+        let listed = list_observed(self.forge, self.progress, listing)?;
+        let inventory = Inventory::from_listing(&listed, self.bot);
+        warnings.extend(inventory.warnings.iter().cloned());
+        Ok(inventory)
+    }
+
+    /// Lists again and reads the roles its resolvers need: `seen` is then that listing.
+    fn relist(&self, seen: &mut Seen, listing: Listing) -> Result<(), ReconcileError> {
+        seen.inventory = self.list(listing, &mut seen.warnings)?;
+        read_roles(self.forge, self.desired, &seen.inventory, &mut seen.facts)?;
+        Ok(())
+    }
+
+    /// The summary's body in `state`, as `inventory` and `facts` make it.
+    fn summary(&self, facts: &AssentFacts, inventory: &Inventory, state: SummaryState) -> String {
+        render::summary_body(
+            self.ctx.summary_context(Some(inventory)),
+            self.desired,
+            &finding_statuses(self.desired, inventory, facts),
+            state,
+        )
+    }
+
+    /// Whether the one summary listed already says what a verified run would write.
+    fn summary_is_current(&self, seen: &Seen) -> bool {
+        seen.inventory.summaries.len() == 1
+            && seen.inventory.summaries[0].body
+                == self.summary(&seen.facts, &seen.inventory, SummaryState::Verified)
+    }
+
+    /// The receipt of a run that ended `outcome` with `seen` the latest listing.
+    fn receipt(
+        &self,
+        outcome: Outcome,
+        seen: &Seen,
+        plan: &Plan,
+        repairs: &[ReceiptRepair],
+        verified: bool,
+    ) -> Receipt {
+        let warnings: Vec<String> = seen.warnings.iter().cloned().collect();
+        receipt_of(RunFacts {
+            project: &self.ctx.project,
+            mr: self.ctx.mr,
+            pins: &self.ctx.pins,
+            outcome,
+            desired: self.desired,
+            inventory: &seen.inventory,
+            assent: &seen.facts,
             plan,
             repairs,
             warnings: &warnings,
             verified,
-            requests: forge.request_counts().since(start),
+            requests: self.forge.request_counts().since(self.start),
         })
-    };
-
-    let summary_body = |facts: &AssentFacts, inventory: &Inventory, state| {
-        render::summary_body(
-            SummaryContext {
-                listing: Some(inventory),
-                ..summary_ctx
-            },
-            desired,
-            &finding_statuses(desired, inventory, facts),
-            state,
-        )
-    };
-    let summary_current = |facts: &AssentFacts, inventory: &Inventory| {
-        inventory.summaries.len() == 1
-            && inventory.summaries[0].body == summary_body(facts, inventory, SummaryState::Verified)
-    };
-
-    if ctx.dry_run {
-        let receipt = finish(
-            Outcome::DryRun,
-            &facts,
-            &inventory,
-            &first_plan,
-            &first_plan.repairs,
-            &warnings,
-            false,
-        );
-        return Ok(Publication {
-            receipt,
-            plan: first_plan,
-            stale: None,
-        });
-    }
-    if first_plan.writes.is_empty() && summary_current(&facts, &inventory) {
-        progress.event(&Event::Planned { writes: 0 });
-        progress.event(&Event::Verified { head });
-        let receipt = finish(
-            Outcome::Published,
-            &facts,
-            &inventory,
-            &first_plan,
-            &[],
-            &warnings,
-            true,
-        );
-        return Ok(Publication {
-            receipt,
-            plan: first_plan,
-            stale: None,
-        });
     }
 
-    // Right before the first write: a pipeline for an older head, or for the branch the MR
-    // targeted before it was retargeted, must not publish.
-    let mr = forge.merge_request()?;
-    let retargeted = ctx
-        .target
-        .as_ref()
-        .filter(|pinned| pinned.name != mr.target_branch);
-    if mr.state != MergeRequestState::Opened || mr.head_sha != head || retargeted.is_some() {
-        let outcome = if mr.state != MergeRequestState::Opened {
-            Outcome::MrNotOpen
-        } else {
-            Outcome::StalePipeline
-        };
-        let stale = match (outcome, retargeted) {
-            (Outcome::StalePipeline, Some(pinned)) => {
-                warnings.insert(retargeted_warning(&pinned.name, &mr.target_branch));
-                Some(Staleness::Retargeted)
+    /// Writes the plan in rounds (a write of unknown outcome: list, plan again), then
+    /// verifies the result against a fresh listing.
+    fn publish(&self, mut seen: Seen, first_plan: Plan) -> Result<Publication, ReconcileError> {
+        let mut all_repairs: Vec<ReceiptRepair> = Vec::new();
+        let mut record = WriteRecord::default();
+        let mut plan = first_plan.clone();
+        for _round in 0..MAX_PLANNING_ROUNDS {
+            all_repairs.extend(plan.repairs.iter().cloned());
+            let summary = self.summary(&seen.facts, &seen.inventory, round_summary_state(&plan));
+            let round = execute_round(
+                self.forge,
+                &summary,
+                &seen.inventory,
+                &plan,
+                &mut record,
+                self.progress,
+            );
+            match round {
+                Ok(()) => {}
+                Err(err) if err.is_ambiguous_write() => {
+                    self.relist(&mut seen, Listing::AfterAmbiguousWrite)?;
+                    plan = plan_reconciliation(self.desired, &seen.inventory, self.head());
+                    continue;
+                }
+                Err(err) => return Err(err.into()),
             }
-            (Outcome::StalePipeline, None) => Some(Staleness::HeadMoved),
-            _ => None,
-        };
-        let used = forge.request_counts();
-        // Seed 004: the listing's warnings travel with every return, the refusals included.
-        let receipt = refusal_receipt(
-            ctx,
-            outcome,
-            used.reads - start.reads,
-            warnings.into_iter().collect(),
-        );
-        return Ok(Publication {
-            receipt,
-            plan: first_plan,
-            stale,
-        });
-    }
-
-    check_writer_role(forge, bot)?;
-
-    let mut all_repairs: Vec<ReceiptRepair> = Vec::new();
-    let mut record = WriteRecord::default();
-    let mut plan = first_plan.clone();
-    for _round in 0..MAX_PLANNING_ROUNDS {
-        all_repairs.extend(plan.repairs.iter().cloned());
-        let summary = summary_body(&facts, &inventory, round_summary_state(&plan));
-        match execute_round(forge, &summary, &inventory, &plan, &mut record, progress) {
-            Ok(()) => {}
-            Err(err) if err.is_ambiguous_write() => {
-                inventory = Inventory::from_listing(
-                    &list_observed(forge, progress, Listing::AfterAmbiguousWrite)?,
-                    bot,
-                );
-                warnings.extend(inventory.warnings.iter().cloned());
-                read_roles(forge, desired, &inventory, &mut facts)?;
-                plan = plan_reconciliation(desired, &inventory, head);
-                continue;
-            }
-            Err(err) => return Err(err.into()),
+            self.relist(&mut seen, Listing::Rescan)?;
+            self.verify(&mut seen, &record)?;
+            self.progress.event(&Event::Verified { head: self.head() });
+            let receipt = self.receipt(Outcome::Published, &seen, &first_plan, &all_repairs, true);
+            return Ok(Publication::of(receipt, first_plan));
         }
+        Err(ReconcileError::TooManyRounds(MAX_PLANNING_ROUNDS))
+    }
 
-        let rescan =
-            Inventory::from_listing(&list_observed(forge, progress, Listing::Rescan)?, bot);
-        warnings.extend(rescan.warnings.iter().cloned());
-        read_roles(forge, desired, &rescan, &mut facts)?;
-        let mismatches = verify_rescan(desired, &rescan, &record);
+    /// Checks the rescan in `seen` against the plan's writes and marks the summary verified.
+    /// docs/contract.md#verified-means-verified: a "verified" edit is always followed by a
+    /// listing that still matches. When the round already wrote the verified body and the
+    /// rescan kept it, that rescan is the listing; otherwise the edit needs one of its own.
+    fn verify(&self, seen: &mut Seen, record: &WriteRecord) -> Result<(), ReconcileError> {
+        let mismatches = verify_rescan(self.desired, &seen.inventory, record);
         if !mismatches.is_empty() {
+            let reconciling = self.summary(&seen.facts, &seen.inventory, SummaryState::Reconciling);
             return Err(unverify(
-                forge,
-                &rescan,
-                &summary_body(&facts, &rescan, SummaryState::Reconciling),
+                self.forge,
+                &seen.inventory,
+                &reconciling,
                 mismatches,
             ));
         }
-        // docs/contract.md#verified-means-verified: a "verified" edit is always followed by a listing that still matches.
-        // When this round already wrote the verified body and the rescan kept it, that
-        // rescan is the listing; otherwise the edit below needs one of its own.
-        let verified = summary_body(&facts, &rescan, SummaryState::Verified);
-        if mark_verified(forge, bot, &rescan, &verified)? {
-            let confirm =
-                Inventory::from_listing(&list_observed(forge, progress, Listing::Confirm)?, bot);
-            warnings.extend(confirm.warnings.iter().cloned());
-            let mut mismatches = verify_rescan(desired, &confirm, &record);
-            if !confirm.summaries.iter().any(|s| s.body == verified) {
-                mismatches.push("the verified summary is not what the listing shows".to_owned());
-            }
-            if !mismatches.is_empty() {
-                read_roles(forge, desired, &confirm, &mut facts)?;
-                let reconciling = summary_body(&facts, &confirm, SummaryState::Reconciling);
-                return Err(unverify(forge, &confirm, &reconciling, mismatches));
-            }
+        let verified = self.summary(&seen.facts, &seen.inventory, SummaryState::Verified);
+        if !mark_verified(self.forge, self.bot, &seen.inventory, &verified)? {
+            return Ok(());
         }
-        progress.event(&Event::Verified { head });
-        let receipt = finish(
-            Outcome::Published,
-            &facts,
-            &rescan,
-            &first_plan,
-            &all_repairs,
-            &warnings,
-            true,
-        );
-        return Ok(Publication {
-            receipt,
-            plan: first_plan,
-            stale: None,
-        });
+        let confirm = self.list(Listing::Confirm, &mut seen.warnings)?;
+        let mut mismatches = verify_rescan(self.desired, &confirm, record);
+        if !confirm.summaries.iter().any(|s| s.body == verified) {
+            mismatches.push("the verified summary is not what the listing shows".to_owned());
+        }
+        if mismatches.is_empty() {
+            return Ok(());
+        }
+        read_roles(self.forge, self.desired, &confirm, &mut seen.facts)?;
+        let reconciling = self.summary(&seen.facts, &confirm, SummaryState::Reconciling);
+        Err(unverify(self.forge, &confirm, &reconciling, mismatches))
     }
-    Err(ReconcileError::TooManyRounds(MAX_PLANNING_ROUNDS))
 }
 
 /// Reads the project roles the assent rules need for resolvers in `inventory` (none unless
@@ -566,24 +642,6 @@ pub fn retargeted_warning(pinned: &str, current: &str) -> String {
     format!(
         "the merge request now targets `{current}`, not `{pinned}` as this pipeline pinned: stale pipeline, nothing written (a pipeline for the new target publishes)"
     )
-}
-
-/// The receipt of a designed no-write refusal (`stale-pipeline`, `mr-not-open`) of the run
-/// `ctx` describes: [`refusal_receipt_of`].
-pub fn refusal_receipt(
-    ctx: &RunContext,
-    outcome: Outcome,
-    reads: u64,
-    warnings: Vec<String>,
-) -> Receipt {
-    refusal_receipt_of(RefusalFacts {
-        project: &ctx.project,
-        mr: ctx.mr,
-        pins: &ctx.pins,
-        outcome,
-        warnings,
-        reads,
-    })
 }
 
 // ---- The approval step (docs/contract.md#approvals) ---------------------------------------------------------

@@ -3,18 +3,18 @@
 //! are put in order.
 
 use crate::core::desired_state::compute_desired_state;
-use crate::core::model::{DesiredState, MergeRequestState, Pins};
+use crate::core::model::{DesiredState, MergeRequestInfo, Pins};
 use crate::core::placement::{DiffRefs, PlacementContext, place_findings};
 use crate::core::policy::MrContext;
-use crate::core::receipt::Outcome;
+use crate::core::receipt::RequestCounts;
 use crate::core::render::TargetBranch;
+use crate::core::run_receipt::{RefusalFacts, refusal_receipt_of};
 use crate::core::semantic_diff::Limits;
 use crate::core::source_policies::check_source_policies;
 use crate::forge::{Forge, ForgeError, PolicyProjectFiles, Repository};
 use crate::progress::{Event, Progress, Silent};
 use crate::reconcile::{
-    Publication, ReconcileError, RunContext, Staleness, reconcile_with_approval_observed,
-    refusal_receipt, retargeted_warning,
+    Publication, ReconcileError, Refusal, RunContext, reconcile_with_approval_observed, refusal_for,
 };
 use crate::review_input::{
     CentralPolicies, GOVERNED_CONTENT_BUDGET, PolicyProject, ReadBounds, gather_review_inputs_with,
@@ -118,84 +118,14 @@ pub fn run_review_with(
 ) -> Result<RunReport, RunError> {
     let start = forge.request_counts();
     let mr = forge.merge_request()?;
-    let refusal = |outcome, stale, pins: Pins, warnings: Vec<String>| {
-        let used = forge.request_counts().since(start);
-        let ctx = RunContext {
-            project: request.project.clone(),
-            mr: request.mr,
-            pins,
-            web_url: None,
-            dry_run: request.dry_run,
-            mr_author_id: mr.author_id,
-            target: None,
-            requests_before: used,
-        };
-        // Refusals happen before any write, so only reads are counted.
-        let receipt = refusal_receipt(&ctx, outcome, used.reads, warnings);
-        Ok(RunReport {
-            publication: Publication {
-                receipt,
-                plan: Default::default(),
-                stale,
-            },
-            desired: DesiredState::default(),
-        })
-    };
-    let partial_pins = Pins {
-        source_sha: request.source_sha.clone(),
-        target_sha: request.target_sha.clone().unwrap_or_default(),
-        base_sha: request
-            .base_sha
-            .clone()
-            .or_else(|| mr.base_sha.clone())
-            .unwrap_or_default(),
-        policy_digest: String::new(),
-        policy_project: None,
-        policy_sha: None,
-    };
-    if mr.state != MergeRequestState::Opened {
-        return refusal(Outcome::MrNotOpen, None, partial_pins, vec![]);
-    }
-    if mr.head_sha != request.source_sha {
-        return refusal(
-            Outcome::StalePipeline,
-            Some(Staleness::HeadMoved),
-            partial_pins,
-            vec![],
-        );
+    if let Some(refused) = refusal_for(&mr, &request.source_sha, request.target_branch.as_deref()) {
+        return Ok(refused_report(forge, request, &mr, start, refused));
     }
     let target_branch = request
         .target_branch
         .clone()
         .unwrap_or_else(|| mr.target_branch.clone());
-    if target_branch != mr.target_branch {
-        let warning = retargeted_warning(&target_branch, &mr.target_branch);
-        return refusal(
-            Outcome::StalePipeline,
-            Some(Staleness::Retargeted),
-            partial_pins,
-            vec![warning],
-        );
-    }
-
-    // The policies come from the pinned branch: from its pinned tip, or its tip read now.
-    let target_sha = match &request.target_sha {
-        Some(sha) => sha.clone(),
-        None => repo.branch_head(&target_branch)?,
-    };
-    let base_sha = request
-        .base_sha
-        .clone()
-        .or_else(|| mr.base_sha.clone())
-        .ok_or(RunError::NoBaseSha)?;
-    let mut pins = Pins {
-        source_sha: request.source_sha.clone(),
-        target_sha,
-        base_sha,
-        policy_digest: String::new(),
-        policy_project: None,
-        policy_sha: None,
-    };
+    let mut pins = pin(repo, request, &mr, &target_branch)?;
     let context = MrContext {
         iid: request.mr,
         title: mr.title.clone(),
@@ -205,17 +135,7 @@ pub fn run_review_with(
         labels: mr.labels.clone(),
     };
     let reads_before = forge.request_counts().reads;
-    let central_policies = match (&request.policy_project, central) {
-        (None, _) => CentralPolicies::default(),
-        (Some(source), Some(files)) => read_central_policies(files, source)?,
-        (Some(source), None) => CentralPolicies {
-            problems: vec![format!(
-                "the central policy project `{}` has no connection in this run",
-                source.project
-            )],
-            ..CentralPolicies::default()
-        },
-    };
+    let central_policies = central_policies(request, central)?;
     pins.policy_project = request.policy_project.as_ref().map(|p| p.project.clone());
     pins.policy_sha = central_policies.sha.clone();
     let bounds = ReadBounds {
@@ -290,5 +210,91 @@ pub fn run_review_with(
     Ok(RunReport {
         publication,
         desired: outcome.desired,
+    })
+}
+
+/// The report of a run refused at its start: the receipt of the refusal with what it had
+/// pinned so far, nothing judged.
+fn refused_report(
+    forge: &dyn Forge,
+    request: &RunRequest,
+    mr: &MergeRequestInfo,
+    start: RequestCounts,
+    refused: Refusal,
+) -> RunReport {
+    let pins = Pins {
+        source_sha: request.source_sha.clone(),
+        target_sha: request.target_sha.clone().unwrap_or_default(),
+        base_sha: request
+            .base_sha
+            .clone()
+            .or_else(|| mr.base_sha.clone())
+            .unwrap_or_default(),
+        policy_digest: String::new(),
+        policy_project: None,
+        policy_sha: None,
+    };
+    let receipt = refusal_receipt_of(RefusalFacts {
+        project: &request.project,
+        mr: request.mr,
+        pins: &pins,
+        outcome: refused.outcome,
+        warnings: refused.warning.into_iter().collect(),
+        // Refusals happen before any write, so only reads are counted.
+        reads: forge.request_counts().since(start).reads,
+    });
+    RunReport {
+        publication: Publication {
+            receipt,
+            plan: Default::default(),
+            stale: refused.stale,
+        },
+        desired: DesiredState::default(),
+    }
+}
+
+/// The SHAs the run judges: the pipeline's source, the target branch's pinned tip (or its tip
+/// read now: the policies come from the pinned branch), the merge base.
+fn pin(
+    repo: &dyn Repository,
+    request: &RunRequest,
+    mr: &MergeRequestInfo,
+    target_branch: &str,
+) -> Result<Pins, RunError> {
+    let target_sha = match &request.target_sha {
+        Some(sha) => sha.clone(),
+        None => repo.branch_head(target_branch)?,
+    };
+    let base_sha = request
+        .base_sha
+        .clone()
+        .or_else(|| mr.base_sha.clone())
+        .ok_or(RunError::NoBaseSha)?;
+    Ok(Pins {
+        source_sha: request.source_sha.clone(),
+        target_sha,
+        base_sha,
+        policy_digest: String::new(),
+        policy_project: None,
+        policy_sha: None,
+    })
+}
+
+/// The central policy project's policies, read at the one commit its ref resolves to; a
+/// request that names one without a repository to read it from has it unreadable.
+fn central_policies(
+    request: &RunRequest,
+    central: Option<&dyn PolicyProjectFiles>,
+) -> Result<CentralPolicies, RunError> {
+    Ok(match (&request.policy_project, central) {
+        (None, _) => CentralPolicies::default(),
+        (Some(source), Some(files)) => read_central_policies(files, source)?,
+        (Some(source), None) => CentralPolicies {
+            problems: vec![format!(
+                "the central policy project `{}` has no connection in this run",
+                source.project
+            )],
+            ..CentralPolicies::default()
+        },
     })
 }

@@ -1,5 +1,6 @@
-//! The typed refusals (`stale-pipeline`, `mr-not-open`) keep what the listing found: seed
-//! 004 attaches warnings "on every Reconcile return including the typed refusals".
+//! The typed refusals (`stale-pipeline`, `mr-not-open`): one classification at the run's
+//! start and before its first write, and their receipts keep what the listing found (every
+//! receipt carries the listing's warnings, docs/contract.md#receipt).
 
 use super::approval_tests::challenged;
 use super::*;
@@ -79,4 +80,39 @@ fn an_mr_not_open_receipt_keeps_the_listing_warnings() {
     assert_eq!(publication.stale, None);
     assert_eq!(memory.request_counts().writes, 0);
     assert_carries_the_malformed_marker_warning(&publication.receipt);
+}
+
+#[test]
+fn one_classification_decides_every_refusal() {
+    let open = InMemoryForge::new(BOT, PINNED).merge_request().unwrap();
+    assert_eq!(refusal_for(&open, PINNED, Some(&open.target_branch)), None);
+    assert_eq!(refusal_for(&open, PINNED, None), None);
+
+    let moved = refusal_for(&open, PUSHED, None).expect("the head moved");
+    assert_eq!(
+        (moved.outcome, moved.stale, moved.warning),
+        (Outcome::StalePipeline, Some(Staleness::HeadMoved), None)
+    );
+
+    // Retargeted (and pushed to as well): the retarget is named, with its warning.
+    let retargeted = refusal_for(&open, PUSHED, Some("release")).expect("retargeted");
+    assert_eq!(
+        (retargeted.outcome, retargeted.stale),
+        (Outcome::StalePipeline, Some(Staleness::Retargeted))
+    );
+    assert_eq!(
+        retargeted.warning,
+        Some(retargeted_warning("release", &open.target_branch))
+    );
+
+    // Closed or merged comes first: nothing about the head or the target then matters.
+    let closed = MergeRequestInfo {
+        state: MergeRequestState::Merged,
+        ..open
+    };
+    let refusal = refusal_for(&closed, PUSHED, Some("release")).expect("not open");
+    assert_eq!(
+        (refusal.outcome, refusal.stale, refusal.warning),
+        (Outcome::MrNotOpen, None, None)
+    );
 }
