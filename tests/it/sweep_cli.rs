@@ -326,6 +326,23 @@ fn the_json_report_has_the_same_content() {
         .filter_map(|m| m["pipelineId"].as_u64())
         .collect();
     assert_eq!(created.len(), 3);
+    // The whole report: every field the asserts above do not name is pinned too.
+    insta::assert_snapshot!(
+        "sweep_report_every_classification",
+        stable_report(&out.stdout)
+    );
+}
+
+/// A sweep's JSON report with the clock times (`now`, `window.updatedAfter`) replaced by a
+/// placeholder, pretty-printed for review.
+fn stable_report(stdout: &[u8]) -> String {
+    let mut doc: serde_json::Value = serde_json::from_slice(stdout).expect("one JSON document");
+    for clock in ["/now", "/window/updatedAfter"] {
+        let value = doc.pointer_mut(clock).expect("a clock time");
+        assert!(value.is_string(), "{clock}: {value}");
+        *value = serde_json::Value::from("[clock]");
+    }
+    serde_json::to_string_pretty(&doc).expect("JSON")
 }
 
 #[test]
