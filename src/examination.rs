@@ -17,7 +17,8 @@ use crate::core::inventory::Inventory;
 use crate::core::model::MergeRequestState;
 use crate::core::resolutions::resolution_fingerprint;
 use crate::core::sweep::{
-    Action, ClassifySettings, HeadPipeline, MrFacts, SweepDuration, Timestamp, Verdict, classify,
+    Action, ClassifySettings, HeadPipeline, MrFacts, SweepDuration, SweepVerdict, Timestamp,
+    classify,
 };
 use crate::forge::sweep::{ListedMergeRequest, SweepForge};
 
@@ -64,7 +65,7 @@ pub struct MrReport {
     /// The head SHA it was judged against, when known.
     pub head: Option<String>,
     /// The verdict; `None` when a failure came before classification.
-    pub verdict: Option<Verdict>,
+    pub verdict: Option<SweepVerdict>,
     /// What the sweep did.
     pub action: MrAction,
     /// The pipeline created.

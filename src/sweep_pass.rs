@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::core::sweep::{SweepDuration, Timestamp, Verdict, window_start};
+use crate::core::sweep::{SweepDuration, SweepVerdict, Timestamp, window_start};
 use crate::examination::{ExamineSettings, MrAction, MrReport, examine};
 use crate::forge::sweep::{ListedMergeRequest, SweepForge};
 use crate::forge::{ForgeError, RequestCounts};
@@ -138,7 +138,7 @@ impl SweepReport {
             if s.dry_run { ", dry run" } else { "" }
         );
         for m in &self.mrs {
-            let verdict = m.verdict.map_or("error", Verdict::as_str);
+            let verdict = m.verdict.map_or("error", SweepVerdict::as_str);
             let pipeline = m.pipeline_id.map(|id| format!(" {id}")).unwrap_or_default();
             out.push_str(&format!(
                 "!{} {verdict}: {}{pipeline} ({})\n",
@@ -189,7 +189,7 @@ impl SweepReport {
                 .map(|m| JsonMr {
                     iid: m.iid,
                     head: m.head.as_deref(),
-                    verdict: m.verdict.map_or("error", Verdict::as_str),
+                    verdict: m.verdict.map_or("error", SweepVerdict::as_str),
                     action: m.action,
                     pipeline_id: m.pipeline_id,
                     summary_note_id: m.summary_note_id,
@@ -395,7 +395,9 @@ fn run_sweep(
         }
         let mr = examined.report;
         match mr.action {
-            MrAction::PipelineCreated if mr.verdict.is_some_and(Verdict::follows_human_action) => {
+            MrAction::PipelineCreated
+                if mr.verdict.is_some_and(SweepVerdict::follows_human_action) =>
+            {
                 report.refreshed += 1
             }
             MrAction::PipelineCreated => report.healed += 1,
@@ -767,7 +769,7 @@ mod tests {
         assert_eq!(report.mrs[0].action, MrAction::Failed);
         assert_eq!(report.mrs[0].verdict, None);
         assert_eq!(report.mrs[2].action, MrAction::Failed);
-        assert_eq!(report.mrs[2].verdict, Some(Verdict::ReconcilingStuck));
+        assert_eq!(report.mrs[2].verdict, Some(SweepVerdict::ReconcilingStuck));
         assert!(report.mrs[2].detail.contains("outcome unknown"));
         assert_eq!(report.healed, 0);
         assert!(!report.succeeded());
@@ -900,7 +902,7 @@ mod tests {
         assert_eq!(
             sweep_with(challenge_thread(50, Some(7))),
             (
-                Verdict::ReviewResolved,
+                SweepVerdict::ReviewResolved,
                 1,
                 0,
                 "healed: 0 < refreshed: 1".into()
@@ -909,7 +911,12 @@ mod tests {
         // Nothing changed since the summary: nothing to do.
         assert_eq!(
             sweep_with(challenge_thread(50, None)),
-            (Verdict::Verified, 0, 0, "healed: 0 < refreshed: 0".into())
+            (
+                SweepVerdict::Verified,
+                0,
+                0,
+                "healed: 0 < refreshed: 0".into()
+            )
         );
     }
 
@@ -920,7 +927,7 @@ mod tests {
         d.notes[0].body = "<!-- assent:marker {broken -->".into();
         forge.discussions.insert(4, vec![d]);
         let report = sweep(&forge, "g/p", now(), &settings());
-        assert_eq!(report.mrs[0].verdict, Some(Verdict::Missing));
+        assert_eq!(report.mrs[0].verdict, Some(SweepVerdict::Missing));
         assert!(
             report.warnings[0].starts_with("!4: note 900: malformed"),
             "{:?}",

@@ -283,7 +283,7 @@ pub struct ClassifySettings {
 
 /// The state of one MR's review, as the sweep sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Verdict {
+pub enum SweepVerdict {
     /// The summary is `verified` for the MR's head: healthy.
     Verified,
     /// The summary is `verified` for another SHA: the head moved and no run verified it.
@@ -309,22 +309,22 @@ pub enum Verdict {
     NotOpen,
 }
 
-impl Verdict {
+impl SweepVerdict {
     /// The verdict as reported: `verified`, `verified-older-head`, `verified-no-target`,
     /// `verified-other-target`, `review-resolved`, `reconciling-stuck`, `reconciling-recent`,
     /// `missing`, `pipeline-active`, `not-open`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Verdict::Verified => "verified",
-            Verdict::VerifiedOlderHead => "verified-older-head",
-            Verdict::VerifiedNoTarget => "verified-no-target",
-            Verdict::VerifiedOtherTarget => "verified-other-target",
-            Verdict::ReviewResolved => "review-resolved",
-            Verdict::ReconcilingStuck => "reconciling-stuck",
-            Verdict::ReconcilingRecent => "reconciling-recent",
-            Verdict::Missing => "missing",
-            Verdict::PipelineActive => "pipeline-active",
-            Verdict::NotOpen => "not-open",
+            SweepVerdict::Verified => "verified",
+            SweepVerdict::VerifiedOlderHead => "verified-older-head",
+            SweepVerdict::VerifiedNoTarget => "verified-no-target",
+            SweepVerdict::VerifiedOtherTarget => "verified-other-target",
+            SweepVerdict::ReviewResolved => "review-resolved",
+            SweepVerdict::ReconcilingStuck => "reconciling-stuck",
+            SweepVerdict::ReconcilingRecent => "reconciling-recent",
+            SweepVerdict::Missing => "missing",
+            SweepVerdict::PipelineActive => "pipeline-active",
+            SweepVerdict::NotOpen => "not-open",
         }
     }
 
@@ -332,24 +332,27 @@ impl Verdict {
     /// (`review-resolved`, `verified-other-target`): their pipelines are counted as
     /// `refreshed`, not `healed`, so `healed` stays 0 in a healthy deployment.
     pub fn follows_human_action(self) -> bool {
-        matches!(self, Verdict::ReviewResolved | Verdict::VerifiedOtherTarget)
+        matches!(
+            self,
+            SweepVerdict::ReviewResolved | SweepVerdict::VerifiedOtherTarget
+        )
     }
 
     /// True for the verdicts that call for a new pipeline (before the head pipeline check).
     pub fn needs_healing(self) -> bool {
         matches!(
             self,
-            Verdict::VerifiedOlderHead
-                | Verdict::VerifiedNoTarget
-                | Verdict::VerifiedOtherTarget
-                | Verdict::ReviewResolved
-                | Verdict::ReconcilingStuck
-                | Verdict::Missing
+            SweepVerdict::VerifiedOlderHead
+                | SweepVerdict::VerifiedNoTarget
+                | SweepVerdict::VerifiedOtherTarget
+                | SweepVerdict::ReviewResolved
+                | SweepVerdict::ReconcilingStuck
+                | SweepVerdict::Missing
         )
     }
 }
 
-impl fmt::Display for Verdict {
+impl fmt::Display for SweepVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -370,7 +373,7 @@ pub enum Action {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classification {
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: SweepVerdict,
     /// The action.
     pub action: Action,
     /// Why, for the report (`reconciling for 3h (stuck after 30m)`).
@@ -386,17 +389,20 @@ pub fn classify(
 ) -> Classification {
     if !mr.open {
         return Classification {
-            verdict: Verdict::NotOpen,
+            verdict: SweepVerdict::NotOpen,
             action: Action::None,
             detail: "the merge request is no longer open".into(),
         };
     }
     let (verdict, detail) = match summary {
-        None => (Verdict::Missing, "no assent summary on the MR".to_owned()),
+        None => (
+            SweepVerdict::Missing,
+            "no assent summary on the MR".to_owned(),
+        ),
         Some(s) => match s.state {
             SummaryState::Verified if s.head == mr.head_sha => verified_for_head(mr, s),
             SummaryState::Verified => (
-                Verdict::VerifiedOlderHead,
+                SweepVerdict::VerifiedOlderHead,
                 format!(
                     "verified for {}, but the head is {}",
                     short(&s.head),
@@ -407,7 +413,7 @@ pub fn classify(
                 let since = s.updated_at.as_deref().and_then(Timestamp::parse);
                 match since {
                     None => (
-                        Verdict::ReconcilingStuck,
+                        SweepVerdict::ReconcilingStuck,
                         format!(
                             "reconciling {} since an unknown time (the summary note has no readable updated_at)",
                             short(&s.head)
@@ -416,9 +422,9 @@ pub fn classify(
                     Some(since) => {
                         let age = now.unix_millis().saturating_sub(since.unix_millis());
                         let verdict = if age > settings.stuck_after.as_millis() {
-                            Verdict::ReconcilingStuck
+                            SweepVerdict::ReconcilingStuck
                         } else {
-                            Verdict::ReconcilingRecent
+                            SweepVerdict::ReconcilingRecent
                         };
                         (
                             verdict,
@@ -448,7 +454,7 @@ pub fn classify(
             detail,
         },
         HeadPipeline::Status(status) if is_active_pipeline(status) => Classification {
-            verdict: Verdict::PipelineActive,
+            verdict: SweepVerdict::PipelineActive,
             action: Action::None,
             detail: format!("{detail}; head pipeline is {status}, left alone"),
         },
@@ -467,7 +473,7 @@ pub fn classify(
 
 /// The verdict of a summary `verified` for the MR's head: is it for the MR's target branch,
 /// and is its decision still fresh (see the module documentation)?
-fn verified_for_head(mr: &MrFacts, summary: &SummaryArtifact) -> (Verdict, String) {
+fn verified_for_head(mr: &MrFacts, summary: &SummaryArtifact) -> (SweepVerdict, String) {
     let head = short(&mr.head_sha);
     let recorded = match marker::decode_body(&summary.body) {
         Ok(Some(Marker::Summary { target, .. })) => target,
@@ -475,13 +481,13 @@ fn verified_for_head(mr: &MrFacts, summary: &SummaryArtifact) -> (Verdict, Strin
     };
     let Some(recorded) = recorded else {
         return (
-            Verdict::VerifiedNoTarget,
+            SweepVerdict::VerifiedNoTarget,
             format!("verified for head {head}, but no target branch recorded"),
         );
     };
     if let Some(current) = mr.target_branch.as_deref().filter(|c| *c != recorded) {
         return (
-            Verdict::VerifiedOtherTarget,
+            SweepVerdict::VerifiedOtherTarget,
             format!(
                 "verified for head {head} against {}, but the MR now targets {}",
                 branch(&recorded),
@@ -491,7 +497,7 @@ fn verified_for_head(mr: &MrFacts, summary: &SummaryArtifact) -> (Verdict, Strin
     }
     let verified = format!("verified for head {head}");
     if mr.blocking_discussions_resolved != Some(true) {
-        return (Verdict::Verified, verified);
+        return (SweepVerdict::Verified, verified);
     }
     match marker::gate_line_of(&summary.body) {
         Ok(Some(GateLine {
@@ -500,23 +506,23 @@ fn verified_for_head(mr: &MrFacts, summary: &SummaryArtifact) -> (Verdict, Strin
         })) => {
             if resolutions != mr.resolutions {
                 (
-                    Verdict::ReviewResolved,
+                    SweepVerdict::ReviewResolved,
                     format!(
                         "REVIEW for head {head}, but every blocking discussion is resolved and the resolutions changed since the summary"
                     ),
                 )
             } else {
                 (
-                    Verdict::Verified,
+                    SweepVerdict::Verified,
                     format!(
                         "{verified}; REVIEW although every blocking discussion is resolved: no resolution changed since the summary (a resolution that does not count as assent)"
                     ),
                 )
             }
         }
-        Ok(_) => (Verdict::Verified, verified),
+        Ok(_) => (SweepVerdict::Verified, verified),
         Err(malformed) => (
-            Verdict::Verified,
+            SweepVerdict::Verified,
             format!("{verified}; malformed gate line ({})", malformed.reason),
         ),
     }
@@ -744,7 +750,10 @@ mod tests {
     fn verified_for_the_head_needs_nothing_and_no_mr_read() {
         let s = summary(SummaryState::Verified, HEAD, Some(NOW));
         let c = classify(&mr(HeadPipeline::NotRead), Some(&s), now(), &settings());
-        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        assert_eq!(
+            (c.verdict, c.action),
+            (SweepVerdict::Verified, Action::None)
+        );
         assert_eq!(c.detail, "verified for head 22222222");
         // Whatever the pipeline says.
         for p in [
@@ -753,15 +762,18 @@ mod tests {
             HeadPipeline::Status("running".into()),
         ] {
             let c = classify(&mr(p), Some(&s), now(), &settings());
-            assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+            assert_eq!(
+                (c.verdict, c.action),
+                (SweepVerdict::Verified, Action::None)
+            );
         }
     }
 
     /// (summary, expected base verdict) for every verdict that calls for healing, on an MR
     /// from [`mr`] whose blocking discussions are all resolved.
-    fn healing_cases() -> Vec<(Option<SummaryArtifact>, Verdict)> {
+    fn healing_cases() -> Vec<(Option<SummaryArtifact>, SweepVerdict)> {
         vec![
-            (None, Verdict::Missing),
+            (None, SweepVerdict::Missing),
             (
                 Some(summary_with(
                     SummaryState::Verified,
@@ -770,7 +782,7 @@ mod tests {
                     None,
                     None,
                 )),
-                Verdict::VerifiedNoTarget,
+                SweepVerdict::VerifiedNoTarget,
             ),
             (
                 Some(summary_with(
@@ -780,7 +792,7 @@ mod tests {
                     Some("release"),
                     None,
                 )),
-                Verdict::VerifiedOtherTarget,
+                SweepVerdict::VerifiedOtherTarget,
             ),
             (
                 Some(summary_with(
@@ -790,11 +802,11 @@ mod tests {
                     Some("main"),
                     gate(Decision::Review, "before"),
                 )),
-                Verdict::ReviewResolved,
+                SweepVerdict::ReviewResolved,
             ),
             (
                 Some(summary(SummaryState::Verified, OLD, Some(NOW))),
-                Verdict::VerifiedOlderHead,
+                SweepVerdict::VerifiedOlderHead,
             ),
             (
                 Some(summary(
@@ -802,7 +814,7 @@ mod tests {
                     HEAD,
                     Some("2026-11-30T11:29:59.999Z"),
                 )),
-                Verdict::ReconcilingStuck,
+                SweepVerdict::ReconcilingStuck,
             ),
             (
                 Some(summary(
@@ -810,15 +822,15 @@ mod tests {
                     OLD,
                     Some("2026-11-29T12:00:00+02:00"),
                 )),
-                Verdict::ReconcilingStuck,
+                SweepVerdict::ReconcilingStuck,
             ),
             (
                 Some(summary(SummaryState::Reconciling, HEAD, None)),
-                Verdict::ReconcilingStuck,
+                SweepVerdict::ReconcilingStuck,
             ),
             (
                 Some(summary(SummaryState::Reconciling, HEAD, Some("garbage"))),
-                Verdict::ReconcilingStuck,
+                SweepVerdict::ReconcilingStuck,
             ),
         ]
     }
@@ -847,7 +859,7 @@ mod tests {
                 );
                 assert_eq!(
                     (c.verdict, c.action),
-                    (Verdict::PipelineActive, Action::None),
+                    (SweepVerdict::PipelineActive, Action::None),
                     "{status}"
                 );
                 assert!(c.detail.contains(status), "{}", c.detail);
@@ -887,21 +899,21 @@ mod tests {
         let exact = c(&at("2026-11-30T11:30:00Z"));
         assert_eq!(
             (exact.verdict, exact.action),
-            (Verdict::ReconcilingRecent, Action::None)
+            (SweepVerdict::ReconcilingRecent, Action::None)
         );
         assert_eq!(
             exact.detail,
             "reconciling 22222222 for 30m (stuck after 30m)"
         );
         let older = c(&at("2026-11-30T11:29:59Z"));
-        assert_eq!(older.verdict, Verdict::ReconcilingStuck);
+        assert_eq!(older.verdict, SweepVerdict::ReconcilingStuck);
         assert_eq!(
             older.detail,
             "reconciling 22222222 for 30m (stuck after 30m); no head pipeline"
         );
         // A timestamp in the future (clock skew) is recent.
         let future = c(&at("2026-11-30T13:00:00Z"));
-        assert_eq!(future.verdict, Verdict::ReconcilingRecent);
+        assert_eq!(future.verdict, SweepVerdict::ReconcilingRecent);
         assert!(future.detail.contains("for 0s"), "{}", future.detail);
         // Recent needs no MR read, whatever the head.
         let recent_old_head = classify(
@@ -916,7 +928,7 @@ mod tests {
         );
         assert_eq!(
             (recent_old_head.verdict, recent_old_head.action),
-            (Verdict::ReconcilingRecent, Action::None)
+            (SweepVerdict::ReconcilingRecent, Action::None)
         );
     }
 
@@ -928,7 +940,7 @@ mod tests {
         };
         for (s, _) in healing_cases() {
             let c = classify(&closed, s.as_ref(), now(), &settings());
-            assert_eq!((c.verdict, c.action), (Verdict::NotOpen, Action::None));
+            assert_eq!((c.verdict, c.action), (SweepVerdict::NotOpen, Action::None));
         }
     }
 
@@ -980,7 +992,7 @@ mod tests {
         let c = classify(&mr(HeadPipeline::None), Some(&s), now(), &settings());
         assert_eq!(
             (c.verdict, c.action),
-            (Verdict::VerifiedOtherTarget, Action::CreatePipeline)
+            (SweepVerdict::VerifiedOtherTarget, Action::CreatePipeline)
         );
         assert_eq!(
             c.detail,
@@ -995,7 +1007,7 @@ mod tests {
             None,
         );
         let c = classify(&mr(HeadPipeline::None), Some(&hostile), now(), &settings());
-        assert_eq!(c.verdict, Verdict::VerifiedOtherTarget);
+        assert_eq!(c.verdict, SweepVerdict::VerifiedOtherTarget);
         assert!(!c.detail.contains('\n'), "{}", c.detail);
         // The recorded target is compared only when the forge reports the current one.
         let unknown = MrFacts {
@@ -1003,7 +1015,10 @@ mod tests {
             ..mr(HeadPipeline::None)
         };
         let c = classify(&unknown, Some(&s), now(), &settings());
-        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        assert_eq!(
+            (c.verdict, c.action),
+            (SweepVerdict::Verified, Action::None)
+        );
     }
 
     #[test]
@@ -1017,7 +1032,7 @@ mod tests {
             let c = classify(&facts, Some(&s), now(), &settings());
             assert_eq!(
                 (c.verdict, c.action),
-                (Verdict::VerifiedNoTarget, Action::CreatePipeline)
+                (SweepVerdict::VerifiedNoTarget, Action::CreatePipeline)
             );
             assert!(
                 c.detail.contains("no target branch recorded"),
@@ -1028,7 +1043,7 @@ mod tests {
         // A reconciling summary without target is judged by its age as before.
         let recent = summary_with(SummaryState::Reconciling, HEAD, Some(NOW), None, None);
         let c = classify(&mr(HeadPipeline::None), Some(&recent), now(), &settings());
-        assert_eq!(c.verdict, Verdict::ReconcilingRecent);
+        assert_eq!(c.verdict, SweepVerdict::ReconcilingRecent);
     }
 
     #[test]
@@ -1055,12 +1070,15 @@ mod tests {
         );
         assert_eq!(
             (c.verdict, c.action),
-            (Verdict::ReviewResolved, Action::CreatePipeline)
+            (SweepVerdict::ReviewResolved, Action::CreatePipeline)
         );
         // The same resolutions as the summary was computed from: the run already judged them
         // (a resolution that does not count as assent), so no pipeline, however often asked.
         let c = classify(&facts(Some(true)), Some(&review("now")), now(), &settings());
-        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        assert_eq!(
+            (c.verdict, c.action),
+            (SweepVerdict::Verified, Action::None)
+        );
         assert!(c.detail.contains("no resolution changed"), "{}", c.detail);
         // GitLab does not say every blocking discussion is resolved: nothing to refresh.
         for blocking in [Some(false), None] {
@@ -1070,7 +1088,10 @@ mod tests {
                 now(),
                 &settings(),
             );
-            assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+            assert_eq!(
+                (c.verdict, c.action),
+                (SweepVerdict::Verified, Action::None)
+            );
         }
         // Other decisions, and summaries without (or with a broken) gate line, are never
         // refreshed.
@@ -1087,38 +1108,47 @@ mod tests {
                 gate_line,
             );
             let c = classify(&facts(Some(true)), Some(&s), now(), &settings());
-            assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+            assert_eq!(
+                (c.verdict, c.action),
+                (SweepVerdict::Verified, Action::None)
+            );
         }
         let mut broken = review("before");
         broken.body = broken.body.replace("REVIEW\"", "MAYBE\"");
         let c = classify(&facts(Some(true)), Some(&broken), now(), &settings());
-        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        assert_eq!(
+            (c.verdict, c.action),
+            (SweepVerdict::Verified, Action::None)
+        );
         assert!(c.detail.contains("malformed gate line"), "{}", c.detail);
         // A gate line that is not the last line is not the summary's gate line.
         let mut buried = review("before");
         buried.body.push_str("\nmore text");
         let c = classify(&facts(Some(true)), Some(&buried), now(), &settings());
-        assert_eq!((c.verdict, c.action), (Verdict::Verified, Action::None));
+        assert_eq!(
+            (c.verdict, c.action),
+            (SweepVerdict::Verified, Action::None)
+        );
         // An older head is healed as such, whatever the gate line says.
         let mut older = review("before");
         older.head = OLD.into();
         let c = classify(&facts(Some(true)), Some(&older), now(), &settings());
-        assert_eq!(c.verdict, Verdict::VerifiedOlderHead);
+        assert_eq!(c.verdict, SweepVerdict::VerifiedOlderHead);
     }
 
     #[test]
     fn verdict_names_are_stable() {
         let all = [
-            Verdict::Verified,
-            Verdict::VerifiedOlderHead,
-            Verdict::VerifiedNoTarget,
-            Verdict::VerifiedOtherTarget,
-            Verdict::ReviewResolved,
-            Verdict::ReconcilingStuck,
-            Verdict::ReconcilingRecent,
-            Verdict::Missing,
-            Verdict::PipelineActive,
-            Verdict::NotOpen,
+            SweepVerdict::Verified,
+            SweepVerdict::VerifiedOlderHead,
+            SweepVerdict::VerifiedNoTarget,
+            SweepVerdict::VerifiedOtherTarget,
+            SweepVerdict::ReviewResolved,
+            SweepVerdict::ReconcilingStuck,
+            SweepVerdict::ReconcilingRecent,
+            SweepVerdict::Missing,
+            SweepVerdict::PipelineActive,
+            SweepVerdict::NotOpen,
         ];
         let names: Vec<&str> = all.iter().map(|v| v.as_str()).collect();
         assert_eq!(
@@ -1136,16 +1166,16 @@ mod tests {
                 "not-open"
             ]
         );
-        let healing: Vec<Verdict> = all.into_iter().filter(|v| v.needs_healing()).collect();
+        let healing: Vec<SweepVerdict> = all.into_iter().filter(|v| v.needs_healing()).collect();
         assert_eq!(
             healing,
             [
-                Verdict::VerifiedOlderHead,
-                Verdict::VerifiedNoTarget,
-                Verdict::VerifiedOtherTarget,
-                Verdict::ReviewResolved,
-                Verdict::ReconcilingStuck,
-                Verdict::Missing
+                SweepVerdict::VerifiedOlderHead,
+                SweepVerdict::VerifiedNoTarget,
+                SweepVerdict::VerifiedOtherTarget,
+                SweepVerdict::ReviewResolved,
+                SweepVerdict::ReconcilingStuck,
+                SweepVerdict::Missing
             ]
         );
     }

@@ -234,7 +234,7 @@ impl fmt::Debug for Requester {
     }
 }
 
-enum Verdict {
+enum RetryDecision {
     Done(RawResponse),
     Retry {
         error: ForgeError,
@@ -339,7 +339,7 @@ impl Requester {
             let verdict = self.judge_read(request, outcome);
             match verdict {
                 // Only a 2xx answer is done, and its body is what the attempt read.
-                Verdict::Done(response) => match value.take() {
+                RetryDecision::Done(response) => match value.take() {
                     Some(value) => return Ok((response, value)),
                     None => {
                         return Err(ReadFailure::Failed(ForgeError::Decode {
@@ -349,8 +349,8 @@ impl Requester {
                         }));
                     }
                 },
-                Verdict::Fail(failure) => return Err(failure),
-                Verdict::Retry {
+                RetryDecision::Fail(failure) => return Err(failure),
+                RetryDecision::Retry {
                     error,
                     delay,
                     rate_limited,
@@ -375,13 +375,15 @@ impl Requester {
         &self,
         request: &PreparedRequest,
         outcome: Result<RawResponse, Failure>,
-    ) -> Verdict {
+    ) -> RetryDecision {
         let method = request.method.as_str().to_owned();
         let route = request.route();
         match outcome {
-            Err(Failure::OverBudget { limit }) => Verdict::Fail(ReadFailure::OverBudget { limit }),
+            Err(Failure::OverBudget { limit }) => {
+                RetryDecision::Fail(ReadFailure::OverBudget { limit })
+            }
             Err(failure @ Failure::BodyTooLarge { limit, .. }) => {
-                Verdict::Fail(ReadFailure::BodyTooLarge {
+                RetryDecision::Fail(ReadFailure::BodyTooLarge {
                     limit,
                     error: ForgeError::Decode {
                         method,
@@ -390,7 +392,7 @@ impl Requester {
                     },
                 })
             }
-            Err(failure) => Verdict::Retry {
+            Err(failure) => RetryDecision::Retry {
                 error: ForgeError::Transport {
                     method,
                     route,
@@ -403,13 +405,15 @@ impl Requester {
             Ok(response) => {
                 self.observe(&response);
                 match response.status {
-                    200..=299 => Verdict::Done(response),
-                    429 | 500..=599 => Verdict::Retry {
+                    200..=299 => RetryDecision::Done(response),
+                    429 | 500..=599 => RetryDecision::Retry {
                         delay: self.policy.requested_delay(&response),
                         error: self.status_error(request, &response),
                         rate_limited: response.status == 429,
                     },
-                    _ => Verdict::Fail(ReadFailure::Failed(self.status_error(request, &response))),
+                    _ => RetryDecision::Fail(ReadFailure::Failed(
+                        self.status_error(request, &response),
+                    )),
                 }
             }
         }
