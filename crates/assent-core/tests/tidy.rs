@@ -5,7 +5,10 @@
 //!   the codemap (docs/architecture.md);
 //! * every module path and source file the codemap names exists;
 //! * every contract section a comment or a docs page cites (`docs/contract.md#anchor`) is an
-//!   anchor of docs/contract.md, and nothing cites the contract by section number.
+//!   anchor of docs/contract.md, and nothing cites the contract by section number;
+//! * every `cargo test --test it FILTER` a docs page gives a reader selects at least one test
+//!   of the integration binary (libtest matches a filter anywhere in `module::test_name`), and
+//!   names no test binary but `it`.
 //!
 //! Each check is a function over (file list, doc text), so the unit tests below can plant a
 //! drift and show the check catches it.
@@ -255,6 +258,103 @@ fn bad_contract_citations(files: &[(String, String)], contract: &str) -> Vec<Str
     bad
 }
 
+/// Every test of the integration binary (`tests/it/`), as libtest names it: its module path
+/// and its name (`run_cli::first_run_publishes_…`). `files` are `(path, text)` under `tests/it`.
+fn integration_tests(files: &[(String, String)]) -> Vec<String> {
+    let mut tests = Vec::new();
+    for (path, text) in files {
+        let Some(relative) = path.strip_prefix("tests/it/") else {
+            continue;
+        };
+        let Some(stem) = relative.strip_suffix(".rs") else {
+            continue;
+        };
+        let stem = stem.strip_suffix("/mod").unwrap_or(stem);
+        let module = if stem == "main" {
+            String::new()
+        } else {
+            format!("{}::", stem.replace('/', "::"))
+        };
+        let mut in_test = false;
+        for line in text.lines().map(str::trim_start) {
+            if line.starts_with("#[test]") {
+                in_test = true;
+            } else if in_test && !line.starts_with("#[") && !line.starts_with("//") {
+                let name = line
+                    .strip_prefix("fn ")
+                    .or_else(|| line.strip_prefix("async fn "))
+                    .and_then(|rest| rest.split(['(', '<']).next());
+                if let Some(name) = name {
+                    tests.push(format!("{module}{name}"));
+                }
+                in_test = false;
+            }
+        }
+    }
+    tests
+}
+
+/// Check (d): each `cargo test --test it …` a page gives whose filter selects no test of
+/// `tests`, or that names another test binary (`--test other`).
+fn dead_test_filters(pages: &[(String, String)], tests: &[String]) -> Vec<String> {
+    let mut dead = Vec::new();
+    for (path, text) in pages {
+        for (n, line) in text.lines().enumerate() {
+            for command in line.split("cargo test ").skip(1) {
+                let command = command.split(['`', '|']).next().unwrap_or("");
+                // Another package's tests (`-p fake-gitlab --test fake`) are not this binary's.
+                let words_of: Vec<&str> = command.split_whitespace().collect();
+                if words_of.iter().any(|w| matches!(*w, "-p" | "--package")) {
+                    continue;
+                }
+                let mut words = command.split_whitespace();
+                let mut targets_it = false;
+                let mut filters = Vec::new();
+                let mut after_separator = false;
+                while let Some(word) = words.next() {
+                    match word {
+                        "--test" => {
+                            let target = words.next().unwrap_or("");
+                            if target == "it" {
+                                targets_it = true;
+                            } else {
+                                dead.push(format!(
+                                    "{path}:{}: `--test {target}`: the integration tests are one binary, `it`",
+                                    n + 1
+                                ));
+                            }
+                        }
+                        "--" => after_separator = true,
+                        "--bench" | "--profile" | "--features" => {
+                            words.next();
+                        }
+                        _ if word.starts_with('-') => {}
+                        // Prose after the command (a sentence going on, a `…` shorthand, a
+                        // shell comment).
+                        _ if !after_separator && !targets_it => {}
+                        _ if word.starts_with('#') || word.contains(['…', ',', '(', ')', '.']) => {
+                            break;
+                        }
+                        _ => filters.push(word),
+                    }
+                }
+                if !targets_it {
+                    continue;
+                }
+                for filter in filters {
+                    if !tests.iter().any(|t| t.contains(filter)) {
+                        dead.push(format!(
+                            "{path}:{}: `cargo test --test it {filter}` selects no test",
+                            n + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    dead
+}
+
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -309,6 +409,37 @@ fn every_contract_citation_has_its_anchor() {
         bad.is_empty(),
         "bad contract citations:\n{}",
         bad.join("\n")
+    );
+}
+
+#[test]
+fn every_test_filter_the_docs_give_selects_a_test() {
+    let root = workspace_root();
+    let texts = |roots: &[&str]| -> Vec<(String, String)> {
+        all_files(&root, roots)
+            .into_iter()
+            .filter(|path| path.ends_with(".md") || path.ends_with(".rs"))
+            .map(|path| {
+                let text = read(&root.join(&path));
+                (path, text)
+            })
+            .collect()
+    };
+    let tests = integration_tests(&texts(&["tests/it"]));
+    assert!(
+        tests.len() > 300,
+        "the walk found the tests: {}",
+        tests.len()
+    );
+    let pages: Vec<(String, String)> = texts(&["README.md", "docs", "ci-templates", "tests/it"])
+        .into_iter()
+        .filter(|(path, _)| path.ends_with(".md") || path == "tests/it/main.rs")
+        .collect();
+    let dead = dead_test_filters(&pages, &tests);
+    assert!(
+        dead.is_empty(),
+        "test commands in the docs that run nothing:\n{}",
+        dead.join("\n")
     );
 }
 
@@ -392,6 +523,32 @@ fn a_citation_of_a_missing_anchor_or_a_section_number_is_found() {
         [
             "src/b.rs:1: no anchor \"recipt\" in docs/contract.md",
             &format!("docs/c.md:1: cites \"SPEC {sign}\""),
+        ]
+    );
+}
+
+#[test]
+fn a_test_filter_that_selects_nothing_is_found() {
+    let files = vec![(
+        "tests/it/run_cli/approval.rs".to_string(),
+        "#[test]\n#[ignore = \"slow\"]\nfn approves_at_the_head() {}\nfn helper() {}\n".to_string(),
+    )];
+    let tests = integration_tests(&files);
+    assert_eq!(tests, ["run_cli::approval::approves_at_the_head"]);
+    let pages = vec![(
+        "docs/a.md".to_string(),
+        "`cargo test --test it run_cli::approval`, `cargo test --test it -- run_cli::approves x_cli` \
+         and `cargo test --test it fixtures:: --test http_fixtures`; `cargo test -p fake-gitlab --test fake x` \
+         and `cargo test --test it run_cli::approval   # a comment`\n"
+            .to_string(),
+    )];
+    assert_eq!(
+        dead_test_filters(&pages, &tests),
+        [
+            "docs/a.md:1: `cargo test --test it run_cli::approves` selects no test",
+            "docs/a.md:1: `cargo test --test it x_cli` selects no test",
+            "docs/a.md:1: `--test http_fixtures`: the integration tests are one binary, `it`",
+            "docs/a.md:1: `cargo test --test it fixtures::` selects no test",
         ]
     );
 }
