@@ -3,7 +3,7 @@
 //! (docs/performance.md, "Test build").
 //!
 //! Select tests by module path: `cargo test --test it run_cli::` runs one module,
-//! `cargo test --test it -- run_cli::first_run sweep_cli::a_dry_run` several filters at
+//! `cargo test --test it -- run_cli::publishing::first_run sweep_cli::a_dry_run` several filters at
 //! once. The gitlab-ci-local tests are opt-in: `cargo test --test it ci_local -- --ignored`, and
 //! so are the differential tests against PyYAML and Go's readers: `cargo test --test it consumers
 //! -- --ignored`.

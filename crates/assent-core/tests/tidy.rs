@@ -259,7 +259,8 @@ fn bad_contract_citations(files: &[(String, String)], contract: &str) -> Vec<Str
 }
 
 /// Every test of the integration binary (`tests/it/`), as libtest names it: its module path
-/// and its name (`run_cli::first_run_publishes_…`). `files` are `(path, text)` under `tests/it`.
+/// and its name (`run_cli::publishing::first_run_publishes_…`). `files` are `(path, text)`
+/// under `tests/it`.
 fn integration_tests(files: &[(String, String)]) -> Vec<String> {
     let mut tests = Vec::new();
     for (path, text) in files {
