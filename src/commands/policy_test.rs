@@ -33,8 +33,9 @@
 //! expect, and written down it would pass unseen from then on; the case fails instead.
 //!
 //! `--format junit|json` prints the same results as one document
-//! ([`crate::commands::test_report`]); errors and the final `error:` lines go to stderr in
-//! every format, and the exit codes do not depend on the format.
+//! ([`crate::commands::test_report`]); the `error:` line of each broken case file and the
+//! command's final `error:` line go to stderr in every format, and the exit codes do not
+//! depend on the format.
 //!
 //! Case files are read like policy files ([`crate::commands::local_tree`]): a link, a special
 //! file or a file over [`MAX_FILE_BYTES`] under `.assent/tests/` is a broken case, never
@@ -50,12 +51,12 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::commands::Exit;
 use crate::commands::lint::{LocalReadError, print_problems, read_policies, shown_path};
 use crate::commands::local_tree::{
     ListError, MAX_FILE_BYTES, ReadError, Refusal, list_folder, read_file, write_file_no_follow,
 };
 use crate::commands::test_report::{CaseReport, CaseStatus, TestReport};
+use crate::commands::{CliError, CliResult, report_error};
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, escape_controls, excerpt};
 use crate::review_input::is_policy_file_name;
 
@@ -160,21 +161,17 @@ enum CaseOutcome {
 }
 
 /// Runs `assent test`.
-pub fn run(args: &TestArgs) -> Exit {
+pub fn run(args: &TestArgs) -> CliResult {
     if args.update && std::env::var_os("CI").is_some() {
-        crate::errln!(
-            "error: --update is refused because the CI environment variable is set: expectations \
-             are rewritten on a workstation and reviewed, never by a pipeline to make itself pass"
-        );
-        return Exit::Usage;
+        return Err(CliError::usage(
+            "--update is refused because the CI environment variable is set: expectations \
+             are rewritten on a workstation and reviewed, never by a pipeline to make itself pass",
+        ));
     }
     let repo = args.repo.as_path();
     let local = match read_policies(repo, args.policy_project_dir.as_deref()) {
         Ok(local) => local,
-        Err(LocalReadError(message)) => {
-            crate::errln!("error: {message}");
-            return Exit::Usage;
-        }
+        Err(LocalReadError(message)) => return Err(CliError::usage(message)),
     };
     if let Err(problems) = local.load() {
         match args.format {
@@ -191,27 +188,22 @@ pub fn run(args: &TestArgs) -> Exit {
                 }
             }
         }
-        crate::errln!(
-            "error: the policies do not load ({} problem(s)); no case ran. See `assent lint {}`",
+        return Err(CliError::gate_failed(format!(
+            "the policies do not load ({} problem(s)); no case ran. See `assent lint {}`",
             problems.len(),
             shown_path(Path::new("."), &repo.display().to_string())
-        );
-        return Exit::GateFailed;
+        )));
     }
     let policy_files = local.files;
     let (cases, refused) = match case_files(repo) {
         Ok((cases, refused)) if !cases.is_empty() || !refused.is_empty() => (cases, refused),
         Ok(_) => {
-            crate::errln!(
-                "error: {} holds no *.yaml test case: add cases (see docs/policies.md)",
+            return Err(CliError::usage(format!(
+                "{} holds no *.yaml test case: add cases (see docs/policies.md)",
                 shown_path(repo, TEST_DIR)
-            );
-            return Exit::Usage;
+            )));
         }
-        Err(message) => {
-            crate::errln!("error: {message}");
-            return Exit::Usage;
-        }
+        Err(message) => return Err(CliError::usage(message)),
     };
 
     let wanted = |path: &str, name: Option<&str>| match &args.filter {
@@ -230,7 +222,7 @@ pub fn run(args: &TestArgs) -> Exit {
             if text {
                 crate::outln!("BROKEN {shown}");
             }
-            crate::errln!("error: {shown}: {reason}");
+            report_error(format_args!("{shown}: {reason}"));
             CaseStatus::Broken
         } else {
             CaseStatus::FilteredOut
@@ -263,13 +255,12 @@ pub fn run(args: &TestArgs) -> Exit {
     if let Some(filter) = &args.filter
         && summary.passed + summary.failed + summary.broken == 0
     {
-        crate::errln!(
-            "error: no test case matches --filter {:?} ({} case(s) in {}); a filter matches part of a case's file path or name",
+        return Err(CliError::usage(format!(
+            "no test case matches --filter {:?} ({} case(s) in {}); a filter matches part of a case's file path or name",
             excerpt(filter, MAX_NAME_CHARS),
             summary.filtered_out,
             shown_path(repo, TEST_DIR)
-        );
-        return Exit::Usage;
+        )));
     }
     let mut tally = format!("{} passed, {} failed", summary.passed, summary.failed);
     // A broken case file counts in the tally as it does in the JUnit report (as an error),
@@ -293,21 +284,22 @@ pub fn run(args: &TestArgs) -> Exit {
         .filter(|c| c.status == CaseStatus::Failed && args.update)
         .count();
     if refused_updates > 0 {
-        crate::errln!(
-            "error: {refused_updates} case(s) not updated: their result holds a rule that could not be evaluated; fix the rule or the case, or write the expectation by hand"
-        );
+        report_error(format_args!(
+            "{refused_updates} case(s) not updated: their result holds a rule that could not be evaluated; fix the rule or the case, or write the expectation by hand"
+        ));
     }
     if summary.broken > 0 {
-        crate::errln!(
-            "error: {} test file(s) could not be read, parsed or updated",
+        Err(CliError::usage(format!(
+            "{} test file(s) could not be read, parsed or updated",
             summary.broken
-        );
-        Exit::Usage
+        )))
     } else if summary.failed > 0 {
-        crate::errln!("error: {} policy test case(s) failed", summary.failed);
-        Exit::GateFailed
+        Err(CliError::gate_failed(format!(
+            "{} policy test case(s) failed",
+            summary.failed
+        )))
     } else {
-        Exit::Success
+        Ok(())
     }
 }
 
@@ -330,7 +322,7 @@ fn judge(args: &TestArgs, repo: &Path, case_path: &str, ran: CaseOutcome) -> Cas
             return CaseReport::new(case_path, name, CaseStatus::FilteredOut);
         }
         CaseOutcome::Broken(broken) => {
-            crate::errln!("error: {}", broken.at(&shown));
+            report_error(broken.at(&shown));
             return CaseReport {
                 error: Some(broken.at(case_path)),
                 ..CaseReport::new(case_path, None, CaseStatus::Broken)
@@ -358,7 +350,7 @@ fn judge(args: &TestArgs, repo: &Path, case_path: &str, ran: CaseOutcome) -> Cas
         match update_case(&repo.join(case_path), &text, &shown, actual) {
             Ok(()) => result.status = CaseStatus::Updated,
             Err(message) => {
-                crate::errln!("error: {message}");
+                report_error(&message);
                 result.status = CaseStatus::Broken;
                 result.error = Some(excerpt(
                     &message.replacen(&shown, case_path, 1),
