@@ -24,12 +24,11 @@ pub mod doctor;
 pub mod inputs;
 pub mod lint;
 pub mod local_tree;
-pub mod policy_test;
 pub mod replay;
 pub mod run;
 pub mod serve;
 pub mod sweep;
-pub mod test_report;
+pub mod test;
 
 use std::process::ExitCode;
 
@@ -98,7 +97,7 @@ pub enum Command {
     /// Validate `REPO/.assent/policies` (default `.`), every problem with file:line.
     Lint(lint::LintArgs),
     /// Run the policy unit tests under `REPO/.assent/tests/`; any mismatch fails.
-    Test(policy_test::TestArgs),
+    Test(test::TestArgs),
     /// Replay protocol fixtures (files or folders of YAML) against the embedded in-memory forge.
     Replay(replay::ReplayArgs),
     /// Scheduled safety net: start a pipeline for every open MR whose review state is not
@@ -116,7 +115,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Lint(args) => lint::run(&args),
-        Command::Test(args) => policy_test::run(&args),
+        Command::Test(args) => test::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Sweep(args) => sweep::run(&args),
