@@ -6,7 +6,9 @@ use std::io::Write as _;
 use clap::{Args, CommandFactory as _};
 use clap_complete::Shell;
 
-use crate::commands::{Cli, Exit};
+use anyhow::Context as _;
+
+use crate::commands::{Cli, CliResult};
 
 /// `assent completions`.
 #[derive(Debug, Args)]
@@ -21,15 +23,13 @@ pub struct CompletionsArgs {
 }
 
 /// Writes the completion script for `args.shell` on stdout.
-pub fn run(args: &CompletionsArgs) -> Exit {
+pub fn run(args: &CompletionsArgs) -> CliResult {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut Cli::command(), "assent", &mut script);
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(&script).and_then(|()| stdout.flush()) {
-        Ok(()) => Exit::Success,
-        Err(e) => {
-            crate::errln!("error: writing the completion script: {e}");
-            Exit::Runtime
-        }
-    }
+    stdout
+        .write_all(&script)
+        .and_then(|()| stdout.flush())
+        .context("writing the completion script")?;
+    Ok(())
 }

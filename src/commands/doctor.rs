@@ -11,7 +11,7 @@ use crate::commands::inputs::{
     ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr, switch_input,
     with_gitlab_environment,
 };
-use crate::commands::{Exit, Format};
+use crate::commands::{CliError, CliResult, Format};
 use crate::doctor::checks::missing_inputs_check;
 use crate::doctor::enforcement::EnforcementVerdict;
 use crate::doctor::{self, Check, DoctorInputs, DuplicatePrevention, Report};
@@ -69,7 +69,7 @@ pub struct DoctorArgs {
 }
 
 /// Runs `assent doctor` with the process environment.
-pub fn run(args: &DoctorArgs) -> Exit {
+pub fn run(args: &DoctorArgs) -> CliResult {
     run_with_env(args, &process_env)
 }
 
@@ -188,7 +188,7 @@ fn parse_serve_url(text: &str) -> Result<url::Url, String> {
 pub const ASSENT_ENVIRONMENT: &str = "assent";
 
 /// Runs `assent doctor` with an injected environment.
-pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
+pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> CliResult {
     let cannot_run = |check: Check, cause: &str| {
         let report = Report::new(
             vec![check],
@@ -199,25 +199,24 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
             "doctor could not run: {cause}"
         )));
         print(&report, args.format);
-        crate::errln!("error: {cause}");
-        Exit::Usage
+        CliError::usage(cause)
     };
     let (inputs, strict) = match resolve(args, env) {
         Ok(resolved) => resolved,
-        Err(e) => return cannot_run(missing_inputs_check(&e.0), &e.0),
+        Err(e) => return Err(cannot_run(missing_inputs_check(&e.0), &e.0)),
     };
     let report = match doctor::run(&inputs) {
         Ok(report) => report,
         Err(e) => {
             let cause = e.to_string();
-            return cannot_run(
+            return Err(cannot_run(
                 Check::fail(
                     "inputs",
                     cause.clone(),
                     "Fix the setting named above: doctor cannot send a request with it.",
                 ),
                 &cause,
-            );
+            ));
         }
     };
     print(&report, args.format);
@@ -227,27 +226,27 @@ pub fn run_with_env(args: &DoctorArgs, env: EnvLookup<'_>) -> Exit {
         report.gate_enforcement.as_str()
     );
     let (failures, warnings) = (report.failures(), report.warnings());
-    if !failures.is_empty() {
-        crate::errln!(
-            "error: doctor found problems in: {} ({verdicts})",
-            failures.join(", ")
-        );
-    } else if !warnings.is_empty() && strict {
-        crate::errln!(
-            "error: doctor could not verify: {} (--strict; {verdicts})",
-            warnings.join(", ")
-        );
-    } else if !warnings.is_empty() {
+    if report.found_problems(strict) {
+        let cause = if failures.is_empty() {
+            format!(
+                "doctor could not verify: {} (--strict; {verdicts})",
+                warnings.join(", ")
+            )
+        } else {
+            format!(
+                "doctor found problems in: {} ({verdicts})",
+                failures.join(", ")
+            )
+        };
+        return Err(CliError::gate_failed(cause));
+    }
+    if !warnings.is_empty() {
         crate::errln!(
             "warning: doctor could not verify: {} (exit 0; --strict makes this exit 1)",
             warnings.join(", ")
         );
     }
-    if report.found_problems(strict) {
-        Exit::GateFailed
-    } else {
-        Exit::Success
-    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use crate::commands::local_tree::{
     CheckoutTooLarge, ListError, MAX_FILE_BYTES, MAX_TOTAL_BYTES, ReadError, Refusal,
     list_checkout, list_folder, read_file,
 };
-use crate::commands::{Exit, Format};
+use crate::commands::{CliError, CliResult, Exit, Format};
 use crate::core::desired_state::{CENTRAL_POLICY_PREFIX, central_policy_path};
 use crate::core::policy::excerpt::escape_controls;
 use crate::core::policy::{PolicyFile, PolicyProblem, PolicySet};
@@ -292,13 +292,10 @@ fn print_json(report: &JsonReport) {
 }
 
 /// Runs `assent lint`.
-pub fn run(args: &LintArgs) -> Exit {
+pub fn run(args: &LintArgs) -> CliResult {
     let local = match read_policies(&args.repo, args.policy_project_dir.as_deref()) {
         Ok(local) => local,
-        Err(LocalReadError(message)) => {
-            crate::errln!("error: {message}");
-            return Exit::Usage;
-        }
+        Err(LocalReadError(message)) => return Err(CliError::usage(message)),
     };
     match local.load() {
         Ok(set) => {
@@ -322,7 +319,7 @@ pub fn run(args: &LintArgs) -> Exit {
                     problems: Vec::new(),
                     warnings: json_problems(&args.repo, &warnings),
                 });
-                return Exit::Success;
+                return Ok(());
             }
             print_warnings(&args.repo, &warnings);
             let mut tally = format!(
@@ -340,7 +337,7 @@ pub fn run(args: &LintArgs) -> Exit {
                     shown_path(&args.repo, POLICY_DIR)
                 );
             }
-            Exit::Success
+            Ok(())
         }
         Err(problems) => {
             if args.format == Format::Json {
@@ -353,7 +350,8 @@ pub fn run(args: &LintArgs) -> Exit {
                     problems: json_problems(&args.repo, &problems),
                     warnings: Vec::new(),
                 });
-                return Exit::GateFailed;
+                // The document holds every problem: a tool reads it, not stderr.
+                return Err(CliError::code(Exit::GateFailed));
             }
             print_problems(&args.repo, &problems);
             let mut with_problems: Vec<&str> = problems.iter().map(|p| p.file.as_str()).collect();
@@ -364,11 +362,10 @@ pub fn run(args: &LintArgs) -> Exit {
                 with_problems.len()
             );
             crate::outln!("{tally}");
-            crate::errln!(
-                "error: the policies in {} do not load: {tally}",
+            Err(CliError::gate_failed(format!(
+                "the policies in {} do not load: {tally}",
                 shown_path(&args.repo, POLICY_DIR)
-            );
-            Exit::GateFailed
+            )))
         }
     }
 }

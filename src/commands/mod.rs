@@ -1,45 +1,44 @@
 //! The thin command layer: flags and environment in, a call into the core, text out, an exit
 //! code back. No protocol logic lives here.
+//!
+//! Every command's entry function returns a [`CliResult`], and [`main`] hands it to
+//! [`finish`], the one place a command's error is printed and mapped to its exit code
+//! ([`cli_error`]). What a command prints itself is its report; its error is what it
+//! returns. The rule for each line on stderr:
+//!
+//! * The condition that makes the command exit non-zero (a usage error, a runtime failure,
+//!   "N policy test case(s) failed", "N fixture path(s) could not be read or parsed",
+//!   doctor's cause, `run`'s gate failure) is the command's [`CliError`], returned, never
+//!   printed by the command: `finish` prints it once, as the last `error:` line.
+//! * A problem with one of the many items a command goes through (a broken case file, a
+//!   fixture path that cannot be read, a case `--update` could not rewrite), after which the
+//!   command carries on, is part of its report: printed as it is found, through
+//!   [`report_error`], then counted in the final error.
+//! * A command whose report already says everything in a form for a machine (`lint --format
+//!   json`) or on stdout line by line (`replay`'s `FAIL` lines) returns an exit code alone
+//!   ([`CliError::code`]).
 
+pub mod cli_error;
 pub mod completions;
 pub mod doctor;
 pub mod inputs;
 pub mod lint;
 pub mod local_tree;
-pub mod policy_test;
 pub mod replay;
 pub mod run;
 pub mod serve;
 pub mod sweep;
-pub mod test_report;
+pub mod test;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::core::terminal::terminal_safe;
-use crate::forge::ForgeError;
+pub use cli_error::{
+    CliError, CliResult, Exit, UsageError, error_lines, exit_of, finish, help_for, report_error,
+};
+
 use crate::progress::{Lines, Progress, Silent};
-use crate::review_run::RunError;
-
-/// Exit codes shared by every command (docs/contract.md#commands).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// Success (for `run`: published and verified, or a designed no-write refusal).
-    Success = 0,
-    /// The gate failed, or `lint`/`test`/`doctor`/`replay` found problems.
-    GateFailed = 1,
-    /// Usage or configuration error, before any forge write.
-    Usage = 2,
-    /// Forge or runtime failure.
-    Runtime = 3,
-}
-
-impl From<Exit> for ExitCode {
-    fn from(value: Exit) -> Self {
-        ExitCode::from(value as u8)
-    }
-}
 
 /// What a command prints on stdout, for `--format`: one enum for every command, each
 /// command's flag says what its JSON document is.
@@ -58,63 +57,6 @@ pub fn progress_for(json: bool, quiet: bool) -> Box<dyn Progress> {
         Box::new(Silent)
     } else {
         Box::new(Lines::stderr())
-    }
-}
-
-/// A usage or configuration error: exit 2, found before any forge write. Any other error a
-/// command returns is a forge or runtime failure (exit 3).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-impl From<inputs::InputError> for UsageError {
-    fn from(error: inputs::InputError) -> Self {
-        UsageError(error.0)
-    }
-}
-
-/// What a command returns: its exit code, or an error whose chain says what failed (the
-/// outermost context first) and whose kind decides the exit code ([`exit_of`]).
-pub type CommandResult = anyhow::Result<Exit>;
-
-/// The exit code of a failed command: 2 when a [`UsageError`] is anywhere in the chain,
-/// else 3.
-pub fn exit_of(error: &anyhow::Error) -> Exit {
-    if error.chain().any(|cause| cause.is::<UsageError>()) {
-        Exit::Usage
-    } else {
-        Exit::Runtime
-    }
-}
-
-/// What the operator can do about `error`, when a failed forge request caused it.
-pub fn help_for(error: &anyhow::Error) -> Option<&'static str> {
-    error
-        .chain()
-        .find_map(|cause| {
-            cause
-                .downcast_ref::<RunError>()
-                .and_then(RunError::forge_error)
-                .or_else(|| cause.downcast_ref::<ForgeError>())
-        })
-        .and_then(crate::gitlab::advice)
-}
-
-/// Prints a failed command's error on stderr (one `error:` line, causes joined by `: `, then a
-/// `help:` line when the operator can fix the cause) and
-/// returns its exit code: the one place commands' errors are printed.
-pub fn finish(result: CommandResult) -> Exit {
-    match result {
-        Ok(exit) => exit,
-        Err(error) => {
-            // Causes quote servers, files and merge requests: one visible line, escaped.
-            let text = format!("{error:#}");
-            crate::errln!("error: {}", terminal_safe(&text));
-            if let Some(help) = help_for(&error) {
-                crate::errln!("help: {help}");
-            }
-            exit_of(&error)
-        }
     }
 }
 
@@ -155,7 +97,7 @@ pub enum Command {
     /// Validate `REPO/.assent/policies` (default `.`), every problem with file:line.
     Lint(lint::LintArgs),
     /// Run the policy unit tests under `REPO/.assent/tests/`; any mismatch fails.
-    Test(policy_test::TestArgs),
+    Test(test::TestArgs),
     /// Replay protocol fixtures (files or folders of YAML) against the embedded in-memory forge.
     Replay(replay::ReplayArgs),
     /// Scheduled safety net: start a pipeline for every open MR whose review state is not
@@ -171,38 +113,22 @@ pub enum Command {
 /// Parses the command line, runs the command and returns its exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let exit = match cli.command {
+    let result = match cli.command {
         Command::Lint(args) => lint::run(&args),
-        Command::Test(args) => policy_test::run(&args),
+        Command::Test(args) => test::run(&args),
         Command::Replay(args) => replay::run(&args),
-        Command::Run(args) => finish(run::run(&args)),
-        Command::Sweep(args) => finish(sweep::run(&args)),
-        Command::Serve(args) => finish(serve::run(&args)),
+        Command::Run(args) => run::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Doctor(args) => doctor::run(&args),
         Command::Completions(args) => completions::run(&args),
     };
-    exit.into()
+    finish(result).into()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anyhow::Context as _;
-
-    #[test]
-    fn a_usage_error_anywhere_in_the_chain_is_exit_2_and_anything_else_3() {
-        let usage = anyhow::Error::new(UsageError("no token".into()));
-        assert_eq!(exit_of(&usage), Exit::Usage);
-        let wrapped = Err::<(), _>(UsageError("bad SHA".into()))
-            .context("reading the inputs")
-            .unwrap_err();
-        assert_eq!(exit_of(&wrapped), Exit::Usage);
-        assert_eq!(format!("{wrapped:#}"), "reading the inputs: bad SHA");
-        let runtime = anyhow::anyhow!("GET /projects/1: HTTP 500");
-        assert_eq!(exit_of(&runtime), Exit::Runtime);
-        assert_eq!(finish(Ok(Exit::GateFailed)), Exit::GateFailed);
-        assert_eq!(finish(Err(runtime)), Exit::Runtime);
-    }
 
     /// The long help of a subcommand, as `assent <name> --help` prints it.
     fn long_help(name: &str) -> String {

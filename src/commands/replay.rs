@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::commands::Exit;
+use crate::commands::{CliError, CliResult, Exit, report_error};
 use crate::core::terminal::terminal_safe;
 use crate::fixture::runner::collect_fixture_files;
 use crate::fixture::schema::DEFAULT_HEAD;
@@ -23,12 +23,12 @@ pub struct ReplayArgs {
 
 /// Runs `assent replay`: one line per fixture, then a tally. Exit 1 when any fixture fails,
 /// 2 when a path or fixture cannot be read.
-pub fn run(args: &ReplayArgs) -> Exit {
+pub fn run(args: &ReplayArgs) -> CliResult {
     let mut files = Vec::new();
     let mut broken = 0usize;
     for path in &args.paths {
         if let Err(err) = collect_fixture_files(path, &mut files) {
-            crate::errln!("error: {}: {err}", path.display());
+            report_error(format_args!("{}: {err}", path.display()));
             broken += 1;
         }
     }
@@ -37,7 +37,7 @@ pub fn run(args: &ReplayArgs) -> Exit {
         let fixture = match load_fixture(file) {
             Ok(fixture) => fixture,
             Err(err) => {
-                crate::errln!("error: {err}");
+                report_error(&err);
                 broken += 1;
                 continue;
             }
@@ -67,11 +67,13 @@ pub fn run(args: &ReplayArgs) -> Exit {
     }
     crate::outln!("replay: {passed} passed, {failed} failed");
     if broken > 0 {
-        crate::errln!("error: {broken} fixture path(s) could not be read or parsed");
-        Exit::Usage
+        Err(CliError::usage(format!(
+            "{broken} fixture path(s) could not be read or parsed"
+        )))
     } else if failed > 0 {
-        Exit::GateFailed
+        // Each failure's line is on stdout, with its first mismatch.
+        Err(CliError::code(Exit::GateFailed))
     } else {
-        Exit::Success
+        Ok(())
     }
 }

@@ -11,7 +11,7 @@ use crate::commands::inputs::{
     ConnectionArgs, EnvLookup, InputError, RATE_LIMIT_ADVICE, RateLimitArgs, first_of, process_env,
     resolve_mr, switch_input, with_gitlab_environment,
 };
-use crate::commands::{CommandResult, Exit, Format, UsageError, progress_for};
+use crate::commands::{CliError, CliResult, Exit, Format, UsageError, progress_for};
 use crate::core::codequality::codequality_report;
 use crate::core::commit_sha::{self, parse_commit_sha};
 use crate::core::model::{Decision, Effect};
@@ -120,7 +120,7 @@ pub struct RunArgs {
 }
 
 /// Runs `assent run` with the process environment.
-pub fn run(args: &RunArgs) -> CommandResult {
+pub fn run(args: &RunArgs) -> CliResult {
     execute(args, &process_env)
 }
 
@@ -141,7 +141,7 @@ fn sha_input(
     }
 }
 
-fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
+fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CliResult {
     let usage = UsageError::from;
     let mut connection = args.connection.resolve(env).map_err(usage)?;
     connection.rate_limit_wait = args.rate_limit.resolve(env).map_err(usage)?;
@@ -250,9 +250,9 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CommandResult {
     }
     if let (Exit::GateFailed, Some(decision)) = (exit, receipt.decision) {
         // Every non-zero exit names its cause on stderr (docs/contract.md#commands), this one included.
-        crate::errln!("error: {}", gate_failure(decision, args.fail_on));
+        return Err(CliError::gate_failed(gate_failure(decision, args.fail_on)));
     }
-    Ok(exit)
+    Ok(())
 }
 
 /// The stderr line of a failed gate: the decision, the threshold, what to do.

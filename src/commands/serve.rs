@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::commands::inputs::{ConnectionArgs, RateLimitArgs, process_env};
-use crate::commands::{CommandResult, Exit, UsageError};
+use crate::commands::{CliResult, UsageError};
 use crate::core::sweep::{SweepDuration, check_window};
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
 use crate::serve::log::{Log, LogFormat};
@@ -160,7 +160,7 @@ pub fn parse_wait(text: &str) -> Result<Duration, String> {
 }
 
 /// Runs `assent serve`.
-pub fn run(args: &ServeArgs) -> CommandResult {
+pub fn run(args: &ServeArgs) -> CliResult {
     let interval = match args.sweep_interval {
         SweepInterval::Off => None,
         SweepInterval::Every(i) => {
@@ -235,7 +235,7 @@ pub fn run(args: &ServeArgs) -> CommandResult {
         shutdown_grace: args.shutdown_grace,
         log,
     })?;
-    Ok(Exit::Success)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use clap::Args;
 use crate::commands::inputs::{
     ConnectionArgs, RATE_LIMIT_ADVICE, RateLimitArgs, process_env, with_gitlab_environment,
 };
-use crate::commands::{CommandResult, Exit, Format, UsageError, progress_for};
+use crate::commands::{CliResult, Format, UsageError, progress_for};
 use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
 use crate::sweep_pass::{SweepSettings, sweep_observed};
@@ -92,7 +92,7 @@ fn now() -> Timestamp {
 }
 
 /// Runs `assent sweep`.
-pub fn run(args: &SweepArgs) -> CommandResult {
+pub fn run(args: &SweepArgs) -> CliResult {
     check_window(args.lookback, args.interval).map_err(|e| UsageError(e.to_string()))?;
     let mut connection = args
         .connection
@@ -129,9 +129,9 @@ pub fn run(args: &SweepArgs) -> CommandResult {
     if let Some(line) = report.failure_line() {
         // The report is printed; the failure is the run's error (exit 3).
         if report.rate_limited {
-            anyhow::bail!("{line} (rate limited; {RATE_LIMIT_ADVICE})");
+            return Err(anyhow::anyhow!("{line} (rate limited; {RATE_LIMIT_ADVICE})").into());
         }
-        anyhow::bail!(line);
+        return Err(anyhow::Error::msg(line).into());
     }
     if report.not_examined > 0 {
         crate::errln!(
@@ -140,5 +140,5 @@ pub fn run(args: &SweepArgs) -> CommandResult {
             report.not_examined
         );
     }
-    Ok(Exit::Success)
+    Ok(())
 }

@@ -508,6 +508,14 @@ fn an_unparseable_case_is_a_usage_error_with_file_and_line() {
     );
     assert!(err.contains("(did you mean `head`?)"), "{err}");
     assert!(out.ends_with("0 passed, 0 failed, 1 broken\n"), "{out}");
+    // The broken file's line is the report; the count that fails the command is its one
+    // final error, printed once, last.
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert_eq!(
+        lines[1], "error: 1 test file(s) could not be read, parsed or updated",
+        "{err}"
+    );
 }
 
 #[test]

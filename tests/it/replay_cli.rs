@@ -69,6 +69,15 @@ fn an_unparseable_fixture_exits_2_naming_file_and_line() {
         stderr.contains(&format!("{}:3:", file.display())),
         "{stderr}"
     );
+    // The fixture's own line is the report; the count that fails the command is its one
+    // final error, printed once, last.
+    let last = "error: 1 fixture path(s) could not be read or parsed";
+    assert_eq!(stderr.lines().last(), Some(last), "{stderr}");
+    assert_eq!(stderr.matches(last).count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: {}", file.display())),
+        "{stderr}"
+    );
 }
 
 #[test]

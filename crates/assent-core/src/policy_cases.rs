@@ -3,6 +3,24 @@
 //! what it expects. Pure, so `assent test` (cases on disk) and `assent run` (an MR's own
 //! cases, read through the API: docs/policies.md, "What the run checks on a policy MR") judge a
 //! case alike.
+//!
+//! A case file, strict (unknown fields are errors):
+//!
+//! ```yaml
+//! name: retention shrink is challenged      # optional; defaults to the file name
+//! mr: { title: "Shrink retention", labels: [] }   # optional: what `mr` shows predicates
+//! files:
+//!   - path: topics/orders.yaml
+//!     old_path: topics/old-name.yaml      # optional: a rename (base is read from here)
+//!     base: |                             # omitted or null: absent at the base
+//!       topics: ...
+//!     head: |                             # omitted or null: absent at the head (deleted)
+//!       topics: ...
+//! expect:
+//!   decision: REVIEW                      # APPROVE | REVIEW | BLOCK, no thread resolved
+//!   findings:
+//!     - { rule: retention-shrink, subject: "topics/orders.yaml#/topics/orders.events.v1/retention_days", effect: challenge }
+//! ```
 
 use std::cmp::Ordering;
 
@@ -357,5 +375,174 @@ fn strip_location(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(i) => message[..i].to_owned(),
         None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn actual(decision: Decision, findings: &[(&str, &str, Effect)]) -> Actual {
+        Actual {
+            decision,
+            findings: findings
+                .iter()
+                .map(|(r, s, e)| ExpectedFinding {
+                    rule: (*r).into(),
+                    subject: (*s).into(),
+                    effect: *e,
+                })
+                .collect(),
+            messages: findings
+                .iter()
+                .map(|(r, _, _)| format!("{r} fired"))
+                .collect(),
+            evaluation_failures: Vec::new(),
+        }
+    }
+
+    fn parse_case(text: &str, shown: &str) -> Result<TestCase, String> {
+        super::parse_case(text).map_err(|b| b.at(shown))
+    }
+
+    #[test]
+    fn the_case_format_is_strict() {
+        let err = parse_case(
+            "name: x\nfiles: []\nexpect:\n  decision: REVIEW\n  extra: 1\n",
+            "c.yaml",
+        )
+        .unwrap_err();
+        assert!(
+            err.starts_with("c.yaml:5: expect: unknown field `extra`"),
+            "{err:?}"
+        );
+        let err = parse_case("files:\n  - path: a\n    heda: x\n", "c.yaml").unwrap_err();
+        assert!(
+            err.starts_with("c.yaml:3: files[0]: unknown field `heda`")
+                && err.ends_with("(did you mean `head`?)"),
+            "{err:?}"
+        );
+        let err = parse_case("expect: { decision: MAYBE }\n", "c.yaml").unwrap_err();
+        assert!(err.contains("MAYBE"), "{err:?}");
+        let ok = parse_case(
+            "name: n\nmr: { labels: [a] }\nfiles:\n  - path: a.yaml\n    base: null\n    head: \"x: 1\"\nexpect:\n  decision: APPROVE\n",
+            "c.yaml",
+        )
+        .unwrap();
+        assert_eq!(ok.files[0].base, None);
+        assert_eq!(ok.expect.unwrap().findings, vec![]);
+        assert_eq!(ok.mr.labels, vec!["a".to_owned()]);
+    }
+
+    #[test]
+    fn mismatches_show_expected_and_actual_lines() {
+        let expect = Expect {
+            decision: Decision::Review,
+            findings: vec![
+                ExpectedFinding {
+                    rule: "b".into(),
+                    subject: "f#/x".into(),
+                    effect: Effect::Challenge,
+                },
+                ExpectedFinding {
+                    rule: "a".into(),
+                    subject: "f#/x".into(),
+                    effect: Effect::Comment,
+                },
+            ],
+        };
+        let got = actual(
+            Decision::Block,
+            &[("a", "f#/x", Effect::Comment), ("c", "f#", Effect::Block)],
+        );
+        assert_eq!(
+            mismatches(Some(&expect), &got),
+            vec![
+                "decision: expected REVIEW, got BLOCK",
+                "findings (- expected, + actual):",
+                "- { rule: \"b\", subject: \"f#/x\", effect: challenge }",
+                "+ { rule: \"c\", subject: \"f#\", effect: block }",
+                "  message: c fired",
+            ]
+        );
+        let same = actual(
+            Decision::Review,
+            &[
+                ("a", "f#/x", Effect::Comment),
+                ("b", "f#/x", Effect::Challenge),
+            ],
+        );
+        assert!(mismatches(Some(&expect), &same).is_empty());
+        // Without an expectation, every finding is shown with the message it would post.
+        assert_eq!(
+            mismatches(None, &same),
+            vec![
+                "no `expect:` block (actual decision REVIEW; `assent test --update` writes it)",
+                "findings (+ actual):",
+                "+ { rule: \"a\", subject: \"f#/x\", effect: comment }",
+                "  message: a fired",
+                "+ { rule: \"b\", subject: \"f#/x\", effect: challenge }",
+                "  message: b fired",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_long_message_is_shown_in_a_few_lines() {
+        assert_eq!(message_lines("one"), vec!["  message: one"]);
+        let long: String = (1..=9).map(|i| format!("line {i}\n\n")).collect();
+        assert_eq!(
+            message_lines(&long),
+            vec![
+                "  message: line 1",
+                "           line 2",
+                "           line 3",
+                "           line 4",
+                "           line 5",
+                "           line 6",
+                "           … 3 more line(s)",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_expect_block_is_replaced_in_place_keeping_the_rest() {
+        let text = "# a comment\nname: x\nexpect:\n  decision: APPROVE\n  # inner comment\n  findings: []\n\n# trailing comment\nfiles: []\n";
+        let got = actual(Decision::Review, &[("r", "f.yaml#/a", Effect::Challenge)]);
+        let new = replace_expect_block(text, &expect_block(&got));
+        assert_eq!(
+            new,
+            "# a comment\nname: x\nexpect:\n  decision: REVIEW\n  findings:\n    - { rule: \"r\", subject: \"f.yaml#/a\", effect: challenge }\n\n# trailing comment\nfiles: []\n"
+        );
+        let reread = parse_case(&new, "c").unwrap();
+        assert!(mismatches(reread.expect.as_ref(), &got).is_empty());
+        // Flow style and a block at the end of the file.
+        let text = "files: []\nexpect: { decision: BLOCK }";
+        let new = replace_expect_block(text, &expect_block(&actual(Decision::Approve, &[])));
+        assert_eq!(
+            new,
+            "files: []\nexpect:\n  decision: APPROVE\n  findings: []\n"
+        );
+        // No block: appended.
+        let new = replace_expect_block("files: []", &expect_block(&actual(Decision::Approve, &[])));
+        assert_eq!(
+            new,
+            "files: []\nexpect:\n  decision: APPROVE\n  findings: []\n"
+        );
+        // `expected:` or an indented `expect:` is not the block.
+        let text = "files:\n  - path: a\n    head: |\n      expect: 1\n";
+        assert!(
+            replace_expect_block(text, "expect: X\n").ends_with("      expect: 1\nexpect: X\n")
+        );
+    }
+
+    #[test]
+    fn quoting_survives_awkward_subjects() {
+        let got = actual(
+            Decision::Block,
+            &[("r", "a b/c: \"d\" #e.yaml#/x~1y", Effect::Block)],
+        );
+        let case = parse_case(&expect_block(&got), "c").unwrap();
+        assert!(mismatches(case.expect.as_ref(), &got).is_empty());
     }
 }

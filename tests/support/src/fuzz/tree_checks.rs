@@ -31,8 +31,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use assent::commands::lint::{LocalReadError, read_local_policies, shown_path};
 use assent::commands::local_tree::{MAX_ENTRIES, MAX_FILE_BYTES, MAX_TOTAL_BYTES, list_folder};
-use assent::commands::policy_test::{load_case, run_case};
+use assent::commands::test::load_case;
 use assent::core::policy::excerpt::MAX_MESSAGE_CHARS;
+use assent::core::policy_cases::run_case;
 use assent::review_input::is_policy_file_name;
 
 /// What a followed link would leak: found in a message, it was followed.

@@ -33,8 +33,21 @@
 
 use serde::Serialize;
 
-use crate::commands::policy_test::{Actual, Expect};
+use crate::core::model::{Decision, Effect};
 use crate::core::policy::excerpt::excerpt;
+use crate::core::policy_cases::{Actual, Expect, ExpectedFinding};
+
+/// The form `assent test` prints its report in on stdout. Its own enum, not the shared
+/// [`crate::commands::Format`]: JUnit belongs to this command only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TestFormat {
+    /// `ok`/`FAILED` lines, a diff per failure, a tally.
+    Text,
+    /// JUnit XML, for `artifacts:reports:junit`.
+    Junit,
+    /// A `PolicyTestReport` JSON document, for tooling.
+    Json,
+}
 
 /// Longest rendered message kept in the JSON report, in characters (per line, after
 /// escaping, and in lines).
@@ -143,8 +156,7 @@ impl TestReport {
     }
 
     /// The document of `format`; `None` for text, which is printed as the cases run.
-    pub fn render(&self, format: crate::commands::policy_test::TestFormat) -> Option<String> {
-        use crate::commands::policy_test::TestFormat;
+    pub fn render(&self, format: TestFormat) -> Option<String> {
         match format {
             TestFormat::Junit => Some(self.to_junit()),
             TestFormat::Json => Some(self.to_json()),
@@ -320,14 +332,14 @@ struct JsonCase<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct JsonExpected<'a> {
-    decision: crate::core::model::Decision,
-    findings: &'a [crate::commands::policy_test::ExpectedFinding],
+    decision: Decision,
+    findings: &'a [ExpectedFinding],
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct JsonActual {
-    decision: crate::core::model::Decision,
+    decision: Decision,
     findings: Vec<JsonFinding>,
     evaluation_failures: Vec<JsonFailure>,
 }
@@ -337,7 +349,7 @@ struct JsonActual {
 struct JsonFinding {
     rule: String,
     subject: String,
-    effect: crate::core::model::Effect,
+    effect: Effect,
     message: String,
 }
 
