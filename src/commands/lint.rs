@@ -30,7 +30,7 @@ use crate::commands::local_tree::{
     CheckoutTooLarge, ListError, MAX_FILE_BYTES, MAX_TOTAL_BYTES, ReadError, Refusal,
     list_checkout, list_folder, read_file,
 };
-use crate::commands::{CliError, CliResult, Exit, Format};
+use crate::commands::{CliError, CliResult, Format};
 use crate::core::desired_state::{CENTRAL_POLICY_PREFIX, central_policy_path};
 use crate::core::policy::excerpt::escape_controls;
 use crate::core::policy::{PolicyFile, PolicyProblem, PolicySet};
@@ -350,8 +350,16 @@ pub fn run(args: &LintArgs) -> CliResult {
                     problems: json_problems(&args.repo, &problems),
                     warnings: Vec::new(),
                 });
-                // The document holds every problem: a tool reads it, not stderr.
-                return Err(CliError::code(Exit::GateFailed));
+                // The document holds every problem; stderr names the cause in one line, as
+                // every non-zero exit does (docs/contract.md#exit-codes).
+                let mut files: Vec<&str> = problems.iter().map(|p| p.file.as_str()).collect();
+                files.dedup();
+                return Err(CliError::gate_failed(format!(
+                    "the policies in {} do not load: {} problem(s) in {} file(s)",
+                    shown_path(&args.repo, POLICY_DIR),
+                    problems.len(),
+                    files.len()
+                )));
             }
             print_problems(&args.repo, &problems);
             let mut with_problems: Vec<&str> = problems.iter().map(|p| p.file.as_str()).collect();

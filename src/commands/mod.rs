@@ -14,9 +14,9 @@
 //!   fixture path that cannot be read, a case `--update` could not rewrite), after which the
 //!   command carries on, is part of its report: printed as it is found, through
 //!   [`report_error`], then counted in the final error.
-//! * A command whose report already says everything in a form for a machine (`lint --format
-//!   json`) or on stdout line by line (`replay`'s `FAIL` lines) returns an exit code alone
-//!   ([`CliError::code`]).
+//! * Every non-zero exit names its cause in that one line (docs/contract.md#exit-codes),
+//!   also when the report already says everything on stdout (`lint --format json`,
+//!   `replay`'s `FAIL` lines).
 
 pub mod cli_error;
 pub mod completions;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::commands::{CliError, CliResult, Exit, report_error};
+use crate::commands::{CliError, CliResult, report_error};
 use crate::core::terminal::terminal_safe;
 use crate::fixture::runner::collect_fixture_files;
 use crate::fixture::schema::DEFAULT_HEAD;
@@ -71,8 +71,8 @@ pub fn run(args: &ReplayArgs) -> CliResult {
             "{broken} fixture path(s) could not be read or parsed"
         )))
     } else if failed > 0 {
-        // Each failure's line is on stdout, with its first mismatch.
-        Err(CliError::code(Exit::GateFailed))
+        // Each failure's line is on stdout, with its first mismatch; stderr names the cause.
+        Err(CliError::gate_failed(format!("{failed} fixture(s) failed")))
     } else {
         Ok(())
     }

@@ -1228,6 +1228,12 @@ fn lint_format_json_reports_problems_and_warnings_as_one_document() {
     assert_eq!(code, 1, "{out}{err}");
     let report: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
     assert_eq!(report["ok"], false);
+    // Every non-zero exit names its cause on stderr, in one line; the problems stay on stdout.
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: the policies in ") && err.contains(" do not load: "),
+        "{err}"
+    );
     // The same problems the text form prints, each with its file and line.
     let (_, text, _) = assent(&["lint", &broken("many-problems")], &[]);
     let from_json: Vec<String> = report["problems"]

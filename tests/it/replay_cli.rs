@@ -55,6 +55,9 @@ fn a_failing_fixture_exits_1_with_its_first_mismatch() {
         stdout.contains("expected decision Block, got Some(Approve)"),
         "{stdout}"
     );
+    // Every non-zero exit names its cause on stderr, in one line.
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr, "error: 1 fixture(s) failed\n");
 }
 
 #[test]

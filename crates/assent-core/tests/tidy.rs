@@ -312,6 +312,7 @@ fn dead_test_filters(pages: &[(String, String)], tests: &[String]) -> Vec<String
                 let mut targets_it = false;
                 let mut filters = Vec::new();
                 let mut after_separator = false;
+                let mut before_separator = 0;
                 while let Some(word) = words.next() {
                     match word {
                         "--test" => {
@@ -336,11 +337,21 @@ fn dead_test_filters(pages: &[(String, String)], tests: &[String]) -> Vec<String
                         _ if word.starts_with('#') || word.contains(['…', ',', '(', ')', '.']) => {
                             break;
                         }
-                        _ => filters.push(word),
+                        _ => {
+                            before_separator += usize::from(!after_separator);
+                            filters.push(word);
+                        }
                     }
                 }
                 if !targets_it {
                     continue;
+                }
+                if before_separator > 1 {
+                    dead.push(format!(
+                        "{path}:{}: cargo takes one test filter before `--`: write `cargo test --test it -- {}`",
+                        n + 1,
+                        filters.join(" ")
+                    ));
                 }
                 for filter in filters {
                     if !tests.iter().any(|t| t.contains(filter)) {
@@ -540,7 +551,8 @@ fn a_test_filter_that_selects_nothing_is_found() {
         "docs/a.md".to_string(),
         "`cargo test --test it run_cli::approval`, `cargo test --test it -- run_cli::approves x_cli` \
          and `cargo test --test it fixtures:: --test http_fixtures`; `cargo test -p fake-gitlab --test fake x` \
-         and `cargo test --test it run_cli::approval   # a comment`\n"
+         and `cargo test --test it run_cli::approval   # a comment`, \
+         `cargo test --test it run_cli::approval run_cli::approves_at`\n"
             .to_string(),
     )];
     assert_eq!(
@@ -550,6 +562,8 @@ fn a_test_filter_that_selects_nothing_is_found() {
             "docs/a.md:1: `cargo test --test it x_cli` selects no test",
             "docs/a.md:1: `--test http_fixtures`: the integration tests are one binary, `it`",
             "docs/a.md:1: `cargo test --test it fixtures::` selects no test",
+            "docs/a.md:1: cargo takes one test filter before `--`: write `cargo test --test it -- run_cli::approval run_cli::approves_at`",
+            "docs/a.md:1: `cargo test --test it run_cli::approves_at` selects no test",
         ]
     );
 }
