@@ -1206,8 +1206,10 @@ rules:
         assert_eq!(deleted, 1_000, "one delete per topic, nothing else copied");
     }
 
-    #[test]
-    fn descendants_past_the_copy_bound_make_the_file_undecidable_and_none_is_judged() {
+    /// `paths`, each a JSON file of 10 topics (5 values each) set to `{"topics": null}`, judged
+    /// under one rule matching every delete, with the parser's node limit at `max_nodes`: each
+    /// topic's deletes copy 12 values (every value copies its own subtree).
+    fn every_delete_of_nulled_topics(paths: &[&str], max_nodes: usize) -> DesiredOutcome {
         const EVERY_DELETE: &str = r#"apiVersion: assent/v1
 kind: Policy
 identities:
@@ -1217,29 +1219,37 @@ rules:
     match: { files: ["cfg/*.json"], pointer: "/**", kinds: [delete] }
     effect: comment
 "#;
-        // Each topic is 5 values; the rule matches each of them and each copies its own
-        // subtree: 12 values a topic, more than twice the document's 52.
         let topics: Vec<Value> = (0..10)
             .map(|i| json!({"name": format!("t{i}"), "x": {"y": {"z": 1}}}))
             .collect();
         let base = serde_json::to_vec(&json!({"topics": topics})).unwrap();
-        let judge = |max_nodes: usize| {
-            compute_desired_state(ReviewInputs {
-                policy_files: vec![PolicyFile {
-                    path: ".assent/policies/p.yaml".into(),
-                    bytes: EVERY_DELETE.as_bytes().to_vec(),
-                }],
-                limits: Limits {
-                    max_nodes,
-                    ..Limits::default()
-                },
-                ..inputs(vec![file(
-                    "cfg/a.json",
+        let files = paths
+            .iter()
+            .map(|path| {
+                file(
+                    path,
                     FileContent::Present(base.clone()),
                     present("{\"topics\": null}"),
-                )])
+                )
             })
-        };
+            .collect();
+        compute_desired_state(ReviewInputs {
+            policy_files: vec![PolicyFile {
+                path: ".assent/policies/p.yaml".into(),
+                bytes: EVERY_DELETE.as_bytes().to_vec(),
+            }],
+            limits: Limits {
+                max_nodes,
+                ..Limits::default()
+            },
+            ..inputs(files)
+        })
+    }
+
+    #[test]
+    fn descendants_past_the_copy_bound_make_the_file_undecidable_and_none_is_judged() {
+        // 120 values to copy, more than twice the document's 52.
+        let judge = |max_nodes: usize| every_delete_of_nulled_topics(&["cfg/a.json"], max_nodes);
         let out = judge(52);
         assert_eq!(
             slots(&out),
@@ -1266,40 +1276,9 @@ rules:
 
     #[test]
     fn the_bound_on_judged_values_is_the_runs_not_each_files() {
-        // The policy of the test above: every value inside a deleted list is a delete.
-        let policy = r#"apiVersion: assent/v1
-kind: Policy
-identities:
-  "cfg/*.json": { "/topics": name }
-rules:
-  - id: every-delete
-    match: { files: ["cfg/*.json"], pointer: "/**", kinds: [delete] }
-    effect: comment
-"#;
-        let topics: Vec<Value> = (0..10)
-            .map(|i| json!({"name": format!("t{i}"), "x": {"y": {"z": 1}}}))
-            .collect();
-        let base = serde_json::to_vec(&json!({"topics": topics})).unwrap();
-        let nulled = |path: &str| {
-            file(
-                path,
-                FileContent::Present(base.clone()),
-                present("{\"topics\": null}"),
-            )
-        };
-        // Each file's deletes carry 120 values.
+        // Each file's deletes carry 120 values; the files are given out of path order.
         let judge = |max_nodes: usize| {
-            compute_desired_state(ReviewInputs {
-                policy_files: vec![PolicyFile {
-                    path: ".assent/policies/p.yaml".into(),
-                    bytes: policy.as_bytes().to_vec(),
-                }],
-                limits: Limits {
-                    max_nodes,
-                    ..Limits::default()
-                },
-                ..inputs(vec![nulled("cfg/b.json"), nulled("cfg/a.json")])
-            })
+            every_delete_of_nulled_topics(&["cfg/b.json", "cfg/a.json"], max_nodes)
         };
         // Room for one file: the first in path order is judged, the second is undecidable
         // and says what the first took.
