@@ -162,6 +162,10 @@ fn line(request: &LoggedRequest) -> String {
 
 #[derive(Clone, Copy, Debug)]
 enum Paging {
+    /// The fake's own pagination headers, as GitLab sends them.
+    AsGitLab,
+    /// The fake's own headers without totals (GitLab above 10,000 items).
+    AsGitLabNoTotals,
     /// `X-Next-Page` (empty on the last page), with totals, and a lying `X-Total-Pages: 1`.
     NextPage,
     /// `X-Next-Page` without any totals (GitLab above 10,000 items).
@@ -174,6 +178,8 @@ enum Paging {
 fn paged_fake(total: usize, paging: Paging) -> FakeGitLab {
     let fake = FakeGitLab::start(with_discussions(total));
     match paging {
+        Paging::AsGitLab => {}
+        Paging::AsGitLabNoTotals => fake.set_omit_totals(true),
         Paging::NextPage => {
             fake.inject(FaultRule::new(headers(
                 &[("X-Total-Pages", "1")],
@@ -194,14 +200,22 @@ fn paged_fake(total: usize, paging: Paging) -> FakeGitLab {
 
 #[test]
 fn pagination_returns_every_item_for_edge_counts() {
-    for paging in [Paging::NextPage, Paging::NextPageNoTotals, Paging::LinkOnly] {
+    for paging in [
+        Paging::AsGitLab,
+        Paging::AsGitLabNoTotals,
+        Paging::NextPage,
+        Paging::NextPageNoTotals,
+        Paging::LinkOnly,
+    ] {
         for total in [0usize, 1, 100, 101, 200, 250] {
             let fake = paged_fake(total, paging);
-            let (forge, _) = forge(&fake);
+            let (forge, sleeper) = forge(&fake);
             let listed = forge.list_discussions().unwrap();
             let ids: Vec<u64> = listed.iter().map(|d| d.notes[0].id).collect();
             let expected: Vec<u64> = (0..total as u64).map(|i| 1000 + i).collect();
             assert_eq!(ids, expected, "{paging:?} total {total}");
+            assert!(listed.iter().all(|d| d.notes[0].author_id == HUMAN_ID));
+            assert!(sleeper.delays().is_empty(), "{paging:?} total {total}");
             let seen = fake.requests();
             let pages = match paging {
                 Paging::LinkOnly => total / 100 + 1,
@@ -219,8 +233,35 @@ fn pagination_returns_every_item_for_edge_counts() {
                     writes: 0
                 }
             );
+            assert_eq!(fake.violations(), Vec::<String>::new());
         }
     }
+}
+
+/// The discussions pages the adapter asked for.
+fn discussion_pages(fake: &FakeGitLab) -> usize {
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.route == RouteKind::Discussions)
+        .count()
+}
+
+#[test]
+fn listing_order_does_not_matter_and_small_server_pages_are_followed() {
+    let fake = FakeGitLab::start(with_discussions(7));
+    fake.set_discussion_order(PROJECT_ID, MR_IID, fake_gitlab::DiscussionOrder::Reversed);
+    fake.set_max_per_page(Some(3));
+    fake.set_omit_totals(true);
+    let (forge, _) = forge(&fake);
+    let got: Vec<u64> = forge
+        .list_discussions()
+        .unwrap()
+        .iter()
+        .map(|d| d.notes[0].id)
+        .collect();
+    let reversed: Vec<u64> = (1000..1007).rev().collect();
+    assert_eq!(got, reversed);
+    assert_eq!(discussion_pages(&fake), 3);
 }
 
 #[test]
@@ -344,6 +385,21 @@ fn rate_limits_in_both_gitlab_forms_are_honoured() {
     assert_eq!(forge.request_counts().reads, 4);
     let statuses: Vec<Option<u16>> = fake.requests().iter().map(|r| r.status).collect();
     assert_eq!(statuses, [Some(429), Some(429), Some(429), Some(200)]);
+
+    // The JSON form with a Retry-After, twice in a row: each wait is the one it asks for.
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitJson { retry_after: 3 })
+            .route(RouteKind::MergeRequest)
+            .first_n(2),
+    );
+    let mr = forge.merge_request().unwrap();
+    assert_eq!(mr.head_sha, fixtures::HEAD_SHA);
+    assert_eq!(
+        sleeper.delays()[3..],
+        [Duration::from_secs(3), Duration::from_secs(3)]
+    );
+    assert_eq!(forge.request_counts().reads, 4 + 3);
+    assert_eq!(fake.reads(), 4 + 3);
 }
 
 #[test]
@@ -387,6 +443,32 @@ fn server_errors_and_html_502_are_retried_then_succeed() {
             writes: 0
         }
     );
+}
+
+#[test]
+fn server_errors_and_html_bad_gateways_are_retried_until_an_answer() {
+    let fake = FakeGitLab::start(with_discussions(2));
+    fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .route(RouteKind::Discussions)
+            .nth(1),
+    );
+    fake.inject(
+        FaultRule::new(FaultAction::BadGateway)
+            .route(RouteKind::Discussions)
+            .nth(2),
+    );
+    fake.inject(
+        FaultRule::new(FaultAction::Unavailable)
+            .route(RouteKind::Discussions)
+            .nth(3),
+    );
+    let (forge, sleeper) = forge(&fake);
+    assert_eq!(forge.list_discussions().unwrap().len(), 2);
+    assert_eq!(sleeper.delays().len(), 3);
+    assert_eq!(discussion_pages(&fake), 4);
+    let statuses: Vec<Option<u16>> = fake.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, vec![Some(500), Some(502), Some(503), Some(200)]);
 }
 
 #[test]
@@ -451,6 +533,9 @@ fn exhausted_retries_name_method_route_status_and_message() {
     }
     assert_eq!(fake.requests().len(), 5);
     assert_eq!(sleeper.delays().len(), 4);
+    let attempts = RetryPolicy::default().max_attempts as usize;
+    assert_eq!(fake.reads(), attempts);
+    assert_eq!(sleeper.delays().len(), attempts - 1);
 }
 
 #[test]
@@ -475,6 +560,7 @@ fn client_errors_are_not_retried() {
 /// ago, so almost all of it remains.
 fn assert_waited_for_the_write_to_settle(delays: &[Duration]) {
     let settle = RetryPolicy::default().write_settle;
+    assert_eq!(settle, DEFAULT_WRITE_SETTLE);
     assert_eq!(delays.len(), 1, "{delays:?}");
     assert!(
         delays[0] <= settle && delays[0] > settle - Duration::from_secs(5),
@@ -861,6 +947,27 @@ fn redirects_are_refused_and_never_followed() {
     ));
     assert!(fake.requests().iter().all(|s| s.path != "/elsewhere"));
     assert!(fake.discussions(PROJECT_ID, MR_IID).is_empty());
+
+    // The fake's own redirect target, on one route: refused, said so, not retried.
+    let fake = FakeGitLab::start(world());
+    fake.inject(
+        FaultRule::new(FaultAction::Redirect { location: None }).route(RouteKind::MergeRequest),
+    );
+    let (mr_forge, sleeper) = self::forge(&fake);
+    let err = mr_forge.merge_request().unwrap_err();
+    assert!(
+        matches!(&err, ForgeError::Status { status: 301, message, .. } if message.contains("refused")),
+        "{err:?}"
+    );
+    assert_eq!(fake.reads(), 1, "not retried");
+    assert!(sleeper.delays().is_empty());
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|r| !r.path.starts_with("/moved")),
+        "{:?}",
+        fake.requests()
+    );
 }
 
 #[test]
@@ -907,6 +1014,127 @@ fn the_token_is_only_ever_a_header() {
         );
     }
     assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
+fn the_token_appears_in_no_error_and_no_request_url() {
+    let fake = FakeGitLab::start(with_discussions(101));
+    let mut errors: Vec<ForgeError> = Vec::new();
+    let (forge, _) = forge(&fake);
+
+    // A redirect whose target carries the token in its path, query and userinfo.
+    fake.inject(
+        FaultRule::new(FaultAction::Redirect {
+            location: Some(format!(
+                "http://user:{TOKEN}@127.0.0.1:9/{TOKEN}/api?private_token={TOKEN}"
+            )),
+        })
+        .route(RouteKind::MergeRequest)
+        .first_n(1),
+    );
+    errors.push(forge.merge_request().unwrap_err());
+    // A read that keeps failing, a listing that cannot complete, a lost write.
+    fake.inject(FaultRule::new(FaultAction::BadGateway).route(RouteKind::MergeRequest));
+    errors.push(forge.merge_request().unwrap_err());
+    fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .route(RouteKind::Discussions)
+            .method("GET")
+            .query_contains("&page=2"),
+    );
+    errors.push(forge.list_discussions().unwrap_err());
+    fake.inject(
+        FaultRule::new(FaultAction::LostAck { close: true })
+            .method("POST")
+            .route(RouteKind::Notes),
+    );
+    errors.push(forge.create_note("summary").unwrap_err());
+    fake.inject(FaultRule::new(FaultAction::Reset).method("PUT"));
+    errors.push(forge.edit_note(1, "x").unwrap_err());
+    // Refusals: an unknown note, an unknown project, a wrong token.
+    fake.clear_faults();
+    errors.push(forge.edit_note(999_999, "x").unwrap_err());
+    let mut elsewhere = config(&fake);
+    elsewhere.project = "no/such/project".into();
+    errors.push(forge_with(elsewhere).0.merge_request().unwrap_err());
+    let mut wrong = config(&fake);
+    wrong.token = Token::new("glpat-wrong");
+    errors.push(forge_with(wrong).0.bot_user_id().unwrap_err());
+    // A server that is gone.
+    let gone = config(&FakeGitLab::start(world()));
+    errors.push(forge_with(gone).0.bot_user_id().unwrap_err());
+
+    assert_eq!(errors.len(), 9);
+    for err in &errors {
+        let shown = format!("{err}");
+        let debug = format!("{err:?}");
+        assert!(!shown.contains(TOKEN), "{shown}");
+        assert!(!debug.contains(TOKEN), "{debug}");
+    }
+    assert!(!format!("{forge:?}").contains(TOKEN));
+    let requests = fake.requests();
+    assert!(requests.len() > 10);
+    for request in &requests {
+        assert!(!request.path.contains(TOKEN), "{}", request.path);
+        assert!(!request.query.contains(TOKEN), "{}", request.query);
+    }
+    assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
+fn a_token_echoed_case_folded_or_percent_encoded_is_redacted() {
+    let upper = TOKEN.to_ascii_uppercase();
+    let encoded: String = TOKEN.bytes().map(|b| format!("%{b:02X}")).collect();
+    let fake = FakeGitLab::start(world());
+    let (forge, _) = forge(&fake);
+    for location in [
+        format!("http://127.0.0.1:9/{upper}/api"),
+        format!("http://127.0.0.1:9/{encoded}/api"),
+        format!("http://127.0.0.1:9/%67lpat{}/api", &TOKEN[5..]),
+        format!("http://{TOKEN}.example/api"),
+    ] {
+        fake.clear_faults();
+        fake.inject(
+            FaultRule::new(FaultAction::Redirect {
+                location: Some(location.clone()),
+            })
+            .route(RouteKind::MergeRequest),
+        );
+        let err = forge.merge_request().unwrap_err();
+        for shown in [format!("{err}"), format!("{err:?}")] {
+            let folded = shown.to_ascii_lowercase();
+            assert!(
+                !folded.contains(&TOKEN.to_ascii_lowercase()),
+                "{location}: {shown}"
+            );
+            assert!(!folded.contains(&encoded.to_ascii_lowercase()), "{shown}");
+            assert!(!folded.contains("%67lpat"), "{shown}");
+            assert!(shown.contains("<redacted>"), "{shown}");
+        }
+    }
+}
+
+#[test]
+fn a_nested_project_path_is_one_percent_encoded_segment() {
+    let fake = FakeGitLab::start(world());
+    let (forge, _) = forge(&fake);
+    assert_eq!(forge.merge_request().unwrap().head_sha, fixtures::HEAD_SHA);
+    forge.create_thread("a thread", None).unwrap();
+    assert_eq!(forge.list_discussions().unwrap().len(), 1);
+    let api_requests: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.route != RouteKind::User)
+        .collect();
+    assert_eq!(api_requests.len(), 3);
+    for request in api_requests {
+        assert!(request.path.starts_with(MR), "{}", request.path);
+        assert_eq!(request.status, Some(if request.write { 201 } else { 200 }));
+    }
+    // The numeric id reaches the same project.
+    let mut by_id = config(&fake);
+    by_id.project = PROJECT_ID.to_string();
+    assert_eq!(forge_with(by_id).0.list_discussions().unwrap().len(), 1);
 }
 
 #[test]
