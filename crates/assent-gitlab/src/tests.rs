@@ -1196,6 +1196,177 @@ fn the_body_limit_is_enforced() {
     );
 }
 
+/// Every discussions request's `per_page`, in order.
+fn discussion_page_sizes(fake: &FakeGitLab) -> Vec<u64> {
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.route == RouteKind::Discussions)
+        .map(|r| {
+            r.query_param("per_page")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Seeds `n` human threads; the ones in `heavy` are listed with `text` repeated `times`
+/// times after their body. Returns each thread's note id and full listed body.
+fn seed_heavy_threads(
+    fake: &FakeGitLab,
+    n: usize,
+    heavy: &[(std::ops::Range<usize>, &str, usize)],
+) -> Vec<(u64, String)> {
+    (0..n)
+        .map(|i| {
+            let body = format!("thread {i}");
+            let id = fake.post_thread(PROJECT_ID, MR_IID, HUMAN_ID, &body).1;
+            match heavy.iter().find(|(range, _, _)| range.contains(&i)) {
+                Some((_, text, times)) => {
+                    fake.inflate_note(id, text, *times);
+                    (id, format!("{body}{}", text.repeat(*times)))
+                }
+                None => (id, body),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn pages_over_the_body_limit_are_asked_again_smaller_and_nothing_is_skipped_or_repeated() {
+    // Multi-byte characters, JSON escapes (a control character is six bytes on the wire, a
+    // quote two) and a four-byte emoji: the limit is in bytes, notes are in characters.
+    let heavy: &[(std::ops::Range<usize>, &str, usize)] = &[
+        (40..70, "ü", 20_000),
+        (150..151, "\u{1}", 12_000),
+        (151..152, "\"", 30_000),
+        (152..153, "😀", 15_000),
+        (229..230, "x", 70_000),
+    ];
+    for (cap, omit_totals, link_only) in [
+        (None, false, false),
+        (None, true, false),
+        (Some(30), false, false),
+        (None, false, true),
+    ] {
+        let label = format!("cap={cap:?} omit_totals={omit_totals} link_only={link_only}");
+        let fake = FakeGitLab::start(world());
+        fake.set_max_per_page(cap);
+        fake.set_omit_totals(omit_totals);
+        fake.set_link_pagination(link_only, None);
+        let expected = seed_heavy_threads(&fake, 230, heavy);
+        let mut config = config(&fake);
+        config.body_limit = 256 * 1024;
+        let (forge, sleeper) = forge_with(config);
+        let listed = forge
+            .list_discussions()
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let got: Vec<(u64, String)> = listed
+            .iter()
+            .map(|d| (d.notes[0].id, d.notes[0].body.clone()))
+            .collect();
+        assert_eq!(got.len(), expected.len(), "{label}");
+        assert!(
+            got == expected,
+            "{label}: an item was skipped, repeated or cut"
+        );
+        let sizes = discussion_page_sizes(&fake);
+        let first_full = cap.unwrap_or(100);
+        let smallest = *sizes.iter().min().unwrap();
+        assert!(smallest < first_full, "{label}: {sizes:?}");
+        // After the heavy pages the size grows back: the light tail is not read item by item.
+        assert!(*sizes.last().unwrap() >= 4 * smallest, "{label}: {sizes:?}");
+        assert!(
+            sizes.len() < 30,
+            "{label}: {} requests: {sizes:?}",
+            sizes.len()
+        );
+        assert!(
+            sleeper.delays().is_empty(),
+            "{label}: an over-limit page is not retried as is"
+        );
+        assert_eq!(fake.violations(), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn a_human_discussion_over_the_limit_even_alone_is_streamed_without_its_human_bodies() {
+    let fake = FakeGitLab::start(world());
+    let expected = seed_heavy_threads(&fake, 3, &[(1..2, "ü", 40_000)]);
+    // The bot's reply in the heavy thread is kept; the human bodies are not needed.
+    let heavy = fake
+        .discussions(PROJECT_ID, MR_IID)
+        .into_iter()
+        .find(|d| d.notes[0].id == expected[1].0)
+        .unwrap();
+    let reply = fake.reply(PROJECT_ID, MR_IID, &heavy.id, BOT_ID, "the bot's reply");
+    let mut config = config(&fake);
+    config.body_limit = 64 * 1024;
+    let (forge, sleeper) = forge_with(config);
+    let listed = forge.list_discussions().unwrap();
+    let ids: Vec<u64> = listed.iter().map(|d| d.notes[0].id).collect();
+    assert_eq!(ids, expected.iter().map(|(id, _)| *id).collect::<Vec<_>>());
+    assert_eq!(
+        listed[0].notes[0].body, expected[0].1,
+        "light pages keep every body"
+    );
+    let streamed = &listed[1];
+    assert_eq!(streamed.notes.len(), 2);
+    assert_eq!(streamed.notes[0].author_id, HUMAN_ID);
+    assert_eq!(
+        streamed.notes[0].body, "",
+        "a human's body is dropped as it arrives"
+    );
+    assert_eq!(streamed.notes[1].id, reply);
+    assert_eq!(streamed.notes[1].body, "the bot's reply");
+    // Halved down to one discussion per page; the heavy second page asked at one, over the
+    // limit, then the same page streamed; the third grows back.
+    assert_eq!(
+        discussion_page_sizes(&fake),
+        [100, 50, 25, 12, 6, 3, 1, 1, 1, 2]
+    );
+    assert!(sleeper.delays().is_empty());
+    assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
+fn a_diff_listing_over_the_body_limit_is_asked_again_smaller() {
+    let fake = FakeGitLab::start(world());
+    let files: Vec<DiffFile> = (0..120)
+        .map(|i| {
+            let mut file = DiffFile::modified(&format!("topics/t{i:03}.yaml"));
+            if (10..30).contains(&i) {
+                file.diff = format!(
+                    "@@ -1 +1 @@\n-{}\n+{}\n",
+                    "a".repeat(9_000),
+                    "ä".repeat(9_000)
+                );
+            }
+            file
+        })
+        .collect();
+    fake.with_state(|s| {
+        s.project_mut(PROJECT_ID)
+            .unwrap()
+            .mr_mut(MR_IID)
+            .unwrap()
+            .diffs = files;
+    });
+    let mut config = config(&fake);
+    config.body_limit = 128 * 1024;
+    let (forge, _) = forge_with(config);
+    let listed = Repository::changed_files(&forge).unwrap();
+    let paths: Vec<String> = listed.iter().map(|f| f.new_path.clone()).collect();
+    let expected: Vec<String> = (0..120).map(|i| format!("topics/t{i:03}.yaml")).collect();
+    assert_eq!(paths, expected);
+    let sizes: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.route == RouteKind::Diffs)
+        .filter_map(|r| r.query_param("per_page"))
+        .collect();
+    assert!(sizes.iter().any(|s| s != "100"), "{sizes:?}");
+}
+
 #[test]
 fn budgeted_reads_take_what_fits_ask_for_lfs_objects_and_stop_once_spent() {
     use assent_forge::{BudgetedRead, ContentBudget};
@@ -1674,6 +1845,63 @@ fn a_configured_proxy_carries_the_requests() {
 }
 
 #[test]
+fn socks_proxies_carry_every_request() {
+    let fake = FakeGitLab::start(with_discussions(120));
+    let relay = fake_gitlab::SocksRelay::start(([127, 0, 0, 1], fake.port()).into());
+    let fake_target = format!("127.0.0.1:{}", fake.port());
+    // (proxy URL, API base, the target the relay must be asked for, user name given)
+    let cases = [
+        (
+            format!("socks5://{}", relay.authority()),
+            fake.base_url(),
+            fake_target.clone(),
+            None,
+        ),
+        (
+            format!("socks5h://bot:pw@{}", relay.authority()),
+            "http://gitlab.example.test/api/v4".to_owned(),
+            "gitlab.example.test:80".to_owned(),
+            Some("bot"),
+        ),
+        (
+            format!("socks4a://{}", relay.authority()),
+            "http://gitlab.example.test:8080/api/v4".to_owned(),
+            "gitlab.example.test:8080".to_owned(),
+            None,
+        ),
+        (
+            format!("socks4://{}", relay.authority()),
+            fake.base_url(),
+            fake_target.clone(),
+            None,
+        ),
+    ];
+    for (created_before, (proxy, api, target, username)) in cases.into_iter().enumerate() {
+        let before = relay.connects().len();
+        let mut config = GitLabConfig::new(api, Token::new(TOKEN), PROJECT_PATH);
+        config.proxy = ProxyConfig::Url(proxy.clone());
+        config.request_timeout = Duration::from_secs(5);
+        let (forge, _) = forge_with(config);
+        // The seeded threads and the note each earlier case created.
+        assert_eq!(
+            forge.list_discussions().unwrap().len(),
+            120 + created_before,
+            "{proxy}"
+        );
+        let created = forge.create_note("through the proxy").unwrap();
+        assert!(created > 0);
+        let connects = relay.connects();
+        let new = &connects[before..];
+        assert!(!new.is_empty(), "{proxy}: the relay saw no CONNECT");
+        for connect in new {
+            assert_eq!(connect.target, target, "{proxy}");
+            assert_eq!(connect.username.as_deref(), username, "{proxy}");
+        }
+    }
+    assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
 fn a_dead_configured_proxy_is_named_as_the_cause() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -1838,4 +2066,106 @@ fn listed_notes_carry_resolved_at_and_whether_they_are_diff_notes() {
     );
     assert_eq!(note.updated_at.as_deref(), Some("2026-01-01T10:01:00.000Z"));
     assert!(!note.diff_note, "a general thread");
+}
+
+/// The basic world with a real diff for `topics/orders.yaml` (30 → 7 days on line 3).
+fn start_with_diff() -> FakeGitLab {
+    let mut state = world();
+    state.projects[0].mr_mut(MR_IID).unwrap().diffs = vec![DiffFile {
+        diff: "@@ -1,3 +1,3 @@\n topics:\n   - name: orders.events.v1\n-    retention_days: 30\n+    retention_days: 7\n".into(),
+        ..DiffFile::modified("topics/orders.yaml")
+    }];
+    FakeGitLab::start(state)
+}
+
+fn orders_position(line: assent_core::model::DiffLine) -> assent_core::model::DiffPosition {
+    assent_core::model::DiffPosition {
+        base_sha: fixtures::BASE_SHA.into(),
+        start_sha: fixtures::BASE_SHA.into(),
+        head_sha: fixtures::HEAD_SHA.into(),
+        old_path: "topics/orders.yaml".into(),
+        new_path: "topics/orders.yaml".into(),
+        line,
+    }
+}
+
+#[test]
+fn the_adapter_reads_diff_refs_and_diffs_and_creates_a_diff_note_at_its_position() {
+    use assent_core::model::DiffLine;
+    let fake = start_with_diff();
+    let (forge, _) = forge(&fake);
+    let mr = forge.merge_request().unwrap();
+    assert_eq!(
+        (
+            mr.base_sha.as_deref(),
+            mr.start_sha.as_deref(),
+            mr.diff_head_sha.as_deref()
+        ),
+        (
+            Some(fixtures::BASE_SHA),
+            Some(fixtures::BASE_SHA),
+            Some(fixtures::HEAD_SHA)
+        )
+    );
+    let files = forge.changed_files().unwrap();
+    assert!(
+        files[0].diff.contains("+    retention_days: 7"),
+        "{files:?}"
+    );
+
+    let added = forge
+        .create_thread(
+            "<!-- m -->\non the line",
+            Some(&orders_position(DiffLine::New(3))),
+        )
+        .unwrap();
+    let removed = forge
+        .create_thread(
+            "<!-- m -->\nwas here",
+            Some(&orders_position(DiffLine::Old(3))),
+        )
+        .unwrap();
+    let general = forge.create_thread("<!-- m -->\ngeneral", None).unwrap();
+    let note = |id: u64| {
+        fake.discussions(PROJECT_ID, MR_IID)
+            .into_iter()
+            .flat_map(|d| d.notes)
+            .find(|n| n.id == id)
+            .unwrap()
+    };
+    let on_line = note(added.note_id);
+    assert_eq!(on_line.note_type.as_deref(), Some("DiffNote"));
+    let position = on_line.position.unwrap();
+    assert_eq!((position.old_line, position.new_line), (None, Some(3)));
+    assert_eq!(
+        (position.head_sha.as_str(), position.new_path.as_str()),
+        (fixtures::HEAD_SHA, "topics/orders.yaml")
+    );
+    let position = note(removed.note_id).position.unwrap();
+    assert_eq!((position.old_line, position.new_line), (Some(3), None));
+    assert_eq!(note(general.note_id).position, None);
+    assert_eq!(
+        note(general.note_id).note_type.as_deref(),
+        Some("DiscussionNote")
+    );
+    assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
+fn a_position_gitlab_refuses_is_a_400_refusal_that_wrote_nothing() {
+    use assent_core::model::DiffLine;
+    use assent_forge::ForgeErrorKind;
+    let fake = start_with_diff();
+    let (forge, _) = forge(&fake);
+    let err = forge
+        .create_thread("<!-- m -->\nx", Some(&orders_position(DiffLine::New(1))))
+        .unwrap_err();
+    assert_eq!(err.status(), Some(400));
+    assert_eq!(err.kind(), ForgeErrorKind::Refused);
+    assert!(!err.is_ambiguous_write());
+    assert!(
+        err.to_string().contains("must be a valid line code"),
+        "{err}"
+    );
+    assert!(fake.discussions(PROJECT_ID, MR_IID).is_empty());
 }
