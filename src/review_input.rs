@@ -48,8 +48,8 @@ use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::Limits;
 use crate::core::source_policies::SourcePolicies;
 use crate::forge::{
-    BudgetedRead, ContentBudget, ForgeError, ForgeErrorKind, PolicyProjectFiles, Repository,
-    RepositoryFiles,
+    BudgetedRead, ChangedFile, ContentBudget, ForgeError, ForgeErrorKind, PolicyProjectFiles,
+    Repository, RepositoryFiles,
 };
 
 /// The folder policy files are read from, at the target SHA.
@@ -210,130 +210,18 @@ pub fn gather_review_inputs_with(
     let mut policy_files = read_policy_files(repo, &pins.target_sha)?;
     policy_files.extend(central.files);
     let policy_problems = central.problems;
-
-    let listed = match repo.changed_files() {
-        // A listing GitLab did not complete is never judged in part: nothing of it is read,
-        // and its diffs place nothing.
-        Ok(files) => {
-            listing_is_complete(bounds.changes_count.as_deref(), files.len()).map(|()| files)
-        }
-        Err(e @ ForgeError::IncompleteListing { .. }) => Err(e.to_string()),
-        Err(e) => return Err(e),
-    };
-    // A policy MR's own `.assent/` is read at its head so its policies can be loaded and
-    // its cases run (docs/policies.md, "What the run checks on a policy MR").
-    let source_policies = match &listed {
-        Ok(files)
-            if files
-                .iter()
-                .any(|f| is_assent_path(&f.old_path) || is_assent_path(&f.new_path)) =>
-        {
-            Some(read_source_policies(repo, &pins.source_sha)?)
-        }
-        _ => None,
-    };
-    let diffs = listed
-        .iter()
-        .flatten()
-        .map(|f| FileDiff::from_listing(&f.old_path, &f.new_path, &f.diff, f.withheld))
-        .collect();
+    let listed = read_listing(repo, bounds)?;
+    let source_policies = read_source_policies_if_touched(repo, pins, &listed)?;
+    let diffs = diffs_of(&listed);
     let changed_files = match listed {
         Err(reason) => Err(reason),
         Ok(files) => {
             let policies = PolicySet::load(&policy_files)
                 .ok()
                 .filter(|_| policy_problems.is_empty());
-            let mut jobs = Vec::new();
-            let mut inputs = Vec::with_capacity(files.len());
-            for (index, file) in files.iter().enumerate() {
-                inputs.push(ChangedFileInput {
-                    old_path: file.old_path.clone(),
-                    new_path: file.new_path.clone(),
-                    base: FileContent::Absent,
-                    source: FileContent::Absent,
-                    withheld: file.withheld,
-                });
-                // A withheld file is undecidable whatever its content: no need to read it.
-                let Some(policies) = policies.as_ref().filter(|_| !file.withheld) else {
-                    continue;
-                };
-                let sides = [
-                    (
-                        !file.new_file,
-                        Side::Base,
-                        pins.base_sha.as_str(),
-                        file.old_path.as_str(),
-                        &file.old_mode,
-                    ),
-                    (
-                        !file.deleted_file,
-                        Side::Source,
-                        pins.source_sha.as_str(),
-                        file.new_path.as_str(),
-                        &file.new_mode,
-                    ),
-                ];
-                for (exists, side, sha, path, mode) in sides {
-                    if !exists || !is_governed(policies, path) {
-                        continue;
-                    }
-                    // A governed path must be a regular file: a link's text or a submodule's
-                    // commit is not what consumers of the path read, so it is never judged.
-                    if mode.is_regular_file() {
-                        jobs.push((index, side, sha, path));
-                    } else {
-                        let reason = format!(
-                            "`{path}` is {} at the {} SHA, not a regular file: assent judges a \
-                             governed path's own content only, never what a link points to or \
-                             what another repository holds",
-                            mode.describe(),
-                            side.name()
-                        );
-                        side.set(&mut inputs[index], FileContent::Unreadable(reason));
-                    }
-                }
-            }
-            let budget = ContentBudget::new(bounds.content_budget);
-            let results = read_all_with(&jobs, |&(_, _, sha, path)| {
-                repo.read_file_within(sha, path, &budget)
-            });
-            let mut over_budget = false;
-            for ((index, side, sha, path), result) in jobs.iter().zip(results) {
-                let content = match result {
-                    Ok(BudgetedRead::Present(bytes)) if is_lfs_pointer(&bytes) => {
-                        FileContent::Unreadable(format!(
-                            "`{path}` is a Git LFS pointer at {sha} and GitLab answered with the \
-                             pointer, not the LFS object it names: the pointer's text is never \
-                             judged as the file"
-                        ))
-                    }
-                    Ok(BudgetedRead::Present(bytes)) => FileContent::Present(bytes),
-                    Ok(BudgetedRead::Absent) => FileContent::Unreadable(format!(
-                        "`{path}` is not found at {sha}, although the merge request's diff says \
-                         it exists there"
-                    )),
-                    Ok(BudgetedRead::OverBudget) => {
-                        over_budget = true;
-                        FileContent::Absent
-                    }
-                    // A read that still fails after its retries is a forge failure (exit 3,
-                    // nothing written), not a file to publish a finding about (docs/contract.md#desired-state).
-                    Err(e) if is_forge_failure(&e) => return Err(e),
-                    Err(e) => FileContent::Unreadable(e.to_string()),
-                };
-                side.set(&mut inputs[*index], content);
-            }
-            if over_budget {
-                // Which reads were left out depends on timing; that the content does not fit
-                // does not. So the whole change set is undecidable, with a reason that names
-                // the budget only: the same merge request gets the same finding every run.
-                Err(over_budget_reason(bounds.content_budget))
-            } else {
-                Ok(inputs)
-            }
+            read_changed_files(repo, pins, policies.as_ref(), &files, bounds)?
         }
     };
-
     Ok(GatheredInputs {
         source_policies,
         inputs: ReviewInputs {
@@ -344,6 +232,169 @@ pub fn gather_review_inputs_with(
             limits,
         },
         diffs,
+    })
+}
+
+/// The MR's diff listing, or why it cannot be judged (a forge failure is the error).
+fn read_listing(
+    repo: &dyn Repository,
+    bounds: &ReadBounds,
+) -> Result<Result<Vec<ChangedFile>, String>, ForgeError> {
+    Ok(match repo.changed_files() {
+        // A listing GitLab did not complete is never judged in part: nothing of it is read,
+        // and its diffs place nothing.
+        Ok(files) => {
+            listing_is_complete(bounds.changes_count.as_deref(), files.len()).map(|()| files)
+        }
+        Err(e @ ForgeError::IncompleteListing { .. }) => Err(e.to_string()),
+        Err(e) => return Err(e),
+    })
+}
+
+/// A policy MR's own `.assent/` is read at its head so its policies can be loaded and its
+/// cases run (docs/policies.md, "What the run checks on a policy MR").
+fn read_source_policies_if_touched(
+    repo: &dyn Repository,
+    pins: &Pins,
+    listed: &Result<Vec<ChangedFile>, String>,
+) -> Result<Option<SourcePolicies>, ForgeError> {
+    match listed {
+        Ok(files)
+            if files
+                .iter()
+                .any(|f| is_assent_path(&f.old_path) || is_assent_path(&f.new_path)) =>
+        {
+            Ok(Some(read_source_policies(repo, &pins.source_sha)?))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn diffs_of(listed: &Result<Vec<ChangedFile>, String>) -> Vec<FileDiff> {
+    listed
+        .iter()
+        .flatten()
+        .map(|f| FileDiff::from_listing(&f.old_path, &f.new_path, &f.diff, f.withheld))
+        .collect()
+}
+
+/// One side of one changed file to read: the file's index, the side, the SHA, the path.
+type ContentRead<'a> = (usize, Side, &'a str, &'a str);
+
+/// Every changed file with the content of its governed sides, or why the change set cannot be
+/// judged; without policies that load, nothing is read.
+fn read_changed_files(
+    repo: &dyn Repository,
+    pins: &Pins,
+    policies: Option<&PolicySet>,
+    files: &[ChangedFile],
+    bounds: &ReadBounds,
+) -> Result<Result<Vec<ChangedFileInput>, String>, ForgeError> {
+    let (mut inputs, reads) = plan_content_reads(pins, policies, files);
+    let budget = ContentBudget::new(bounds.content_budget);
+    let results = read_all_with(&reads, |&(_, _, sha, path)| {
+        repo.read_file_within(sha, path, &budget)
+    });
+    let mut over_budget = false;
+    for ((index, side, sha, path), result) in reads.iter().zip(results) {
+        over_budget |= matches!(result, Ok(BudgetedRead::OverBudget));
+        side.set(&mut inputs[*index], content_of(result, sha, path)?);
+    }
+    Ok(if over_budget {
+        // Which reads were left out depends on timing; that the content does not fit
+        // does not. So the whole change set is undecidable, with a reason that names
+        // the budget only: the same merge request gets the same finding every run.
+        Err(over_budget_reason(bounds.content_budget))
+    } else {
+        Ok(inputs)
+    })
+}
+
+/// An input per changed file, its sides absent, and the reads of its governed sides; a
+/// governed side that is not a regular file is unreadable at once.
+fn plan_content_reads<'a>(
+    pins: &'a Pins,
+    policies: Option<&PolicySet>,
+    files: &'a [ChangedFile],
+) -> (Vec<ChangedFileInput>, Vec<ContentRead<'a>>) {
+    let mut reads = Vec::new();
+    let mut inputs = Vec::with_capacity(files.len());
+    for (index, file) in files.iter().enumerate() {
+        inputs.push(ChangedFileInput {
+            old_path: file.old_path.clone(),
+            new_path: file.new_path.clone(),
+            base: FileContent::Absent,
+            source: FileContent::Absent,
+            withheld: file.withheld,
+        });
+        // A withheld file is undecidable whatever its content: no need to read it.
+        let Some(policies) = policies.filter(|_| !file.withheld) else {
+            continue;
+        };
+        let sides = [
+            (
+                !file.new_file,
+                Side::Base,
+                pins.base_sha.as_str(),
+                file.old_path.as_str(),
+                &file.old_mode,
+            ),
+            (
+                !file.deleted_file,
+                Side::Source,
+                pins.source_sha.as_str(),
+                file.new_path.as_str(),
+                &file.new_mode,
+            ),
+        ];
+        for (exists, side, sha, path, mode) in sides {
+            if !exists || !is_governed(policies, path) {
+                continue;
+            }
+            // A governed path must be a regular file: a link's text or a submodule's
+            // commit is not what consumers of the path read, so it is never judged.
+            if mode.is_regular_file() {
+                reads.push((index, side, sha, path));
+            } else {
+                let reason = format!(
+                    "`{path}` is {} at the {} SHA, not a regular file: assent judges a \
+                     governed path's own content only, never what a link points to or \
+                     what another repository holds",
+                    mode.describe(),
+                    side.name()
+                );
+                side.set(&mut inputs[index], FileContent::Unreadable(reason));
+            }
+        }
+    }
+    (inputs, reads)
+}
+
+/// What one read gives the side it read: its content, or why it is unreadable; `Absent` for
+/// a read past the budget (the caller makes the whole change set undecidable).
+fn content_of(
+    result: Result<BudgetedRead, ForgeError>,
+    sha: &str,
+    path: &str,
+) -> Result<FileContent, ForgeError> {
+    Ok(match result {
+        Ok(BudgetedRead::Present(bytes)) if is_lfs_pointer(&bytes) => {
+            FileContent::Unreadable(format!(
+                "`{path}` is a Git LFS pointer at {sha} and GitLab answered with the \
+                 pointer, not the LFS object it names: the pointer's text is never \
+                 judged as the file"
+            ))
+        }
+        Ok(BudgetedRead::Present(bytes)) => FileContent::Present(bytes),
+        Ok(BudgetedRead::Absent) => FileContent::Unreadable(format!(
+            "`{path}` is not found at {sha}, although the merge request's diff says \
+             it exists there"
+        )),
+        Ok(BudgetedRead::OverBudget) => FileContent::Absent,
+        // A read that still fails after its retries is a forge failure (exit 3,
+        // nothing written), not a file to publish a finding about (docs/contract.md#desired-state).
+        Err(e) if is_forge_failure(&e) => return Err(e),
+        Err(e) => FileContent::Unreadable(e.to_string()),
     })
 }
 

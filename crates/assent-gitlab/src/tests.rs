@@ -162,6 +162,10 @@ fn line(request: &LoggedRequest) -> String {
 
 #[derive(Clone, Copy, Debug)]
 enum Paging {
+    /// The fake's own pagination headers, as GitLab sends them.
+    AsGitLab,
+    /// The fake's own headers without totals (GitLab above 10,000 items).
+    AsGitLabNoTotals,
     /// `X-Next-Page` (empty on the last page), with totals, and a lying `X-Total-Pages: 1`.
     NextPage,
     /// `X-Next-Page` without any totals (GitLab above 10,000 items).
@@ -174,6 +178,8 @@ enum Paging {
 fn paged_fake(total: usize, paging: Paging) -> FakeGitLab {
     let fake = FakeGitLab::start(with_discussions(total));
     match paging {
+        Paging::AsGitLab => {}
+        Paging::AsGitLabNoTotals => fake.set_omit_totals(true),
         Paging::NextPage => {
             fake.inject(FaultRule::new(headers(
                 &[("X-Total-Pages", "1")],
@@ -194,14 +200,22 @@ fn paged_fake(total: usize, paging: Paging) -> FakeGitLab {
 
 #[test]
 fn pagination_returns_every_item_for_edge_counts() {
-    for paging in [Paging::NextPage, Paging::NextPageNoTotals, Paging::LinkOnly] {
+    for paging in [
+        Paging::AsGitLab,
+        Paging::AsGitLabNoTotals,
+        Paging::NextPage,
+        Paging::NextPageNoTotals,
+        Paging::LinkOnly,
+    ] {
         for total in [0usize, 1, 100, 101, 200, 250] {
             let fake = paged_fake(total, paging);
-            let (forge, _) = forge(&fake);
+            let (forge, sleeper) = forge(&fake);
             let listed = forge.list_discussions().unwrap();
             let ids: Vec<u64> = listed.iter().map(|d| d.notes[0].id).collect();
             let expected: Vec<u64> = (0..total as u64).map(|i| 1000 + i).collect();
             assert_eq!(ids, expected, "{paging:?} total {total}");
+            assert!(listed.iter().all(|d| d.notes[0].author_id == HUMAN_ID));
+            assert!(sleeper.delays().is_empty(), "{paging:?} total {total}");
             let seen = fake.requests();
             let pages = match paging {
                 Paging::LinkOnly => total / 100 + 1,
@@ -219,8 +233,35 @@ fn pagination_returns_every_item_for_edge_counts() {
                     writes: 0
                 }
             );
+            assert_eq!(fake.violations(), Vec::<String>::new());
         }
     }
+}
+
+/// The discussions pages the adapter asked for.
+fn discussion_pages(fake: &FakeGitLab) -> usize {
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.route == RouteKind::Discussions)
+        .count()
+}
+
+#[test]
+fn listing_order_does_not_matter_and_small_server_pages_are_followed() {
+    let fake = FakeGitLab::start(with_discussions(7));
+    fake.set_discussion_order(PROJECT_ID, MR_IID, fake_gitlab::DiscussionOrder::Reversed);
+    fake.set_max_per_page(Some(3));
+    fake.set_omit_totals(true);
+    let (forge, _) = forge(&fake);
+    let got: Vec<u64> = forge
+        .list_discussions()
+        .unwrap()
+        .iter()
+        .map(|d| d.notes[0].id)
+        .collect();
+    let reversed: Vec<u64> = (1000..1007).rev().collect();
+    assert_eq!(got, reversed);
+    assert_eq!(discussion_pages(&fake), 3);
 }
 
 #[test]
@@ -344,6 +385,21 @@ fn rate_limits_in_both_gitlab_forms_are_honoured() {
     assert_eq!(forge.request_counts().reads, 4);
     let statuses: Vec<Option<u16>> = fake.requests().iter().map(|r| r.status).collect();
     assert_eq!(statuses, [Some(429), Some(429), Some(429), Some(200)]);
+
+    // The JSON form with a Retry-After, twice in a row: each wait is the one it asks for.
+    fake.inject(
+        FaultRule::new(FaultAction::RateLimitJson { retry_after: 3 })
+            .route(RouteKind::MergeRequest)
+            .first_n(2),
+    );
+    let mr = forge.merge_request().unwrap();
+    assert_eq!(mr.head_sha, fixtures::HEAD_SHA);
+    assert_eq!(
+        sleeper.delays()[3..],
+        [Duration::from_secs(3), Duration::from_secs(3)]
+    );
+    assert_eq!(forge.request_counts().reads, 4 + 3);
+    assert_eq!(fake.reads(), 4 + 3);
 }
 
 #[test]
@@ -387,6 +443,32 @@ fn server_errors_and_html_502_are_retried_then_succeed() {
             writes: 0
         }
     );
+}
+
+#[test]
+fn server_errors_and_html_bad_gateways_are_retried_until_an_answer() {
+    let fake = FakeGitLab::start(with_discussions(2));
+    fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .route(RouteKind::Discussions)
+            .nth(1),
+    );
+    fake.inject(
+        FaultRule::new(FaultAction::BadGateway)
+            .route(RouteKind::Discussions)
+            .nth(2),
+    );
+    fake.inject(
+        FaultRule::new(FaultAction::Unavailable)
+            .route(RouteKind::Discussions)
+            .nth(3),
+    );
+    let (forge, sleeper) = forge(&fake);
+    assert_eq!(forge.list_discussions().unwrap().len(), 2);
+    assert_eq!(sleeper.delays().len(), 3);
+    assert_eq!(discussion_pages(&fake), 4);
+    let statuses: Vec<Option<u16>> = fake.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, vec![Some(500), Some(502), Some(503), Some(200)]);
 }
 
 #[test]
@@ -451,6 +533,9 @@ fn exhausted_retries_name_method_route_status_and_message() {
     }
     assert_eq!(fake.requests().len(), 5);
     assert_eq!(sleeper.delays().len(), 4);
+    let attempts = RetryPolicy::default().max_attempts as usize;
+    assert_eq!(fake.reads(), attempts);
+    assert_eq!(sleeper.delays().len(), attempts - 1);
 }
 
 #[test]
@@ -475,6 +560,7 @@ fn client_errors_are_not_retried() {
 /// ago, so almost all of it remains.
 fn assert_waited_for_the_write_to_settle(delays: &[Duration]) {
     let settle = RetryPolicy::default().write_settle;
+    assert_eq!(settle, DEFAULT_WRITE_SETTLE);
     assert_eq!(delays.len(), 1, "{delays:?}");
     assert!(
         delays[0] <= settle && delays[0] > settle - Duration::from_secs(5),
@@ -861,6 +947,27 @@ fn redirects_are_refused_and_never_followed() {
     ));
     assert!(fake.requests().iter().all(|s| s.path != "/elsewhere"));
     assert!(fake.discussions(PROJECT_ID, MR_IID).is_empty());
+
+    // The fake's own redirect target, on one route: refused, said so, not retried.
+    let fake = FakeGitLab::start(world());
+    fake.inject(
+        FaultRule::new(FaultAction::Redirect { location: None }).route(RouteKind::MergeRequest),
+    );
+    let (mr_forge, sleeper) = self::forge(&fake);
+    let err = mr_forge.merge_request().unwrap_err();
+    assert!(
+        matches!(&err, ForgeError::Status { status: 301, message, .. } if message.contains("refused")),
+        "{err:?}"
+    );
+    assert_eq!(fake.reads(), 1, "not retried");
+    assert!(sleeper.delays().is_empty());
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|r| !r.path.starts_with("/moved")),
+        "{:?}",
+        fake.requests()
+    );
 }
 
 #[test]
@@ -907,6 +1014,127 @@ fn the_token_is_only_ever_a_header() {
         );
     }
     assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
+fn the_token_appears_in_no_error_and_no_request_url() {
+    let fake = FakeGitLab::start(with_discussions(101));
+    let mut errors: Vec<ForgeError> = Vec::new();
+    let (forge, _) = forge(&fake);
+
+    // A redirect whose target carries the token in its path, query and userinfo.
+    fake.inject(
+        FaultRule::new(FaultAction::Redirect {
+            location: Some(format!(
+                "http://user:{TOKEN}@127.0.0.1:9/{TOKEN}/api?private_token={TOKEN}"
+            )),
+        })
+        .route(RouteKind::MergeRequest)
+        .first_n(1),
+    );
+    errors.push(forge.merge_request().unwrap_err());
+    // A read that keeps failing, a listing that cannot complete, a lost write.
+    fake.inject(FaultRule::new(FaultAction::BadGateway).route(RouteKind::MergeRequest));
+    errors.push(forge.merge_request().unwrap_err());
+    fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .route(RouteKind::Discussions)
+            .method("GET")
+            .query_contains("&page=2"),
+    );
+    errors.push(forge.list_discussions().unwrap_err());
+    fake.inject(
+        FaultRule::new(FaultAction::LostAck { close: true })
+            .method("POST")
+            .route(RouteKind::Notes),
+    );
+    errors.push(forge.create_note("summary").unwrap_err());
+    fake.inject(FaultRule::new(FaultAction::Reset).method("PUT"));
+    errors.push(forge.edit_note(1, "x").unwrap_err());
+    // Refusals: an unknown note, an unknown project, a wrong token.
+    fake.clear_faults();
+    errors.push(forge.edit_note(999_999, "x").unwrap_err());
+    let mut elsewhere = config(&fake);
+    elsewhere.project = "no/such/project".into();
+    errors.push(forge_with(elsewhere).0.merge_request().unwrap_err());
+    let mut wrong = config(&fake);
+    wrong.token = Token::new("glpat-wrong");
+    errors.push(forge_with(wrong).0.bot_user_id().unwrap_err());
+    // A server that is gone.
+    let gone = config(&FakeGitLab::start(world()));
+    errors.push(forge_with(gone).0.bot_user_id().unwrap_err());
+
+    assert_eq!(errors.len(), 9);
+    for err in &errors {
+        let shown = format!("{err}");
+        let debug = format!("{err:?}");
+        assert!(!shown.contains(TOKEN), "{shown}");
+        assert!(!debug.contains(TOKEN), "{debug}");
+    }
+    assert!(!format!("{forge:?}").contains(TOKEN));
+    let requests = fake.requests();
+    assert!(requests.len() > 10);
+    for request in &requests {
+        assert!(!request.path.contains(TOKEN), "{}", request.path);
+        assert!(!request.query.contains(TOKEN), "{}", request.query);
+    }
+    assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
+fn a_token_echoed_case_folded_or_percent_encoded_is_redacted() {
+    let upper = TOKEN.to_ascii_uppercase();
+    let encoded: String = TOKEN.bytes().map(|b| format!("%{b:02X}")).collect();
+    let fake = FakeGitLab::start(world());
+    let (forge, _) = forge(&fake);
+    for location in [
+        format!("http://127.0.0.1:9/{upper}/api"),
+        format!("http://127.0.0.1:9/{encoded}/api"),
+        format!("http://127.0.0.1:9/%67lpat{}/api", &TOKEN[5..]),
+        format!("http://{TOKEN}.example/api"),
+    ] {
+        fake.clear_faults();
+        fake.inject(
+            FaultRule::new(FaultAction::Redirect {
+                location: Some(location.clone()),
+            })
+            .route(RouteKind::MergeRequest),
+        );
+        let err = forge.merge_request().unwrap_err();
+        for shown in [format!("{err}"), format!("{err:?}")] {
+            let folded = shown.to_ascii_lowercase();
+            assert!(
+                !folded.contains(&TOKEN.to_ascii_lowercase()),
+                "{location}: {shown}"
+            );
+            assert!(!folded.contains(&encoded.to_ascii_lowercase()), "{shown}");
+            assert!(!folded.contains("%67lpat"), "{shown}");
+            assert!(shown.contains("<redacted>"), "{shown}");
+        }
+    }
+}
+
+#[test]
+fn a_nested_project_path_is_one_percent_encoded_segment() {
+    let fake = FakeGitLab::start(world());
+    let (forge, _) = forge(&fake);
+    assert_eq!(forge.merge_request().unwrap().head_sha, fixtures::HEAD_SHA);
+    forge.create_thread("a thread", None).unwrap();
+    assert_eq!(forge.list_discussions().unwrap().len(), 1);
+    let api_requests: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.route != RouteKind::User)
+        .collect();
+    assert_eq!(api_requests.len(), 3);
+    for request in api_requests {
+        assert!(request.path.starts_with(MR), "{}", request.path);
+        assert_eq!(request.status, Some(if request.write { 201 } else { 200 }));
+    }
+    // The numeric id reaches the same project.
+    let mut by_id = config(&fake);
+    by_id.project = PROJECT_ID.to_string();
+    assert_eq!(forge_with(by_id).0.list_discussions().unwrap().len(), 1);
 }
 
 #[test]
@@ -966,6 +1194,177 @@ fn the_body_limit_is_enforced() {
             .len(),
         4096
     );
+}
+
+/// Every discussions request's `per_page`, in order.
+fn discussion_page_sizes(fake: &FakeGitLab) -> Vec<u64> {
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.route == RouteKind::Discussions)
+        .map(|r| {
+            r.query_param("per_page")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Seeds `n` human threads; the ones in `heavy` are listed with `text` repeated `times`
+/// times after their body. Returns each thread's note id and full listed body.
+fn seed_heavy_threads(
+    fake: &FakeGitLab,
+    n: usize,
+    heavy: &[(std::ops::Range<usize>, &str, usize)],
+) -> Vec<(u64, String)> {
+    (0..n)
+        .map(|i| {
+            let body = format!("thread {i}");
+            let id = fake.post_thread(PROJECT_ID, MR_IID, HUMAN_ID, &body).1;
+            match heavy.iter().find(|(range, _, _)| range.contains(&i)) {
+                Some((_, text, times)) => {
+                    fake.inflate_note(id, text, *times);
+                    (id, format!("{body}{}", text.repeat(*times)))
+                }
+                None => (id, body),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn pages_over_the_body_limit_are_asked_again_smaller_and_nothing_is_skipped_or_repeated() {
+    // Multi-byte characters, JSON escapes (a control character is six bytes on the wire, a
+    // quote two) and a four-byte emoji: the limit is in bytes, notes are in characters.
+    let heavy: &[(std::ops::Range<usize>, &str, usize)] = &[
+        (40..70, "ü", 20_000),
+        (150..151, "\u{1}", 12_000),
+        (151..152, "\"", 30_000),
+        (152..153, "😀", 15_000),
+        (229..230, "x", 70_000),
+    ];
+    for (cap, omit_totals, link_only) in [
+        (None, false, false),
+        (None, true, false),
+        (Some(30), false, false),
+        (None, false, true),
+    ] {
+        let label = format!("cap={cap:?} omit_totals={omit_totals} link_only={link_only}");
+        let fake = FakeGitLab::start(world());
+        fake.set_max_per_page(cap);
+        fake.set_omit_totals(omit_totals);
+        fake.set_link_pagination(link_only, None);
+        let expected = seed_heavy_threads(&fake, 230, heavy);
+        let mut config = config(&fake);
+        config.body_limit = 256 * 1024;
+        let (forge, sleeper) = forge_with(config);
+        let listed = forge
+            .list_discussions()
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let got: Vec<(u64, String)> = listed
+            .iter()
+            .map(|d| (d.notes[0].id, d.notes[0].body.clone()))
+            .collect();
+        assert_eq!(got.len(), expected.len(), "{label}");
+        assert!(
+            got == expected,
+            "{label}: an item was skipped, repeated or cut"
+        );
+        let sizes = discussion_page_sizes(&fake);
+        let first_full = cap.unwrap_or(100);
+        let smallest = *sizes.iter().min().unwrap();
+        assert!(smallest < first_full, "{label}: {sizes:?}");
+        // After the heavy pages the size grows back: the light tail is not read item by item.
+        assert!(*sizes.last().unwrap() >= 4 * smallest, "{label}: {sizes:?}");
+        assert!(
+            sizes.len() < 30,
+            "{label}: {} requests: {sizes:?}",
+            sizes.len()
+        );
+        assert!(
+            sleeper.delays().is_empty(),
+            "{label}: an over-limit page is not retried as is"
+        );
+        assert_eq!(fake.violations(), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn a_human_discussion_over_the_limit_even_alone_is_streamed_without_its_human_bodies() {
+    let fake = FakeGitLab::start(world());
+    let expected = seed_heavy_threads(&fake, 3, &[(1..2, "ü", 40_000)]);
+    // The bot's reply in the heavy thread is kept; the human bodies are not needed.
+    let heavy = fake
+        .discussions(PROJECT_ID, MR_IID)
+        .into_iter()
+        .find(|d| d.notes[0].id == expected[1].0)
+        .unwrap();
+    let reply = fake.reply(PROJECT_ID, MR_IID, &heavy.id, BOT_ID, "the bot's reply");
+    let mut config = config(&fake);
+    config.body_limit = 64 * 1024;
+    let (forge, sleeper) = forge_with(config);
+    let listed = forge.list_discussions().unwrap();
+    let ids: Vec<u64> = listed.iter().map(|d| d.notes[0].id).collect();
+    assert_eq!(ids, expected.iter().map(|(id, _)| *id).collect::<Vec<_>>());
+    assert_eq!(
+        listed[0].notes[0].body, expected[0].1,
+        "light pages keep every body"
+    );
+    let streamed = &listed[1];
+    assert_eq!(streamed.notes.len(), 2);
+    assert_eq!(streamed.notes[0].author_id, HUMAN_ID);
+    assert_eq!(
+        streamed.notes[0].body, "",
+        "a human's body is dropped as it arrives"
+    );
+    assert_eq!(streamed.notes[1].id, reply);
+    assert_eq!(streamed.notes[1].body, "the bot's reply");
+    // Halved down to one discussion per page; the heavy second page asked at one, over the
+    // limit, then the same page streamed; the third grows back.
+    assert_eq!(
+        discussion_page_sizes(&fake),
+        [100, 50, 25, 12, 6, 3, 1, 1, 1, 2]
+    );
+    assert!(sleeper.delays().is_empty());
+    assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
+fn a_diff_listing_over_the_body_limit_is_asked_again_smaller() {
+    let fake = FakeGitLab::start(world());
+    let files: Vec<DiffFile> = (0..120)
+        .map(|i| {
+            let mut file = DiffFile::modified(&format!("topics/t{i:03}.yaml"));
+            if (10..30).contains(&i) {
+                file.diff = format!(
+                    "@@ -1 +1 @@\n-{}\n+{}\n",
+                    "a".repeat(9_000),
+                    "ä".repeat(9_000)
+                );
+            }
+            file
+        })
+        .collect();
+    fake.with_state(|s| {
+        s.project_mut(PROJECT_ID)
+            .unwrap()
+            .mr_mut(MR_IID)
+            .unwrap()
+            .diffs = files;
+    });
+    let mut config = config(&fake);
+    config.body_limit = 128 * 1024;
+    let (forge, _) = forge_with(config);
+    let listed = Repository::changed_files(&forge).unwrap();
+    let paths: Vec<String> = listed.iter().map(|f| f.new_path.clone()).collect();
+    let expected: Vec<String> = (0..120).map(|i| format!("topics/t{i:03}.yaml")).collect();
+    assert_eq!(paths, expected);
+    let sizes: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.route == RouteKind::Diffs)
+        .filter_map(|r| r.query_param("per_page"))
+        .collect();
+    assert!(sizes.iter().any(|s| s != "100"), "{sizes:?}");
 }
 
 #[test]
@@ -1446,6 +1845,63 @@ fn a_configured_proxy_carries_the_requests() {
 }
 
 #[test]
+fn socks_proxies_carry_every_request() {
+    let fake = FakeGitLab::start(with_discussions(120));
+    let relay = fake_gitlab::SocksRelay::start(([127, 0, 0, 1], fake.port()).into());
+    let fake_target = format!("127.0.0.1:{}", fake.port());
+    // (proxy URL, API base, the target the relay must be asked for, user name given)
+    let cases = [
+        (
+            format!("socks5://{}", relay.authority()),
+            fake.base_url(),
+            fake_target.clone(),
+            None,
+        ),
+        (
+            format!("socks5h://bot:pw@{}", relay.authority()),
+            "http://gitlab.example.test/api/v4".to_owned(),
+            "gitlab.example.test:80".to_owned(),
+            Some("bot"),
+        ),
+        (
+            format!("socks4a://{}", relay.authority()),
+            "http://gitlab.example.test:8080/api/v4".to_owned(),
+            "gitlab.example.test:8080".to_owned(),
+            None,
+        ),
+        (
+            format!("socks4://{}", relay.authority()),
+            fake.base_url(),
+            fake_target.clone(),
+            None,
+        ),
+    ];
+    for (created_before, (proxy, api, target, username)) in cases.into_iter().enumerate() {
+        let before = relay.connects().len();
+        let mut config = GitLabConfig::new(api, Token::new(TOKEN), PROJECT_PATH);
+        config.proxy = ProxyConfig::Url(proxy.clone());
+        config.request_timeout = Duration::from_secs(5);
+        let (forge, _) = forge_with(config);
+        // The seeded threads and the note each earlier case created.
+        assert_eq!(
+            forge.list_discussions().unwrap().len(),
+            120 + created_before,
+            "{proxy}"
+        );
+        let created = forge.create_note("through the proxy").unwrap();
+        assert!(created > 0);
+        let connects = relay.connects();
+        let new = &connects[before..];
+        assert!(!new.is_empty(), "{proxy}: the relay saw no CONNECT");
+        for connect in new {
+            assert_eq!(connect.target, target, "{proxy}");
+            assert_eq!(connect.username.as_deref(), username, "{proxy}");
+        }
+    }
+    assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
 fn a_dead_configured_proxy_is_named_as_the_cause() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -1610,4 +2066,106 @@ fn listed_notes_carry_resolved_at_and_whether_they_are_diff_notes() {
     );
     assert_eq!(note.updated_at.as_deref(), Some("2026-01-01T10:01:00.000Z"));
     assert!(!note.diff_note, "a general thread");
+}
+
+/// The basic world with a real diff for `topics/orders.yaml` (30 → 7 days on line 3).
+fn start_with_diff() -> FakeGitLab {
+    let mut state = world();
+    state.projects[0].mr_mut(MR_IID).unwrap().diffs = vec![DiffFile {
+        diff: "@@ -1,3 +1,3 @@\n topics:\n   - name: orders.events.v1\n-    retention_days: 30\n+    retention_days: 7\n".into(),
+        ..DiffFile::modified("topics/orders.yaml")
+    }];
+    FakeGitLab::start(state)
+}
+
+fn orders_position(line: assent_core::model::DiffLine) -> assent_core::model::DiffPosition {
+    assent_core::model::DiffPosition {
+        base_sha: fixtures::BASE_SHA.into(),
+        start_sha: fixtures::BASE_SHA.into(),
+        head_sha: fixtures::HEAD_SHA.into(),
+        old_path: "topics/orders.yaml".into(),
+        new_path: "topics/orders.yaml".into(),
+        line,
+    }
+}
+
+#[test]
+fn the_adapter_reads_diff_refs_and_diffs_and_creates_a_diff_note_at_its_position() {
+    use assent_core::model::DiffLine;
+    let fake = start_with_diff();
+    let (forge, _) = forge(&fake);
+    let mr = forge.merge_request().unwrap();
+    assert_eq!(
+        (
+            mr.base_sha.as_deref(),
+            mr.start_sha.as_deref(),
+            mr.diff_head_sha.as_deref()
+        ),
+        (
+            Some(fixtures::BASE_SHA),
+            Some(fixtures::BASE_SHA),
+            Some(fixtures::HEAD_SHA)
+        )
+    );
+    let files = forge.changed_files().unwrap();
+    assert!(
+        files[0].diff.contains("+    retention_days: 7"),
+        "{files:?}"
+    );
+
+    let added = forge
+        .create_thread(
+            "<!-- m -->\non the line",
+            Some(&orders_position(DiffLine::New(3))),
+        )
+        .unwrap();
+    let removed = forge
+        .create_thread(
+            "<!-- m -->\nwas here",
+            Some(&orders_position(DiffLine::Old(3))),
+        )
+        .unwrap();
+    let general = forge.create_thread("<!-- m -->\ngeneral", None).unwrap();
+    let note = |id: u64| {
+        fake.discussions(PROJECT_ID, MR_IID)
+            .into_iter()
+            .flat_map(|d| d.notes)
+            .find(|n| n.id == id)
+            .unwrap()
+    };
+    let on_line = note(added.note_id);
+    assert_eq!(on_line.note_type.as_deref(), Some("DiffNote"));
+    let position = on_line.position.unwrap();
+    assert_eq!((position.old_line, position.new_line), (None, Some(3)));
+    assert_eq!(
+        (position.head_sha.as_str(), position.new_path.as_str()),
+        (fixtures::HEAD_SHA, "topics/orders.yaml")
+    );
+    let position = note(removed.note_id).position.unwrap();
+    assert_eq!((position.old_line, position.new_line), (Some(3), None));
+    assert_eq!(note(general.note_id).position, None);
+    assert_eq!(
+        note(general.note_id).note_type.as_deref(),
+        Some("DiscussionNote")
+    );
+    assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
+fn a_position_gitlab_refuses_is_a_400_refusal_that_wrote_nothing() {
+    use assent_core::model::DiffLine;
+    use assent_forge::ForgeErrorKind;
+    let fake = start_with_diff();
+    let (forge, _) = forge(&fake);
+    let err = forge
+        .create_thread("<!-- m -->\nx", Some(&orders_position(DiffLine::New(1))))
+        .unwrap_err();
+    assert_eq!(err.status(), Some(400));
+    assert_eq!(err.kind(), ForgeErrorKind::Refused);
+    assert!(!err.is_ambiguous_write());
+    assert!(
+        err.to_string().contains("must be a valid line code"),
+        "{err}"
+    );
+    assert!(fake.discussions(PROJECT_ID, MR_IID).is_empty());
 }
