@@ -303,61 +303,32 @@ fn dead_test_filters(pages: &[(String, String)], tests: &[String]) -> Vec<String
         for (n, line) in text.lines().enumerate() {
             for command in line.split("cargo test ").skip(1) {
                 let command = command.split(['`', '|']).next().unwrap_or("");
-                // Another package's tests (`-p fake-gitlab --test fake`) are not this binary's.
-                let words_of: Vec<&str> = command.split_whitespace().collect();
-                if words_of.iter().any(|w| matches!(*w, "-p" | "--package")) {
-                    continue;
-                }
-                let mut words = command.split_whitespace();
-                let mut targets_it = false;
-                let mut filters = Vec::new();
-                let mut after_separator = false;
-                let mut before_separator = 0;
-                while let Some(word) = words.next() {
-                    match word {
-                        "--test" => {
-                            let target = words.next().unwrap_or("");
-                            if target == "it" {
-                                targets_it = true;
-                            } else {
-                                dead.push(format!(
-                                    "{path}:{}: `--test {target}`: the integration tests are one binary, `it`",
-                                    n + 1
-                                ));
-                            }
-                        }
-                        "--" => after_separator = true,
-                        "--bench" | "--profile" | "--features" => {
-                            words.next();
-                        }
-                        _ if word.starts_with('-') => {}
-                        // Prose after the command (a sentence going on, a `…` shorthand, a
-                        // shell comment).
-                        _ if !after_separator && !targets_it => {}
-                        _ if word.starts_with('#') || word.contains(['…', ',', '(', ')', '.']) => {
-                            break;
-                        }
-                        _ => {
-                            before_separator += usize::from(!after_separator);
-                            filters.push(word);
-                        }
-                    }
-                }
-                if !targets_it {
-                    continue;
-                }
-                if before_separator > 1 {
+                let at = format!("{path}:{}", n + 1);
+                let parsed = TestCommand::parse(command);
+                if parsed.filters_before_separator > 1 {
                     dead.push(format!(
-                        "{path}:{}: cargo takes one test filter before `--`: write `cargo test --test it -- {}`",
-                        n + 1,
-                        filters.join(" ")
+                        "{at}: cargo takes one test filter before `--`: `cargo test {}` needs `--` before its filters",
+                        command.trim()
                     ));
                 }
-                for filter in filters {
+                // Another package's tests (`-p fake-gitlab --test fake`) are not this binary's.
+                if parsed.other_package {
+                    continue;
+                }
+                for target in &parsed.targets {
+                    if *target != "it" {
+                        dead.push(format!(
+                            "{at}: `--test {target}`: the integration tests are one binary, `it`"
+                        ));
+                    }
+                }
+                if !parsed.targets.contains(&"it") {
+                    continue;
+                }
+                for filter in parsed.filters {
                     if !tests.iter().any(|t| t.contains(filter)) {
                         dead.push(format!(
-                            "{path}:{}: `cargo test --test it {filter}` selects no test",
-                            n + 1
+                            "{at}: `cargo test --test it {filter}` selects no test"
                         ));
                     }
                 }
@@ -365,6 +336,53 @@ fn dead_test_filters(pages: &[(String, String)], tests: &[String]) -> Vec<String
         }
     }
     dead
+}
+
+/// What one `cargo test …` a page gives asks for.
+struct TestCommand<'a> {
+    /// `-p`/`--package`: another package's tests.
+    other_package: bool,
+    /// The `--test` targets.
+    targets: Vec<&'a str>,
+    /// The test-name filters, before and after `--`.
+    filters: Vec<&'a str>,
+    /// How many filters come before `--` (cargo refuses more than one).
+    filters_before_separator: usize,
+}
+
+impl<'a> TestCommand<'a> {
+    /// Reads the words after `cargo test `, up to the end of the command: a shell comment,
+    /// or prose going on (a `…` shorthand, punctuation).
+    fn parse(command: &'a str) -> Self {
+        let mut parsed = TestCommand {
+            other_package: false,
+            targets: Vec::new(),
+            filters: Vec::new(),
+            filters_before_separator: 0,
+        };
+        let mut after_separator = false;
+        let mut words = command.split_whitespace();
+        while let Some(word) = words.next() {
+            match word {
+                "--test" => parsed.targets.extend(words.next()),
+                "-p" | "--package" => {
+                    parsed.other_package = true;
+                    words.next();
+                }
+                "--" => after_separator = true,
+                "--bench" | "--profile" | "--features" => {
+                    words.next();
+                }
+                _ if word.starts_with('-') => {}
+                _ if word.starts_with('#') || word.contains(['…', ',', '(', ')', '.']) => break,
+                _ => {
+                    parsed.filters_before_separator += usize::from(!after_separator);
+                    parsed.filters.push(word);
+                }
+            }
+        }
+        parsed
+    }
 }
 
 fn read(path: &Path) -> String {
@@ -562,7 +580,7 @@ fn a_test_filter_that_selects_nothing_is_found() {
             "docs/a.md:1: `cargo test --test it x_cli` selects no test",
             "docs/a.md:1: `--test http_fixtures`: the integration tests are one binary, `it`",
             "docs/a.md:1: `cargo test --test it fixtures::` selects no test",
-            "docs/a.md:1: cargo takes one test filter before `--`: write `cargo test --test it -- run_cli::approval run_cli::approves_at`",
+            "docs/a.md:1: cargo takes one test filter before `--`: `cargo test --test it run_cli::approval run_cli::approves_at` needs `--` before its filters",
             "docs/a.md:1: `cargo test --test it run_cli::approves_at` selects no test",
         ]
     );
