@@ -145,6 +145,7 @@ pub struct SpanAt {
 /// around spans put no backtick inside them.)
 pub fn code_spans(line: &str) -> Vec<SpanAt> {
     let bytes = line.as_bytes();
+    let runs = BacktickRuns::of(bytes);
     let mut spans = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
@@ -153,7 +154,7 @@ pub fn code_spans(line: &str) -> Vec<SpanAt> {
             b'`' => {
                 let open = run_end(bytes, i);
                 let len = open - i;
-                match find_run(bytes, open, len) {
+                match runs.next(open, len) {
                     Some(close) => {
                         spans.push(SpanAt {
                             whole: i..close + len,
@@ -178,21 +179,36 @@ fn run_end(bytes: &[u8], start: usize) -> usize {
     end
 }
 
-/// The start of the next backtick run of exactly `len` at or after `from`.
-fn find_run(bytes: &[u8], from: usize, len: usize) -> Option<usize> {
-    let mut i = from;
-    while i < bytes.len() {
-        if bytes[i] == b'`' {
-            let end = run_end(bytes, i);
-            if end - i == len {
-                return Some(i);
+/// Where each maximal backtick run of a line starts, by its length. Looking a closer up here
+/// instead of scanning the rest of the line for it keeps a line of many unmatched runs (MR
+/// text can be a megabyte of them) linear, not quadratic.
+struct BacktickRuns {
+    starts_by_len: std::collections::HashMap<usize, Vec<usize>>,
+}
+
+impl BacktickRuns {
+    fn of(bytes: &[u8]) -> Self {
+        let mut starts_by_len: std::collections::HashMap<usize, Vec<usize>> =
+            std::collections::HashMap::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'`' {
+                let end = run_end(bytes, i);
+                starts_by_len.entry(end - i).or_default().push(i);
+                i = end;
+            } else {
+                i += 1;
             }
-            i = end;
-        } else {
-            i += 1;
         }
+        BacktickRuns { starts_by_len }
     }
-    None
+
+    /// The start of the first maximal run of exactly `len` backticks at or after `from`
+    /// (`from` is the end of a run, so every run after it is maximal).
+    fn next(&self, from: usize, len: usize) -> Option<usize> {
+        let starts = self.starts_by_len.get(&len)?;
+        starts.get(starts.partition_point(|&s| s < from)).copied()
+    }
 }
 
 /// CommonMark: content that starts and ends with a space, and is not only spaces, loses one
@@ -350,6 +366,56 @@ mod tests {
     fn table_cells_escape_every_pipe() {
         assert_eq!(table_cell(&code("a|b")), "`a\\|b`");
         assert_eq!(table_cell("x | `y`\nz"), "x \\| `y` z");
+    }
+
+    /// The closer found by scanning the rest of the line, as first written: the reference
+    /// the indexed lookup must agree with.
+    fn scanning_code_spans(line: &str) -> Vec<SpanAt> {
+        let bytes = line.as_bytes();
+        let find_run = |from: usize, len: usize| {
+            let mut i = from;
+            while i < bytes.len() {
+                if bytes[i] == b'`' {
+                    let end = run_end(bytes, i);
+                    if end - i == len {
+                        return Some(i);
+                    }
+                    i = end;
+                } else {
+                    i += 1;
+                }
+            }
+            None
+        };
+        let mut spans = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'\\' if i + 1 < bytes.len() && bytes[i + 1].is_ascii_punctuation() => i += 2,
+                b'`' => {
+                    let open = run_end(bytes, i);
+                    match find_run(open, open - i) {
+                        Some(close) => {
+                            spans.push(SpanAt {
+                                whole: i..close + open - i,
+                                shown: shown_range(line, open, close),
+                            });
+                            i = close + open - i;
+                        }
+                        None => i = open,
+                    }
+                }
+                _ => i += 1,
+            }
+        }
+        spans
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn indexed_closers_match_the_scan(line in "[`\\\\a ]{0,40}") {
+            proptest::prop_assert_eq!(code_spans(&line), scanning_code_spans(&line));
+        }
     }
 
     #[test]
