@@ -14,9 +14,8 @@ use gitlab::api::common::NameOrId;
 use gitlab::api::users::CurrentUser;
 use serde::de::DeserializeOwned;
 
-use super::GitLabConfig;
 use super::GitLabConfigError;
-use super::forge::build_error;
+use super::config::GitLabConfig;
 use super::pagination::Listing;
 use super::retry::{RateLimitTally, Requester, Sleeper, ThreadSleeper};
 use super::transport::{PreparedRequest, RawResponse, Transport, TransportSettings};
@@ -181,6 +180,17 @@ impl GitLabClient {
         let request = self.prepare(endpoint)?;
         let response = self.requester.read(&request)?;
         self.decode_read(&request, &response)
+    }
+}
+
+/// An endpoint builder's refusal, as the error of the request it could not describe. Here,
+/// at the lowest layer that builds requests, so the client, the repository, the project
+/// routes and the forge share it.
+pub(crate) fn build_error(what: &str, e: impl fmt::Display) -> ForgeError {
+    ForgeError::Decode {
+        method: "-".into(),
+        route: what.into(),
+        message: format!("cannot build the request: {e}"),
     }
 }
 

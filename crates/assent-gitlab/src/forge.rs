@@ -5,9 +5,7 @@
 //! listing goes through the pagination driver. Writes are sent once.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use gitlab::api::projects::Project;
 use gitlab::api::projects::members::AllProjectMember;
@@ -22,17 +20,15 @@ use gitlab::api::projects::merge_requests::{
 use serde::Deserialize;
 
 use super::GitLabConfigError;
-use super::client::GitLabClient;
+use super::client::{GitLabClient, build_error};
+use super::config::GitLabConfig;
 use super::discussion_stream;
 use super::endpoints::{
     CreateMergeRequestDiscussionNote, MergeRequestNote, ResolveMergeRequestDiscussion,
 };
-use super::pagination::{DEFAULT_MAX_PAGES, list_all, list_all_with};
-use super::retry::{ReadFailure, RetryPolicy, Sleeper, ThreadSleeper};
-use super::transport::{
-    DEFAULT_BODY_LIMIT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, PreparedRequest,
-    ProxyConfig, Token,
-};
+use super::pagination::{list_all, list_all_with};
+use super::retry::{ReadFailure, Sleeper, ThreadSleeper};
+use super::transport::PreparedRequest;
 use assent_core::model::{
     DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
     Role, UserRef,
@@ -41,50 +37,6 @@ use assent_forge::{
     BudgetedRead, ChangedFile, ContentBudget, CreatedThread, FileMode, Forge, ForgeError,
     Repository, RepositoryFiles, RequestCounts,
 };
-
-/// Everything a [`GitLabClient`] needs to reach one project. `Debug` never shows the token.
-/// A merge request is not part of it: it belongs to the [`GitLabForge`] built over the client.
-#[derive(Clone, Debug)]
-pub struct GitLabConfig {
-    /// The API v4 base, e.g. `https://gitlab.example.com/api/v4` (`CI_API_V4_URL`).
-    pub api_url: String,
-    /// The access token, sent only as `PRIVATE-TOKEN`.
-    pub token: Token,
-    /// The project id (`42`) or full path (`group/sub/proj`).
-    pub project: String,
-    /// A PEM bundle (one or several certificates) trusted in addition to the public roots.
-    pub ca_file: Option<PathBuf>,
-    /// TCP/TLS connect timeout (default 10 s).
-    pub connect_timeout: Duration,
-    /// Whole-request timeout, body included (default 60 s).
-    pub request_timeout: Duration,
-    /// Largest accepted response body in bytes (default 64 MiB).
-    pub body_limit: u64,
-    /// Proxy selection (default: from the environment).
-    pub proxy: ProxyConfig,
-    /// Read retry policy.
-    pub retry: RetryPolicy,
-    /// Page cap of one listing (default 2,000 pages of 100).
-    pub max_pages: u32,
-}
-
-impl GitLabConfig {
-    /// A project's configuration with default timeouts, limits, proxy and retry policy.
-    pub fn new(api_url: impl Into<String>, token: Token, project: impl Into<String>) -> Self {
-        GitLabConfig {
-            api_url: api_url.into(),
-            token,
-            project: project.into(),
-            ca_file: None,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            body_limit: DEFAULT_BODY_LIMIT,
-            proxy: ProxyConfig::FromEnv,
-            retry: RetryPolicy::default(),
-            max_pages: DEFAULT_MAX_PAGES,
-        }
-    }
-}
 
 /// The GitLab HTTP adapter of one merge request, over a project's [`GitLabClient`].
 /// `Send + Sync`; request counters are the client's.
@@ -304,14 +256,6 @@ fn diff_note_position(position: &DiffPosition) -> Result<Position<'_>, ForgeErro
         .text_position(text)
         .build()
         .map_err(|e| build_error("discussion position", e))
-}
-
-pub(crate) fn build_error(what: &str, e: impl fmt::Display) -> ForgeError {
-    ForgeError::Decode {
-        method: "-".into(),
-        route: what.into(),
-        message: format!("cannot build the request: {e}"),
-    }
 }
 
 impl Forge for GitLabForge {

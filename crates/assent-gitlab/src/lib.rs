@@ -16,6 +16,7 @@
 //! * [`pagination`]: every page of a listing via `X-Next-Page`/`Link`, or an error.
 //! * [`endpoints`]: the routes the `gitlab` crate has no builder for.
 //! * [`advice`](mod@advice): what an operator can do about a failed request (one line each).
+//! * [`config`]: what a client needs to reach one project, and the defaults of its limits.
 //! * [`client`]: one project's connection (transport, retry, typed sends); every command's
 //!   requests go through one.
 //! * [`repository`]: the project's files at pinned SHAs, read through a client.
@@ -36,6 +37,7 @@
 
 pub mod advice;
 pub mod client;
+pub mod config;
 mod discussion_stream;
 pub mod endpoints;
 pub mod forge;
@@ -52,7 +54,8 @@ mod tests;
 
 pub use self::advice::{Diagnosis, advice, diagnose};
 pub use self::client::GitLabClient;
-pub use self::forge::{GitLabConfig, GitLabForge};
+pub use self::config::GitLabConfig;
+pub use self::forge::GitLabForge;
 pub use self::retry::{
     DEFAULT_RATE_LIMIT_BUDGET, DEFAULT_WRITE_SETTLE, RateLimitTally, RetryPolicy, Sleeper,
     ThreadSleeper,

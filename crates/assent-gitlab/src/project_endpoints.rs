@@ -24,7 +24,7 @@ use gitlab::api::projects::merge_requests::{
 use serde::Deserialize;
 
 use super::client::GitLabClient;
-use super::forge::build_error;
+use super::client::build_error;
 use super::pagination::list_all;
 use assent_core::sweep::HeadPipeline;
 use assent_forge::ForgeError;

@@ -8,8 +8,8 @@ use gitlab::api::projects::repository::branches::Branch;
 use gitlab::api::projects::repository::files::FileRaw;
 use serde::Deserialize;
 
+use super::client::build_error;
 use super::client::{GitLabClient, is_absent_content};
-use super::forge::build_error;
 use super::pagination::list_all;
 use super::retry::ReadFailure;
 use super::transport::PreparedRequest;
