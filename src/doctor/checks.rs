@@ -12,10 +12,10 @@ use crate::gitlab::Diagnosis;
 
 use super::probe::DoctorInputs;
 use super::report::Check;
-use super::responses::{CurrentUser, MergeRequest, Project, TokenSelf, Version};
 use super::serialization::{Certainty, SerializationVerdict};
 use crate::core::policy::{PolicyFile, PolicySet};
 use crate::forge::{CertificateFailure, ForgeError, TransportFailure};
+use crate::gitlab::doctor::responses::{CurrentUser, MergeRequest, Project, TokenSelf, Version};
 use crate::review_input::{CentralPolicies, POLICY_DIR};
 
 /// Developer: may post notes and resolve threads.

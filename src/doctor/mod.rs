@@ -6,21 +6,20 @@
 //! * [`checks`]: one pure function per check (api, token, identity, scope, role, the
 //!   settings, merge request, policies, serialization), each with its fix, chosen from typed
 //!   facts.
-//! * [`responses`]: GitLab's answers to doctor's routes as typed structs (a missing field
-//!   is `None`, never a default).
+//! * [`facts`]: GitLab's answers (typed in `gitlab::doctor::responses`) as the facts the
+//!   verdicts read.
 //! * [`serialization`]: the `duplicate_prevention` verdict as a pure function of the evidence,
 //!   with the evidence rule in its module docs.
 //! * [`enforcement`]: the `gate_enforcement` verdict, likewise.
-//! * [`endpoints`]: the routes doctor reads, as `gitlab::api::Endpoint` impls.
-//! * [`probe`]: sends the requests through the project's one client and runs the checks in
-//!   order, skipping those an earlier failure makes pointless.
+//! * [`probe`]: sends doctor's routes (`gitlab::doctor::endpoints`) through the project's
+//!   one client and runs the checks in order, skipping those an earlier failure makes
+//!   pointless.
 
 pub mod checks;
-pub mod endpoints;
 pub mod enforcement;
+pub mod facts;
 pub mod probe;
 pub mod report;
-pub mod responses;
 pub mod serialization;
 
 pub use enforcement::GateEnforcement;

@@ -1,7 +1,8 @@
 //! Gathering: every request `assent doctor` makes, through the project's one
-//! [`GitLabClient`], decoded into [`super::responses`] and handed to [`super::checks`] and
-//! the verdicts. Reads only, plus at most one `POST …/ci/lint` (a validation that writes
-//! nothing) when the CI configuration lives outside the project.
+//! [`GitLabClient`], decoded into `gitlab::doctor::responses`, turned into the verdicts'
+//! facts ([`super::facts`]) and handed to [`super::checks`] and the verdicts. Reads only,
+//! plus at most one `POST …/ci/lint` (a validation that writes nothing) when the CI
+//! configuration lives outside the project.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,15 +13,16 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use super::checks::{self, Failed, PolicyRead, Reach};
-use super::endpoints::{DoctorEndpoint, Route};
 use super::enforcement::{self, EnforcementEvidence, EnforcementVerdict, RuleFacts};
+use super::facts::config_facts;
 use super::report::{Check, Report};
-use super::responses::{
+use super::serialization::{ConfigFacts, Evidence, JobFacts, Probe, expected_key, judge};
+use crate::forge::RepositoryFiles;
+use crate::gitlab::doctor::responses::{
     Access, ApprovalRule, ApprovalSettings, CurrentUser, HoldingJob, Job, Lint, MergeRequest,
     Project, ProjectHook, ResourceGroup, TokenSelf, Variable, Version,
 };
-use super::serialization::{ConfigFacts, Evidence, JobFacts, Probe, expected_key, judge};
-use crate::forge::RepositoryFiles;
+use crate::gitlab::doctor::{DoctorEndpoint, Route};
 use crate::gitlab::retry::RetryPolicy;
 use crate::gitlab::transport::{Token, allow_http, cleartext_warning, select_proxy};
 use crate::gitlab::{GitLabClient, GitLabConfig, GitLabConfigError};
@@ -128,15 +130,12 @@ impl Prober<'_> {
             project: NameOrId::Name(self.client.project().into()),
             route: route.clone(),
         })?;
-        let method = match route {
-            Route::LintContent(_) => "POST",
-            _ => "GET",
-        };
         serde_json::from_value(value).map_err(|e| Failed {
             diagnosis: crate::gitlab::Diagnosis::Unreadable,
             error: self.client.redact(format!(
-                "{method} {}: unexpected response: {e}",
-                route_name(&route)
+                "{} {}: unexpected response: {e}",
+                route.method_name(),
+                route.path_template()
             )),
         })
     }
@@ -239,7 +238,7 @@ impl Prober<'_> {
                 "the job's commit is unknown, so its configuration cannot be read".into(),
             ),
             Some(sha) => match self.lint_config(ci_config_path.as_deref(), &sha) {
-                Ok(lint) => lint.facts().map_or_else(Probe::Failed, Probe::Got),
+                Ok(lint) => config_facts(lint).map_or_else(Probe::Failed, Probe::Got),
                 Err(failed) => Probe::Failed(failed.error),
             },
         };
@@ -320,27 +319,6 @@ impl Prober<'_> {
             mr_author,
             mr_source_branch,
         }
-    }
-}
-
-/// The route's path for an error text (no project, no query).
-fn route_name(route: &Route<'_>) -> &'static str {
-    match route {
-        Route::Version => "version",
-        Route::CurrentUser => "user",
-        Route::TokenSelf => "personal_access_tokens/self",
-        Route::Project => "projects/:id",
-        Route::Member(_) => "projects/:id/members/all/:user_id",
-        Route::MergeRequest(_) => "projects/:id/merge_requests/:iid",
-        Route::Job(_) => "projects/:id/jobs/:job_id",
-        Route::ResourceGroup(_) => "projects/:id/resource_groups/:key",
-        Route::ResourceGroupCurrentJob(_) => "projects/:id/resource_groups/:key/current_job",
-        Route::Variable { .. } => "projects/:id/variables/:key",
-        Route::LintAtRef(_) | Route::LintContent(_) => "projects/:id/ci/lint",
-        Route::ApprovalSettings => "projects/:id/approvals",
-        Route::ApprovalRules => "projects/:id/approval_rules",
-        Route::MergeRequestApprovalRules(_) => "projects/:id/merge_requests/:iid/approval_rules",
-        Route::ProjectHooks => "projects/:id/hooks",
     }
 }
 
@@ -465,7 +443,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
         version.ok().and_then(|v| v.version),
     );
     let project_facts = match &project {
-        Ok(p) => Probe::Got(p.facts()),
+        Ok(p) => Probe::Got(p.into()),
         Err(failed) => Probe::Failed(failed.error.clone()),
     };
     let mr_author = match &mr {

@@ -24,6 +24,8 @@
 //! * [`project_endpoints`]: the sweep's project-level routes (open MRs in a window, MR
 //!   pipeline creation).
 //! * [`sweep_forge`]: the sweep's port ([`assent_forge::sweep::SweepForge`]) over a client.
+//! * [`doctor`]: the routes `assent doctor` reads and GitLab's answers to them, typed (a
+//!   missing field is `None`).
 //! * [`health`]: one unauthenticated `GET` of a service beside GitLab (`assent serve`'s
 //!   `/readyz`, for `assent doctor --serve-url`), never with the token.
 //!
@@ -39,6 +41,7 @@ pub mod advice;
 pub mod client;
 pub mod config;
 mod discussion_stream;
+pub mod doctor;
 pub mod endpoints;
 pub mod forge;
 pub mod health;

@@ -5,8 +5,8 @@ use url::Url;
 
 use super::Failed;
 use crate::doctor::report::Check;
-use crate::doctor::responses::ProjectHook;
 use crate::gitlab::Diagnosis;
+use crate::gitlab::doctor::responses::ProjectHook;
 use crate::gitlab::health::HealthAnswer;
 
 /// `<serve>/readyz`.

@@ -59,6 +59,40 @@ pub enum Route<'a> {
     ProjectHooks,
 }
 
+impl Route<'_> {
+    /// The route's path for an error text: no project, no query (`projects/:id/jobs/:job_id`).
+    pub fn path_template(&self) -> &'static str {
+        match self {
+            Route::Version => "version",
+            Route::CurrentUser => "user",
+            Route::TokenSelf => "personal_access_tokens/self",
+            Route::Project => "projects/:id",
+            Route::Member(_) => "projects/:id/members/all/:user_id",
+            Route::MergeRequest(_) => "projects/:id/merge_requests/:iid",
+            Route::Job(_) => "projects/:id/jobs/:job_id",
+            Route::ResourceGroup(_) => "projects/:id/resource_groups/:key",
+            Route::ResourceGroupCurrentJob(_) => "projects/:id/resource_groups/:key/current_job",
+            Route::Variable { .. } => "projects/:id/variables/:key",
+            Route::LintAtRef(_) | Route::LintContent(_) => "projects/:id/ci/lint",
+            Route::ApprovalSettings => "projects/:id/approvals",
+            Route::ApprovalRules => "projects/:id/approval_rules",
+            Route::MergeRequestApprovalRules(_) => {
+                "projects/:id/merge_requests/:iid/approval_rules"
+            }
+            Route::ProjectHooks => "projects/:id/hooks",
+        }
+    }
+
+    /// `POST` for the one route that sends a body (the lint of a configuration, which writes
+    /// nothing), `GET` for every other.
+    pub fn method_name(&self) -> &'static str {
+        match self {
+            Route::LintContent(_) => "POST",
+            _ => "GET",
+        }
+    }
+}
+
 /// A doctor request: a route, relative to a project where the route needs one.
 #[derive(Debug, Clone)]
 pub struct DoctorEndpoint<'a> {
@@ -191,5 +225,21 @@ mod tests {
         rules.parameters().add_to_url(&mut url);
         assert_eq!(url.query(), Some("per_page=100"));
         assert_eq!(e(Route::ApprovalRules).method(), Method::GET);
+    }
+
+    #[test]
+    fn a_routes_name_for_an_error_text_holds_no_project_and_no_value() {
+        let job = Route::Job(9);
+        assert_eq!(job.path_template(), "projects/:id/jobs/:job_id");
+        assert_eq!(job.method_name(), "GET");
+        let variable = Route::Variable {
+            key: "ASSENT_TOKEN".into(),
+            scope: Some("production".into()),
+        };
+        assert_eq!(variable.path_template(), "projects/:id/variables/:key");
+        let lint = Route::LintContent("secret: value".into());
+        assert_eq!(lint.method_name(), "POST");
+        assert_eq!(e(lint.clone()).method(), Method::POST);
+        assert_eq!(lint.path_template(), "projects/:id/ci/lint");
     }
 }

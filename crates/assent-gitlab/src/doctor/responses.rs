@@ -1,14 +1,12 @@
-//! What GitLab answers to doctor's routes, as typed structs.
+//! What GitLab answers to doctor's routes ([`super::endpoints`]), as typed structs.
 //!
 //! Every field doctor reads is an `Option`: a field GitLab leaves out (an older version, a
 //! permission that hides it, a proxy that rewrote the answer) reads as "GitLab did not say",
 //! never as a default that could pass for a real value (a user id 0, a job named `""`, "no
-//! hidden groups"). The conversions into the verdicts' facts keep that distinction.
+//! hidden groups"). The application's conversions into its verdicts' facts keep that
+//! distinction.
 
 use serde::Deserialize;
-
-use super::enforcement::{ApprovalSettingsFacts, ProjectFacts, RuleFacts};
-use super::serialization::{ConfigFacts, IncludeFacts, JobFacts};
 
 /// `GET version`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -90,16 +88,6 @@ impl Project {
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
     }
-
-    /// What the gate-enforcement verdict needs of the project.
-    pub fn facts(&self) -> ProjectFacts {
-        ProjectFacts {
-            path_with_namespace: self.path_with_namespace.clone(),
-            only_allow_merge_if_pipeline_succeeds: self.only_allow_merge_if_pipeline_succeeds,
-            allow_merge_on_skipped_pipeline: self.allow_merge_on_skipped_pipeline,
-            ci_config_path: self.ci_config_path(),
-        }
-    }
 }
 
 /// `GET projects/:id/merge_requests/:iid`.
@@ -160,20 +148,6 @@ pub struct Commit {
     pub id: Option<String>,
 }
 
-impl From<Job> for JobFacts {
-    fn from(job: Job) -> JobFacts {
-        let pipeline = job.pipeline.unwrap_or_default();
-        JobFacts {
-            id: job.id,
-            name: job.name,
-            status: job.status,
-            pipeline_ref: pipeline.git_ref,
-            pipeline_source: pipeline.source,
-            sha: pipeline.sha.or_else(|| job.commit.and_then(|c| c.id)),
-        }
-    }
-}
-
 /// The CI Lint API's answer (`GET …/ci/lint`, `POST …/ci/lint`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct Lint {
@@ -211,34 +185,6 @@ pub struct LintIncludeExtra {
     pub git_ref: Option<String>,
 }
 
-impl Lint {
-    /// The configuration's facts, or why the answer says nothing usable.
-    pub fn facts(self) -> Result<ConfigFacts, String> {
-        let valid = self
-            .valid
-            .ok_or("the CI Lint API answer has no \"valid\" field")?;
-        Ok(ConfigFacts {
-            valid,
-            merged_yaml: self.merged_yaml,
-            errors: self.errors.unwrap_or_default(),
-            includes: self.includes.map(|list| {
-                list.into_iter()
-                    .map(|i| {
-                        let extra = i.extra.unwrap_or_default();
-                        IncludeFacts {
-                            kind: i.kind,
-                            location: i.location,
-                            project: extra.project,
-                            git_ref: extra.git_ref,
-                            context_project: i.context_project,
-                        }
-                    })
-                    .collect()
-            }),
-        })
-    }
-}
-
 /// `GET projects/:id/variables/:key`: only where the variable reaches; its value is never
 /// decoded.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -268,16 +214,6 @@ pub struct ApprovalSettings {
     pub reset_approvals_on_push: Option<bool>,
     /// "Prevent editing approval rules in merge requests".
     pub disable_overriding_approvers_per_merge_request: Option<bool>,
-}
-
-impl From<ApprovalSettings> for ApprovalSettingsFacts {
-    fn from(s: ApprovalSettings) -> ApprovalSettingsFacts {
-        ApprovalSettingsFacts {
-            reset_approvals_on_push: s.reset_approvals_on_push,
-            disable_overriding_approvers_per_merge_request: s
-                .disable_overriding_approvers_per_merge_request,
-        }
-    }
 }
 
 /// One approval rule (`GET …/approval_rules`, project or MR level).
@@ -317,34 +253,6 @@ pub struct Branch {
     pub name: Option<String>,
 }
 
-impl From<ApprovalRule> for RuleFacts {
-    fn from(rule: ApprovalRule) -> RuleFacts {
-        let ids = |list: Option<Vec<Identified>>| -> Vec<Option<u64>> {
-            list.unwrap_or_default().into_iter().map(|x| x.id).collect()
-        };
-        RuleFacts {
-            name: rule.name.unwrap_or_else(|| "(unnamed)".to_owned()),
-            rule_type: rule.rule_type,
-            approvals_required: rule.approvals_required,
-            user_ids: ids(rule.users),
-            group_ids: ids(rule.groups),
-            eligible_approver_ids: rule.eligible_approvers.map(|list| ids(Some(list))),
-            contains_hidden_groups: rule.contains_hidden_groups,
-            protected_branches: rule
-                .protected_branches
-                .unwrap_or_default()
-                .into_iter()
-                .map(|b| b.name.unwrap_or_else(|| "(unnamed)".to_owned()))
-                .collect(),
-            // GitLab versions before the setting existed scope a rule by its branch list
-            // alone, which is what `false` means.
-            applies_to_all_protected_branches: rule
-                .applies_to_all_protected_branches
-                .unwrap_or(false),
-        }
-    }
-}
-
 /// One entry of `GET projects/:id/hooks`: where it points and what triggers it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct ProjectHook {
@@ -376,23 +284,23 @@ mod tests {
         let user: CurrentUser = decode(json!({"username": "assent-bot"}));
         assert_eq!(user.id, None);
         assert_eq!(user.bot, None);
-        let job: JobFacts = decode::<Job>(json!({"status": "running"})).into();
+        let job: Job = decode(json!({"status": "running"}));
         assert_eq!((job.id, job.name.as_deref()), (None, None));
-        let rule: RuleFacts = decode::<ApprovalRule>(json!({
+        let rule: ApprovalRule = decode(json!({
             "name": "assent",
             "users": [{"id": 100}, {"username": "ghost"}],
             "groups": [{}],
-        }))
-        .into();
-        assert_eq!(rule.user_ids, [Some(100), None]);
-        assert_eq!(rule.group_ids, [None]);
+        }));
+        let ids = |list: &Option<Vec<Identified>>| -> Vec<Option<u64>> {
+            list.iter().flatten().map(|x| x.id).collect()
+        };
+        assert_eq!(ids(&rule.users), [Some(100), None]);
+        assert_eq!(ids(&rule.groups), [None]);
         assert_eq!(rule.approvals_required, None);
         assert_eq!(rule.contains_hidden_groups, None);
-        assert_eq!(rule.eligible_approver_ids, None);
-        assert_eq!(
-            decode::<Lint>(json!({"merged_yaml": "a: 1"})).facts(),
-            Err("the CI Lint API answer has no \"valid\" field".to_owned())
-        );
+        assert_eq!(rule.eligible_approvers, None);
+        let lint: Lint = decode(json!({"merged_yaml": "a: 1"}));
+        assert_eq!(lint.valid, None);
     }
 
     #[test]
@@ -409,19 +317,10 @@ mod tests {
     }
 
     #[test]
-    fn a_jobs_commit_comes_from_its_pipeline_or_else_its_commit() {
-        let job: JobFacts = decode::<Job>(json!({
-            "id": 9, "name": "assent", "status": "running",
-            "pipeline": {"ref": "refs/merge-requests/7/head", "source": "merge_request_event"},
-            "commit": {"id": "abc"}
-        }))
-        .into();
-        assert_eq!(job.sha.as_deref(), Some("abc"));
-        assert_eq!(
-            job.pipeline_ref.as_deref(),
-            Some("refs/merge-requests/7/head")
-        );
+    fn a_blank_ci_configuration_path_is_the_default_file() {
         let ci: Project = decode(json!({"ci_config_path": "  "}));
         assert_eq!(ci.ci_config_path(), None);
+        let ci: Project = decode(json!({"ci_config_path": " ci/main.yml "}));
+        assert_eq!(ci.ci_config_path().as_deref(), Some("ci/main.yml"));
     }
 }
