@@ -1,4 +1,4 @@
-//! One function per check: each turns what GitLab answered (typed, [`super::responses`]) or
+//! One function per check: each turns what GitLab answered (typed, `gitlab::doctor::responses`) or
 //! how a request failed ([`Failed`]: the adapter's typed [`Diagnosis`]) into one [`Check`],
 //! with its fix. Pure: the probe sends the requests, these decide.
 //!
