@@ -1,6 +1,6 @@
-//! One function per check: each turns what GitLab answered (typed, `gitlab::doctor::responses`) or
-//! how a request failed ([`Failed`]: the adapter's typed [`Diagnosis`]) into one [`Check`],
-//! with its fix. Pure: the probe sends the requests, these decide.
+//! One function per check: each turns what GitLab answered (typed,
+//! `gitlab::doctor::responses`) or how a request failed ([`Failed`]: the adapter's typed
+//! [`Diagnosis`]) into one [`Check`], with its fix. Pure: the probe sends the requests, these decide.
 //!
 //! A fix is chosen from typed facts only (the diagnosis, what doctor knows of the setup:
 //! the CA file, the proxy), never from an error's wording, so neither a library's phrasing
