@@ -12,7 +12,7 @@ use crate::gitlab::Diagnosis;
 
 use super::probe::DoctorInputs;
 use super::report::Check;
-use super::serialization::{Certainty, SerializationVerdict};
+use super::single_writer::{Certainty, SingleWriterVerdict};
 use crate::core::policy::{PolicyFile, PolicySet};
 use crate::forge::{CertificateFailure, ForgeError, TransportFailure};
 use crate::gitlab::doctor::responses::{CurrentUser, MergeRequest, Project, TokenSelf, Version};
@@ -658,7 +658,7 @@ pub fn policy_project_check(project: &str, read: &Result<CentralPolicies, String
 
 /// The `serialization` check, from the duplicate-prevention verdict: verified passes, a
 /// positively missing resource group fails, anything unverifiable is a warning.
-pub fn serialization_check(verdict: &SerializationVerdict) -> Check {
+pub fn serialization_check(verdict: &SingleWriterVerdict) -> Check {
     match verdict.certainty {
         Certainty::Verified => Check::pass("serialization", verdict.reason.clone()),
         Certainty::Absent => Check::fail(

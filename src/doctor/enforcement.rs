@@ -1,5 +1,5 @@
 //! The gate-enforcement verdict (docs/contract.md#enforcement): a pure function of the evidence the probe
-//! gathered, built like [`super::serialization`].
+//! gathered, built like [`super::single_writer`].
 //!
 //! GitLab lets an MR's author resolve threads, so unresolved challenges alone cannot stop an
 //! author from assenting to their own change. Something the author cannot do must hold the
@@ -64,7 +64,7 @@ use serde_yaml::Value as Yaml;
 
 use crate::core::switch::parse_switch;
 
-use super::serialization::{ConfigFacts, IncludeFacts, Probe};
+use super::single_writer::{ConfigFacts, IncludeFacts, Probe};
 
 /// Whether something an MR's author cannot do holds the gate (docs/contract.md#enforcement).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

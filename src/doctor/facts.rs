@@ -10,7 +10,7 @@ use crate::gitlab::doctor::responses::{
 };
 
 use super::enforcement::{ApprovalSettingsFacts, ProjectFacts, RuleFacts};
-use super::serialization::{ConfigFacts, IncludeFacts, JobFacts};
+use super::single_writer::{ConfigFacts, IncludeFacts, JobFacts};
 
 impl From<Job> for JobFacts {
     fn from(job: Job) -> JobFacts {

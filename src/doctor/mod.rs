@@ -8,8 +8,9 @@
 //!   facts.
 //! * [`facts`]: GitLab's answers (typed in `gitlab::doctor::responses`) as the facts the
 //!   verdicts read.
-//! * [`serialization`]: the `duplicate_prevention` verdict as a pure function of the evidence,
-//!   with the evidence rule in its module docs.
+//! * [`single_writer`]: the `duplicate_prevention` verdict (does the running job provably
+//!   hold its MR's resource group?) as a pure function of the evidence, with the evidence
+//!   rule in its module docs.
 //! * [`enforcement`]: the `gate_enforcement` verdict, likewise.
 //! * [`probe`]: sends doctor's routes (`gitlab::doctor::endpoints`) through the project's
 //!   one client and runs the checks in order, skipping those an earlier failure makes
@@ -20,9 +21,9 @@ pub mod enforcement;
 pub mod facts;
 pub mod probe;
 pub mod report;
-pub mod serialization;
+pub mod single_writer;
 
 pub use enforcement::GateEnforcement;
 pub use probe::{DoctorInputs, SetupError, run};
 pub use report::{Check, Report, Status};
-pub use serialization::DuplicatePrevention;
+pub use single_writer::DuplicatePrevention;

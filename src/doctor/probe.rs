@@ -16,7 +16,9 @@ use super::checks::{self, Failed, PolicyRead, Reach};
 use super::enforcement::{self, EnforcementEvidence, EnforcementVerdict, RuleFacts};
 use super::facts::config_facts;
 use super::report::{Check, Report};
-use super::serialization::{ConfigFacts, Evidence, JobFacts, Probe, expected_key, judge};
+use super::single_writer::{
+    ConfigFacts, JobFacts, Probe, SingleWriterEvidence, expected_key, judge,
+};
 use crate::forge::RepositoryFiles;
 use crate::gitlab::doctor::responses::{
     Access, ApprovalRule, ApprovalSettings, CurrentUser, HoldingJob, Job, Lint, MergeRequest,
@@ -203,13 +205,13 @@ impl Prober<'_> {
 
     /// The serialization evidence: the job, its configuration, the resource group and its
     /// holder (only inside a CI job of an MR).
-    fn serialization_evidence(
+    fn single_writer_evidence(
         &self,
         ci_config_path: Option<String>,
         gitlab_version: Option<String>,
-    ) -> Evidence {
+    ) -> SingleWriterEvidence {
         let inputs = self.inputs;
-        let mut e = Evidence {
+        let mut e = SingleWriterEvidence {
             mr_iid: inputs.mr,
             job_id: inputs.job_id,
             gitlab_version,
@@ -438,7 +440,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
         checks.push(checks::serve_webhook_check(serve, &hooks));
     }
 
-    let evidence = prober.serialization_evidence(
+    let evidence = prober.single_writer_evidence(
         project.as_ref().ok().and_then(Project::ci_config_path),
         version.ok().and_then(|v| v.version),
     );
@@ -486,7 +488,7 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
 /// The report of a diagnosis that stopped early because of `why`: nothing proves
 /// serialization or the gate.
 fn stopped(checks: Vec<Check>, inputs: &DoctorInputs, why: &str) -> Report {
-    let evidence = Evidence {
+    let evidence = SingleWriterEvidence {
         mr_iid: inputs.mr,
         job_id: inputs.job_id,
         gitlab_version: None,
@@ -505,7 +507,7 @@ fn stopped(checks: Vec<Check>, inputs: &DoctorInputs, why: &str) -> Report {
 
 fn finish(
     checks: Vec<Check>,
-    verdict: &super::serialization::SerializationVerdict,
+    verdict: &super::single_writer::SingleWriterVerdict,
     enforcement: EnforcementVerdict,
     token: &Token,
 ) -> Report {

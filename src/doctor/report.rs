@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::gitlab::Token;
 
 use super::enforcement::{EnforcementVerdict, GateEnforcement, THREADS_ONLY_WARNING};
-use super::serialization::DuplicatePrevention;
+use super::single_writer::DuplicatePrevention;
 
 /// The outcome of one check (docs/contract.md#commands: a check that fails is exit 1; one that cannot be
 /// verified is a warning, exit 0 unless `--strict`).

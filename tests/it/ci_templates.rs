@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use assent::doctor::enforcement::{AssentJob, assent_jobs};
-use assent::doctor::serialization::{expand_key, job_resource_group};
+use assent::doctor::single_writer::{expand_key, job_resource_group};
 use serde::Deserialize;
 use serde_yaml::Value;
 

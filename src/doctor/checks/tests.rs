@@ -3,7 +3,7 @@
 use super::*;
 use crate::doctor::DuplicatePrevention;
 use crate::doctor::report::Status;
-use crate::doctor::serialization::SerializationVerdict;
+use crate::doctor::single_writer::SingleWriterVerdict;
 
 fn failed(diagnosis: Diagnosis) -> Failed {
     Failed {
@@ -591,7 +591,7 @@ fn policies_verdicts() {
 
 #[test]
 fn serialization_verdicts() {
-    let verdict = |certainty| SerializationVerdict {
+    let verdict = |certainty| SingleWriterVerdict {
         guarantee: DuplicatePrevention::UnserializedBestEffort,
         certainty,
         reason: "the reason".into(),

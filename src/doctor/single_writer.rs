@@ -106,7 +106,7 @@ pub struct IncludeFacts {
 
 /// Everything the verdict looks at.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Evidence {
+pub struct SingleWriterEvidence {
     /// The MR IID, when known.
     pub mr_iid: Option<u64>,
     /// `CI_JOB_ID`, when set.
@@ -136,7 +136,7 @@ pub enum Certainty {
 
 /// The verdict and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SerializationVerdict {
+pub struct SingleWriterVerdict {
     /// The guarantee.
     pub guarantee: DuplicatePrevention,
     /// Verified, absent or unverifiable.
@@ -220,8 +220,8 @@ pub fn job_resource_group(merged_yaml: &str, name: &str) -> Result<Option<String
     }
 }
 
-fn unserialized(certainty: Certainty, reason: impl Into<String>) -> SerializationVerdict {
-    SerializationVerdict {
+fn unserialized(certainty: Certainty, reason: impl Into<String>) -> SingleWriterVerdict {
+    SingleWriterVerdict {
         guarantee: DuplicatePrevention::UnserializedBestEffort,
         certainty,
         reason: reason.into(),
@@ -237,201 +237,242 @@ fn has_current_job_route(version: &str) -> Option<bool> {
     Some((major, minor) >= (18, 6))
 }
 
-/// The verdict (see the module docs for the rule).
-pub fn judge(e: &Evidence) -> SerializationVerdict {
-    use Certainty::{Absent, Unverifiable};
+/// The verdict (see the module docs for the rule): the first missing or contradicting piece
+/// of evidence decides it, in the rule's order.
+pub fn judge(e: &SingleWriterEvidence) -> SingleWriterVerdict {
+    match prove(e) {
+        Ok(verdict) | Err(verdict) => verdict,
+    }
+}
+
+/// One step of the proof: what it established, or the verdict that ends the proof there.
+type Step<T> = Result<T, SingleWriterVerdict>;
+
+/// The rule's steps in order, each stopping the proof at its first gap.
+fn prove(e: &SingleWriterEvidence) -> Step<SingleWriterVerdict> {
+    let (iid, job_id) = context(e)?;
+    let key = expected_key(iid);
+    let job = read(&e.job, |err| format!("cannot read job {job_id}: {err}"))?;
+    let name = job_is_the_running_one(job, job_id)?;
+    job_runs_for_the_merge_request(job, iid, job_id)?;
+    let config = read(&e.config, |err| {
+        format!("cannot read the merged CI configuration: {err}")
+    })?;
+    configuration_keys_the_job_by_merge_request(config, name, iid, &key)?;
+    group_exists(&e.resource_group, &key)?;
+    holder_is_this_job(e, job_id, name, &key)
+}
+
+/// Rule 1: an MR and the job running doctor: without both there is nothing to verify.
+fn context(e: &SingleWriterEvidence) -> Step<(u64, u64)> {
     let Some(iid) = e.mr_iid else {
-        return unserialized(
-            Unverifiable,
+        return Err(unserialized(
+            Certainty::Unverifiable,
             "no merge request: serialization is per MR, so it can only be verified for one (--mr or CI_MERGE_REQUEST_IID)",
-        );
+        ));
     };
     let Some(job_id) = e.job_id else {
-        return unserialized(
-            Unverifiable,
+        return Err(unserialized(
+            Certainty::Unverifiable,
             "not running inside a CI job (CI_JOB_ID unset): only the MR job itself can show that it holds its resource group",
-        );
+        ));
     };
-    let key = expected_key(iid);
+    Ok((iid, job_id))
+}
 
-    // 2. The job.
-    let job = match &e.job {
-        Probe::Got(job) => job,
-        Probe::Failed(err) => {
-            return unserialized(Unverifiable, format!("cannot read job {job_id}: {err}"));
-        }
-        Probe::NotAsked(why) => return unserialized(Unverifiable, why.clone()),
-    };
+/// A piece the API answered, or the verdict naming why it is missing (`failed` words a
+/// failed request; a piece not asked carries its own reason).
+fn read<T>(probe: &Probe<T>, failed: impl FnOnce(&str) -> String) -> Step<&T> {
+    match probe {
+        Probe::Got(piece) => Ok(piece),
+        Probe::Failed(err) => Err(unserialized(Certainty::Unverifiable, failed(err))),
+        Probe::NotAsked(why) => Err(unserialized(Certainty::Unverifiable, why.clone())),
+    }
+}
+
+/// Rule 2: the job GitLab answered is the one asked for, running, and named (its name finds its
+/// configuration).
+fn job_is_the_running_one(job: &JobFacts, job_id: u64) -> Step<&str> {
+    use Certainty::Unverifiable;
     match job.id {
         Some(id) if id == job_id => {}
         Some(id) => {
-            return unserialized(
+            return Err(unserialized(
                 Unverifiable,
                 format!("GitLab answered job {id} when asked for job {job_id}"),
-            );
+            ));
         }
         None => {
-            return unserialized(
+            return Err(unserialized(
                 Unverifiable,
                 format!("GitLab's answer for job {job_id} carries no job id"),
-            );
+            ));
         }
     }
     match job.status.as_deref() {
         Some("running") => {}
         Some(status) => {
-            return unserialized(
+            return Err(unserialized(
                 Unverifiable,
                 format!(
                     "job {job_id} is {status:?}, not running: it cannot be the job running doctor"
                 ),
-            );
+            ));
         }
         None => {
-            return unserialized(
+            return Err(unserialized(
                 Unverifiable,
                 format!("GitLab did not say whether job {job_id} is running"),
-            );
+            ));
         }
     }
-    let Some(name) = job.name.as_deref() else {
-        return unserialized(
+    job.name.as_deref().ok_or_else(|| {
+        unserialized(
             Unverifiable,
             format!("GitLab did not say job {job_id}'s name, so its configuration cannot be found"),
-        );
-    };
+        )
+    })
+}
+
+/// Rule 2, continued: the job's pipeline is a merge request pipeline of this MR.
+fn job_runs_for_the_merge_request(job: &JobFacts, iid: u64, job_id: u64) -> Step<()> {
+    use Certainty::{Absent, Unverifiable};
     let mr_refs = ["head", "merge", "train"].map(|k| format!("refs/merge-requests/{iid}/{k}"));
     match &job.pipeline_ref {
         Some(r) if mr_refs.contains(r) => {}
         Some(r) => {
-            return unserialized(
+            return Err(unserialized(
                 Absent,
                 format!("job {job_id} runs for ref {r:?}, not in a pipeline of MR !{iid}"),
-            );
+            ));
         }
         None => {
-            return unserialized(
+            return Err(unserialized(
                 Unverifiable,
                 format!("GitLab did not say which pipeline ref job {job_id} runs for"),
-            );
+            ));
         }
     }
     match job.pipeline_source.as_deref() {
-        Some("merge_request_event") => {}
-        Some(other) => {
-            return unserialized(
-                Absent,
-                format!("job {job_id} runs in a {other:?} pipeline, not a merge request pipeline"),
-            );
-        }
-        None => {
-            return unserialized(
-                Unverifiable,
-                format!("GitLab did not say which source started job {job_id}'s pipeline"),
-            );
-        }
+        Some("merge_request_event") => Ok(()),
+        Some(other) => Err(unserialized(
+            Absent,
+            format!("job {job_id} runs in a {other:?} pipeline, not a merge request pipeline"),
+        )),
+        None => Err(unserialized(
+            Unverifiable,
+            format!("GitLab did not say which source started job {job_id}'s pipeline"),
+        )),
     }
+}
 
-    // 3. The configuration.
-    let config = match &e.config {
-        Probe::Got(c) => c,
-        Probe::Failed(err) => {
-            return unserialized(
-                Unverifiable,
-                format!("cannot read the merged CI configuration: {err}"),
-            );
-        }
-        Probe::NotAsked(why) => return unserialized(Unverifiable, why.clone()),
-    };
+/// Rule 3: the merged configuration is valid and gives job `name` the resource group keyed by
+/// this MR.
+fn configuration_keys_the_job_by_merge_request(
+    config: &ConfigFacts,
+    name: &str,
+    iid: u64,
+    key: &str,
+) -> Step<()> {
+    use Certainty::{Absent, Unverifiable};
     if !config.valid {
-        return unserialized(
+        return Err(unserialized(
             Unverifiable,
             format!(
                 "the CI Lint API calls the configuration invalid: {}",
                 config.errors.join("; ")
             ),
-        );
+        ));
     }
     let Some(merged) = &config.merged_yaml else {
-        return unserialized(Unverifiable, "the CI Lint API returned no merged_yaml");
+        return Err(unserialized(
+            Unverifiable,
+            "the CI Lint API returned no merged_yaml",
+        ));
     };
     let configured = match job_resource_group(merged, name) {
         Ok(Some(g)) => g,
         Ok(None) => {
-            return unserialized(
+            return Err(unserialized(
                 Absent,
                 format!("job {name:?} has no resource_group in the merged CI configuration"),
-            );
+            ));
         }
-        Err(err) => return unserialized(Unverifiable, err),
+        Err(err) => return Err(unserialized(Unverifiable, err)),
     };
     match expand_key(&configured, iid) {
-        Ok(k) if k == key => {}
-        Ok(k) => {
-            return unserialized(
-                Absent,
-                format!(
-                    "job {name:?} has resource_group {configured:?} (= {k:?}), expected \"assent-mr-$CI_MERGE_REQUEST_IID\""
-                ),
-            );
-        }
-        Err(err) => return unserialized(Absent, format!("job {name:?}: {err}")),
+        Ok(k) if k == key => Ok(()),
+        Ok(k) => Err(unserialized(
+            Absent,
+            format!(
+                "job {name:?} has resource_group {configured:?} (= {k:?}), expected \"assent-mr-$CI_MERGE_REQUEST_IID\""
+            ),
+        )),
+        Err(err) => Err(unserialized(Absent, format!("job {name:?}: {err}"))),
     }
+}
 
-    // 4. The group.
-    match &e.resource_group {
-        Probe::Got(k) if *k == key => {}
-        Probe::Got(k) => {
-            return unserialized(
-                Unverifiable,
-                format!("GitLab answered resource group {k:?} when asked for {key:?}"),
-            );
-        }
-        Probe::Failed(err) => {
-            return unserialized(
-                Unverifiable,
-                format!("cannot read resource group {key}: {err}"),
-            );
-        }
-        Probe::NotAsked(why) => return unserialized(Unverifiable, why.clone()),
+/// Rule 4: the resource group exists under the expected key.
+fn group_exists(group: &Probe<String>, key: &str) -> Step<()> {
+    let answered = read(group, |err| {
+        format!("cannot read resource group {key}: {err}")
+    })?;
+    if answered == key {
+        Ok(())
+    } else {
+        Err(unserialized(
+            Certainty::Unverifiable,
+            format!("GitLab answered resource group {answered:?} when asked for {key:?}"),
+        ))
     }
+}
 
-    // 5. The holder.
+/// Rule 5: the group's holder is this very job: the only positive proof, so the only way to
+/// `single-writer-serialized`.
+fn holder_is_this_job(
+    e: &SingleWriterEvidence,
+    job_id: u64,
+    name: &str,
+    key: &str,
+) -> Step<SingleWriterVerdict> {
+    use Certainty::Unverifiable;
     match &e.current_job {
-        Probe::Got(Some(holder)) if *holder == job_id => SerializationVerdict {
+        Probe::Got(Some(holder)) if *holder == job_id => Ok(SingleWriterVerdict {
             guarantee: DuplicatePrevention::SingleWriterSerialized,
             certainty: Certainty::Verified,
             reason: format!(
                 "job {job_id} ({name:?}) holds resource group {key}, and the merged CI configuration keys that job's resource_group by $CI_MERGE_REQUEST_IID"
             ),
-        },
-        Probe::Got(Some(holder)) => unserialized(
+        }),
+        Probe::Got(Some(holder)) => Err(unserialized(
             Unverifiable,
             format!("resource group {key} is held by job {holder}, not by this job {job_id}"),
-        ),
-        Probe::Got(None) => unserialized(
+        )),
+        Probe::Got(None) => Err(unserialized(
             Unverifiable,
             format!("resource group {key} is held by no job, yet job {job_id} is running"),
-        ),
-        Probe::Failed(err) => {
-            let version = match e
-                .gitlab_version
-                .as_deref()
-                .map(|v| (v, has_current_job_route(v)))
-            {
-                Some((v, Some(false))) => {
-                    format!(" (GitLab {v} has no current_job route: it came in 18.6)")
-                }
-                Some((v, None)) => format!(" (unknown GitLab version {v:?})"),
-                None => " (GitLab version unknown)".to_owned(),
-                Some((_, Some(true))) => String::new(),
-            };
-            unserialized(
-                Unverifiable,
-                format!("cannot read which job holds resource group {key}: {err}{version}"),
-            )
+        )),
+        Probe::Failed(err) => Err(unserialized(
+            Unverifiable,
+            format!(
+                "cannot read which job holds resource group {key}: {err}{}",
+                version_note(e.gitlab_version.as_deref())
+            ),
+        )),
+        Probe::NotAsked(why) => Err(unserialized(Unverifiable, why.clone())),
+    }
+}
+
+/// Why the holder may be unreadable, from GitLab's version: ` (GitLab 18.5 has no
+/// current_job route: it came in 18.6)`, empty when the version has the route.
+fn version_note(version: Option<&str>) -> String {
+    match version.map(|v| (v, has_current_job_route(v))) {
+        Some((v, Some(false))) => {
+            format!(" (GitLab {v} has no current_job route: it came in 18.6)")
         }
-        Probe::NotAsked(why) => unserialized(Unverifiable, why.clone()),
+        Some((v, None)) => format!(" (unknown GitLab version {v:?})"),
+        None => " (GitLab version unknown)".to_owned(),
+        Some((_, Some(true))) => String::new(),
     }
 }
 
@@ -441,8 +482,8 @@ mod tests {
 
     const MERGED: &str = "---\nassent:\n  stage: test\n  resource_group: assent-mr-$CI_MERGE_REQUEST_IID\n  script:\n  - assent run\n";
 
-    fn good() -> Evidence {
-        Evidence {
+    fn good() -> SingleWriterEvidence {
+        SingleWriterEvidence {
             mr_iid: Some(7),
             job_id: Some(901),
             gitlab_version: Some("18.6.0-ee".into()),
@@ -465,7 +506,7 @@ mod tests {
         }
     }
 
-    fn serialized(e: &Evidence) -> bool {
+    fn serialized(e: &SingleWriterEvidence) -> bool {
         judge(e).guarantee == DuplicatePrevention::SingleWriterSerialized
     }
 
@@ -496,7 +537,7 @@ mod tests {
 
     #[test]
     fn every_missing_or_contradicting_piece_is_best_effort() {
-        type Mutation = fn(&mut Evidence);
+        type Mutation = fn(&mut SingleWriterEvidence);
         let cases: Vec<(&str, Mutation)> = vec![
             ("no mr", |e| e.mr_iid = None),
             ("no job id", |e| e.job_id = None),
@@ -652,6 +693,7 @@ mod tests {
                 e.current_job = Probe::NotAsked("x".into())
             }),
         ];
+        let mut reasons = String::new();
         for (name, mutate) in cases {
             let mut e = good();
             mutate(&mut e);
@@ -662,7 +704,10 @@ mod tests {
                 "{name}: {v:?}"
             );
             assert!(!v.reason.is_empty(), "{name}");
+            reasons.push_str(&format!("{name}: {:?}: {}\n", v.certainty, v.reason));
         }
+        // Which piece was missing, how sure, and the words an operator reads: reviewed whole.
+        insta::assert_snapshot!(reasons);
     }
 
     #[test]
