@@ -357,29 +357,86 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
         ));
         return Ok(stopped(checks, inputs, "GitLab could not be reached"));
     }
+    let Some(user) = usable_token(&prober, &mut checks) else {
+        return Ok(stopped(checks, inputs, "the token is not usable"));
+    };
+    let project = prober.get::<Project>(Route::Project);
+    project_checks(&prober, &user, &project, &mut checks);
+    let mr = inputs
+        .mr
+        .map(|iid| (iid, prober.get::<MergeRequest>(Route::MergeRequest(iid))));
+    checks.push(checks::merge_request_check(
+        mr.as_ref().map(|(iid, answer)| (*iid, answer)),
+    ));
+    policy_checks(&prober, mr.as_ref(), &project, &mut checks);
+    serve_checks(&prober, &mut checks);
 
+    let evidence = prober.single_writer_evidence(
+        project.as_ref().ok().and_then(Project::ci_config_path),
+        version.ok().and_then(|v| v.version),
+    );
+    let enforcement = prober.enforcement_evidence(
+        user.id,
+        match &project {
+            Ok(p) => Probe::Got(p.into()),
+            Err(failed) => Probe::Failed(failed.error.clone()),
+        },
+        evidence.config.clone(),
+        merge_request_fact(mr.as_ref(), "GitLab shows no MR author", |m| {
+            m.author.as_ref()?.username.clone()
+        }),
+        merge_request_fact(mr.as_ref(), "GitLab shows no MR source branch", |m| {
+            m.source_branch.clone()
+        }),
+    );
+    let verdict = judge(&evidence);
+    checks.push(checks::serialization_check(&verdict));
+    Ok(finish(
+        checks,
+        &verdict,
+        enforcement::judge(&enforcement),
+        &inputs.token,
+    ))
+}
+
+/// The token's user, with the `token`, `identity` and `scope` checks; `None` (and every later
+/// check skipped) when the token is not usable.
+fn usable_token(prober: &Prober<'_>, checks: &mut Vec<Check>) -> Option<CurrentUser> {
     let user = prober.get::<CurrentUser>(Route::CurrentUser);
     checks.push(checks::token_check(&user));
     let user = match user {
         Ok(user) if user.id.is_some() => user,
         _ => {
             checks.extend(checks::skipped(
-                &after_api(inputs)[1..],
+                &after_api(prober.inputs)[1..],
                 "the token check did not pass: the token is not usable",
             ));
-            return Ok(stopped(checks, inputs, "the token is not usable"));
+            return None;
         }
     };
-    checks.push(checks::identity_check(&user, inputs.bot_user.as_deref()));
+    checks.push(checks::identity_check(
+        &user,
+        prober.inputs.bot_user.as_deref(),
+    ));
     checks.push(checks::scope_check(
         &prober.get::<TokenSelf>(Route::TokenSelf),
     ));
+    Some(user)
+}
 
-    let project = prober.get::<Project>(Route::Project);
-    match &project {
+/// The checks the project's answer decides: the token's role, the three merge settings and
+/// where the token's variable reaches (all skipped when the project cannot be read).
+fn project_checks(
+    prober: &Prober<'_>,
+    user: &CurrentUser,
+    project: &Result<Project, Failed>,
+    checks: &mut Vec<Check>,
+) {
+    let inputs = prober.inputs;
+    match project {
         Ok(p) => {
-            let level = prober.access_level(p, &user);
-            checks.push(checks::role_check(&inputs.project, &user, level));
+            let level = prober.access_level(p, user);
+            checks.push(checks::role_check(&inputs.project, user, level));
             checks.push(checks::threads_setting_check(p));
             checks.push(checks::pipelines_setting_check(p));
             checks.push(checks::outdated_threads_setting_check(p));
@@ -402,24 +459,24 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
             ));
         }
     }
+}
 
-    let mr = inputs
-        .mr
-        .map(|iid| (iid, prober.get::<MergeRequest>(Route::MergeRequest(iid))));
-    checks.push(checks::merge_request_check(
-        mr.as_ref().map(|(iid, answer)| (*iid, answer)),
-    ));
-
+/// The `policies` check, and `policy-project` when a central policy project is named.
+fn policy_checks(
+    prober: &Prober<'_>,
+    mr: Option<&(u64, Result<MergeRequest, Failed>)>,
+    project: &Result<Project, Failed>,
+    checks: &mut Vec<Check>,
+) {
     // Policies come from the MR's target branch, else the project's default branch.
     let branch = mr
-        .as_ref()
         .and_then(|(_, answer)| answer.as_ref().ok()?.target_branch.clone())
         .or_else(|| project.as_ref().ok()?.default_branch.clone());
     let policies = branch.as_deref().map(|b| prober.policies(b));
     checks.push(checks::policies_check(branch.as_deref(), policies.as_ref()));
-    if let Some(source) = &inputs.policy_project {
+    if let Some(source) = &prober.inputs.policy_project {
         // Read exactly as a run reads it, over a client of its own with the same token.
-        let mut config = doctor_config(inputs);
+        let mut config = doctor_config(prober.inputs);
         config.project = source.project.clone();
         let read = GitLabClient::new(&config)
             .map_err(|e| e.to_string())
@@ -428,61 +485,37 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
             });
         checks.push(checks::policy_project_check(&source.project, &read));
     }
-    if let Some(serve) = &inputs.serve_url {
-        // Unauthenticated: the token goes to GitLab only.
-        let ready = crate::gitlab::health::get_health(
-            &checks::readyz_url(serve),
-            inputs.ca_file.as_deref(),
-            Duration::from_secs(10),
-        );
-        checks.push(checks::serve_ready_check(serve, &ready));
-        let hooks = prober.get::<Vec<ProjectHook>>(Route::ProjectHooks);
-        checks.push(checks::serve_webhook_check(serve, &hooks));
-    }
+}
 
-    let evidence = prober.single_writer_evidence(
-        project.as_ref().ok().and_then(Project::ci_config_path),
-        version.ok().and_then(|v| v.version),
+/// With `--serve-url`: serve's readiness and the project webhook that feeds it.
+fn serve_checks(prober: &Prober<'_>, checks: &mut Vec<Check>) {
+    let inputs = prober.inputs;
+    let Some(serve) = &inputs.serve_url else {
+        return;
+    };
+    // Unauthenticated: the token goes to GitLab only.
+    let ready = crate::gitlab::health::get_health(
+        &checks::readyz_url(serve),
+        inputs.ca_file.as_deref(),
+        Duration::from_secs(10),
     );
-    let project_facts = match &project {
-        Ok(p) => Probe::Got(p.into()),
-        Err(failed) => Probe::Failed(failed.error.clone()),
-    };
-    let mr_author = match &mr {
+    checks.push(checks::serve_ready_check(serve, &ready));
+    let hooks = prober.get::<Vec<ProjectHook>>(Route::ProjectHooks);
+    checks.push(checks::serve_webhook_check(serve, &hooks));
+}
+
+/// One field of the MR's answer as evidence: not asked without an MR, failed when the MR
+/// could not be read or GitLab left the field out (`missing` says so).
+fn merge_request_fact(
+    mr: Option<&(u64, Result<MergeRequest, Failed>)>,
+    missing: &str,
+    field: impl FnOnce(&MergeRequest) -> Option<String>,
+) -> Probe<String> {
+    match mr {
         None => Probe::NotAsked(String::new()),
-        Some((_, Ok(m))) => m
-            .author
-            .as_ref()
-            .and_then(|a| a.username.clone())
-            .map_or_else(
-                || Probe::Failed("GitLab shows no MR author".into()),
-                Probe::Got,
-            ),
+        Some((_, Ok(m))) => field(m).map_or_else(|| Probe::Failed(missing.into()), Probe::Got),
         Some((_, Err(failed))) => Probe::Failed(failed.error.clone()),
-    };
-    let mr_source_branch = match &mr {
-        None => Probe::NotAsked(String::new()),
-        Some((_, Ok(m))) => m.source_branch.clone().map_or_else(
-            || Probe::Failed("GitLab shows no MR source branch".into()),
-            Probe::Got,
-        ),
-        Some((_, Err(failed))) => Probe::Failed(failed.error.clone()),
-    };
-    let enforcement = prober.enforcement_evidence(
-        user.id,
-        project_facts,
-        evidence.config.clone(),
-        mr_author,
-        mr_source_branch,
-    );
-    let verdict = judge(&evidence);
-    checks.push(checks::serialization_check(&verdict));
-    Ok(finish(
-        checks,
-        &verdict,
-        enforcement::judge(&enforcement),
-        &inputs.token,
-    ))
+    }
 }
 
 /// The report of a diagnosis that stopped early because of `why`: nothing proves
