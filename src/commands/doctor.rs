@@ -11,7 +11,7 @@ use crate::commands::inputs::{
     ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr, switch_input,
     with_gitlab_environment,
 };
-use crate::commands::{CliError, CliResult, Format};
+use crate::commands::{CliError, CliResult, OutputFormat};
 use crate::doctor::checks::missing_inputs_check;
 use crate::doctor::enforcement::EnforcementVerdict;
 use crate::doctor::{self, Check, DoctorInputs, DuplicatePrevention, Report};
@@ -49,8 +49,8 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "IID")]
     pub mr: Option<u64>,
     /// Output format on stdout: one line per check (`text`), or the typed report (`json`).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
     /// Exit 1 when a check could not be verified, not only when one fails (for a gate in CI:
     /// run doctor in the MR job, where everything can be verified)
     /// [env: ASSENT_DOCTOR_STRICT=1|0, true|false, yes|no, on|off].
@@ -73,10 +73,10 @@ pub fn run(args: &DoctorArgs) -> CliResult {
     run_with_env(args, &process_env)
 }
 
-fn print(report: &Report, format: Format) {
+fn print(report: &Report, format: OutputFormat) {
     match format {
-        Format::Text => crate::out!("{}", report.to_text()),
-        Format::Json => crate::output::print_json(&format!("{}\n", report.to_json())),
+        OutputFormat::Text => crate::out!("{}", report.to_text()),
+        OutputFormat::Json => crate::output::print_json(&format!("{}\n", report.to_json())),
     }
 }
 

@@ -27,10 +27,10 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::commands::local_tree::{
-    CheckoutTooLarge, ListError, MAX_FILE_BYTES, MAX_TOTAL_BYTES, ReadError, Refusal,
+    CheckoutTooLarge, ListError, MAX_FILE_BYTES, MAX_TOTAL_BYTES, ReadError, RefusedEntry,
     list_checkout, list_folder, read_file,
 };
-use crate::commands::{CliError, CliResult, Format};
+use crate::commands::{CliError, CliResult, OutputFormat};
 use crate::core::desired_state::{CENTRAL_POLICY_PREFIX, central_policy_path};
 use crate::core::policy::excerpt::escape_controls;
 use crate::core::policy::{PolicyFile, PolicyProblem, PolicySet};
@@ -62,7 +62,7 @@ pub struct LintArgs {
     /// (`text`), or one JSON document for tooling (`json`; docs/policies.md, "`--format
     /// json`"). Errors that stop lint (exit 2) go to stderr in both.
     #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
+    pub format: OutputFormat,
 }
 
 /// One problem or warning of `assent lint --format json`.
@@ -159,7 +159,7 @@ impl LocalPolicies {
     }
 }
 
-fn refusal_problem(refusal: Refusal) -> PolicyProblem {
+fn refusal_problem(refusal: RefusedEntry) -> PolicyProblem {
     PolicyProblem {
         file: refusal.path,
         line: None,
@@ -309,7 +309,7 @@ pub fn run(args: &LintArgs) -> CliResult {
                 }
             };
             warnings.extend(set.uncovered_deletes());
-            if args.format == Format::Json {
+            if args.format == OutputFormat::Json {
                 print_json(&JsonReport {
                     api_version: "assent/v1",
                     kind: "LintReport",
@@ -340,7 +340,7 @@ pub fn run(args: &LintArgs) -> CliResult {
             Ok(())
         }
         Err(problems) => {
-            if args.format == Format::Json {
+            if args.format == OutputFormat::Json {
                 print_json(&JsonReport {
                     api_version: "assent/v1",
                     kind: "LintReport",

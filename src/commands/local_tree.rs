@@ -50,7 +50,7 @@ pub const LINK_REFUSED: &str = "is a symbolic link; assent reads only regular fi
 
 /// One path under the folder that is not read, and why.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Refusal {
+pub struct RefusedEntry {
     /// Repository path, `/`-separated (non-UTF-8 bytes replaced).
     pub path: String,
     /// Why, in one line, without any of the file's content.
@@ -63,7 +63,7 @@ pub struct TreeListing {
     /// Repository paths of the regular files accepted by the name filter, sorted.
     pub files: Vec<String>,
     /// Entries refused (links, special files, bad names, too deep), sorted by path.
-    pub refused: Vec<Refusal>,
+    pub refused: Vec<RefusedEntry>,
 }
 
 /// Why a folder could not be listed at all.
@@ -72,7 +72,7 @@ pub enum ListError {
     /// The folder (or a component of it) does not exist, or is not a folder.
     Missing,
     /// The folder, or a component of it, is refused (a link), or it holds too much.
-    Refused(Refusal),
+    Refused(RefusedEntry),
     /// Reading a folder failed; the error, with the shown path.
     Io(String),
 }
@@ -144,7 +144,7 @@ pub fn list_folder(
             Err(e) => return Err(ListError::Io(format!("{prefix}: {e}"))),
         };
         if let Some(reason) = refusal_reason(&meta) {
-            return Err(ListError::Refused(Refusal {
+            return Err(ListError::Refused(RefusedEntry {
                 path: prefix,
                 reason,
             }));
@@ -165,7 +165,7 @@ pub fn list_folder(
             let entry = entry.map_err(|e| ListError::Io(format!("{dir}: {e}")))?;
             entries += 1;
             if entries > MAX_ENTRIES {
-                return Err(ListError::Refused(Refusal {
+                return Err(ListError::Refused(RefusedEntry {
                     path: folder.to_owned(),
                     reason: format!(
                         "holds more than {MAX_ENTRIES} entries; assent reads at most {MAX_ENTRIES}"
@@ -174,7 +174,7 @@ pub fn list_folder(
             }
             let name = entry.file_name();
             let Some(name) = name.to_str() else {
-                listing.refused.push(Refusal {
+                listing.refused.push(RefusedEntry {
                     path: format!("{dir}/{}", name.to_string_lossy()),
                     reason: "has a name that is not valid UTF-8; assent reads only UTF-8 paths"
                         .to_owned(),
@@ -187,10 +187,10 @@ pub fn list_folder(
                 .metadata()
                 .map_err(|e| ListError::Io(format!("{path}: {e}")))?;
             if let Some(reason) = refusal_reason(&meta) {
-                listing.refused.push(Refusal { path, reason });
+                listing.refused.push(RefusedEntry { path, reason });
             } else if meta.is_dir() {
                 if depth + 1 > MAX_DEPTH {
-                    listing.refused.push(Refusal {
+                    listing.refused.push(RefusedEntry {
                         path,
                         reason: format!(
                             "is nested more than {MAX_DEPTH} folders deep; assent reads at most {MAX_DEPTH} levels"
@@ -416,7 +416,7 @@ mod tests {
         symlink(dir.path().join("elsewhere"), repo.join(".assent")).unwrap();
         assert_eq!(
             list_folder(&repo, ".assent/policies", yaml),
-            Err(ListError::Refused(Refusal {
+            Err(ListError::Refused(RefusedEntry {
                 path: ".assent".into(),
                 reason: LINK_REFUSED.into()
             }))
@@ -426,7 +426,7 @@ mod tests {
         symlink(&elsewhere, repo.join(".assent/policies")).unwrap();
         assert!(matches!(
             list_folder(&repo, ".assent/policies", yaml),
-            Err(ListError::Refused(Refusal { path, .. })) if path == ".assent/policies"
+            Err(ListError::Refused(RefusedEntry { path, .. })) if path == ".assent/policies"
         ));
         // REPO itself may be a link: the user named it.
         std::fs::remove_file(repo.join(".assent/policies")).unwrap();

@@ -43,7 +43,7 @@ use crate::progress::{Lines, Progress, Silent};
 /// What a command prints on stdout, for `--format`: one enum for every command, each
 /// command's flag says what its JSON document is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub enum OutputFormat {
     /// Lines for a person.
     Text,
     /// One JSON document, for a machine.

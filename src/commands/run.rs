@@ -11,7 +11,7 @@ use crate::commands::inputs::{
     ConnectionArgs, EnvLookup, InputError, RATE_LIMIT_ADVICE, RateLimitArgs, first_of, process_env,
     resolve_mr, switch_input, with_gitlab_environment,
 };
-use crate::commands::{CliError, CliResult, Exit, Format, UsageError, progress_for};
+use crate::commands::{CliError, CliResult, Exit, OutputFormat, UsageError, progress_for};
 use crate::core::codequality::codequality_report;
 use crate::core::commit_sha::{self, parse_commit_sha};
 use crate::core::model::{Decision, Effect};
@@ -110,7 +110,7 @@ pub struct RunArgs {
     pub approve: bool,
     /// Output format on stdout: a few lines for a person (`text`), or exactly the receipt document (`json`).
     #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
+    pub format: OutputFormat,
     /// How long to wait for GitLab's rate limits.
     #[command(flatten)]
     pub rate_limit: RateLimitArgs,
@@ -210,7 +210,7 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CliResult {
         limits: Limits::default(),
         policy_project,
     };
-    let progress = progress_for(args.format == Format::Json, args.quiet);
+    let progress = progress_for(args.format == OutputFormat::Json, args.quiet);
     let report = run_review_with(
         &forge,
         &forge,
@@ -245,8 +245,8 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CliResult {
         )?;
     }
     match args.format {
-        Format::Json => crate::output::print_json(&receipt.to_json()),
-        Format::Text => crate::out!("{}", describe(&report, &args.receipt)),
+        OutputFormat::Json => crate::output::print_json(&receipt.to_json()),
+        OutputFormat::Text => crate::out!("{}", describe(&report, &args.receipt)),
     }
     if let (Exit::GateFailed, Some(decision)) = (exit, receipt.decision) {
         // Every non-zero exit names its cause on stderr (docs/contract.md#commands), this one included.

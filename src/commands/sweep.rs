@@ -11,7 +11,7 @@ use clap::Args;
 use crate::commands::inputs::{
     ConnectionArgs, RATE_LIMIT_ADVICE, RateLimitArgs, process_env, with_gitlab_environment,
 };
-use crate::commands::{CliResult, Format, UsageError, progress_for};
+use crate::commands::{CliResult, OutputFormat, UsageError, progress_for};
 use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
 use crate::sweep_pass::{SweepSettings, sweep_observed};
@@ -59,8 +59,8 @@ pub struct SweepArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Report format on stdout: one line per MR then `healed: N` (`text`), or one JSON document with the same content (`json`).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
     /// Examine at most this many MRs (oldest update first); the rest wait for the next sweep.
     #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_mrs: u64,
@@ -113,15 +113,15 @@ pub fn run(args: &SweepArgs) -> CliResult {
         dry_run: args.dry_run,
         max_mrs: usize::try_from(args.max_mrs).unwrap_or(usize::MAX),
     };
-    let progress = progress_for(args.format == Format::Json, args.quiet);
+    let progress = progress_for(args.format == OutputFormat::Json, args.quiet);
     let mut report = sweep_observed(&forge, &project, now(), &settings, progress.as_ref());
     if let Some(w) = coverage_warning(args.lookback, args.interval, args.stuck_after) {
         report.warnings.push(w);
         report.warnings.sort();
     }
     match args.format {
-        Format::Text => crate::out!("{}", report.to_text()),
-        Format::Json => crate::output::print_json(&format!(
+        OutputFormat::Text => crate::out!("{}", report.to_text()),
+        OutputFormat::Json => crate::output::print_json(&format!(
             "{}\n",
             serde_json::to_string_pretty(&report.to_json()).expect("JSON")
         )),

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::commands::lint::shown_path;
 use crate::commands::local_tree::{
-    ListError, MAX_FILE_BYTES, ReadError, Refusal, list_folder, read_file,
+    ListError, MAX_FILE_BYTES, ReadError, RefusedEntry, list_folder, read_file,
 };
 use crate::core::policy_cases::{BrokenCase, TestCase, parse_case};
 use crate::review_input::{TEST_DIR, is_policy_file_name};
@@ -36,14 +36,14 @@ pub fn load_case(repo: &Path, case_path: &str) -> Result<(String, TestCase), Bro
 
 /// Repository-relative paths of the case files, sorted, and the entries of the folder that
 /// are refused (links, special files, …), each a broken case.
-pub fn list_case_files(repo: &Path) -> Result<(Vec<String>, Vec<Refusal>), String> {
+pub fn list_case_files(repo: &Path) -> Result<(Vec<String>, Vec<RefusedEntry>), String> {
     match list_folder(repo, TEST_DIR, is_policy_file_name) {
         Ok(listing) => Ok((listing.files, listing.refused)),
         Err(ListError::Missing) => Err(format!(
             "{} does not exist: create it and add test cases (see docs/policies.md)",
             shown_path(repo, TEST_DIR)
         )),
-        Err(ListError::Refused(Refusal { path, reason })) => {
+        Err(ListError::Refused(RefusedEntry { path, reason })) => {
             Err(format!("{}: {reason}", shown_path(repo, &path)))
         }
         Err(ListError::Io(message)) => Err(shown_path(repo, &message)),

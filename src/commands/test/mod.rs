@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::commands::lint::{LocalReadError, print_problems, read_policies, shown_path};
-use crate::commands::local_tree::Refusal;
+use crate::commands::local_tree::RefusedEntry;
 use crate::commands::{CliError, CliResult, report_error};
 use crate::core::policy::excerpt::excerpt;
 use crate::review_input::TEST_DIR;
@@ -155,7 +155,7 @@ pub fn run(args: &TestArgs) -> CliResult {
     };
     let text = args.format == TestFormat::Text;
     let mut report = TestReport::default();
-    for Refusal { path, reason } in &refused {
+    for RefusedEntry { path, reason } in &refused {
         let status = if wanted(path, None) {
             let shown = shown_path(repo, path);
             if text {

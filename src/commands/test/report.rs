@@ -38,7 +38,7 @@ use crate::core::policy::excerpt::excerpt;
 use crate::core::policy_cases::{Actual, Expect, ExpectedFinding};
 
 /// The form `assent test` prints its report in on stdout. Its own enum, not the shared
-/// [`crate::commands::Format`]: JUnit belongs to this command only.
+/// [`crate::commands::OutputFormat`]: JUnit belongs to this command only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TestFormat {
     /// `ok`/`FAILED` lines, a diff per failure, a tally.
