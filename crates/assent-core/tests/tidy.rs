@@ -8,7 +8,9 @@
 //!   anchor of docs/contract.md, and nothing cites the contract by section number;
 //! * every `cargo test --test it FILTER` a docs page gives a reader selects at least one test
 //!   of the integration binary (libtest matches a filter anywhere in `module::test_name`), and
-//!   names no test binary but `it`.
+//!   names no test binary but `it`;
+//! * no two public types of the product crates share a name, so a name says which one it is
+//!   (the fake GitLab and the test support mirror GitLab's names and are left out).
 //!
 //! Each check is a function over (file list, doc text), so the unit tests below can plant a
 //! drift and show the check catches it.
@@ -34,6 +36,14 @@ const PATH_PREFIXES: &[(&str, &str)] = &[
     ("core::", "crates/assent-core/src"),
     ("forge::", "crates/assent-forge/src"),
     ("gitlab::", "crates/assent-gitlab/src"),
+];
+
+/// The product crates' sources, where a public type's name must be unique.
+const PRODUCT_ROOTS: &[&str] = &[
+    "src",
+    "crates/assent-core/src",
+    "crates/assent-forge/src",
+    "crates/assent-gitlab/src",
 ];
 
 /// The folders whose files may cite the contract.
@@ -385,6 +395,36 @@ impl<'a> TestCommand<'a> {
     }
 }
 
+/// `name: file, file` for each public struct, enum, trait or type alias name declared in
+/// more than one place.
+fn public_type_names_used_twice(files: &[(String, String)]) -> Vec<String> {
+    let mut declared: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for (path, text) in files {
+        for line in text.lines() {
+            let Some(rest) = line.trim_start().strip_prefix("pub ") else {
+                continue;
+            };
+            let Some(rest) = ["struct ", "enum ", "trait ", "type "]
+                .iter()
+                .find_map(|kind| rest.strip_prefix(kind))
+            else {
+                continue;
+            };
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            if end > 0 {
+                declared.entry(&rest[..end]).or_default().push(path);
+            }
+        }
+    }
+    declared
+        .into_iter()
+        .filter(|(_, paths)| paths.len() > 1)
+        .map(|(name, paths)| format!("{name}: {}", paths.join(", ")))
+        .collect()
+}
+
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -420,6 +460,50 @@ fn every_path_the_codemap_names_exists() {
         "docs/architecture.md names what does not exist:\n{}",
         missing.join("\n")
     );
+}
+
+#[test]
+fn no_two_public_types_share_a_name() {
+    let root = workspace_root();
+    let files: Vec<(String, String)> = all_files(&root, PRODUCT_ROOTS)
+        .into_iter()
+        .filter(|path| path.ends_with(".rs"))
+        .map(|path| {
+            let text = read(&root.join(&path));
+            (path, text)
+        })
+        .collect();
+    assert!(files.len() > 50, "the walk found the product's sources");
+    let twice = public_type_names_used_twice(&files);
+    assert!(
+        twice.is_empty(),
+        "public types sharing a name (rename one so each says what it is):\n{}",
+        twice.join("\n")
+    );
+}
+
+#[test]
+fn a_public_type_name_declared_twice_is_found() {
+    let files = [
+        (
+            "src/a.rs",
+            "pub struct Verdict {\n}\npub(crate) struct Hidden;\n",
+        ),
+        (
+            "src/b.rs",
+            "    pub enum Verdict {}\npub type Alias = u8;\n",
+        ),
+        (
+            "src/c.rs",
+            "pub trait Port {}\n// pub struct Verdict in a comment\n",
+        ),
+    ]
+    .map(|(p, t)| (p.to_string(), t.to_string()));
+    assert_eq!(
+        public_type_names_used_twice(&files),
+        ["Verdict: src/a.rs, src/b.rs"]
+    );
+    assert!(public_type_names_used_twice(&files[1..]).is_empty());
 }
 
 #[test]
