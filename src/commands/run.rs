@@ -8,15 +8,15 @@ use clap::{Args, ValueEnum};
 use anyhow::Context as _;
 
 use crate::commands::inputs::{
-    ConnectionArgs, EnvLookup, InputError, RATE_LIMIT_ADVICE, RateLimitArgs, first_of, process_env,
-    resolve_mr, switch_input, with_gitlab_environment,
+    Connection, ConnectionArgs, EnvLookup, InputError, RATE_LIMIT_ADVICE, RateLimitArgs, first_of,
+    process_env, resolve_mr, switch_input, with_gitlab_environment,
 };
 use crate::commands::{CliError, CliResult, Exit, OutputFormat, UsageError, progress_for};
 use crate::core::codequality::codequality_report;
 use crate::core::commit_sha::{self, parse_commit_sha};
 use crate::core::model::{Decision, Effect};
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
-use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt};
+use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt, ReceiptAction};
 use crate::core::semantic_diff::Limits;
 use crate::core::terminal::terminal_safe;
 use crate::forge::PolicyProjectFiles;
@@ -142,6 +142,65 @@ fn sha_input(
 }
 
 fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CliResult {
+    let (connection, request) = resolve_request(args, env)?;
+    let forge = GitLabForge::new(connection.gitlab_config(), request.mr)
+        .map_err(|e| UsageError(e.to_string()))?;
+    // The central policy project is read over a client of its own, with the same token,
+    // transport settings and retry policy.
+    let central = request
+        .policy_project
+        .as_ref()
+        .map(|p| {
+            let mut config = connection.gitlab_config();
+            config.project = p.project.clone();
+            GitLabClient::new(&config)
+        })
+        .transpose()
+        .map_err(|e| UsageError(e.to_string()))?;
+
+    let progress = progress_for(args.format == OutputFormat::Json, args.quiet);
+    let report = run_review_with(
+        &forge,
+        &forge,
+        central.as_ref().map(|c| c as &dyn PolicyProjectFiles),
+        &request,
+        progress.as_ref(),
+    );
+    let met = forge.client().rate_limits();
+    if met != Default::default() {
+        progress.event(&Event::RateLimits {
+            refused_writes: met.refused_writes,
+            waited: met.waited,
+        });
+    }
+    let report = report.map_err(|e| {
+        if e.forge_error().is_some_and(|f| f.is_rate_limited()) {
+            // The fix belongs on the same line: it is the one thing to change.
+            anyhow::anyhow!("{e}; {RATE_LIMIT_ADVICE}")
+        } else {
+            anyhow::Error::new(e)
+        }
+    })?;
+    write_reports(args, &report)?;
+    let receipt = &report.publication.receipt;
+    match args.format {
+        OutputFormat::Json => crate::output::print_json(&receipt.to_json()),
+        OutputFormat::Text => crate::out!("{}", describe(&report, &args.receipt)),
+    }
+    if let (Exit::GateFailed, Some(decision)) = (exit_for(receipt, args.fail_on), receipt.decision)
+    {
+        // Every non-zero exit names its cause on stderr (docs/contract.md#commands), this one included.
+        return Err(CliError::gate_failed(gate_failure(decision, args.fail_on)));
+    }
+    Ok(())
+}
+
+/// The connection and the run's request from the flags and the CI environment: every input
+/// a run pins, each named in its error when missing or unusable.
+fn resolve_request(
+    args: &RunArgs,
+    env: EnvLookup<'_>,
+) -> Result<(Connection, RunRequest), UsageError> {
     let usage = UsageError::from;
     let mut connection = args.connection.resolve(env).map_err(usage)?;
     connection.rate_limit_wait = args.rate_limit.resolve(env).map_err(usage)?;
@@ -184,20 +243,6 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CliResult {
     .map(|text| PolicyProject::parse(&text))
     .transpose()
     .map_err(UsageError)?;
-    let forge =
-        GitLabForge::new(connection.gitlab_config(), mr).map_err(|e| UsageError(e.to_string()))?;
-    // The central policy project is read over a client of its own, with the same token,
-    // transport settings and retry policy.
-    let central = policy_project
-        .as_ref()
-        .map(|p| {
-            let mut config = connection.gitlab_config();
-            config.project = p.project.clone();
-            GitLabClient::new(&config)
-        })
-        .transpose()
-        .map_err(|e| UsageError(e.to_string()))?;
-
     let request = RunRequest {
         project: connection.project.clone(),
         mr,
@@ -210,47 +255,22 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CliResult {
         limits: Limits::default(),
         policy_project,
     };
-    let progress = progress_for(args.format == OutputFormat::Json, args.quiet);
-    let report = run_review_with(
-        &forge,
-        &forge,
-        central.as_ref().map(|c| c as &dyn PolicyProjectFiles),
-        &request,
-        progress.as_ref(),
-    );
-    let met = forge.client().rate_limits();
-    if met != Default::default() {
-        progress.event(&Event::RateLimits {
-            refused_writes: met.refused_writes,
-            waited: met.waited,
-        });
-    }
-    let report = report.map_err(|e| {
-        if e.forge_error().is_some_and(|f| f.is_rate_limited()) {
-            // The fix belongs on the same line: it is the one thing to change.
-            anyhow::anyhow!("{e}; {RATE_LIMIT_ADVICE}")
-        } else {
-            anyhow::Error::new(e)
-        }
-    })?;
-    let receipt = &report.publication.receipt;
-    let exit = exit_for(receipt, args.fail_on);
-    write_atomically(&args.receipt, receipt.to_json().as_bytes())
-        .with_context(|| format!("cannot write the receipt to {}", args.receipt.display()))?;
+    Ok((connection, request))
+}
+
+/// The receipt, and the Code Quality report when asked, each written whole or not at all.
+fn write_reports(args: &RunArgs, report: &RunReport) -> anyhow::Result<()> {
+    write_atomically(
+        &args.receipt,
+        report.publication.receipt.to_json().as_bytes(),
+    )
+    .with_context(|| format!("cannot write the receipt to {}", args.receipt.display()))?;
     if let Some(path) = &args.codequality {
         // A refusal (stale pipeline, closed MR) desires nothing: an empty report, so a
         // pipeline never shows the findings of a head it did not judge.
         write_atomically(path, codequality_report(&report.desired).as_bytes()).with_context(
             || format!("cannot write the Code Quality report to {}", path.display()),
         )?;
-    }
-    match args.format {
-        OutputFormat::Json => crate::output::print_json(&receipt.to_json()),
-        OutputFormat::Text => crate::out!("{}", describe(&report, &args.receipt)),
-    }
-    if let (Exit::GateFailed, Some(decision)) = (exit, receipt.decision) {
-        // Every non-zero exit names its cause on stderr (docs/contract.md#commands), this one included.
-        return Err(CliError::gate_failed(gate_failure(decision, args.fail_on)));
     }
     Ok(())
 }
@@ -333,98 +353,10 @@ fn dry_run_message(report: &RunReport, rule: &str, subject: &str) -> String {
 /// The text report: what happened, in a few lines.
 pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
     let receipt = &report.publication.receipt;
-    let short = |sha: &str| commit_sha::short(sha).to_owned();
-    let mut out = String::new();
-    match receipt.outcome {
-        Outcome::StalePipeline
-            if report.publication.stale == Some(Staleness::HeadMovedBeforeApproval) =>
-        {
-            out.push_str(&format!(
-                "assent: stale pipeline: the MR head moved past {} before the approval; published for that head, not approved (the newer pipeline decides)\n",
-                short(&receipt.pins.source_sha)
-            ));
-        }
-        // A retargeted MR: the warning below says so; the head did not move.
-        Outcome::StalePipeline if report.publication.stale == Some(Staleness::Retargeted) => {
-            out.push_str("assent: stale pipeline: the merge request was retargeted; nothing written (the newer pipeline publishes)\n");
-        }
-        Outcome::StalePipeline => {
-            out.push_str(&format!(
-                "assent: stale pipeline: the MR head moved past {}; nothing written (the newer pipeline publishes)\n",
-                short(&receipt.pins.source_sha)
-            ));
-        }
-        Outcome::MrNotOpen => {
-            out.push_str("assent: the merge request is not open; nothing written\n")
-        }
-        Outcome::Published | Outcome::DryRun => {
-            let decision = receipt.decision.map_or("-", Decision::as_str);
-            let verb = if receipt.outcome == Outcome::DryRun {
-                "would publish"
-            } else {
-                "published"
-            };
-            out.push_str(&format!(
-                "assent: {decision} for !{} at {} ({} finding{}); {verb}\n",
-                receipt.mr,
-                short(&receipt.pins.source_sha),
-                receipt.findings.len(),
-                if receipt.findings.len() == 1 { "" } else { "s" }
-            ));
-            let width = receipt
-                .actions
-                .iter()
-                .map(|a| a.action.as_str().len())
-                .max()
-                .unwrap_or(0);
-            for action in &receipt.actions {
-                let finding = receipt
-                    .findings
-                    .iter()
-                    .find(|f| f.rule == action.rule && f.subject == action.subject);
-                let effect = finding.map_or("-", |f| f.effect.as_str());
-                let id = action
-                    .forge_id
-                    .map_or_else(|| "new".to_owned(), |id| format!("note {id}"));
-                // A kept resolution is an assent only when it counts: say which, so that
-                // `preserve-resolution` never reads as an assent it is not.
-                let id = match finding {
-                    Some(f) if f.effect == Effect::Challenge && f.resolved && f.assented => {
-                        match &f.assented_by {
-                            Some(by) => format!("{id}; assented by {}", terminal_safe(by)),
-                            None => format!("{id}; assented"),
-                        }
-                    }
-                    Some(f) if f.effect == Effect::Challenge && f.resolved => {
-                        format!("{id}; resolved, but not an assent: still gating, see the summary")
-                    }
-                    _ => id,
-                };
-                // Rule and subject come from the MR and its policies: one visible line each.
-                out.push_str(&format!(
-                    "  {:<width$}  {:<9}  {} @ {}  ({id})\n",
-                    action.action.as_str(),
-                    effect,
-                    terminal_safe(&action.rule),
-                    terminal_safe(&action.subject)
-                ));
-                if receipt.outcome == Outcome::DryRun {
-                    out.push_str(&dry_run_message(report, &action.rule, &action.subject));
-                }
-            }
-            for repair in &receipt.repairs {
-                out.push_str(&format!(
-                    "  repair: {} note {} (canonical {})\n",
-                    repair.action.as_str(),
-                    repair.repaired_forge_id,
-                    repair.canonical_forge_id
-                ));
-            }
-            if report.publication.plan.writes.is_empty() && receipt.outcome == Outcome::DryRun {
-                out.push_str("  no thread writes planned\n");
-            }
-        }
-    }
+    let mut out = match receipt.outcome {
+        Outcome::Published | Outcome::DryRun => publication_lines(report),
+        Outcome::StalePipeline | Outcome::MrNotOpen => refusal_line(report),
+    };
     if let Some(approval) = receipt.approval {
         let what = match approval {
             ApprovalOutcome::Approved => "the bot approved the merge request",
@@ -448,6 +380,102 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
         receipt_path.display()
     ));
     out
+}
+
+/// The one line of a run that refused to publish: why, and who publishes instead.
+fn refusal_line(report: &RunReport) -> String {
+    let receipt = &report.publication.receipt;
+    let short = commit_sha::short(&receipt.pins.source_sha);
+    match (receipt.outcome, report.publication.stale) {
+        (Outcome::StalePipeline, Some(Staleness::HeadMovedBeforeApproval)) => format!(
+            "assent: stale pipeline: the MR head moved past {short} before the approval; published for that head, not approved (the newer pipeline decides)\n"
+        ),
+        // A retargeted MR: the warning below says so; the head did not move.
+        (Outcome::StalePipeline, Some(Staleness::Retargeted)) => {
+            "assent: stale pipeline: the merge request was retargeted; nothing written (the newer pipeline publishes)\n".to_owned()
+        }
+        (Outcome::StalePipeline, _) => format!(
+            "assent: stale pipeline: the MR head moved past {short}; nothing written (the newer pipeline publishes)\n"
+        ),
+        _ => "assent: the merge request is not open; nothing written\n".to_owned(),
+    }
+}
+
+/// A published (or dry-run) run: the decision, then one line per thread action and repair.
+fn publication_lines(report: &RunReport) -> String {
+    let receipt = &report.publication.receipt;
+    let decision = receipt.decision.map_or("-", Decision::as_str);
+    let verb = if receipt.outcome == Outcome::DryRun {
+        "would publish"
+    } else {
+        "published"
+    };
+    let mut out = format!(
+        "assent: {decision} for !{} at {} ({} finding{}); {verb}\n",
+        receipt.mr,
+        commit_sha::short(&receipt.pins.source_sha),
+        receipt.findings.len(),
+        if receipt.findings.len() == 1 { "" } else { "s" }
+    );
+    let width = receipt
+        .actions
+        .iter()
+        .map(|a| a.action.as_str().len())
+        .max()
+        .unwrap_or(0);
+    for action in &receipt.actions {
+        out.push_str(&action_line(receipt, action, width));
+        if receipt.outcome == Outcome::DryRun {
+            out.push_str(&dry_run_message(report, &action.rule, &action.subject));
+        }
+    }
+    for repair in &receipt.repairs {
+        out.push_str(&format!(
+            "  repair: {} note {} (canonical {})\n",
+            repair.action.as_str(),
+            repair.repaired_forge_id,
+            repair.canonical_forge_id
+        ));
+    }
+    if report.publication.plan.writes.is_empty() && receipt.outcome == Outcome::DryRun {
+        out.push_str("  no thread writes planned\n");
+    }
+    out
+}
+
+/// One thread action: what was done, the finding's effect, its rule and subject, its note,
+/// and whether a kept resolution counts as an assent.
+fn action_line(receipt: &Receipt, action: &ReceiptAction, width: usize) -> String {
+    let finding = receipt
+        .findings
+        .iter()
+        .find(|f| f.rule == action.rule && f.subject == action.subject);
+    let effect = finding.map_or("-", |f| f.effect.as_str());
+    let id = action
+        .forge_id
+        .map_or_else(|| "new".to_owned(), |id| format!("note {id}"));
+    // A kept resolution is an assent only when it counts: say which, so that
+    // `preserve-resolution` never reads as an assent it is not.
+    let id = match finding {
+        Some(f) if f.effect == Effect::Challenge && f.resolved && f.assented => {
+            match &f.assented_by {
+                Some(by) => format!("{id}; assented by {}", terminal_safe(by)),
+                None => format!("{id}; assented"),
+            }
+        }
+        Some(f) if f.effect == Effect::Challenge && f.resolved => {
+            format!("{id}; resolved, but not an assent: still gating, see the summary")
+        }
+        _ => id,
+    };
+    // Rule and subject come from the MR and its policies: one visible line each.
+    format!(
+        "  {:<width$}  {:<9}  {} @ {}  ({id})\n",
+        action.action.as_str(),
+        effect,
+        terminal_safe(&action.rule),
+        terminal_safe(&action.subject)
+    )
 }
 
 #[cfg(test)]
@@ -521,6 +549,107 @@ mod tests {
             let back: serde_json::Value = serde_json::from_str(&json).unwrap();
             prop_assert_eq!(&back["actions"][0]["subject"], &serde_json::Value::from(subject));
         }
+    }
+
+    /// A report from `report_of("r", "s", …)` with the receipt's fields replaced by `patch`'s.
+    fn report_with(dry: bool, patch: serde_json::Value, stale: Option<Staleness>) -> RunReport {
+        let mut report = report_of("r", "s", "the message", "a warning", dry);
+        let mut receipt = serde_json::to_value(&report.publication.receipt).unwrap();
+        for (key, value) in patch.as_object().unwrap() {
+            receipt[key] = value.clone();
+        }
+        report.publication.receipt = serde_json::from_value(receipt).expect("a receipt");
+        report.publication.stale = stale;
+        report
+    }
+
+    #[test]
+    fn every_shape_of_the_text_report() {
+        let finding = |subject: &str, resolved: bool, assented_by: Option<&str>| {
+            let mut f = serde_json::json!({"rule": "r", "subject": subject, "effect": "challenge",
+                "occurrence": format!("sha256:{}", "0".repeat(64)), "forgeId": 40,
+                "resolved": resolved, "assented": assented_by.is_some()});
+            if let Some(by) = assented_by {
+                f["assentedBy"] = by.into();
+            }
+            f
+        };
+        let published = serde_json::json!({
+            "findings": [finding("a", true, Some("alice")), finding("b", true, None),
+                finding("c", false, None)],
+            "actions": [
+                {"rule": "r", "subject": "a", "action": "preserve-resolution", "forgeId": 40},
+                {"rule": "r", "subject": "b", "action": "preserve-resolution", "forgeId": 41},
+                {"rule": "r", "subject": "c", "action": "create", "forgeId": 42},
+                {"rule": "gone", "subject": "d", "action": "resolve", "forgeId": 39},
+            ],
+            "repairs": [{"repairedForgeId": 44, "canonicalForgeId": 42, "action": "resolve"}],
+            "approval": "unapproved",
+        });
+        let cases = [
+            ("published", report_with(false, published, None)),
+            (
+                "dry run",
+                report_with(
+                    true,
+                    serde_json::json!({"actions": [
+                {"rule": "r", "subject": "s", "action": "create", "forgeId": null}]}),
+                    None,
+                ),
+            ),
+            (
+                "dry run, nothing to write",
+                report_with(
+                    true,
+                    serde_json::json!({
+                "findings": [], "actions": [], "warnings": []}),
+                    None,
+                ),
+            ),
+            (
+                "head moved",
+                report_with(
+                    false,
+                    serde_json::json!({"outcome": "stale-pipeline",
+                "decision": null, "findings": [], "actions": [], "rescan": {"verified": false}}),
+                    Some(Staleness::HeadMoved),
+                ),
+            ),
+            (
+                "retargeted",
+                report_with(
+                    false,
+                    serde_json::json!({"outcome": "stale-pipeline",
+                "decision": null, "findings": [], "actions": [], "rescan": {"verified": false}}),
+                    Some(Staleness::Retargeted),
+                ),
+            ),
+            (
+                "head moved before the approval",
+                report_with(
+                    false,
+                    serde_json::json!({
+                "outcome": "stale-pipeline"}),
+                    Some(Staleness::HeadMovedBeforeApproval),
+                ),
+            ),
+            (
+                "not open",
+                report_with(
+                    false,
+                    serde_json::json!({"outcome": "mr-not-open",
+                "decision": null, "findings": [], "actions": [], "warnings": [],
+                "rescan": {"verified": false}, "approval": null}),
+                    None,
+                ),
+            ),
+        ];
+        let mut shown = String::new();
+        for (name, report) in cases {
+            shown.push_str(&format!("--- {name}\n"));
+            shown.push_str(&describe(&report, Path::new("assent-receipt.json")));
+        }
+        insta::assert_snapshot!(shown);
     }
 
     fn env_with(value: Option<&'static str>) -> impl Fn(&str) -> Option<String> {
