@@ -45,6 +45,7 @@ use clap::Args;
 use crate::commands::lint::{LocalReadError, print_problems, read_policies, shown_path};
 use crate::commands::local_tree::RefusedEntry;
 use crate::commands::{CliError, CliResult, report_error};
+use crate::core::policy::PolicyFile;
 use crate::core::policy::excerpt::excerpt;
 use crate::review_input::TEST_DIR;
 
@@ -108,32 +109,7 @@ pub fn run(args: &TestArgs) -> CliResult {
         ));
     }
     let repo = args.repo.as_path();
-    let local = match read_policies(repo, args.policy_project_dir.as_deref()) {
-        Ok(local) => local,
-        Err(LocalReadError(message)) => return Err(CliError::usage(message)),
-    };
-    if let Err(problems) = local.load() {
-        match args.format {
-            TestFormat::Text => print_problems(repo, &problems),
-            TestFormat::Junit | TestFormat::Json => {
-                let report = TestReport {
-                    policy_problems: problems.iter().map(ToString::to_string).collect(),
-                    cases: Vec::new(),
-                };
-                print_document(args.format, &report.render(args.format).unwrap_or_default());
-                // The lines a person reads go to the log, as in text mode.
-                for problem in &problems {
-                    crate::errln!("{}", problem_line(repo, problem));
-                }
-            }
-        }
-        return Err(CliError::gate_failed(format!(
-            "the policies do not load ({} problem(s)); no case ran. See `assent lint {}`",
-            problems.len(),
-            shown_path(Path::new("."), &repo.display().to_string())
-        )));
-    }
-    let policy_files = local.files;
+    let policy_files = loaded_policies(args)?;
     let (cases, refused) = match list_case_files(repo) {
         Ok((cases, refused)) if !cases.is_empty() || !refused.is_empty() => (cases, refused),
         Ok(_) => {
@@ -155,21 +131,10 @@ pub fn run(args: &TestArgs) -> CliResult {
     };
     let text = args.format == TestFormat::Text;
     let mut report = TestReport::default();
-    for RefusedEntry { path, reason } in &refused {
-        let status = if wanted(path, None) {
-            let shown = shown_path(repo, path);
-            if text {
-                crate::outln!("BROKEN {shown}");
-            }
-            report_error(format_args!("{shown}: {reason}"));
-            CaseStatus::Broken
-        } else {
-            CaseStatus::FilteredOut
-        };
-        report.cases.push(CaseReport {
-            error: (status == CaseStatus::Broken).then(|| format!("{path}: {reason}")),
-            ..CaseReport::new(path, None, status)
-        });
+    for entry in &refused {
+        report
+            .cases
+            .push(refused_case(repo, entry, wanted(&entry.path, None), text));
     }
     for case_path in &cases {
         let ran = run_case_file(repo, case_path, &policy_files, wanted);
@@ -194,6 +159,64 @@ pub fn run(args: &TestArgs) -> CliResult {
         Some(document) => print_document(args.format, &document),
         None => crate::outln!("{}", tally(&summary)),
     }
+    outcome(args, &report)
+}
+
+/// The policies the cases run against (the repository's, and a central checkout's when
+/// given); when they do not load, their problems reported in the asked format and no case
+/// run.
+fn loaded_policies(args: &TestArgs) -> Result<Vec<PolicyFile>, CliError> {
+    let repo = args.repo.as_path();
+    let local = match read_policies(repo, args.policy_project_dir.as_deref()) {
+        Ok(local) => local,
+        Err(LocalReadError(message)) => return Err(CliError::usage(message)),
+    };
+    let Err(problems) = local.load() else {
+        return Ok(local.files);
+    };
+    match args.format {
+        TestFormat::Text => print_problems(repo, &problems),
+        TestFormat::Junit | TestFormat::Json => {
+            let report = TestReport {
+                policy_problems: problems.iter().map(ToString::to_string).collect(),
+                cases: Vec::new(),
+            };
+            print_document(args.format, &report.render(args.format).unwrap_or_default());
+            // The lines a person reads go to the log, as in text mode.
+            for problem in &problems {
+                crate::errln!("{}", problem_line(repo, problem));
+            }
+        }
+    }
+    Err(CliError::gate_failed(format!(
+        "the policies do not load ({} problem(s)); no case ran. See `assent lint {}`",
+        problems.len(),
+        shown_path(Path::new("."), &repo.display().to_string())
+    )))
+}
+
+/// A case file the folder walk would not read (a link, a special file, too deep): broken
+/// when the filter wants it, with its reason on stderr (and `BROKEN` in text mode).
+fn refused_case(repo: &Path, entry: &RefusedEntry, wanted: bool, text: bool) -> CaseReport {
+    let RefusedEntry { path, reason } = entry;
+    if !wanted {
+        return CaseReport::new(path, None, CaseStatus::FilteredOut);
+    }
+    let shown = shown_path(repo, path);
+    if text {
+        crate::outln!("BROKEN {shown}");
+    }
+    report_error(format_args!("{shown}: {reason}"));
+    CaseReport {
+        error: Some(format!("{path}: {reason}")),
+        ..CaseReport::new(path, None, CaseStatus::Broken)
+    }
+}
+
+/// How the command ends once every case ran: unreadable cases are a usage error (exit 2),
+/// failed ones fail the gate (exit 1), and cases `--update` would not rewrite are named.
+fn outcome(args: &TestArgs, report: &TestReport) -> CliResult {
+    let summary = report.summary();
     let refused_updates = report
         .cases
         .iter()
