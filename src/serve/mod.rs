@@ -211,71 +211,18 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     result
 }
 
-async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
     let log = config.log;
-    let secret_digest: [u8; 32] = Sha256::digest(config.secret.as_bytes()).into();
-    let seen = config
-        .projects
-        .iter()
-        .map(|_| Mutex::new(RequestCounts::default()))
-        .collect();
-    let shared = Arc::new(Shared {
-        seen,
-        bot: config.bot,
-        secret_digest,
-        coalescer: Mutex::new(Coalescer::new(
-            u64::try_from(config.settle.as_millis()).unwrap_or(u64::MAX),
-            config.max_queued,
-        )),
-        wake: Notify::new(),
-        metrics: Metrics::new(),
-        log,
-        health: Mutex::new(Health { problem: None }),
-        shutting_down: AtomicBool::new(false),
-        examine: ExamineSettings {
-            stuck_after: config.sweep.stuck_after,
-            dry_run: false,
-        },
-        sweep_off: config.sweep_interval.is_none(),
-        started: Instant::now(),
-        workers: Semaphore::new(WORKERS),
-        read_timeout: config.read_timeout,
-        projects: config.projects,
-    });
+    let shared = Arc::new(shared_state(&mut config));
     config.listener.set_nonblocking(true)?;
     let listener = TcpListener::from_std(config.listener)?;
-    let addr = listener.local_addr()?;
-    let (stop_tx, stop_rx) = watch::channel(false);
-    log.info(
-        "serve listening",
-        &[
-            ("listen", addr.to_string().into()),
-            (
-                "projects",
-                shared
-                    .projects
-                    .iter()
-                    .map(|p| p.name.clone())
-                    .collect::<Vec<_>>()
-                    .join(",")
-                    .into(),
-            ),
-            (
-                "sweep",
-                match config.sweep_interval {
-                    None => "off".to_owned(),
-                    Some(i) => format!("every {i}, lookback {}", config.sweep.lookback),
-                }
-                .into(),
-            ),
-        ],
+    log_start(
+        &shared,
+        listener.local_addr()?,
+        config.sweep_interval,
+        config.sweep,
     );
-    if config.sweep_interval.is_none() {
-        log.warn(
-            "embedded sweep off (--sweep-interval off): lost webhooks are healed only by a scheduled assent sweep",
-            &[],
-        );
-    }
+    let (stop_tx, stop_rx) = watch::channel(false);
     let dispatcher = tokio::spawn(dispatch(shared.clone(), stop_rx.clone()));
     let mut sweeps = Vec::new();
     if let Some(interval) = config.sweep_interval {
@@ -314,14 +261,7 @@ async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     for s in sweeps {
         s.abort();
     }
-    // Drain: classifications in flight finish within the grace; queued nudges are dropped
-    // (the next process's first sweep pass heals them).
-    let deadline = Instant::now() + config.shutdown_grace;
-    let mut in_flight = shared.lock().running();
-    while in_flight > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        in_flight = shared.lock().running();
-    }
+    let in_flight = drain(&shared, config.shutdown_grace).await;
     accept.abort();
     log.info(
         "stopped",
@@ -334,6 +274,84 @@ async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         ],
     );
     Ok(())
+}
+
+/// What every task of the process shares, built from the configuration (its projects move
+/// into it).
+fn shared_state(config: &mut ServeConfig) -> Shared {
+    Shared {
+        seen: config
+            .projects
+            .iter()
+            .map(|_| Mutex::new(RequestCounts::default()))
+            .collect(),
+        bot: config.bot,
+        secret_digest: Sha256::digest(config.secret.as_bytes()).into(),
+        coalescer: Mutex::new(Coalescer::new(
+            u64::try_from(config.settle.as_millis()).unwrap_or(u64::MAX),
+            config.max_queued,
+        )),
+        wake: Notify::new(),
+        metrics: Metrics::new(),
+        log: config.log,
+        health: Mutex::new(Health { problem: None }),
+        shutting_down: AtomicBool::new(false),
+        examine: ExamineSettings {
+            stuck_after: config.sweep.stuck_after,
+            dry_run: false,
+        },
+        sweep_off: config.sweep_interval.is_none(),
+        started: Instant::now(),
+        workers: Semaphore::new(WORKERS),
+        read_timeout: config.read_timeout,
+        projects: std::mem::take(&mut config.projects),
+    }
+}
+
+/// The first log lines: where serve listens, for which projects, and its sweep (a warning
+/// when it is off, since then only a scheduled `assent sweep` heals a lost webhook).
+fn log_start(
+    shared: &Shared,
+    addr: SocketAddr,
+    sweep_interval: Option<SweepDuration>,
+    sweep: SweepSettings,
+) {
+    let projects = shared
+        .projects
+        .iter()
+        .map(|p| p.name.clone())
+        .collect::<Vec<_>>()
+        .join(",");
+    let sweep_text = match sweep_interval {
+        None => "off".to_owned(),
+        Some(i) => format!("every {i}, lookback {}", sweep.lookback),
+    };
+    shared.log.info(
+        "serve listening",
+        &[
+            ("listen", addr.to_string().into()),
+            ("projects", projects.into()),
+            ("sweep", sweep_text.into()),
+        ],
+    );
+    if sweep_interval.is_none() {
+        shared.log.warn(
+            "embedded sweep off (--sweep-interval off): lost webhooks are healed only by a scheduled assent sweep",
+            &[],
+        );
+    }
+}
+
+/// Waits, within the grace, for the classifications in flight to finish; queued nudges are
+/// dropped (the next process's first sweep pass heals them). The number still running.
+async fn drain(shared: &Shared, grace: Duration) -> usize {
+    let deadline = Instant::now() + grace;
+    let mut in_flight = shared.lock().running();
+    while in_flight > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        in_flight = shared.lock().running();
+    }
+    in_flight
 }
 
 async fn shutdown_signal() -> &'static str {

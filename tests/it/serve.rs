@@ -536,7 +536,16 @@ fn kill_9_then_restart_heals_by_the_first_pass_and_sigterm_drains() {
     let (code, _, log) = second.stop();
     assert_eq!(code, Some(0), "{log}");
     assert!(log.contains("shutting down signal=SIGTERM"), "{log}");
-    assert!(log.contains("stopped"), "{log}");
+    assert!(log.contains("stopped abandoned=0 dropped_keys=0"), "{log}");
+    // The first line says where it listens, for which project, and how it sweeps.
+    let start = log
+        .lines()
+        .find(|l| l.contains("serve listening"))
+        .expect(&log);
+    assert!(start.contains(" listen=127.0.0.1:"), "{start}");
+    assert!(start.contains(" projects="), "{start}");
+    assert!(start.contains(" sweep=\"every 1h, lookback "), "{start}");
+    assert!(!log.contains("embedded sweep off"), "{log}");
 }
 
 #[test]
