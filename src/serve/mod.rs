@@ -31,8 +31,8 @@ use tokio::sync::{Notify, Semaphore, watch};
 
 use self::log::{Field, Log};
 use self::metrics::{ClassificationLabels, Metrics, PassLabels};
-use self::webhook::{EventKind, Reading};
-use crate::core::coalesce::{Coalescer, Full};
+use self::webhook::{EventKind, Nudge, Reading};
+use crate::core::coalesce::{Accepted, Coalescer, Full};
 use crate::core::sweep::{SweepDuration, Timestamp};
 use crate::examination::{ExamineSettings, MrAction, MrReport, examine_iid};
 use crate::forge::sweep::SweepForge;
@@ -489,84 +489,8 @@ async fn webhook_handler(State(shared): State<Arc<Shared>>, request: Request<Bod
             .and_then(|v| v.to_str().ok()),
     );
     let event = kind.as_str();
-    let answer = |result: &'static str, status: StatusCode, body: &str| {
-        shared.metrics.event(event, result);
-        shared.log.info(
-            "webhook",
-            &[
-                ("event", event.into()),
-                ("result", result.into()),
-                ("status", u64::from(status.as_u16()).into()),
-            ],
-        );
-        text(status, body.to_owned())
-    };
-    if shared.shutting_down.load(Ordering::SeqCst) {
-        return answer(
-            "shutting_down",
-            StatusCode::SERVICE_UNAVAILABLE,
-            "shutting down\n",
-        );
-    }
-    if !secret_matches(&shared, request.headers()) {
-        return answer("unauthorized", StatusCode::UNAUTHORIZED, "unauthorized\n");
-    }
-    let declared = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return answer(
-            "too_large",
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body over 4 MiB\n",
-        );
-    }
-    let body = match tokio::time::timeout(
-        shared.read_timeout,
-        to_bytes(request.into_body(), MAX_BODY_BYTES),
-    )
-    .await
-    {
-        Err(_) => return answer("timeout", StatusCode::REQUEST_TIMEOUT, "read timeout\n"),
-        Ok(Err(_)) => {
-            return answer(
-                "too_large",
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body over 4 MiB\n",
-            );
-        }
-        Ok(Ok(b)) => b,
-    };
-    let nudge = match webhook::read(kind, &body) {
-        Reading::Malformed(why) => {
-            return answer("bad_request", StatusCode::BAD_REQUEST, &format!("{why}\n"));
-        }
-        Reading::Ignored => return answer("ignored", StatusCode::NO_CONTENT, ""),
-        Reading::Nudge(n) => n,
-    };
-    let Some(index) = shared
-        .projects
-        .iter()
-        .position(|p| p.id == nudge.project_id)
-    else {
-        return answer("ignored", StatusCode::NO_CONTENT, "");
-    };
-    let accepted = {
-        let now = shared.now_ms();
-        let mut c = shared.lock();
-        let r = c.event((index, nudge.iid), now);
-        shared.queue_gauge(c.len());
-        r
-    };
-    match accepted {
-        Err(Full) => answer(
-            "queue_full",
-            StatusCode::SERVICE_UNAVAILABLE,
-            "queue full; the sweep will heal this MR\n",
-        ),
-        Ok(how) => {
+    let refused = match receive(&shared, kind, request).await {
+        Ok((nudge, how)) => {
             shared.wake.notify_one();
             shared.metrics.event(event, "accepted");
             shared.log.info(
@@ -580,16 +504,134 @@ async fn webhook_handler(State(shared): State<Arc<Shared>>, request: Request<Bod
                     (
                         "queued",
                         match how {
-                            crate::core::coalesce::Accepted::Scheduled => "scheduled",
-                            crate::core::coalesce::Accepted::Postponed => "coalesced",
-                            crate::core::coalesce::Accepted::QueuedBehindRun => "after-running",
+                            Accepted::Scheduled => "scheduled",
+                            Accepted::Postponed => "coalesced",
+                            Accepted::QueuedBehindRun => "after-running",
                         }
                         .into(),
                     ),
                 ],
             );
-            text(StatusCode::ACCEPTED, "accepted\n")
+            return text(StatusCode::ACCEPTED, "accepted\n");
         }
+        Err(refused) => refused,
+    };
+    shared.metrics.event(event, refused.result);
+    shared.log.info(
+        "webhook",
+        &[
+            ("event", event.into()),
+            ("result", refused.result.into()),
+            ("status", u64::from(refused.status.as_u16()).into()),
+        ],
+    );
+    text(refused.status, refused.body)
+}
+
+/// A delivery not queued: its result (the metric's and the log's label), status and body.
+struct NotQueued {
+    result: &'static str,
+    status: StatusCode,
+    body: String,
+}
+
+impl NotQueued {
+    fn new(result: &'static str, status: StatusCode, body: impl Into<String>) -> NotQueued {
+        NotQueued {
+            result,
+            status,
+            body: body.into(),
+        }
+    }
+
+    fn too_large() -> NotQueued {
+        NotQueued::new(
+            "too_large",
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body over 4 MiB\n",
+        )
+    }
+}
+
+/// One delivery, in order: refused while draining, without the secret or over the size
+/// (before its body is read), its body read within the timeout, read for a project id and
+/// an iid, then queued for one of the served projects.
+async fn receive(
+    shared: &Shared,
+    kind: EventKind,
+    request: Request<Body>,
+) -> Result<(Nudge, Accepted), NotQueued> {
+    if shared.shutting_down.load(Ordering::SeqCst) {
+        return Err(NotQueued::new(
+            "shutting_down",
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting down\n",
+        ));
+    }
+    if !secret_matches(shared, request.headers()) {
+        return Err(NotQueued::new(
+            "unauthorized",
+            StatusCode::UNAUTHORIZED,
+            "unauthorized\n",
+        ));
+    }
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(NotQueued::too_large());
+    }
+    let body = match tokio::time::timeout(
+        shared.read_timeout,
+        to_bytes(request.into_body(), MAX_BODY_BYTES),
+    )
+    .await
+    {
+        Err(_) => {
+            return Err(NotQueued::new(
+                "timeout",
+                StatusCode::REQUEST_TIMEOUT,
+                "read timeout\n",
+            ));
+        }
+        Ok(Err(_)) => return Err(NotQueued::too_large()),
+        Ok(Ok(b)) => b,
+    };
+    let ignored = || NotQueued::new("ignored", StatusCode::NO_CONTENT, "");
+    let nudge = match webhook::read(kind, &body) {
+        Reading::Malformed(why) => {
+            return Err(NotQueued::new(
+                "bad_request",
+                StatusCode::BAD_REQUEST,
+                format!("{why}\n"),
+            ));
+        }
+        Reading::Ignored => return Err(ignored()),
+        Reading::Nudge(n) => n,
+    };
+    let Some(index) = shared
+        .projects
+        .iter()
+        .position(|p| p.id == nudge.project_id)
+    else {
+        return Err(ignored());
+    };
+    let accepted = {
+        let now = shared.now_ms();
+        let mut c = shared.lock();
+        let r = c.event((index, nudge.iid), now);
+        shared.queue_gauge(c.len());
+        r
+    };
+    match accepted {
+        Ok(how) => Ok((nudge, how)),
+        Err(Full) => Err(NotQueued::new(
+            "queue_full",
+            StatusCode::SERVICE_UNAVAILABLE,
+            "queue full; the sweep will heal this MR\n",
+        )),
     }
 }
 
