@@ -38,7 +38,7 @@ use crate::examination::{ExamineSettings, MrAction, MrReport, examine_iid};
 use crate::forge::sweep::SweepForge;
 use crate::forge::{ForgeError, RequestCounts};
 use crate::progress::Silent;
-use crate::sweep_pass::{MrLock, SweepSettings, sweep_shared};
+use crate::sweep_pass::{MrLock, SweepReport, SweepSettings, sweep_shared};
 
 /// The largest webhook body accepted (GitLab's own payloads stay far below it).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -792,64 +792,77 @@ async fn sweep_loop(
         })
         .await;
         shared.count_requests(index);
-        let Ok(report) = report else {
-            last_failed = true;
-            shared
-                .metrics
-                .sweep_passes
-                .get_or_create(&PassLabels { result: "failed" })
-                .inc();
-            continue;
-        };
-        shared.observe(report.last_error.as_ref());
-        if report.rate_limited {
-            shared.metrics.gitlab_rate_limited.inc();
-        }
-        for mr in &report.mrs {
-            shared.record("sweep", mr);
-            if mr.action != MrAction::None {
-                log_examination(&shared, "sweep", index, mr);
+        let complete = match report {
+            Ok(report) => record_pass(&shared, index, &report, now, lookback, settings.lookback),
+            Err(_) => {
+                shared
+                    .metrics
+                    .sweep_passes
+                    .get_or_create(&PassLabels { result: "failed" })
+                    .inc();
+                false
             }
-        }
-        let complete = report.succeeded();
-        shared
-            .metrics
-            .sweep_passes
-            .get_or_create(&PassLabels {
-                result: if complete { "complete" } else { "failed" },
-            })
-            .inc();
-        let mut fields: Vec<(&str, Field)> = vec![
-            ("project", shared.projects[index].name.clone().into()),
-            (
-                "result",
-                if complete { "complete" } else { "failed" }.into(),
-            ),
-            ("lookback", lookback.to_string().into()),
-            ("examined", report.mrs.len().into()),
-            ("busy", report.busy.into()),
-            ("refreshed", report.refreshed.into()),
-            ("healed", report.healed.into()),
-        ];
-        if lookback != settings.lookback {
-            fields.push(("gap", lookback.to_string().into()));
-        }
-        if let Some(line) = report.failure_line() {
-            fields.push(("error", line.into()));
-        }
+        };
         if complete {
             last_complete_start = Some(now);
-            last_failed = false;
-            shared
-                .metrics
-                .sweep_last_success
-                .set(now.unix_millis() as f64 / 1000.0);
-            shared.log.info("sweep pass", &fields);
-        } else {
-            last_failed = true;
-            shared.log.warn("sweep pass", &fields);
+        }
+        last_failed = !complete;
+    }
+}
+
+/// What one finished pass (started at `started`) leaves: the health, the metrics, a line per
+/// MR acted on and one for the pass (a warning when incomplete, with the widened window as `gap`). True when
+/// the pass was complete.
+fn record_pass(
+    shared: &Shared,
+    index: usize,
+    report: &SweepReport,
+    started: Timestamp,
+    lookback: SweepDuration,
+    configured: SweepDuration,
+) -> bool {
+    shared.observe(report.last_error.as_ref());
+    if report.rate_limited {
+        shared.metrics.gitlab_rate_limited.inc();
+    }
+    for mr in &report.mrs {
+        shared.record("sweep", mr);
+        if mr.action != MrAction::None {
+            log_examination(shared, "sweep", index, mr);
         }
     }
+    let complete = report.succeeded();
+    let result = if complete { "complete" } else { "failed" };
+    shared
+        .metrics
+        .sweep_passes
+        .get_or_create(&PassLabels { result })
+        .inc();
+    let mut fields: Vec<(&str, Field)> = vec![
+        ("project", shared.projects[index].name.clone().into()),
+        ("result", result.into()),
+        ("lookback", lookback.to_string().into()),
+        ("examined", report.mrs.len().into()),
+        ("busy", report.busy.into()),
+        ("refreshed", report.refreshed.into()),
+        ("healed", report.healed.into()),
+    ];
+    if lookback != configured {
+        fields.push(("gap", lookback.to_string().into()));
+    }
+    if let Some(line) = report.failure_line() {
+        fields.push(("error", line.into()));
+    }
+    if complete {
+        shared
+            .metrics
+            .sweep_last_success
+            .set(started.unix_millis() as f64 / 1000.0);
+        shared.log.info("sweep pass", &fields);
+    } else {
+        shared.log.warn("sweep pass", &fields);
+    }
+    complete
 }
 
 /// The listen address's parse, for the command layer.
