@@ -509,87 +509,34 @@ fn judge_file(
         (true, false) => (old_path, true, false),
     };
     let subject = subject_of(path);
-
-    let mut unreadable = Vec::new();
-    for (used, side, content, side_path) in [
-        (use_base, "base", &base, old_path),
-        (use_source, "source", &source, new_path),
-    ] {
-        if let (true, FileContent::Unreadable(reason)) = (used, content) {
-            unreadable.push(Reason {
-                detail: format!("`{side_path}` could not be read at the {side} SHA: {reason}"),
-                markdown: format!(
-                    "{} could not be read at the {side} SHA: {}",
-                    inert::code(side_path),
-                    inert::code(reason)
-                ),
-            });
-        }
-    }
+    let base = Side {
+        used: use_base,
+        name: "base",
+        path: old_path,
+        content: base,
+    };
+    let source = Side {
+        used: use_source,
+        name: "source",
+        path: new_path,
+        content: source,
+    };
+    let unreadable: Vec<Reason> = [&base, &source]
+        .into_iter()
+        .filter_map(Side::unreadable)
+        .collect();
     if !unreadable.is_empty() {
         undecidable.entry(subject).or_default().extend(unreadable);
         return;
     }
-
-    // Consumes the side's content: its bytes are freed once its tree is built.
-    let parse_side = |used: bool, content: FileContent, side_path: &str| {
-        let FileContent::Present(bytes) = content else {
-            return None;
-        };
-        if !used {
-            return None;
-        }
-        let format = format_for_path(side_path)?;
-        Some(parse_document(side_path, format, &bytes, limits))
-    };
-    let parallel = side_bytes(&base) + side_bytes(&source) >= PARALLEL_PARSE_BYTES;
-    let parse_base = move || parse_side(use_base, base, old_path);
-    let parse_source = move || parse_side(use_source, source, new_path);
-    let (old, new) = if parallel {
-        // Parsing is most of a large file's cost and the sides are independent: one side on a
-        // scoped thread halves the wait. The result is the same either way.
-        std::thread::scope(|scope| {
-            let base = scope.spawn(parse_base);
-            let source = parse_source();
-            let base = base
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (base, source)
-        })
-    } else {
-        (parse_base(), parse_source())
-    };
-
-    let mut errors = Vec::new();
-    let mut tree = |parsed: Option<Result<Node, ParseError>>, side: &str| match parsed? {
-        Ok(tree) => Some(tree),
-        Err(e) => {
-            // `file:line: message`, as `ParseError` displays itself.
-            errors.push(format!("{e} (at the {side} SHA)"));
-            None
+    let (old, new) = match parse_sides(base, source, limits) {
+        Ok(trees) => trees,
+        Err(errors) => {
+            builtins.push(parse_error_finding(&subject, &errors));
+            return;
         }
     };
-    let old = tree(old, "base");
-    let new = tree(new, "source");
-    if !errors.is_empty() {
-        builtins.push(parse_error_finding(&subject, &errors));
-        return;
-    }
-    // An emptied file holds nothing: judged as deleted (and a filled-in empty file as
-    // added), so its whole-file rules see it as they see a deletion.
-    let (old, new) = match (old, new) {
-        (Some(old), Some(new))
-            if holds_nothing(&old, old_path) && !holds_nothing(&new, new_path) =>
-        {
-            (None, Some(new))
-        }
-        (Some(old), Some(new))
-            if !holds_nothing(&old, old_path) && holds_nothing(&new, new_path) =>
-        {
-            (Some(old), None)
-        }
-        sides => sides,
-    };
+    let (old, new) = emptied_as_absent(old, new, old_path, new_path);
     let identity = |pointer: &str| policies.identity_for(path, pointer);
     let could_judge = policies.could_judge(path);
     let descendants = Descendants {
@@ -614,6 +561,108 @@ fn judge_file(
     };
     for list in &diff.ambiguities {
         builtins.push(ambiguous_identity_finding(&paths, list));
+    }
+}
+
+/// One side of a changed file: whether it takes part, its SHA's name, its path there and its
+/// content.
+struct Side<'a> {
+    used: bool,
+    name: &'static str,
+    path: &'a str,
+    content: FileContent,
+}
+
+impl Side<'_> {
+    /// Why a side that takes part could not be read, if it could not.
+    fn unreadable(&self) -> Option<Reason> {
+        let (true, FileContent::Unreadable(reason)) = (self.used, &self.content) else {
+            return None;
+        };
+        let (side, side_path) = (self.name, self.path);
+        Some(Reason {
+            detail: format!("`{side_path}` could not be read at the {side} SHA: {reason}"),
+            markdown: format!(
+                "{} could not be read at the {side} SHA: {}",
+                inert::code(side_path),
+                inert::code(reason)
+            ),
+        })
+    }
+
+    /// The side's tree, `None` when it takes no part, is absent or is no format assent
+    /// reads; consumes the content, so its bytes are freed once its tree is built.
+    fn parse(self, limits: &Limits) -> Option<Result<Node, ParseError>> {
+        let FileContent::Present(bytes) = self.content else {
+            return None;
+        };
+        if !self.used {
+            return None;
+        }
+        let format = format_for_path(self.path)?;
+        Some(parse_document(self.path, format, &bytes, limits))
+    }
+}
+
+/// Both sides' trees, or every parse error (`file:line: message (at the base SHA)`).
+fn parse_sides(
+    base: Side<'_>,
+    source: Side<'_>,
+    limits: &Limits,
+) -> Result<(Option<Node>, Option<Node>), Vec<String>> {
+    let parallel = side_bytes(&base.content) + side_bytes(&source.content) >= PARALLEL_PARSE_BYTES;
+    let (old, new) = if parallel {
+        // Parsing is most of a large file's cost and the sides are independent: one side on a
+        // scoped thread halves the wait. The result is the same either way.
+        std::thread::scope(|scope| {
+            let old = scope.spawn(|| base.parse(limits));
+            let new = source.parse(limits);
+            let old = old
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (old, new)
+        })
+    } else {
+        (base.parse(limits), source.parse(limits))
+    };
+    let mut errors = Vec::new();
+    let mut tree = |parsed: Option<Result<Node, ParseError>>, side: &str| match parsed? {
+        Ok(tree) => Some(tree),
+        Err(e) => {
+            // `file:line: message`, as `ParseError` displays itself.
+            errors.push(format!("{e} (at the {side} SHA)"));
+            None
+        }
+    };
+    let old = tree(old, "base");
+    let new = tree(new, "source");
+    if errors.is_empty() {
+        Ok((old, new))
+    } else {
+        Err(errors)
+    }
+}
+
+/// An emptied file holds nothing: judged as deleted (and a filled-in empty file as added), so
+/// its whole-file rules see it as they see a deletion.
+fn emptied_as_absent(
+    old: Option<Node>,
+    new: Option<Node>,
+    old_path: &str,
+    new_path: &str,
+) -> (Option<Node>, Option<Node>) {
+    match (old, new) {
+        (Some(old), Some(new))
+            if holds_nothing(&old, old_path) && !holds_nothing(&new, new_path) =>
+        {
+            (None, Some(new))
+        }
+        (Some(old), Some(new))
+            if !holds_nothing(&old, old_path) && holds_nothing(&new, new_path) =>
+        {
+            (Some(old), None)
+        }
+        sides => sides,
     }
 }
 
