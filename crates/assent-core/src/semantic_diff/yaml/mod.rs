@@ -59,132 +59,199 @@ pub(super) fn parse_yaml(
     max_depth: usize,
     max_nodes: usize,
 ) -> Result<Node, YamlError> {
-    let max_depth = max_depth.min(DEPTH_CEILING);
     let Some(mut reader) = EventReader::new(input.as_bytes()) else {
         return Err(YamlError {
             line: 1,
             message: "the YAML parser could not be initialised".to_owned(),
         });
     };
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut root: Option<Node> = None;
-    let mut texts = Interner::default();
-    let mut documents = 0usize;
-    let mut nodes = 0usize;
+    let mut document = DocumentBuilder::new(max_depth.min(DEPTH_CEILING), max_nodes);
     loop {
         let event = reader.next_event().map_err(|e| YamlError {
             line: e.line,
             message: e.message,
         })?;
         let line = event.line;
-        let fail = |message: String| Err(YamlError { line, message });
         let at = Line::new(line);
-        let reading_key = matches!(stack.last(), Some(Frame::Map { key: None, .. }));
-        let is_seq = matches!(event.kind, EventKind::SequenceStart(_));
-        match event.kind {
-            EventKind::StreamEnd => return Ok(root.unwrap_or(Node::Null(Line::UNKNOWN))),
-            EventKind::DocumentStart => {
-                documents += 1;
-                if documents > 1 {
-                    return fail(
-                        "a governed YAML file must hold exactly one document, found a second"
-                            .to_owned(),
-                    );
-                }
+        let step = match event.kind {
+            EventKind::StreamEnd => return Ok(document.finish()),
+            EventKind::DocumentStart => document.start_document(),
+            EventKind::Alias => Err("YAML aliases are not supported in governed files".to_owned()),
+            EventKind::Scalar { text, plain, tag } if document.reading_key() => {
+                document.key(text, plain, &tag)
             }
-            EventKind::Alias => {
-                return fail("YAML aliases are not supported in governed files".to_owned());
-            }
-            EventKind::Scalar { text, plain, tag } if reading_key => {
-                let source = (plain && tag == Tag::None && readers::may_resolve(&text))
-                    .then(|| text.clone());
-                let key = resolve_checked(text, plain, &tag, true)
-                    .and_then(key_text)
-                    .and_then(|key| match source {
-                        Some(source) if source != key => {
-                            Err(readers::noncanonical_key(&source, &key))
-                        }
-                        _ => Ok(key),
-                    });
-                let Some(Frame::Map {
-                    object, key: slot, ..
-                }) = stack.last_mut()
-                else {
-                    unreachable!("reading_key means the top frame is a map");
-                };
-                let key = key.and_then(|text| {
-                    let key = texts.intern(&text);
-                    match object.claim(&key) {
-                        Ok(()) => Ok(key),
-                        Err(clash) => Err(clash.message(&text)),
-                    }
-                });
-                match key {
-                    Ok(key) => *slot = Some(key),
-                    // A key error is about the map holding it.
-                    Err(message) => return fail(at_path(&stack[..stack.len() - 1], message)),
-                }
-            }
-            EventKind::Scalar { text, plain, tag } => {
-                nodes += 1;
-                if nodes > max_nodes {
-                    return fail(build::too_many_nodes(max_nodes));
-                }
-                match resolve_checked(text, plain, &tag, false)
-                    .and_then(|s| node_value(s, at, &mut texts))
-                {
-                    Ok(value) => attach(&mut stack, &mut root, value),
-                    Err(message) => return fail(at_path(&stack, message)),
-                }
-            }
-            EventKind::SequenceStart(tag) | EventKind::MappingStart(tag) => {
-                if reading_key {
-                    return fail(
-                        if is_seq {
-                            build::LIST_KEY
-                        } else {
-                            build::MAP_KEY
-                        }
-                        .to_owned(),
-                    );
-                }
-                let own_tag = if is_seq { "seq" } else { "map" };
-                let tag_fits = match &tag {
-                    Tag::None => true,
-                    Tag::Core(name) => name == own_tag,
-                    Tag::Other(_) => false,
-                };
-                if !tag_fits {
-                    return fail(at_path(&stack, scalar::unsupported_tag(&tag)));
-                }
-                nodes += 1;
-                if nodes > max_nodes {
-                    return fail(build::too_many_nodes(max_nodes));
-                }
-                if stack.len() + 1 > max_depth {
-                    return fail(build::too_deep(max_depth));
-                }
-                stack.push(if is_seq {
-                    Frame::Seq(Vec::new(), at)
-                } else {
-                    Frame::Map {
-                        object: ObjectBuilder::default(),
-                        key: None,
-                        line: at,
-                    }
-                });
-            }
-            EventKind::SequenceEnd | EventKind::MappingEnd => {
-                let value = match stack.pop() {
-                    Some(Frame::Seq(items, line)) => Node::Array(items.into_boxed_slice(), line),
-                    Some(Frame::Map { object, line, .. }) => object.finish(line),
-                    // libyaml never ends a container it did not start.
-                    None => return fail("unbalanced YAML event stream".to_owned()),
-                };
-                attach(&mut stack, &mut root, value);
-            }
-            EventKind::Other => {}
+            EventKind::Scalar { text, plain, tag } => document.scalar(text, plain, &tag, at),
+            EventKind::SequenceStart(tag) => document.open(Container::Seq, &tag, at),
+            EventKind::MappingStart(tag) => document.open(Container::Map, &tag, at),
+            EventKind::SequenceEnd | EventKind::MappingEnd => document.close(),
+            EventKind::Other => Ok(()),
+        };
+        step.map_err(|message| YamlError { line, message })?;
+    }
+}
+
+/// Which container an event opens.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Container {
+    Seq,
+    Map,
+}
+
+/// The tree being built from the events, one method per kind of event, each refusing what
+/// the event makes unacceptable (the message, without the line: the caller adds it).
+struct DocumentBuilder {
+    /// The containers open, outermost first.
+    stack: Vec<Frame>,
+    /// The document's value, once its top-level node is finished.
+    root: Option<Node>,
+    texts: Interner,
+    documents: usize,
+    nodes: usize,
+    max_depth: usize,
+    max_nodes: usize,
+}
+
+impl DocumentBuilder {
+    fn new(max_depth: usize, max_nodes: usize) -> DocumentBuilder {
+        DocumentBuilder {
+            stack: Vec::new(),
+            root: None,
+            texts: Interner::default(),
+            documents: 0,
+            nodes: 0,
+            max_depth,
+            max_nodes,
         }
+    }
+
+    /// The document (an empty stream is `null`).
+    fn finish(self) -> Node {
+        self.root.unwrap_or(Node::Null(Line::UNKNOWN))
+    }
+
+    /// A document starts: a second one is refused.
+    fn start_document(&mut self) -> Result<(), String> {
+        self.documents += 1;
+        if self.documents > 1 {
+            return Err(
+                "a governed YAML file must hold exactly one document, found a second".to_owned(),
+            );
+        }
+        Ok(())
+    }
+
+    /// True when the next scalar is a key of the map being filled.
+    fn reading_key(&self) -> bool {
+        matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
+    }
+
+    /// Counts one more node, refused past the limit.
+    fn count_node(&mut self) -> Result<(), String> {
+        self.nodes += 1;
+        if self.nodes > self.max_nodes {
+            return Err(build::too_many_nodes(self.max_nodes));
+        }
+        Ok(())
+    }
+
+    /// A key of the map being filled: its text, refused when another reader would read it
+    /// as another key or the map already holds it (the error is about the map holding it).
+    fn key(&mut self, text: String, plain: bool, tag: &Tag) -> Result<(), String> {
+        let source =
+            (plain && *tag == Tag::None && readers::may_resolve(&text)).then(|| text.clone());
+        let key = resolve_checked(text, plain, tag, true)
+            .and_then(key_text)
+            .and_then(|key| match source {
+                Some(source) if source != key => Err(readers::noncanonical_key(&source, &key)),
+                _ => Ok(key),
+            });
+        let (map, outer) = self
+            .stack
+            .split_last_mut()
+            .expect("reading a key means a map is open");
+        let Frame::Map {
+            object, key: slot, ..
+        } = map
+        else {
+            unreachable!("reading a key means the top frame is a map");
+        };
+        let key = key.and_then(|text| {
+            let key = self.texts.intern(&text);
+            match object.claim(&key) {
+                Ok(()) => Ok(key),
+                Err(clash) => Err(clash.message(&text)),
+            }
+        });
+        match key {
+            Ok(key) => {
+                *slot = Some(key);
+                Ok(())
+            }
+            Err(message) => Err(at_path(outer, message)),
+        }
+    }
+
+    /// A scalar value starting on `at`.
+    fn scalar(&mut self, text: String, plain: bool, tag: &Tag, at: Line) -> Result<(), String> {
+        self.count_node()?;
+        match resolve_checked(text, plain, tag, false)
+            .and_then(|s| node_value(s, at, &mut self.texts))
+        {
+            Ok(value) => {
+                attach(&mut self.stack, &mut self.root, value);
+                Ok(())
+            }
+            Err(message) => Err(at_path(&self.stack, message)),
+        }
+    }
+
+    /// A list or map starting on `at`: refused as a key, with a tag not its own, past the
+    /// node limit or past the depth limit, before anything is built for it.
+    fn open(&mut self, container: Container, tag: &Tag, at: Line) -> Result<(), String> {
+        if self.reading_key() {
+            return Err(match container {
+                Container::Seq => build::LIST_KEY,
+                Container::Map => build::MAP_KEY,
+            }
+            .to_owned());
+        }
+        let own_tag = match container {
+            Container::Seq => "seq",
+            Container::Map => "map",
+        };
+        let tag_fits = match tag {
+            Tag::None => true,
+            Tag::Core(name) => name == own_tag,
+            Tag::Other(_) => false,
+        };
+        if !tag_fits {
+            return Err(at_path(&self.stack, scalar::unsupported_tag(tag)));
+        }
+        self.count_node()?;
+        if self.stack.len() + 1 > self.max_depth {
+            return Err(build::too_deep(self.max_depth));
+        }
+        self.stack.push(match container {
+            Container::Seq => Frame::Seq(Vec::new(), at),
+            Container::Map => Frame::Map {
+                object: ObjectBuilder::default(),
+                key: None,
+                line: at,
+            },
+        });
+        Ok(())
+    }
+
+    /// The innermost container ends: its value goes into its parent, or is the document.
+    fn close(&mut self) -> Result<(), String> {
+        let value = match self.stack.pop() {
+            Some(Frame::Seq(items, line)) => Node::Array(items.into_boxed_slice(), line),
+            Some(Frame::Map { object, line, .. }) => object.finish(line),
+            // libyaml never ends a container it did not start.
+            None => return Err("unbalanced YAML event stream".to_owned()),
+        };
+        attach(&mut self.stack, &mut self.root, value);
+        Ok(())
     }
 }
 
