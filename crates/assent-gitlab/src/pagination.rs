@@ -267,60 +267,30 @@ pub(crate) fn list_all_with<T: DeserializeOwned>(
     listing: &Listing<'_>,
     oversize: Option<OversizePage<'_, T>>,
 ) -> Result<Vec<T>, ForgeError> {
-    let redact = |text: String| requester.transport.redact(text);
     let incomplete = |reason: String| ForgeError::IncompleteListing {
         what: listing.what.to_owned(),
-        reason: redact(reason),
+        reason: requester.transport.redact(reason),
     };
     debug_assert_eq!(first.method, Method::Get);
     let mut first_url = first.url;
     set_query_values(&mut first_url, &[("per_page", PER_PAGE.to_string())]);
-    // The largest page size the server has shown it honours (lowered by `X-Per-Page`).
-    let mut ceiling = PER_PAGE as u64;
-    let mut current = PageRequest::new(first_url, true, ceiling);
-    let base = requester.transport.base().clone();
-    let mut fetched: HashSet<String> = HashSet::new();
+    let mut walk = Walk {
+        base: requester.transport.base().clone(),
+        fetched: HashSet::new(),
+        ceiling: PER_PAGE as u64,
+        page: 0,
+        max_pages: listing.max_pages,
+    };
+    let mut current = PageRequest::new(first_url, true, walk.ceiling);
     let mut items = Vec::new();
-    let mut page = 0u32;
     loop {
-        page += 1;
-        fetched.insert(current.request.url.as_str().to_owned());
-        let (response, read_otherwise) = loop {
-            match requester.read_bounded(&current.request) {
-                Ok(response) => break (response, None),
-                Err(ReadFailure::BodyTooLarge { limit, error }) => match current.smaller() {
-                    Some(smaller) => current = smaller,
-                    None => {
-                        let Some(read) = oversize else {
-                            return Err(too_large(error, listing, page, &current, limit));
-                        };
-                        match read(&current.request) {
-                            Ok((response, items)) => break (response, Some(items)),
-                            Err(ReadFailure::BodyTooLarge { limit, error }) => {
-                                return Err(too_large(error, listing, page, &current, limit));
-                            }
-                            Err(ReadFailure::Failed(error)) => return Err(on_page(error, page)),
-                            // A listing is read without a content budget: this cannot happen.
-                            Err(failure @ ReadFailure::OverBudget { .. }) => {
-                                return Err(on_page(failure.into_error(), page));
-                            }
-                        }
-                    }
-                },
-                Err(ReadFailure::Failed(error))
-                    if page == 1 && listing.missing_is_empty && is_absent_content(&error) =>
-                {
-                    return Ok(Vec::new());
-                }
-                // A request that still fails after its retries is a forge failure, not a
-                // listing that GitLab says is incomplete: the caller must not publish on it
-                // (docs/contract.md#desired-state).
-                Err(ReadFailure::Failed(error)) => return Err(on_page(error, page)),
-                // A listing is read without a content budget: this cannot happen.
-                Err(failure @ ReadFailure::OverBudget { .. }) => {
-                    return Err(on_page(failure.into_error(), page));
-                }
-            }
+        walk.page += 1;
+        let page = walk.page;
+        walk.fetched.insert(current.request.url.as_str().to_owned());
+        let Some((response, read_otherwise)) =
+            read_page(requester, &mut current, listing, oversize, page)?
+        else {
+            return Ok(Vec::new());
         };
         // A server that clamps `per_page` says so; later offsets use its size.
         if let Some(Ok(served)) = response
@@ -329,7 +299,7 @@ pub(crate) fn list_all_with<T: DeserializeOwned>(
             && served >= 1
             && served < current.size
         {
-            ceiling = ceiling.min(served);
+            walk.ceiling = walk.ceiling.min(served);
             current.size = served;
         }
         let list: Result<Vec<T>, String> = match read_otherwise {
@@ -344,39 +314,121 @@ pub(crate) fn list_all_with<T: DeserializeOwned>(
         })?;
         let count = list.len() as u64;
         items.extend(list);
-        let next = match next_page(&response, &current.request.url) {
-            Ok(Next::Last) => return Ok(items),
-            Ok(Next::Unknown) if count < current.size => return Ok(items),
+        match walk.after(&response, &current, count) {
+            Ok(None) => return Ok(items),
+            Ok(Some(next)) => current = next,
+            Err(reason) => return Err(incomplete(reason)),
+        }
+    }
+}
+
+/// One page's answer, and its items when the caller's other way read them; `None` when the
+/// first page says the listed path does not exist and the listing allows that (empty).
+type PageAnswer<T> = Option<(RawResponse, Option<Result<Vec<T>, String>>)>;
+
+/// Reads one page, asking again at a smaller size while it exceeds the body limit, and at
+/// one item by the caller's other way when it has one.
+fn read_page<T>(
+    requester: &Requester,
+    current: &mut PageRequest,
+    listing: &Listing<'_>,
+    oversize: Option<OversizePage<'_, T>>,
+    page: u32,
+) -> Result<PageAnswer<T>, ForgeError> {
+    loop {
+        match requester.read_bounded(&current.request) {
+            Ok(response) => return Ok(Some((response, None))),
+            Err(ReadFailure::BodyTooLarge { limit, error }) => match current.smaller() {
+                Some(smaller) => *current = smaller,
+                None => {
+                    let Some(read) = oversize else {
+                        return Err(too_large(error, listing, page, current, limit));
+                    };
+                    return match read(&current.request) {
+                        Ok((response, items)) => Ok(Some((response, Some(items)))),
+                        Err(ReadFailure::BodyTooLarge { limit, error }) => {
+                            Err(too_large(error, listing, page, current, limit))
+                        }
+                        Err(ReadFailure::Failed(error)) => Err(on_page(error, page)),
+                        // A listing is read without a content budget: this cannot happen.
+                        Err(failure @ ReadFailure::OverBudget { .. }) => {
+                            Err(on_page(failure.into_error(), page))
+                        }
+                    };
+                }
+            },
+            Err(ReadFailure::Failed(error))
+                if page == 1 && listing.missing_is_empty && is_absent_content(&error) =>
+            {
+                return Ok(None);
+            }
+            // A request that still fails after its retries is a forge failure, not a
+            // listing that GitLab says is incomplete: the caller must not publish on it
+            // (docs/contract.md#desired-state).
+            Err(ReadFailure::Failed(error)) => return Err(on_page(error, page)),
+            // A listing is read without a content budget: this cannot happen.
+            Err(failure @ ReadFailure::OverBudget { .. }) => {
+                return Err(on_page(failure.into_error(), page));
+            }
+        }
+    }
+}
+
+/// Where a listing has been: what proves it complete and refuses a loop.
+struct Walk {
+    /// The API base a next link must stay under.
+    base: Url,
+    /// Every page URL asked so far.
+    fetched: HashSet<String>,
+    /// The largest page size the server has shown it honours (lowered by `X-Per-Page`).
+    ceiling: u64,
+    /// The page just read, from 1.
+    page: u32,
+    /// Page cap.
+    max_pages: u32,
+}
+
+impl Walk {
+    /// After `current`'s answer of `count` items: `None` when the listing is complete, the
+    /// next page's request, or why the listing cannot be proven complete.
+    fn after(
+        &self,
+        response: &RawResponse,
+        current: &PageRequest,
+        count: u64,
+    ) -> Result<Option<PageRequest>, String> {
+        let page = self.page;
+        let next = match next_page(response, &current.request.url) {
+            Ok(Next::Last) => return Ok(None),
+            Ok(Next::Unknown) if count < current.size => return Ok(None),
             Ok(Next::Unknown) => {
-                return Err(incomplete(format!(
+                return Err(format!(
                     "page {page} is full ({count} items) but carries neither X-Next-Page nor a Link header, so \
                      the listing cannot be proven complete"
-                )));
+                ));
             }
             Ok(Next::At(url)) => url,
-            Err(reason) => return Err(incomplete(format!("page {page}: {reason}"))),
+            Err(reason) => return Err(format!("page {page}: {reason}")),
         };
-        if let Err(reason) = check_next_link(&next, &base) {
-            return Err(incomplete(format!("page {page}: {reason}")));
-        }
-        let next = PageRequest::new(next, false, ceiling);
+        check_next_link(&next, &self.base).map_err(|reason| format!("page {page}: {reason}"))?;
+        let next = PageRequest::new(next, false, self.ceiling);
         let backwards = match (current.paging, next.paging) {
             (Paging::Offset { offset: now }, Paging::Offset { offset: then }) => then <= now,
             _ => false,
         };
-        if backwards || fetched.contains(next.request.url.as_str()) {
-            return Err(incomplete(format!(
+        if backwards || self.fetched.contains(next.request.url.as_str()) {
+            return Err(format!(
                 "page {page}: the next page {} was already fetched or is not after this one (a pagination loop)",
                 next.request.url.path()
-            )));
+            ));
         }
-        if page >= listing.max_pages {
-            return Err(incomplete(format!(
+        if page >= self.max_pages {
+            return Err(format!(
                 "more than {} pages of up to {PER_PAGE} items; giving up",
-                listing.max_pages
-            )));
+                self.max_pages
+            ));
         }
-        current = next.grown(ceiling);
+        Ok(Some(next.grown(self.ceiling)))
     }
 }
 
