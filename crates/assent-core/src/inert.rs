@@ -181,19 +181,29 @@ fn run_end(bytes: &[u8], start: usize) -> usize {
 
 /// Where each maximal backtick run of a line starts, by its length. Looking a closer up here
 /// instead of scanning the rest of the line for it keeps a line of many unmatched runs (MR
-/// text can be a megabyte of them) linear, not quadratic.
-struct BacktickRuns {
+/// text can be a megabyte of them, a policy template a mebibyte) linear, not quadratic.
+/// Shared by the code spans of assent's own Markdown (bytes) and of policy templates
+/// (tokens).
+pub(crate) struct BacktickRuns {
     starts_by_len: std::collections::HashMap<usize, Vec<usize>>,
 }
 
 impl BacktickRuns {
     fn of(bytes: &[u8]) -> Self {
+        Self::of_items(bytes, |&b| b == b'`')
+    }
+
+    /// The runs of `items`, where `is_backtick` says which items are backticks.
+    pub(crate) fn of_items<T>(items: &[T], is_backtick: impl Fn(&T) -> bool) -> Self {
         let mut starts_by_len: std::collections::HashMap<usize, Vec<usize>> =
             std::collections::HashMap::new();
         let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i] == b'`' {
-                let end = run_end(bytes, i);
+        while i < items.len() {
+            if is_backtick(&items[i]) {
+                let mut end = i + 1;
+                while end < items.len() && is_backtick(&items[end]) {
+                    end += 1;
+                }
                 starts_by_len.entry(end - i).or_default().push(i);
                 i = end;
             } else {
@@ -205,7 +215,7 @@ impl BacktickRuns {
 
     /// The start of the first maximal run of exactly `len` backticks at or after `from`
     /// (`from` is the end of a run, so every run after it is maximal).
-    fn next(&self, from: usize, len: usize) -> Option<usize> {
+    pub(crate) fn next(&self, from: usize, len: usize) -> Option<usize> {
         let starts = self.starts_by_len.get(&len)?;
         starts.get(starts.partition_point(|&s| s < from)).copied()
     }

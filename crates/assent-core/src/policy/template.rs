@@ -310,6 +310,7 @@ fn is_table_delimiter_row(line: &str) -> bool {
 /// characters that are not backticks), and refuses a content placeholder in a place where it
 /// could not be inert (each refusal pushed onto `errors`).
 fn markdown_parts(tokens: &[Token], errors: &mut Vec<TemplateError>) -> Vec<Part> {
+    let runs = inert::BacktickRuns::of_items(tokens, |t| *t == Token::Char('`'));
     let mut parts = Vec::new();
     let mut text = String::new();
     let mut i = 0;
@@ -330,7 +331,7 @@ fn markdown_parts(tokens: &[Token], errors: &mut Vec<TemplateError>) -> Vec<Part
             Token::Char('`') => {
                 let open_end = run_end(tokens, i);
                 let len = open_end - i;
-                match find_run(tokens, open_end, len) {
+                match runs.next(open_end, len) {
                     Some(close) => {
                         let inside = &tokens[open_end..close];
                         if inside.iter().any(|t| matches!(t, Token::Var(_))) {
@@ -401,22 +402,6 @@ fn run_end(tokens: &[Token], start: usize) -> usize {
         end += 1;
     }
     end
-}
-
-fn find_run(tokens: &[Token], from: usize, len: usize) -> Option<usize> {
-    let mut i = from;
-    while i < tokens.len() {
-        if tokens[i] == Token::Char('`') {
-            let end = run_end(tokens, i);
-            if end - i == len {
-                return Some(i);
-            }
-            i = end;
-        } else {
-            i += 1;
-        }
-    }
-    None
 }
 
 /// The pieces of a template code span's content: line endings read as spaces and one space
@@ -625,6 +610,66 @@ mod tests {
             kind: "modify",
             rule: "retention-shrink",
         }
+    }
+
+    /// The closer found by scanning the rest of the template, as first written: the reference
+    /// the indexed lookup must agree with.
+    fn scanning_find_run(tokens: &[Token], from: usize, len: usize) -> Option<usize> {
+        let mut i = from;
+        while i < tokens.len() {
+            if tokens[i] == Token::Char('`') {
+                let end = run_end(tokens, i);
+                if end - i == len {
+                    return Some(i);
+                }
+                i = end;
+            } else {
+                i += 1;
+            }
+        }
+        None
+    }
+
+    proptest::proptest! {
+        /// From every run's end, as the parser asks, the index names the closer the scan
+        /// finds, placeholders and escapes included.
+        #[test]
+        fn indexed_closers_match_the_scan(picks in proptest::collection::vec(0u8..5, 0..60)) {
+            let tokens: Vec<Token> = picks
+                .iter()
+                .map(|p| match p {
+                    0 | 1 => Token::Char('`'),
+                    2 => Token::Char('\\'),
+                    3 => Token::Char('a'),
+                    _ => Token::Var(Var::New),
+                })
+                .collect();
+            let runs = inert::BacktickRuns::of_items(&tokens, |t| *t == Token::Char('`'));
+            for start in 0..tokens.len() {
+                if tokens[start] != Token::Char('`') {
+                    continue;
+                }
+                let end = run_end(&tokens, start);
+                for len in 1..=tokens.len() {
+                    proptest::prop_assert_eq!(
+                        runs.next(end, len),
+                        scanning_find_run(&tokens, end, len),
+                        "{:?} from {} len {}", tokens, end, len
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_template_of_many_unmatched_runs_renders_them_escaped() {
+        // Runs of lengths 1..=300, none with a partner: every one stays literal text (escaped,
+        // so nothing can pair with it later), and each closer is looked up, not scanned for
+        // (a mebibyte of them used to take seconds).
+        let source: String = (1..=300).map(|k| format!("{}a", "`".repeat(k))).collect();
+        let template = format!("{{{{ new }}}} {source}");
+        let rendered = render(&template, &json!(1), &json!(2));
+        assert_eq!(rendered, format!("`2` {}", source.replace('`', "\\`")));
     }
 
     fn render(template: &str, old: &Value, new: &Value) -> String {
