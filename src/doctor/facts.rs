@@ -1,5 +1,5 @@
 //! GitLab's answers to doctor's routes (`gitlab::doctor::responses`) as the facts the
-//! verdicts read (`serialization`, `enforcement`). Here, between the adapter's wire types and
+//! verdicts read (`single_writer`, `enforcement`). Here, between the adapter's wire types and
 //! the pure verdicts, so neither side names the other.
 //!
 //! A field GitLab left out stays `None` in the facts: a conversion never invents a value
