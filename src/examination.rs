@@ -9,18 +9,25 @@
 //! healing, the single MR (for `head_pipeline`, which the listing lacks) and at most one
 //! `POST .../pipelines`. A pipeline creation is a write and is never retried: after an
 //! ambiguous failure the next examination sees the pipeline (then `pipeline-active`) or not
-//! (then it tries again).
+//! (then it tries again). GitLab's refusal (`405`, `400`: it created nothing) is an answer:
+//! the MR's line says so ([`MrAction::PipelineRefused`]) and nothing failed.
+//!
+//! An MR outside the sweep's window is examined only when its summary says `REVIEW`
+//! ([`examine_at_review`]): GitLab does not move an MR's `updated_at` when one thread of
+//! several is resolved, so such an MR can wait anywhere in time for a resolution the sweep
+//! must see.
 
 use serde::Serialize;
 
 use crate::core::inventory::Inventory;
-use crate::core::model::MergeRequestState;
+use crate::core::marker::{self, GateLine};
+use crate::core::model::Decision;
 use crate::core::resolutions::resolution_fingerprint;
 use crate::core::sweep::{
     Action, ClassifySettings, HeadPipeline, MrFacts, SweepDuration, SweepVerdict, Timestamp,
-    classify,
+    assent_possible, classify,
 };
-use crate::forge::sweep::{ListedMergeRequest, SweepForge};
+use crate::forge::sweep::{ListedMergeRequest, PipelineCreation, SweepForge};
 
 /// What an examination depends on besides the MR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,17 +48,21 @@ pub enum MrAction {
     PipelineCreated,
     /// Dry run: a pipeline would have been created.
     WouldCreatePipeline,
+    /// GitLab refused the pipeline and created none (`405`, `400`): an answer, not a
+    /// failure; see the detail.
+    PipelineRefused,
     /// A request failed; see the detail.
     Failed,
 }
 
 impl MrAction {
-    /// `none`, `pipeline-created`, `would-create-pipeline`, `failed`.
+    /// `none`, `pipeline-created`, `would-create-pipeline`, `pipeline-refused`, `failed`.
     pub fn as_str(self) -> &'static str {
         match self {
             MrAction::None => "none",
             MrAction::PipelineCreated => "pipeline-created",
             MrAction::WouldCreatePipeline => "would-create-pipeline",
+            MrAction::PipelineRefused => "pipeline-refused",
             MrAction::Failed => "failed",
         }
     }
@@ -127,7 +138,8 @@ pub fn examine_iid(
                     sha: None,
                     updated_at: None,
                     target_branch: None,
-                    blocking_discussions_resolved: None,
+                    author_id: None,
+                    user_notes_count: None,
                     head_pipeline: HeadPipeline::NotRead,
                 })
             },
@@ -153,8 +165,52 @@ pub fn examine(
         rate_limited: false,
         error: None,
     };
-    examine_into(forge, bot, listed, now, settings, &mut out);
+    examine_into(forge, bot, listed, now, settings, Scope::Any, &mut out);
     out
+}
+
+/// [`examine`] for an MR outside the sweep's window: its discussions are read, and it is
+/// examined further only when its bot summary says `REVIEW` (`None` otherwise: nothing to
+/// report, nothing done). An MR GitLab counts no user note on has no summary and costs no
+/// request. A failure to read the discussions is reported like any examination's.
+pub fn examine_at_review(
+    forge: &dyn SweepForge,
+    bot: u64,
+    listed: &ListedMergeRequest,
+    now: Timestamp,
+    settings: &ExamineSettings,
+) -> Option<Examination> {
+    if listed.user_notes_count == Some(0) {
+        return None;
+    }
+    let mut out = Examination {
+        report: MrReport::of(listed),
+        warnings: Vec::new(),
+        rate_limited: false,
+        error: None,
+    };
+    examine_into(forge, bot, listed, now, settings, Scope::AtReview, &mut out);
+    (out.report.action == MrAction::Failed || out.report.verdict.is_some()).then_some(out)
+}
+
+/// Which MRs an examination goes on with once it has read the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Every MR (one in the window, or named by an event).
+    Any,
+    /// Only an MR whose summary's gate line says `REVIEW`.
+    AtReview,
+}
+
+/// Whether a summary's gate line says `REVIEW`.
+fn says_review(body: &str) -> bool {
+    matches!(
+        marker::gate_line_of(body),
+        Ok(Some(GateLine {
+            decision: Decision::Review,
+            ..
+        }))
+    )
 }
 
 fn examine_into(
@@ -163,6 +219,7 @@ fn examine_into(
     listed: &ListedMergeRequest,
     now: Timestamp,
     settings: &ExamineSettings,
+    scope: Scope,
     out: &mut Examination,
 ) {
     let classify_settings = ClassifySettings {
@@ -181,9 +238,12 @@ fn examine_into(
         }
     };
     let inventory = Inventory::from_listing(&discussions, bot);
+    let summary = inventory.canonical_summary();
+    if scope == Scope::AtReview && !summary.is_some_and(|s| says_review(&s.body)) {
+        return;
+    }
     out.warnings
         .extend(inventory.warnings.iter().map(|w| format!("!{iid}: {w}")));
-    let summary = inventory.canonical_summary();
     mr.summary_note_id = summary.map(|s| s.note_id);
     let mut facts = MrFacts {
         iid,
@@ -191,12 +251,12 @@ fn examine_into(
         open: listed.state == "opened",
         head_pipeline: listed.head_pipeline.clone(),
         target_branch: listed.target_branch.clone().filter(|b| !b.is_empty()),
-        blocking_discussions_resolved: listed.blocking_discussions_resolved,
         resolutions: resolution_fingerprint(&inventory),
+        assent_possible: assent_possible(&inventory, listed.author_id),
     };
     let mut classification = classify(&facts, summary, now, &classify_settings);
     if classification.action == Action::InspectMergeRequest {
-        let info = match forge.merge_request(iid) {
+        let info = match forge.merge_request_entry(iid) {
             Ok(info) => info,
             Err(e) => {
                 out.rate_limited |= e.is_rate_limited();
@@ -210,14 +270,16 @@ fn examine_into(
                 return;
             }
         };
-        facts.head_sha = info.head_sha.clone();
-        facts.open = info.state == MergeRequestState::Opened;
-        facts.target_branch = Some(info.target_branch.clone()).filter(|b| !b.is_empty());
-        facts.head_pipeline = match info.head_pipeline_status {
-            Some(status) => HeadPipeline::Status(status),
-            None => HeadPipeline::None,
-        };
-        mr.head = Some(info.head_sha);
+        // The single MR is not served from the listing's cache: its head, target and state
+        // are the current ones.
+        facts.head_sha = info.sha.clone().unwrap_or_default();
+        facts.open = info.state == "opened";
+        facts.target_branch = info.target_branch.clone().filter(|b| !b.is_empty());
+        if info.author_id.is_some() {
+            facts.assent_possible = assent_possible(&inventory, info.author_id);
+        }
+        facts.head_pipeline = info.head_pipeline;
+        mr.head = info.sha.filter(|s| !s.is_empty());
         classification = classify(&facts, summary, now, &classify_settings);
     }
     mr.verdict = Some(classification.verdict);
@@ -235,9 +297,16 @@ fn examine_into(
             mr.action = MrAction::WouldCreatePipeline;
         }
         Action::CreatePipeline => match forge.create_pipeline(iid) {
-            Ok(pipeline) => {
+            Ok(PipelineCreation::Created(pipeline)) => {
                 mr.action = MrAction::PipelineCreated;
                 mr.pipeline_id = Some(pipeline.id);
+            }
+            Ok(PipelineCreation::Refused { status, message }) => {
+                mr.action = MrAction::PipelineRefused;
+                mr.detail = format!(
+                    "{}; GitLab refused the pipeline and created none (HTTP {status}: {message})",
+                    mr.detail
+                );
             }
             Err(e) => {
                 out.rate_limited |= e.is_rate_limited();

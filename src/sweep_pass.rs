@@ -1,16 +1,27 @@
 //! One sweep pass (docs/contract.md#sweep), as `assent sweep` and `assent serve`'s embedded sweep run it:
-//! list the open MRs updated in the window and examine each ([`crate::examination`]: read
-//! its bot summary, classify it with [`crate::core::sweep`], create a pipeline where the
-//! review state needs healing). The sweep never publishes a review artifact: the pipeline it
-//! creates runs the normal, serialized `assent run` job, which does the healing.
+//! list the project's open MRs, examine each one updated in the window, and each one outside
+//! it whose summary says `REVIEW` ([`crate::examination`]: read its bot summary, classify it
+//! with [`crate::core::sweep`], create a pipeline where the review state needs healing). The
+//! sweep never publishes a review artifact: the pipeline it creates runs the normal,
+//! serialized `assent run` job, which does the healing.
 //!
-//! Requests, per sweep: `GET /user` once, the MR listing (one request per 100 MRs updated in
-//! the window; MRs outside it are filtered by GitLab and cost nothing), then per examined MR
-//! its discussions (all pages), and only for an MR whose summary calls for healing, the single
-//! MR (for `head_pipeline`, which the listing lacks) and at most one `POST .../pipelines`.
-//! The target branch check and decision freshness cost no request of their own: the MR
-//! listing carries `target_branch` and `blocking_discussions_resolved`, and the resolution
-//! fingerprint is computed from the discussions already listed for the summary.
+//! Why every open MR is listed: GitLab resolves a thread with `update_all`
+//! (`app/models/concerns/resolvable_note.rb`), so one thread of several resolved moves no
+//! `updated_at` and sends no webhook; only the last one does
+//! (`MergeRequests::ResolvedDiscussionNotificationService`). An MR waiting at `REVIEW` can be
+//! anywhere in time, and only its discussions say it waits: GitLab has no listing of one
+//! user's notes across MRs, so an MR outside the window with user notes costs one
+//! discussions read per sweep (usually one request) to learn whether its summary says
+//! `REVIEW`. An MR without user notes (`user_notes_count: 0`) has no summary and costs
+//! nothing.
+//!
+//! Requests, per sweep: `GET /user` once, the MR listing (one request per 100 open MRs), then
+//! per examined MR its discussions (all pages), per MR outside the window with user notes its
+//! discussions, and only for an MR whose summary calls for healing, the single MR (for
+//! `head_pipeline`, which the listing lacks) and at most one `POST .../pipelines`. The target
+//! branch check and decision freshness cost no request of their own: the MR listing carries
+//! `target_branch` and the author, and the resolution fingerprint is computed from the
+//! discussions already listed for the summary.
 //!
 //! Failures: a failure of `GET /user` or of the listing stops the sweep at once. A failure on
 //! one MR is reported on that MR's line and the sweep goes on with the next, so one broken MR
@@ -18,16 +29,17 @@
 //! done. A pipeline creation is a write and is never retried: after an ambiguous failure the
 //! next sweep sees the pipeline (then `pipeline-active`) or not (then it tries again).
 //!
-//! Order and cap: the MRs are examined oldest update first (they are the closest to leaving
-//! the window and the least likely to have a run in flight), at most `max_mrs` of them; the
-//! rest are counted in the report and left to the next sweep.
+//! Order and cap: the MRs in the window are examined oldest update first (they are the
+//! closest to leaving the window and the least likely to have a run in flight), then those
+//! outside it, oldest update first; at most `max_mrs` MRs have their discussions read, and
+//! the rest are counted in the report and left to the next sweep.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::core::sweep::{SweepDuration, SweepVerdict, Timestamp, window_start};
-use crate::examination::{ExamineSettings, MrAction, MrReport, examine};
+use crate::examination::{ExamineSettings, MrAction, MrReport, examine, examine_at_review};
 use crate::forge::sweep::{ListedMergeRequest, SweepForge};
 use crate::forge::{ForgeError, RequestCounts};
 use crate::progress::{Event, Progress, Silent};
@@ -60,6 +72,9 @@ pub struct SweepReport {
     pub settings: SweepSettings,
     /// Open MRs the listing returned in the window (`None` when the listing failed).
     pub listed: Option<usize>,
+    /// Open MRs outside the window whose discussions were read for a `REVIEW` summary (those
+    /// found at `REVIEW` are also among [`SweepReport::mrs`]).
+    pub read_outside_window: usize,
     /// The MRs examined, in examination order.
     pub mrs: Vec<MrReport>,
     /// MRs in the window left for the next sweep because of `max_mrs`.
@@ -73,6 +88,9 @@ pub struct SweepReport {
     pub refreshed: usize,
     /// Dry run: pipelines that would have been created.
     pub would_heal: usize,
+    /// Pipelines GitLab refused to create (`405`, `400`): answers, reported on their MRs'
+    /// lines, not failures.
+    pub refused: usize,
     /// Operator-facing warnings (malformed bot markers, the `max_mrs` cap).
     pub warnings: Vec<String>,
     /// The failure that stopped the sweep early, if any.
@@ -181,6 +199,7 @@ impl SweepReport {
             dry_run: s.dry_run,
             max_mrs: s.max_mrs,
             listed: self.listed,
+            read_outside_window: self.read_outside_window,
             examined: self.mrs.len(),
             not_examined: self.not_examined,
             mrs: self
@@ -204,6 +223,7 @@ impl SweepReport {
                 writes: self.requests.writes,
             },
             would_heal: self.would_heal,
+            refused: self.refused,
             refreshed: self.refreshed,
             healed: self.healed,
         };
@@ -222,6 +242,7 @@ struct JsonReport<'a> {
     dry_run: bool,
     max_mrs: usize,
     listed: Option<usize>,
+    read_outside_window: usize,
     examined: usize,
     not_examined: usize,
     mrs: Vec<JsonMr<'a>>,
@@ -230,6 +251,7 @@ struct JsonReport<'a> {
     error: Option<String>,
     requests: JsonRequests,
     would_heal: usize,
+    refused: usize,
     refreshed: usize,
     healed: usize,
 }
@@ -318,12 +340,14 @@ pub fn sweep_shared(
         updated_after,
         settings: *settings,
         listed: None,
+        read_outside_window: 0,
         mrs: Vec::new(),
         not_examined: 0,
         busy: 0,
         healed: 0,
         refreshed: 0,
         would_heal: 0,
+        refused: 0,
         warnings: Vec::new(),
         failure: None,
         rate_limited: false,
@@ -354,7 +378,7 @@ fn run_sweep(
         }
     };
     let reads = forge.request_counts().reads;
-    let listing = match forge.list_open_merge_requests(report.updated_after) {
+    let listing = match forge.list_open_merge_requests() {
         Ok(l) => l,
         Err(e) => {
             report.rate_limited |= e.is_rate_limited();
@@ -363,31 +387,62 @@ fn run_sweep(
             return;
         }
     };
-    let candidates = in_window(listing, report.updated_after);
+    let (candidates, outside) = by_window(listing, report.updated_after);
     report.listed = Some(candidates.len());
     progress.event(&Event::MergeRequestsListed {
         count: candidates.len(),
         requests: forge.request_counts().reads - reads,
     });
-    if candidates.len() > settings.max_mrs {
-        report.not_examined = candidates.len() - settings.max_mrs;
-        report.warnings.push(format!(
-            "stopped at --max-mrs {}: {} more open MR(s) updated in the window were not examined (the oldest-updated go first; the next sweep continues)",
-            settings.max_mrs, report.not_examined
-        ));
+    // Only MRs that may hold a summary cost a read outside the window.
+    let outside: Vec<ListedMergeRequest> = outside
+        .into_iter()
+        .filter(|m| m.user_notes_count != Some(0))
+        .collect();
+    let total_reads = candidates.len() + outside.len();
+    if total_reads > settings.max_mrs {
+        report.not_examined = total_reads - settings.max_mrs;
+        let in_window_left = candidates.len().saturating_sub(settings.max_mrs);
+        let outside_left = report.not_examined - in_window_left;
+        let mut warning = format!("stopped at --max-mrs {}: ", settings.max_mrs);
+        if in_window_left > 0 {
+            warning.push_str(&format!(
+                "{in_window_left} more open MR(s) in the window were not examined (the oldest-updated go first; the next sweep continues)"
+            ));
+        }
+        if outside_left > 0 {
+            if in_window_left > 0 {
+                warning.push_str(", and ");
+            }
+            warning.push_str(&format!(
+                "{outside_left} open MR(s) outside the window were not read for a REVIEW summary"
+            ));
+        }
+        report.warnings.push(warning);
     }
     let examine_settings = ExamineSettings {
         stuck_after: settings.stuck_after,
         dry_run: settings.dry_run,
     };
     let total = candidates.len().min(settings.max_mrs);
-    for listed in candidates.into_iter().take(settings.max_mrs) {
+    let in_window = candidates.len();
+    let mrs = candidates
+        .into_iter()
+        .map(|m| (m, true))
+        .chain(outside.into_iter().map(|m| (m, false)))
+        .take(settings.max_mrs);
+    for (listed, in_window_mr) in mrs {
         if !lock.try_lock(listed.iid) {
             report.busy += 1;
             continue;
         }
-        let examined = examine(forge, bot, &listed, report.now, &examine_settings);
+        let examined = if in_window_mr {
+            Some(examine(forge, bot, &listed, report.now, &examine_settings))
+        } else {
+            report.read_outside_window += 1;
+            examine_at_review(forge, bot, &listed, report.now, &examine_settings)
+        };
         lock.unlock(listed.iid);
+        let Some(examined) = examined else { continue };
         report.warnings.extend(examined.warnings);
         report.rate_limited |= examined.rate_limited;
         if examined.error.is_some() {
@@ -402,39 +457,40 @@ fn run_sweep(
             }
             MrAction::PipelineCreated => report.healed += 1,
             MrAction::WouldCreatePipeline => report.would_heal += 1,
+            MrAction::PipelineRefused => report.refused += 1,
             MrAction::None | MrAction::Failed => {}
         }
         report.mrs.push(mr);
-        progress.event(&Event::Examined {
-            done: report.mrs.len(),
-            total,
-            healed: report.healed + report.refreshed + report.would_heal,
-        });
+        if report.mrs.len() <= in_window {
+            progress.event(&Event::Examined {
+                done: report.mrs.len(),
+                total,
+                healed: report.healed + report.refreshed + report.would_heal,
+            });
+        }
     }
 }
 
-/// Open MRs at or after the window start, one per IID, oldest update first. An MR whose
-/// `updated_at` is missing or unreadable is kept (GitLab put it in the window).
-fn in_window(listing: Vec<ListedMergeRequest>, start: Timestamp) -> Vec<ListedMergeRequest> {
+/// The open MRs, one per IID, split at the window start: those at or after it, then those
+/// before it, each oldest update first. An MR whose `updated_at` is missing or unreadable is
+/// in the window (GitLab did not say it is outside).
+fn by_window(
+    listing: Vec<ListedMergeRequest>,
+    start: Timestamp,
+) -> (Vec<ListedMergeRequest>, Vec<ListedMergeRequest>) {
     let mut by_iid: BTreeMap<u64, ListedMergeRequest> = BTreeMap::new();
     for mr in listing {
-        let updated = mr.updated_at.as_deref().and_then(Timestamp::parse);
-        if mr.state != "opened" || updated.is_some_and(|u| u < start) {
-            continue;
+        if mr.state == "opened" {
+            by_iid.insert(mr.iid, mr);
         }
-        by_iid.insert(mr.iid, mr);
     }
-    let mut mrs: Vec<ListedMergeRequest> = by_iid.into_values().collect();
-    mrs.sort_by_key(|m| {
-        (
-            m.updated_at
-                .as_deref()
-                .and_then(Timestamp::parse)
-                .unwrap_or(start),
-            m.iid,
-        )
-    });
-    mrs
+    let updated = |m: &ListedMergeRequest| m.updated_at.as_deref().and_then(Timestamp::parse);
+    let (mut inside, mut outside): (Vec<_>, Vec<_>) = by_iid
+        .into_values()
+        .partition(|m| !updated(m).is_some_and(|u| u < start));
+    inside.sort_by_key(|m| (updated(m).unwrap_or(start), m.iid));
+    outside.sort_by_key(|m| (updated(m).unwrap_or(start), m.iid));
+    (inside, outside)
 }
 
 #[cfg(test)]
@@ -445,16 +501,17 @@ mod tests {
     use super::*;
     use crate::core::inventory::Inventory;
     use crate::core::marker::{Marker, SummaryState, compose_body};
-    use crate::core::model::{ListedDiscussion, MergeRequestInfo, MergeRequestState};
+    use crate::core::model::{ListedDiscussion, MergeRequestInfo};
     use crate::core::model::{ListedNote, Occurrence};
     use crate::core::resolutions::resolution_fingerprint;
-    use crate::core::sweep::Timestamp;
+    use crate::core::sweep::{HeadPipeline, Timestamp};
     use crate::examination::MrAction;
-    use crate::forge::sweep::CreatedPipeline;
+    use crate::forge::sweep::{CreatedPipeline, PipelineCreation};
 
     const HEAD: &str = "2222222222222222222222222222222222222222";
     const OLD: &str = "1111111111111111111111111111111111111111";
     const BOT: u64 = 100;
+    const AUTHOR: u64 = 300;
 
     #[derive(Default)]
     struct Stub {
@@ -464,6 +521,7 @@ mod tests {
         fail_list: bool,
         fail_discussions: Vec<u64>,
         fail_create: Vec<u64>,
+        refuse_create: Vec<u64>,
         log: RefCell<Vec<String>>,
     }
 
@@ -481,11 +539,8 @@ mod tests {
             self.log.borrow_mut().push("user".into());
             Ok(BOT)
         }
-        fn list_open_merge_requests(
-            &self,
-            after: Timestamp,
-        ) -> Result<Vec<ListedMergeRequest>, ForgeError> {
-            self.log.borrow_mut().push(format!("list {after}"));
+        fn list_open_merge_requests(&self) -> Result<Vec<ListedMergeRequest>, ForgeError> {
+            self.log.borrow_mut().push("list".into());
             if self.fail_list {
                 return Err(err("list"));
             }
@@ -498,30 +553,27 @@ mod tests {
             }
             Ok(self.discussions.get(&iid).cloned().unwrap_or_default())
         }
-        fn merge_request(&self, iid: u64) -> Result<MergeRequestInfo, ForgeError> {
-            self.log.borrow_mut().push(format!("mr {iid}"));
-            Ok(MergeRequestInfo {
-                state: MergeRequestState::Opened,
-                head_sha: HEAD.into(),
-                base_sha: None,
-                start_sha: None,
-                diff_head_sha: None,
-                target_branch: "main".into(),
-                head_pipeline_status: self.pipelines.get(&iid).cloned().flatten(),
-                web_url: None,
-                title: String::new(),
-                source_branch: String::new(),
-                author: String::new(),
-                author_id: None,
-                labels: Vec::new(),
-                changes_count: None,
-            })
+        fn merge_request(&self, _iid: u64) -> Result<MergeRequestInfo, ForgeError> {
+            Err(err("the sweep reads the MR as an entry"))
         }
         fn merge_request_entry(&self, iid: u64) -> Result<ListedMergeRequest, ForgeError> {
-            self.log.borrow_mut().push(format!("entry {iid}"));
-            Err(err("entry"))
+            self.log.borrow_mut().push(format!("mr {iid}"));
+            let mut entry = self
+                .listing
+                .iter()
+                .find(|m| m.iid == iid)
+                .cloned()
+                .unwrap_or_else(|| listed(iid, "2026-11-30T11:00:00Z"));
+            entry.head_pipeline = match self.pipelines.get(&iid).cloned().flatten() {
+                Some(status) => HeadPipeline::Status {
+                    status,
+                    sha: Some(HEAD.into()),
+                },
+                None => HeadPipeline::None,
+            };
+            Ok(entry)
         }
-        fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {
+        fn create_pipeline(&self, iid: u64) -> Result<PipelineCreation, ForgeError> {
             self.log.borrow_mut().push(format!("create {iid}"));
             if self.fail_create.contains(&iid) {
                 return Err(ForgeError::AmbiguousWrite {
@@ -530,11 +582,17 @@ mod tests {
                     message: "HTTP 502".into(),
                 });
             }
-            Ok(CreatedPipeline {
+            if self.refuse_create.contains(&iid) {
+                return Ok(PipelineCreation::Refused {
+                    status: 405,
+                    message: "405 Method Not Allowed".into(),
+                });
+            }
+            Ok(PipelineCreation::Created(CreatedPipeline {
                 id: 5000 + iid,
                 status: Some("created".into()),
                 web_url: None,
-            })
+            }))
         }
         fn request_counts(&self) -> RequestCounts {
             RequestCounts::default()
@@ -548,8 +606,9 @@ mod tests {
             sha: Some(HEAD.into()),
             updated_at: Some(updated.into()),
             target_branch: Some("main".into()),
-            blocking_discussions_resolved: Some(false),
-            head_pipeline: crate::core::sweep::HeadPipeline::NotRead,
+            author_id: Some(AUTHOR),
+            user_notes_count: None,
+            head_pipeline: HeadPipeline::NotRead,
         }
     }
 
@@ -585,6 +644,7 @@ mod tests {
                 resolved_at: None,
                 diff_note: false,
                 body,
+                created_at: Some(updated_at.into()),
                 updated_at: Some(updated_at.into()),
             }],
         }
@@ -664,7 +724,7 @@ mod tests {
             *forge.log.borrow(),
             [
                 "user",
-                "list 2026-11-28T12:00:00Z",
+                "list",
                 "discussions 4",
                 "mr 4",
                 "create 4",
@@ -742,10 +802,37 @@ mod tests {
     }
 
     #[test]
-    fn listed_mrs_outside_the_window_or_not_open_get_no_request() {
+    fn outside_the_window_only_an_mr_at_review_is_examined() {
+        use crate::core::marker::{GateLine, encode_gate_line};
+        use crate::core::model::Decision;
         let mut forge = stub();
+        let review = summary_discussion_with(
+            SummaryState::Verified,
+            HEAD,
+            "2026-11-01T00:00:00Z",
+            &format!(
+                "## assent · REVIEW\n\n{}",
+                encode_gate_line(&GateLine {
+                    decision: Decision::Review,
+                    resolutions: resolution_fingerprint(&Inventory::from_listing(
+                        &[challenge_thread(50, None)],
+                        BOT
+                    )),
+                })
+            ),
+        );
+        forge
+            .discussions
+            .insert(6, vec![review, challenge_thread(50, Some(7))]);
         forge.listing = vec![
+            // Outside the window: verified (read, nothing to report), no user note (no
+            // request at all), at REVIEW with a counted resolution (examined, healed).
             listed(1, "2026-11-28T11:59:59Z"),
+            ListedMergeRequest {
+                user_notes_count: Some(0),
+                ..listed(5, "2026-11-01T00:00:00Z")
+            },
+            listed(6, "2026-11-01T00:00:00Z"),
             ListedMergeRequest {
                 state: "merged".into(),
                 ..listed(2, "2026-11-30T10:00:00Z")
@@ -755,8 +842,55 @@ mod tests {
         ];
         let report = sweep(&forge, "g/p", now(), &settings());
         assert_eq!(report.listed, Some(1));
-        assert_eq!(report.mrs.len(), 1);
-        assert_eq!(report.mrs[0].iid, 3);
+        assert_eq!(report.read_outside_window, 2);
+        let lines: Vec<(u64, &str, MrAction)> = report
+            .mrs
+            .iter()
+            .map(|m| (m.iid, m.verdict.unwrap().as_str(), m.action))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                (3, "verified-older-head", MrAction::PipelineCreated),
+                (6, "review-resolved", MrAction::PipelineCreated)
+            ]
+        );
+        assert_eq!((report.refreshed, report.healed), (1, 1));
+        assert_eq!(
+            *forge.log.borrow(),
+            [
+                "user",
+                "list",
+                "discussions 3",
+                "mr 3",
+                "create 3",
+                "discussions 6",
+                "mr 6",
+                "create 6",
+                "discussions 1",
+            ]
+        );
+        assert_eq!(report.to_json()["readOutsideWindow"], 2);
+    }
+
+    #[test]
+    fn a_refused_pipeline_is_an_answer_on_the_mrs_line_not_a_failure() {
+        let mut forge = stub();
+        forge.refuse_create = vec![4];
+        let report = sweep(&forge, "g/p", now(), &settings());
+        assert_eq!(report.mrs[0].iid, 4);
+        assert_eq!(report.mrs[0].action, MrAction::PipelineRefused);
+        assert!(report.succeeded(), "a refusal fails nothing");
+        assert_eq!((report.refused, report.healed), (1, 1));
+        let text = report.to_text();
+        assert!(
+            text.contains("!4 missing: pipeline-refused (no assent summary on the MR; no head pipeline; GitLab refused the pipeline and created none (HTTP 405: 405 Method Not Allowed))"),
+            "{text}"
+        );
+        let json = report.to_json();
+        assert_eq!(json["mrs"][0]["action"], "pipeline-refused");
+        assert_eq!(json["refused"], 1);
+        assert_eq!(json["complete"], true);
     }
 
     #[test]
@@ -848,6 +982,7 @@ mod tests {
                 ),
                 resolved_at: resolved_by.map(|_| "2026-01-01T00:00:00Z".to_owned()),
                 diff_note: false,
+                created_at: resolved_by.map(|_| "2026-01-01T00:00:00Z".to_owned()),
                 updated_at: resolved_by.map(|_| "2026-01-01T00:00:00Z".to_owned()),
             }],
         }
@@ -875,10 +1010,7 @@ mod tests {
         );
         let sweep_with = |thread: ListedDiscussion| {
             let mut forge = Stub {
-                listing: vec![ListedMergeRequest {
-                    blocking_discussions_resolved: Some(true),
-                    ..listed(1, "2026-11-30T11:00:00Z")
-                }],
+                listing: vec![listed(1, "2026-11-30T11:00:00Z")],
                 ..Stub::default()
             };
             forge.discussions.insert(1, vec![summary.clone(), thread]);

@@ -90,6 +90,7 @@ fn note(id: u64, author_id: u64, resolvable: bool, resolved: bool, body: String)
         resolved_at: resolved.then(|| "2026-01-01T00:00:00.000000Z".to_owned()),
         diff_note: false,
         body,
+        created_at: Some("2026-01-01T00:00:00.000000Z".to_owned()),
         updated_at: Some("2026-01-01T00:00:00.000000Z".to_owned()),
     }
 }

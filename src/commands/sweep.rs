@@ -134,11 +134,10 @@ pub fn run(args: &SweepArgs) -> CliResult {
         return Err(anyhow::Error::msg(line).into());
     }
     if report.not_examined > 0 {
-        crate::errln!(
-            "warning: stopped at --max-mrs {}: {} more open MR(s) in the window were not examined",
-            settings.max_mrs,
-            report.not_examined
-        );
+        let prefix = format!("stopped at --max-mrs {}: ", settings.max_mrs);
+        if let Some(cap) = report.warnings.iter().find(|w| w.starts_with(&prefix)) {
+            crate::errln!("warning: {}", crate::core::terminal::terminal_safe(cap));
+        }
     }
     Ok(())
 }

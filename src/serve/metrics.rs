@@ -55,6 +55,9 @@ pub struct Metrics {
     pub classifications: Family<ClassificationLabels, Counter>,
     /// `assent_pipelines_created_total{trigger,verdict}`.
     pub pipelines_created: Family<ClassificationLabels, Counter>,
+    /// `assent_pipeline_refusals_total{trigger,verdict}`: pipelines GitLab refused to create
+    /// (`405`, `400`), an answer rather than a failure.
+    pub pipeline_refusals: Family<ClassificationLabels, Counter>,
     /// `assent_sweep_passes_total{result}`.
     pub sweep_passes: Family<PassLabels, Counter>,
     /// `assent_sweep_last_success_timestamp_seconds`.
@@ -83,6 +86,7 @@ impl Metrics {
             webhook_events: Family::default(),
             classifications: Family::default(),
             pipelines_created: Family::default(),
+            pipeline_refusals: Family::default(),
             sweep_passes: Family::default(),
             sweep_last_success: Gauge::default(),
             queue_keys: Gauge::default(),
@@ -103,6 +107,11 @@ impl Metrics {
             "assent_pipelines_created",
             "MR pipelines created by trigger and verdict; trigger=sweep stays 0 when the live path works",
             m.pipelines_created.clone(),
+        );
+        registry.register(
+            "assent_pipeline_refusals",
+            "MR pipelines GitLab refused to create (405, 400: none created) by trigger and verdict",
+            m.pipeline_refusals.clone(),
         );
         registry.register(
             "assent_sweep_passes",

@@ -170,6 +170,12 @@ impl Shared {
                 .get_or_create(&ClassificationLabels { trigger, verdict })
                 .inc();
         }
+        if mr.action == MrAction::PipelineRefused {
+            self.metrics
+                .pipeline_refusals
+                .get_or_create(&ClassificationLabels { trigger, verdict })
+                .inc();
+        }
     }
 }
 

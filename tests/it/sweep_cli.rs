@@ -1054,26 +1054,36 @@ fn rerun_keeping_review(fake: &FakeGitLab) {
 }
 
 #[test]
-fn review_with_every_thread_resolved_is_healed_once_per_change_of_resolutions() {
+fn review_is_healed_once_per_change_of_resolutions_that_may_count() {
     let fake = FakeGitLab::start(fixtures::basic());
     reconcile(&forge(&fake), &desired(), &run_context()).unwrap();
     pipeline_finished(&fake);
-    // REVIEW with open challenges: GitLab says not every blocking discussion is resolved.
+    // REVIEW with open challenges: nothing changed since the summary.
     let (line, healed) = sweep_mr7(&fake);
     assert!(line.starts_with("!7 verified: none"), "{line}");
     assert_eq!(healed, "refreshed: 0 / healed: 0");
 
-    // The MR's author resolves both challenges: the summary still says REVIEW.
-    let threads: Vec<String> = fake
-        .discussions(PROJECT_ID, fixtures::MR_IID)
-        .into_iter()
-        .filter(|d| d.resolvable())
-        .map(|d| d.id)
-        .collect();
+    // The MR's author resolves both challenges: the summary still says REVIEW, and no
+    // resolution there can ever count, so no pipeline, not even once.
+    let threads = challenge_threads(&fake);
     assert_eq!(threads.len(), 2);
     for id in &threads {
-        fake.resolve(PROJECT_ID, fixtures::MR_IID, id, HUMAN_ID, true);
+        fake.resolve(PROJECT_ID, fixtures::MR_IID, id, fixtures::AUTHOR_ID, true);
     }
+    for _ in 0..2 {
+        let (line, healed) = sweep_mr7(&fake);
+        assert!(line.starts_with("!7 verified: none"), "{line}");
+        assert!(
+            line.contains("no thread is resolved by a user who may assent"),
+            "{line}"
+        );
+        assert_eq!(healed, "refreshed: 0 / healed: 0");
+    }
+    assert!(fake.pipelines(PROJECT_ID).is_empty());
+
+    // A reviewer resolves one instead: a change of resolutions that may count, healed once.
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], fixtures::AUTHOR_ID, false);
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, true);
     let (line, healed) = sweep_mr7(&fake);
     assert!(
         line.starts_with("!7 review-resolved: pipeline-created"),
@@ -1081,8 +1091,8 @@ fn review_with_every_thread_resolved_is_healed_once_per_change_of_resolutions() 
     );
     assert_eq!(healed, "refreshed: 1 / healed: 0");
 
-    // That pipeline's run does not count the author's resolutions: REVIEW again, for the
-    // resolutions it saw. No sweep after it creates a pipeline, however many run.
+    // That pipeline's run keeps REVIEW for the resolutions it saw (here: written as a run
+    // that does not count them would). No sweep after it creates a pipeline, however many run.
     rerun_keeping_review(&fake);
     pipeline_finished(&fake);
     for _ in 0..3 {
@@ -1093,7 +1103,7 @@ fn review_with_every_thread_resolved_is_healed_once_per_change_of_resolutions() 
     }
     assert_eq!(fake.pipelines(PROJECT_ID).len(), 1);
 
-    // The author re-opens one and resolves it again: the same resolutions, no pipeline.
+    // The reviewer re-opens it and resolves it again: the same resolutions, no pipeline.
     fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, false);
     let (line, _) = sweep_mr7(&fake);
     assert!(line.starts_with("!7 verified: none"), "{line}");
@@ -1102,10 +1112,10 @@ fn review_with_every_thread_resolved_is_healed_once_per_change_of_resolutions() 
     assert!(line.starts_with("!7 verified: none"), "{line}");
     assert_eq!(healed, "refreshed: 0 / healed: 0");
 
-    // A reviewer resolves it instead: a change of resolutions, healed again.
-    fake.ensure_user(300, "bob");
-    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, false);
-    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], 300, true);
+    // Another reviewer resolves the second one: a new change, healed again.
+    fake.ensure_user(400, "carol");
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[1], fixtures::AUTHOR_ID, false);
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[1], 400, true);
     let (line, healed) = sweep_mr7(&fake);
     assert!(
         line.starts_with("!7 review-resolved: pipeline-created"),
@@ -1183,4 +1193,169 @@ fn the_json_report_names_the_new_verdicts() {
     );
     // A retarget is a human action: its pipeline is a refresh, not a repair.
     assert_eq!((&doc["refreshed"], &doc["healed"]), (&1.into(), &1.into()));
+}
+
+// ---- silent resolutions (docs/contract.md#silent-resolutions), head pipelines and refusals (docs/contract.md#pipeline-creation) ----
+
+/// The bot's resolvable threads on MR !7.
+fn challenge_threads(fake: &FakeGitLab) -> Vec<String> {
+    fake.discussions(PROJECT_ID, fixtures::MR_IID)
+        .into_iter()
+        .filter(|d| d.resolvable())
+        .map(|d| d.id)
+        .collect()
+}
+
+/// A reviewer resolves one challenge of two on an MR last updated days ago: GitLab moves no
+/// `updated_at` and sends nothing, and the sweep still sees it, once. The MR's author
+/// resolving one never causes a pipeline.
+#[test]
+fn one_thread_of_several_resolved_outside_the_window_is_refreshed_once() {
+    let fake = FakeGitLab::start(fixtures::basic());
+    fake.set_time(&ago(5 * 24 * HOUR));
+    reconcile(&forge(&fake), &desired(), &run_context()).unwrap();
+    pipeline_finished(&fake);
+    let threads = challenge_threads(&fake);
+    assert_eq!(threads.len(), 2);
+    let updated = fake.mr(PROJECT_ID, fixtures::MR_IID).updated_at;
+
+    // The MR's author resolves one: no resolution that can count, no pipeline, sweep after
+    // sweep.
+    fake.set_time(&ago(4 * 24 * HOUR));
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], fixtures::AUTHOR_ID, true);
+    assert_eq!(fake.mr(PROJECT_ID, fixtures::MR_IID).updated_at, updated);
+    for _ in 0..2 {
+        let (line, tail) = sweep_mr7(&fake);
+        assert!(line.starts_with("!7 verified: none"), "{line}");
+        assert!(
+            line.contains("no thread is resolved by a user who may assent"),
+            "{line}"
+        );
+        assert_eq!(tail, "refreshed: 0 / healed: 0");
+    }
+    assert!(fake.pipelines(PROJECT_ID).is_empty());
+
+    // A reviewer resolves it instead, the other thread stays open: still nothing moves.
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], fixtures::AUTHOR_ID, false);
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, true);
+    assert_eq!(fake.mr(PROJECT_ID, fixtures::MR_IID).updated_at, updated);
+    fake.reset_log();
+    let (line, tail) = sweep_mr7(&fake);
+    assert!(
+        line.starts_with("!7 review-resolved: pipeline-created"),
+        "{line}"
+    );
+    assert_eq!(tail, "refreshed: 1 / healed: 0");
+    assert_eq!(pipelines_for(&fake), vec![fixtures::MR_IID]);
+    // GET /user, the listing, the discussions, the single MR; one write.
+    assert_eq!((fake.reads(), fake.writes()), (4, 1), "{:?}", requested(&fake));
+
+    // The next sweep, while that pipeline is coming: none.
+    let (line, tail) = sweep_mr7(&fake);
+    assert!(line.starts_with("!7 pipeline-active: none"), "{line}");
+    assert_eq!(tail, "refreshed: 0 / healed: 0");
+    // Its run keeps REVIEW (the other thread is open) for the resolutions it saw: none again.
+    rerun_keeping_review(&fake);
+    pipeline_finished(&fake);
+    let (line, tail) = sweep_mr7(&fake);
+    assert!(line.starts_with("!7 verified: none"), "{line}");
+    assert!(line.contains("no resolution changed"), "{line}");
+    assert_eq!(tail, "refreshed: 0 / healed: 0");
+    assert_eq!(fake.pipelines(PROJECT_ID).len(), 1);
+}
+
+/// Outside the window, an MR whose summary does not say `REVIEW` is read and left alone, and
+/// one without user notes is not even read.
+#[test]
+fn outside_the_window_only_an_mr_at_review_gets_a_line() {
+    let fake = FakeGitLab::start(with_mrs(vec![
+        mr(
+            1,
+            &ago(5 * 24 * HOUR),
+            vec![note(
+                BOT_ID,
+                summary_body(SummaryState::Reconciling, HEAD_SHA),
+                &ago(5 * 24 * HOUR),
+            )],
+        ),
+        mr(2, &ago(5 * 24 * HOUR), vec![]),
+    ]));
+    let out = run_sweep(
+        &fake,
+        &["--lookback", "3h", "--interval", "1h", "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["mrs"], serde_json::json!([]));
+    assert_eq!((&doc["listed"], &doc["readOutsideWindow"]), (&0.into(), &1.into()));
+    assert!(
+        requested(&fake)
+            .iter()
+            .any(|p| p.ends_with("/merge_requests/1/discussions")),
+        "{:?}",
+        requested(&fake)
+    );
+    assert!(
+        !requested(&fake).iter().any(|p| p.contains("/merge_requests/2/")),
+        "{:?}",
+        requested(&fake)
+    );
+    assert_eq!(fake.writes(), 0);
+}
+
+/// `head_pipeline` is the MR's latest pipeline: after a push it can be the previous head's,
+/// still running. That is no job for the head, so the sweep creates one.
+#[test]
+fn a_running_pipeline_of_the_previous_head_is_not_the_heads() {
+    let fake = FakeGitLab::start(with_mrs(vec![mr(
+        1,
+        &ago(HOUR),
+        vec![note(
+            BOT_ID,
+            summary_body(SummaryState::Verified, HEAD_SHA),
+            &ago(HOUR),
+        )],
+    )]));
+    fake.set_head_pipeline(PROJECT_ID, 1, Some((4000, "running")));
+    fake.set_head(PROJECT_ID, 1, OLD_SHA);
+    let out = run_sweep(&fake, &["--lookback", "3h", "--interval", "1h"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let line = line_of(&text, 1);
+    assert!(
+        line.starts_with("!1 verified-older-head: pipeline-created"),
+        "{line}"
+    );
+    assert!(line.contains("head pipeline is running for 22222222, not the head"), "{line}");
+    assert_eq!(pipelines_for(&fake), vec![1]);
+}
+
+/// GitLab refuses the pipeline and creates none: the MR's line says so, the pass goes on and
+/// the sweep exits 0.
+#[test]
+fn a_refused_pipeline_is_reported_and_the_sweep_goes_on() {
+    let mut empty = mr(1, &ago(2 * HOUR), vec![]);
+    empty.has_no_commits = true;
+    let fake = FakeGitLab::start(with_mrs(vec![empty, mr(2, &ago(HOUR), vec![])]));
+    let out = run_sweep(&fake, &["--lookback", "3h", "--interval", "1h"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    let line = line_of(&text, 1);
+    assert!(line.starts_with("!1 missing: pipeline-refused ("), "{line}");
+    assert!(line.contains("GitLab refused the pipeline and created none (HTTP 405"), "{line}");
+    assert!(
+        line_of(&text, 2).starts_with("!2 missing: pipeline-created"),
+        "{text}"
+    );
+    assert_eq!(text.lines().last(), Some("healed: 1"));
+    assert_eq!(pipelines_for(&fake), vec![2]);
+    assert_eq!(stderr(&out), "");
+    let out = run_sweep(
+        &fake,
+        &["--lookback", "3h", "--interval", "1h", "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["refused"], 1);
+    assert_eq!(doc["complete"], true);
 }

@@ -6,20 +6,31 @@
 //! is malformed is skipped with a warning naming its note id; it is never deleted.
 //!
 //! assent never edits a finding thread's first note (only the summary is edited in place), so
-//! a resolved first note that GitLab reports updated after its resolution was edited by
-//! someone holding the bot's token: its marker may name an occurrence its body never showed
-//! the reviewer. Such a thread is [`ThreadArtifact::edited`]: a warning names it, and its
-//! resolution never counts (`review_state::is_retired`). GitLab's REST answer has no field
-//! for an edit (`last_edited_at` exists only in its web UI and GraphQL), so the edit is read
-//! from `updated_at` against `resolved_at`; docs/reliability.md says what that catches.
+//! a first note that GitLab reports updated since its creation was changed by someone holding
+//! the bot's token: its marker may name an occurrence its body never showed the reviewer, and
+//! that whenever the edit happened, before the resolution or after it. Such a resolved thread
+//! is [`ThreadArtifact::edited`]: a warning names it, and its resolution never counts
+//! (`review_state::is_retired`). GitLab's REST answer has no field for an edit
+//! (`last_edited_at` exists only in its web UI and GraphQL), so the edit is read from
+//! `updated_at` against `created_at`, which GitLab writes as one instant when it creates a
+//! note. What else moves a note's `updated_at`, read from GitLab's source (docs/reliability.md,
+//! "Edited finding notes"):
+//!
+//! * a thread resolved or re-opened through its discussion (the web UI's button, and assent's
+//!   own route) does not: `update_all` (`app/models/concerns/resolvable_discussion.rb`,
+//!   `app/models/concerns/resolvable_note.rb`);
+//! * a push that moves a DiffNote's position, or resolves it as outdated (`resolved_by_push`),
+//!   does not: `Gitlab::Timeless.timeless(note, &:save)`
+//!   (`app/services/discussions/update_diff_position_service.rb`, `app/models/merge_request.rb`);
+//! * one note resolved through the note route (`PUT …/notes/:id?resolved=`,
+//!   `Notes::ResolveService`, `ResolvableNote#resolve!` saves the note) does, and so does an
+//!   emoji reaction on the note (`AwardEmoji#expire_cache` calls `Note#bump_updated_at`):
+//!   assent cannot tell either from an edit, so such a resolution does not count either (fail
+//!   closed: the thread is retired and a fresh one is posted, to be resolved again).
 
 use crate::marker::{self, Marker, SummaryState};
 use crate::model::{ListedDiscussion, ListedNote, Occurrence, Slot, UserRef};
 use crate::sweep::Timestamp;
-
-/// How much later than `resolved_at` GitLab may write `updated_at` when it saves a
-/// resolution (both are set while saving one note, a few milliseconds apart).
-pub const RESOLUTION_SAVE_SLACK_MILLIS: i64 = 1_000;
 
 /// A finding thread assent posted earlier.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,9 +50,9 @@ pub struct ThreadArtifact {
     pub resolved_by_bot: bool,
     /// Who resolved the thread (its first note's `resolved_by`), when resolved and known.
     pub resolved_by: Option<UserRef>,
-    /// Resolved, and GitLab cannot show that the first note is unchanged since: its
-    /// `updated_at` is later than its `resolved_at`, or either is missing or unreadable.
-    /// Such a resolution is never assent (see the module docs).
+    /// Resolved, and GitLab cannot show that the first note is unchanged since its creation:
+    /// its `updated_at` is not its `created_at`, or either is missing or unreadable. Such a
+    /// resolution is never assent (see the module docs).
     pub edited: bool,
     /// The thread is on a line of the diff (a DiffNote), so a push may have resolved it.
     pub diff_note: bool,
@@ -111,7 +122,7 @@ impl Inventory {
                             resolved_by_bot: note.resolved
                                 && note.resolved_by.as_ref().is_some_and(|u| u.id == bot_user_id),
                             resolved_by: note.resolved.then(|| note.resolved_by.clone()).flatten(),
-                            edited: note.resolved && !unchanged_since_resolution(note),
+                            edited: note.resolved && !unchanged_since_creation(note),
                             diff_note: note.diff_note,
                             bot_replies: discussion.notes[1..]
                                 .iter()
@@ -141,7 +152,7 @@ impl Inventory {
         }
         for thread in inventory.threads.iter().filter(|t| t.edited) {
             inventory.warnings.push(format!(
-                "note {}: GitLab reports this finding thread's first note changed after it was resolved (assent never edits it); its resolution does not count and a fresh thread is posted",
+                "note {}: GitLab reports this finding thread's first note changed since it was posted (assent never edits it: an edit with the bot's token, an emoji reaction on it, or a resolution through the note's own route); its resolution does not count and a fresh thread is posted",
                 thread.forge_id
             ));
         }
@@ -158,15 +169,13 @@ impl Inventory {
     }
 }
 
-/// Whether a resolved note is shown unchanged since its resolution: its `updated_at` is no
-/// later than its `resolved_at` (within [`RESOLUTION_SAVE_SLACK_MILLIS`]). A timestamp
-/// missing or unreadable shows nothing, so the note counts as changed (fail closed).
-fn unchanged_since_resolution(note: &ListedNote) -> bool {
+/// Whether a note is shown unchanged since its creation: its `updated_at` is the instant of
+/// its `created_at`. A timestamp missing or unreadable shows nothing, so the note counts as
+/// changed (fail closed).
+fn unchanged_since_creation(note: &ListedNote) -> bool {
     let parse = |t: &Option<String>| t.as_deref().and_then(Timestamp::parse);
-    match (parse(&note.updated_at), parse(&note.resolved_at)) {
-        (Some(updated), Some(resolved)) => {
-            updated.unix_millis() <= resolved.unix_millis() + RESOLUTION_SAVE_SLACK_MILLIS
-        }
+    match (parse(&note.created_at), parse(&note.updated_at)) {
+        (Some(created), Some(updated)) => created == updated,
         _ => false,
     }
 }
@@ -187,6 +196,7 @@ mod tests {
             resolved_at: None,
             diff_note: false,
             body: body.to_owned(),
+            created_at: None,
             updated_at: None,
         }
     }
@@ -296,24 +306,36 @@ mod tests {
         assert_eq!(inv.warnings.len(), 1);
     }
 
-    fn resolved_note(id: u64, updated_at: Option<&str>, resolved_at: Option<&str>) -> ListedNote {
+    /// A first note resolved at `resolved_at`, created at `created_at`, last updated at
+    /// `updated_at`.
+    fn resolved_note(
+        id: u64,
+        created_at: Option<&str>,
+        updated_at: Option<&str>,
+        resolved_at: Option<&str>,
+    ) -> ListedNote {
         let mut n = note(id, 1, &finding_body("r"));
         n.resolved = true;
         n.resolved_by = Some(UserRef {
             id: 7,
             username: "reviewer".into(),
         });
+        n.created_at = created_at.map(str::to_owned);
         n.updated_at = updated_at.map(str::to_owned);
         n.resolved_at = resolved_at.map(str::to_owned);
         n
     }
 
+    const POSTED: &str = "2026-01-01T09:00:00.000Z";
+    const RESOLVED: &str = "2026-01-01T10:00:00.000Z";
+
     #[test]
     fn a_first_note_updated_after_its_resolution_is_edited_and_named() {
         let n = resolved_note(
             40,
+            Some(POSTED),
             Some("2026-01-01T10:05:00.000Z"),
-            Some("2026-01-01T10:00:00.000Z"),
+            Some(RESOLVED),
         );
         let inv = Inventory::from_listing(&[disc(40, vec![n])], 1);
         assert!(inv.threads[0].edited);
@@ -335,29 +357,46 @@ mod tests {
     }
 
     #[test]
-    fn the_resolution_itself_is_not_an_edit() {
-        // GitLab saves `resolved_at` and `updated_at` in one write, a few milliseconds apart.
-        for updated in [
-            "2026-01-01T10:00:00.000Z",
-            "2026-01-01T10:00:00.400Z",
-            "2026-01-01T09:00:00Z",
-        ] {
-            let n = resolved_note(41, Some(updated), Some("2026-01-01T10:00:00.000Z"));
+    fn an_edit_is_caught_whenever_it_happened() {
+        // Before the resolution (GitLab's resolution leaves `updated_at` at the edit), and
+        // within a second after it: neither is the note the bot posted.
+        for updated in ["2026-01-01T09:30:00.000Z", "2026-01-01T10:00:00.400Z"] {
+            let n = resolved_note(41, Some(POSTED), Some(updated), Some(RESOLVED));
             let inv = Inventory::from_listing(&[disc(41, vec![n])], 1);
-            assert!(!inv.threads[0].edited, "{updated}");
+            assert!(inv.threads[0].edited, "{updated}");
+            assert_eq!(inv.warnings.len(), 1, "{updated}: {:?}", inv.warnings);
+        }
+    }
+
+    #[test]
+    fn an_unedited_resolved_note_is_not_edited() {
+        // GitLab writes `created_at` and `updated_at` as one instant, and a resolution
+        // through the discussion leaves `updated_at` alone; a zone or a precision of its own
+        // does not make another instant.
+        for (created, updated) in [
+            (POSTED, POSTED),
+            ("2026-01-01T09:00:00Z", "2026-01-01T10:00:00.000+01:00"),
+        ] {
+            let n = resolved_note(42, Some(created), Some(updated), Some(RESOLVED));
+            let inv = Inventory::from_listing(&[disc(42, vec![n])], 1);
+            assert!(!inv.threads[0].edited, "{created} {updated}");
             assert!(inv.warnings.is_empty(), "{:?}", inv.warnings);
         }
     }
 
     #[test]
-    fn a_resolution_gitlab_cannot_date_is_not_shown_unedited() {
-        for (updated, resolved) in [
-            (Some("2026-01-01T10:00:00.000Z"), None),
-            (None, Some("2026-01-01T10:00:00.000Z")),
-            (Some("yesterday"), Some("2026-01-01T10:00:00.000Z")),
+    fn a_note_gitlab_cannot_date_is_not_shown_unedited() {
+        for (created, updated) in [
+            (Some(POSTED), None),
+            (None, Some(POSTED)),
+            (Some("yesterday"), Some(POSTED)),
+            (Some(POSTED), Some("")),
         ] {
-            let n = resolved_note(42, updated, resolved);
-            assert!(Inventory::from_listing(&[disc(42, vec![n])], 1).threads[0].edited);
+            let n = resolved_note(43, created, updated, Some(RESOLVED));
+            assert!(
+                Inventory::from_listing(&[disc(43, vec![n])], 1).threads[0].edited,
+                "{created:?} {updated:?}"
+            );
         }
     }
 

@@ -718,8 +718,12 @@ pub struct ListedNote {
     pub diff_note: bool,
     /// The Markdown body.
     pub body: String,
+    /// Creation time as the forge reports it (ISO 8601): GitLab writes `created_at` and
+    /// `updated_at` as one instant when it creates a note.
+    pub created_at: Option<String>,
     /// Last update time as the forge reports it (ISO 8601): `sweep` measures a stuck summary
-    /// from it, and a finding thread's first note updated after its resolution was edited.
+    /// from it, and a finding thread's first note whose `updated_at` is not its `created_at`
+    /// was edited (`inventory`).
     pub updated_at: Option<String>,
 }
 

@@ -15,7 +15,7 @@
 //! | `verified` for another SHA                  | `verified-older-head` | create a pipeline |
 //! | `verified` for the head, no `target` recorded | `verified-no-target` | create a pipeline |
 //! | `verified` for the head, another target branch | `verified-other-target` | create a pipeline |
-//! | `verified`, gate line `REVIEW`, GitLab: blocking discussions resolved, resolutions changed since | `review-resolved` | create a pipeline |
+//! | `verified`, gate line `REVIEW`, resolutions changed since, one by a user who may assent | `review-resolved` | create a pipeline |
 //! | `reconciling`, older than `--stuck-after`   | `reconciling-stuck`   | create a pipeline |
 //! | `reconciling`, age unknown (no timestamp)   | `reconciling-stuck`   | create a pipeline |
 //! | `reconciling`, not older than `--stuck-after` | `reconciling-recent` | none (a run is probably in flight) |
@@ -24,19 +24,27 @@
 //! A verdict that asks for a pipeline is first checked against the MR's head pipeline: the MR
 //! listing does not carry `head_pipeline`, so the first classification (from the listing)
 //! answers [`Action::InspectMergeRequest`] and the caller reads the single MR and classifies
-//! again with [`HeadPipeline::Status`] or [`HeadPipeline::None`]. A head pipeline that is
-//! `created`, `pending`, `waiting_for_resource`, `preparing` or `running` turns the verdict into
-//! `pipeline-active` (left alone: the normal job will heal it). The second classification
+//! again with [`HeadPipeline::Status`] or [`HeadPipeline::None`]. A head pipeline of the MR's
+//! head that is `created`, `pending`, `waiting_for_resource`, `preparing` or `running` turns
+//! the verdict into `pipeline-active` (left alone: the normal job will heal it). GitLab's
+//! `head_pipeline` is the MR's latest pipeline, which after a push can belong to the previous
+//! head (`lib/api/entities/merge_request.rb`, `app/models/merge_request.rb`): one for another
+//! SHA, or whose SHA is unknown, is no job coming for this head. The second classification
 //! never answers `InspectMergeRequest`.
 //!
-//! Decision freshness (docs/contract.md#decision-freshness): a summary `verified` for the head and target whose gate
-//! line ([`GateLine`]) says `REVIEW`, on an MR GitLab reports with
-//! `blocking_discussions_resolved: true`, is healed only when the resolution fingerprint of
-//! the current listing differs from the one on the gate line. The run that heals it records
-//! the new fingerprint, so a resolution that does not count as assent (the decision stays
-//! `REVIEW`) causes one pipeline, never one per sweep. A summary without a gate line, or with
-//! a malformed one, is never healed for freshness. When the MR listing does not report the
-//! target branch, the recorded one is not compared (a summary without one is still healed).
+//! Decision freshness (docs/contract.md#decision-freshness): a summary `verified` for the head
+//! and target whose gate line ([`GateLine`]) says `REVIEW` is healed when the resolution
+//! fingerprint of the current listing differs from the one on the gate line and some bot
+//! thread is resolved by a user who may assent (neither the MR's author nor the bot, and not
+//! a thread GitLab shows changed since it was posted: [`MrFacts::assent_possible`]). It is read
+//! from the discussions alone: GitLab's `blocking_discussions_resolved` is `true` whenever the
+//! project does not require resolved threads (`app/models/merge_request.rb`
+//! `mergeable_discussions_state?`), so it says nothing about them. The run that heals it
+//! records the new fingerprint, so a change of resolutions causes one pipeline, never one per
+//! sweep, and a resolution that can never count (the author's) causes none. A summary without
+//! a gate line, or with a malformed one, is never healed for freshness. When the MR listing
+//! does not report the target branch, the recorded one is not compared (a summary without one
+//! is still healed).
 
 use std::fmt;
 use std::str::FromStr;
@@ -44,7 +52,7 @@ use std::str::FromStr;
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::commit_sha::short;
-use crate::inventory::SummaryArtifact;
+use crate::inventory::{Inventory, SummaryArtifact};
 use crate::marker::{self, GateLine, Marker, SummaryState};
 use crate::model::{Decision, Occurrence};
 
@@ -250,8 +258,14 @@ pub enum HeadPipeline {
     NotRead,
     /// Read: the MR has no head pipeline.
     None,
-    /// Read: the head pipeline's status.
-    Status(String),
+    /// Read: the head pipeline's status and the SHA it runs for (`None` when GitLab did not
+    /// say).
+    Status {
+        /// `created`, `running`, `success`, …
+        status: String,
+        /// The commit it runs for: the MR's head, or after a push an older one.
+        sha: Option<String>,
+    },
 }
 
 /// What the forge says about one merge request.
@@ -267,11 +281,28 @@ pub struct MrFacts {
     pub head_pipeline: HeadPipeline,
     /// The branch it targets now, when the forge says.
     pub target_branch: Option<String>,
-    /// GitLab's `blocking_discussions_resolved` (every resolvable discussion resolved), when
-    /// the forge says.
-    pub blocking_discussions_resolved: Option<bool>,
     /// [`crate::resolutions::resolution_fingerprint`] of the MR's current listing.
     pub resolutions: Occurrence,
+    /// Some bot thread of the current listing is resolved by a user who may assent
+    /// ([`assent_possible`]): a change of resolutions can turn the decision.
+    pub assent_possible: bool,
+}
+
+/// Whether some finding thread of `inventory` is resolved by a user who may assent: someone
+/// GitLab names (`resolved_by`) who is neither the bot nor the MR's author (`author`, when
+/// known), on a thread GitLab does not show changed since it was posted. Who may assent is
+/// narrowed further by the run (roles, a policy's `assenters`); this only rules out the
+/// resolutions that can never count (docs/contract.md#who-may-assent), so that they never
+/// cause a pipeline.
+pub fn assent_possible(inventory: &Inventory, author: Option<u64>) -> bool {
+    inventory.threads.iter().any(|t| {
+        t.resolved
+            && !t.resolved_by_bot
+            && !t.edited
+            && t.resolved_by
+                .as_ref()
+                .is_some_and(|u| Some(u.id) != author)
+    })
 }
 
 /// The sweep's settings that classification depends on.
@@ -294,8 +325,8 @@ pub enum SweepVerdict {
     /// The summary is `verified` for the head against another target branch: the MR was
     /// retargeted and no run judged it under the new target's policies.
     VerifiedOtherTarget,
-    /// The summary says `REVIEW` while GitLab reports every blocking discussion resolved, and
-    /// the resolutions changed since the summary was written: a run may now approve.
+    /// The summary says `REVIEW`, the resolutions changed since the summary was written, and a
+    /// thread is resolved by a user who may assent: a run may now approve.
     ReviewResolved,
     /// The summary says `reconciling` for longer than `--stuck-after` (or for an unknown time).
     ReconcilingStuck,
@@ -453,12 +484,22 @@ pub fn classify(
             action: Action::InspectMergeRequest,
             detail,
         },
-        HeadPipeline::Status(status) if is_active_pipeline(status) => Classification {
+        HeadPipeline::Status { status, sha } if sha.as_deref() != Some(mr.head_sha.as_str()) => {
+            Classification {
+                verdict,
+                action: Action::CreatePipeline,
+                detail: format!(
+                    "{detail}; head pipeline is {status} for {}, not the head",
+                    sha.as_deref().map_or("an unknown commit".to_owned(), |s| short(s).to_owned())
+                ),
+            }
+        }
+        HeadPipeline::Status { status, .. } if is_active_pipeline(status) => Classification {
             verdict: SweepVerdict::PipelineActive,
             action: Action::None,
             detail: format!("{detail}; head pipeline is {status}, left alone"),
         },
-        HeadPipeline::Status(status) => Classification {
+        HeadPipeline::Status { status, .. } => Classification {
             verdict,
             action: Action::CreatePipeline,
             detail: format!("{detail}; head pipeline is {status}"),
@@ -496,26 +537,28 @@ fn verified_for_head(mr: &MrFacts, summary: &SummaryArtifact) -> (SweepVerdict, 
         );
     }
     let verified = format!("verified for head {head}");
-    if mr.blocking_discussions_resolved != Some(true) {
-        return (SweepVerdict::Verified, verified);
-    }
     match marker::gate_line_of(&summary.body) {
         Ok(Some(GateLine {
             decision: Decision::Review,
             resolutions,
         })) => {
-            if resolutions != mr.resolutions {
+            if resolutions == mr.resolutions {
                 (
-                    SweepVerdict::ReviewResolved,
+                    SweepVerdict::Verified,
+                    format!("{verified}; REVIEW, and no resolution changed since the summary"),
+                )
+            } else if !mr.assent_possible {
+                (
+                    SweepVerdict::Verified,
                     format!(
-                        "REVIEW for head {head}, but every blocking discussion is resolved and the resolutions changed since the summary"
+                        "{verified}; REVIEW, and no thread is resolved by a user who may assent (the resolutions changed since the summary, by the MR's author or the bot only)"
                     ),
                 )
             } else {
                 (
-                    SweepVerdict::Verified,
+                    SweepVerdict::ReviewResolved,
                     format!(
-                        "{verified}; REVIEW although every blocking discussion is resolved: no resolution changed since the summary (a resolution that does not count as assent)"
+                        "REVIEW for head {head}, but the resolutions changed since the summary and a thread is resolved by a user who may assent"
                     ),
                 )
             }
@@ -618,8 +661,16 @@ mod tests {
             open: true,
             head_pipeline: pipeline,
             target_branch: Some("main".into()),
-            blocking_discussions_resolved: Some(true),
             resolutions: resolutions("now"),
+            assent_possible: true,
+        }
+    }
+
+    /// A head pipeline of the MR's head in `status`.
+    fn at_head(status: String) -> HeadPipeline {
+        HeadPipeline::Status {
+            status,
+            sha: Some(HEAD.into()),
         }
     }
 
@@ -758,8 +809,8 @@ mod tests {
         // Whatever the pipeline says.
         for p in [
             HeadPipeline::None,
-            HeadPipeline::Status("failed".into()),
-            HeadPipeline::Status("running".into()),
+            at_head("failed".into()),
+            at_head("running".into()),
         ] {
             let c = classify(&mr(p), Some(&s), now(), &settings());
             assert_eq!(
@@ -852,7 +903,7 @@ mod tests {
         for (s, verdict) in healing_cases() {
             for status in ACTIVE_PIPELINE_STATUSES {
                 let c = classify(
-                    &mr(HeadPipeline::Status(status.into())),
+                    &mr(at_head(status.into())),
                     s.as_ref(),
                     now(),
                     &settings(),
@@ -873,7 +924,7 @@ mod tests {
                 "scheduled",
             ] {
                 let c = classify(
-                    &mr(HeadPipeline::Status(status.into())),
+                    &mr(at_head(status.into())),
                     s.as_ref(),
                     now(),
                     &settings(),
@@ -961,8 +1012,8 @@ mod tests {
         for s in &summaries {
             for p in [
                 HeadPipeline::None,
-                HeadPipeline::Status("running".into()),
-                HeadPipeline::Status("failed".into()),
+                at_head("running".into()),
+                at_head("failed".into()),
             ] {
                 for open in [true, false] {
                     let facts = MrFacts {
@@ -1027,7 +1078,7 @@ mod tests {
         for target_branch in [Some("main".to_owned()), None] {
             let facts = MrFacts {
                 target_branch,
-                ..mr(HeadPipeline::Status("success".into()))
+                ..mr(at_head("success".into()))
             };
             let c = classify(&facts, Some(&s), now(), &settings());
             assert_eq!(
@@ -1047,7 +1098,7 @@ mod tests {
     }
 
     #[test]
-    fn a_review_summary_is_healed_only_when_resolutions_changed_and_gitlab_says_resolved() {
+    fn a_review_summary_is_healed_only_when_resolutions_changed_and_may_now_count() {
         let review = |tag: &str| {
             summary_with(
                 SummaryState::Verified,
@@ -1057,42 +1108,32 @@ mod tests {
                 gate(Decision::Review, tag),
             )
         };
-        let facts = |blocking: Option<bool>| MrFacts {
-            blocking_discussions_resolved: blocking,
+        let facts = |assent_possible: bool| MrFacts {
+            assent_possible,
             ..mr(HeadPipeline::None)
         };
-        // Changed resolutions, all blocking discussions resolved: heal.
-        let c = classify(
-            &facts(Some(true)),
-            Some(&review("before")),
-            now(),
-            &settings(),
-        );
+        // Changed resolutions, one by a user who may assent: heal.
+        let c = classify(&facts(true), Some(&review("before")), now(), &settings());
         assert_eq!(
             (c.verdict, c.action),
             (SweepVerdict::ReviewResolved, Action::CreatePipeline)
         );
         // The same resolutions as the summary was computed from: the run already judged them
         // (a resolution that does not count as assent), so no pipeline, however often asked.
-        let c = classify(&facts(Some(true)), Some(&review("now")), now(), &settings());
+        let c = classify(&facts(true), Some(&review("now")), now(), &settings());
         assert_eq!(
             (c.verdict, c.action),
             (SweepVerdict::Verified, Action::None)
         );
         assert!(c.detail.contains("no resolution changed"), "{}", c.detail);
-        // GitLab does not say every blocking discussion is resolved: nothing to refresh.
-        for blocking in [Some(false), None] {
-            let c = classify(
-                &facts(blocking),
-                Some(&review("before")),
-                now(),
-                &settings(),
-            );
-            assert_eq!(
-                (c.verdict, c.action),
-                (SweepVerdict::Verified, Action::None)
-            );
-        }
+        // Changed, but only by users whose resolution never counts (the MR's author, the
+        // bot): nothing to refresh, not even once.
+        let c = classify(&facts(false), Some(&review("before")), now(), &settings());
+        assert_eq!(
+            (c.verdict, c.action),
+            (SweepVerdict::Verified, Action::None)
+        );
+        assert!(c.detail.contains("no thread is resolved by a user who may assent"), "{}", c.detail);
         // Other decisions, and summaries without (or with a broken) gate line, are never
         // refreshed.
         for gate_line in [
@@ -1107,7 +1148,7 @@ mod tests {
                 Some("main"),
                 gate_line,
             );
-            let c = classify(&facts(Some(true)), Some(&s), now(), &settings());
+            let c = classify(&facts(true), Some(&s), now(), &settings());
             assert_eq!(
                 (c.verdict, c.action),
                 (SweepVerdict::Verified, Action::None)
@@ -1115,7 +1156,7 @@ mod tests {
         }
         let mut broken = review("before");
         broken.body = broken.body.replace("REVIEW\"", "MAYBE\"");
-        let c = classify(&facts(Some(true)), Some(&broken), now(), &settings());
+        let c = classify(&facts(true), Some(&broken), now(), &settings());
         assert_eq!(
             (c.verdict, c.action),
             (SweepVerdict::Verified, Action::None)
@@ -1124,7 +1165,7 @@ mod tests {
         // A gate line that is not the last line is not the summary's gate line.
         let mut buried = review("before");
         buried.body.push_str("\nmore text");
-        let c = classify(&facts(Some(true)), Some(&buried), now(), &settings());
+        let c = classify(&facts(true), Some(&buried), now(), &settings());
         assert_eq!(
             (c.verdict, c.action),
             (SweepVerdict::Verified, Action::None)
@@ -1132,8 +1173,79 @@ mod tests {
         // An older head is healed as such, whatever the gate line says.
         let mut older = review("before");
         older.head = OLD.into();
-        let c = classify(&facts(Some(true)), Some(&older), now(), &settings());
+        let c = classify(&facts(true), Some(&older), now(), &settings());
         assert_eq!(c.verdict, SweepVerdict::VerifiedOlderHead);
+    }
+
+    #[test]
+    fn a_head_pipeline_counts_as_active_only_for_the_head() {
+        // The MR's latest pipeline, still running for the head before a push: no job is
+        // coming for the head the summary must be verified for.
+        let older = summary(SummaryState::Verified, OLD, Some(NOW));
+        for sha in [Some(OLD.to_owned()), None] {
+            let pipeline = HeadPipeline::Status {
+                status: "running".into(),
+                sha: sha.clone(),
+            };
+            let c = classify(&mr(pipeline), Some(&older), now(), &settings());
+            assert_eq!(
+                (c.verdict, c.action),
+                (SweepVerdict::VerifiedOlderHead, Action::CreatePipeline),
+                "{sha:?}"
+            );
+            assert!(c.detail.contains("not the head"), "{}", c.detail);
+        }
+        let c = classify(&mr(at_head("running".into())), Some(&older), now(), &settings());
+        assert_eq!(
+            (c.verdict, c.action),
+            (SweepVerdict::PipelineActive, Action::None)
+        );
+    }
+
+    #[test]
+    fn only_a_resolution_that_may_count_makes_assent_possible() {
+        use crate::inventory::ThreadArtifact;
+        use crate::model::{Slot, UserRef};
+        const AUTHOR: u64 = 5;
+        let thread = |resolved_by: Option<u64>, by_bot: bool, edited: bool| ThreadArtifact {
+            forge_id: 1,
+            discussion_id: "d".into(),
+            slot: Slot {
+                rule: "r".into(),
+                subject: "f".into(),
+            },
+            occurrence: Occurrence::digest(b"o"),
+            resolved: resolved_by.is_some(),
+            resolved_by_bot: by_bot,
+            resolved_by: resolved_by.map(|id| UserRef {
+                id,
+                username: format!("u{id}"),
+            }),
+            edited,
+            diff_note: false,
+            bot_replies: Vec::new(),
+        };
+        let possible = |threads: Vec<ThreadArtifact>, author: Option<u64>| {
+            let inventory = Inventory {
+                threads,
+                ..Inventory::default()
+            };
+            assent_possible(&inventory, author)
+        };
+        assert!(possible(vec![thread(Some(7), false, false)], Some(AUTHOR)));
+        assert!(possible(vec![thread(Some(7), false, false)], None));
+        for never in [
+            thread(None, false, false),
+            thread(Some(AUTHOR), false, false),
+            thread(Some(100), true, false),
+            thread(Some(7), false, true),
+        ] {
+            assert!(!possible(vec![never.clone()], Some(AUTHOR)), "{never:?}");
+        }
+        assert!(possible(
+            vec![thread(Some(AUTHOR), false, false), thread(Some(7), false, false)],
+            Some(AUTHOR)
+        ));
     }
 
     #[test]

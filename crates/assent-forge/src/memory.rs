@@ -422,6 +422,7 @@ impl State {
                 resolved_at: None,
                 diff_note: position.is_some(),
                 body: body.to_owned(),
+                created_at: Some(timestamp(self.clock)),
                 updated_at: Some(timestamp(self.clock)),
             }],
             position,
@@ -465,13 +466,15 @@ impl State {
             resolved_at,
             diff_note,
             body: body.to_owned(),
+            created_at: Some(timestamp(self.clock)),
             updated_at: Some(timestamp(self.clock)),
         });
         id
     }
 
-    /// Resolves or re-opens a thread as GitLab does: `resolved_at` and `updated_at` move
-    /// together when its state changes.
+    /// Resolves or re-opens a thread as GitLab's discussion route does: `resolved_at` moves
+    /// when its state changes, `updated_at` never (GitLab writes a resolution with
+    /// `update_all`, `app/models/concerns/resolvable_note.rb`).
     fn resolve(&mut self, d: usize, resolved: bool, by: u64) -> Result<(), ()> {
         if !self.discussions[d].notes[0].resolvable {
             return Err(());
@@ -480,7 +483,6 @@ impl State {
         let now = timestamp(self.clock);
         for note in &mut self.discussions[d].notes {
             if note.resolved != resolved {
-                note.updated_at = Some(now.clone());
                 note.resolved_at = resolved.then(|| now.clone());
             }
             note.resolved = resolved;

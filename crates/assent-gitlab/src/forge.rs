@@ -122,6 +122,7 @@ pub(super) struct ApiNote {
     resolved: Option<bool>,
     resolved_by: Option<ApiUser>,
     resolved_at: Option<String>,
+    created_at: Option<String>,
     updated_at: Option<String>,
     #[serde(rename = "type")]
     note_type: Option<String>,
@@ -149,6 +150,7 @@ impl ApiNote {
             resolved_at: self.resolved_at,
             diff_note: self.note_type.as_deref() == Some("DiffNote"),
             body: self.body.unwrap_or_default(),
+            created_at: self.created_at,
             updated_at: self.updated_at,
         }
     }

@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use assent_core::model::{ListedDiscussion, MergeRequestInfo};
-use assent_core::sweep::Timestamp;
-use assent_forge::sweep::{CreatedPipeline, ListedMergeRequest, SweepForge};
+use assent_forge::sweep::{ListedMergeRequest, PipelineCreation, SweepForge};
 use assent_forge::{Forge, ForgeError, RequestCounts};
 
 use crate::{GitLabClient, GitLabForge};
@@ -40,18 +39,8 @@ impl SweepForge for GitLabSweepForge {
         self.client.current_user_id()
     }
 
-    fn list_open_merge_requests(
-        &self,
-        updated_after: Timestamp,
-    ) -> Result<Vec<ListedMergeRequest>, ForgeError> {
-        let after = updated_after
-            .to_chrono()
-            .ok_or_else(|| ForgeError::Decode {
-                method: "GET".into(),
-                route: "merge requests".into(),
-                message: format!("window start out of range: {updated_after}"),
-            })?;
-        self.client.list_open_merge_requests(after)
+    fn list_open_merge_requests(&self) -> Result<Vec<ListedMergeRequest>, ForgeError> {
+        self.client.list_open_merge_requests()
     }
 
     fn list_discussions(&self, iid: u64) -> Result<Vec<ListedDiscussion>, ForgeError> {
@@ -66,7 +55,7 @@ impl SweepForge for GitLabSweepForge {
         self.client.merge_request_entry(iid)
     }
 
-    fn create_pipeline(&self, iid: u64) -> Result<CreatedPipeline, ForgeError> {
+    fn create_pipeline(&self, iid: u64) -> Result<PipelineCreation, ForgeError> {
         self.client.create_merge_request_pipeline(iid)
     }
 

@@ -422,12 +422,27 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
             }
             None => op_err(OpError::MergeRequestNotFound),
         },
+        // `lib/api/merge_requests.rb`: no `authorize!`; `MergeRequests::CreatePipelineService`
+        // answers a nil pipeline for an MR without commits (`not_allowed!`, 405), and
+        // `Ci::CreatePipelineService` refuses a user below Developer without persisting the
+        // pipeline (`Gitlab::Ci::Pipeline::Chain::Validate::Abilities`:
+        // `render_validation_error!`, 400); a persisted pipeline is `status :ok` (200).
         (RouteKind::Pipelines, "POST") => {
+            match p!().mr(route.iid) {
+                None => return op_err(OpError::MergeRequestNotFound),
+                Some(mr) if mr.has_no_commits => {
+                    return Response::message(405, "405 Method Not Allowed");
+                }
+                Some(_) => {}
+            }
             if level < 30 {
-                return Response::message(403, "403 Forbidden");
+                return Response::json(
+                    400,
+                    &json!({"message": {"base": ["Insufficient permissions to create a new pipeline"]}}),
+                );
             }
             match st.create_pipeline(pid, route.iid) {
-                Ok(pl) => Response::json(201, &pipeline_json(st, p!(), &pl)),
+                Ok(pl) => Response::json(200, &pipeline_json(st, p!(), &pl)),
                 Err(e) => op_err(e),
             }
         }
@@ -641,19 +656,8 @@ fn note_route(
                 if let Err(e) = can_resolve(st, pid, route.iid, uid, level) {
                     return e;
                 }
-                let did = st
-                    .mr_ref(pid, route.iid)
-                    .ok()
-                    .and_then(|m| {
-                        m.discussions
-                            .iter()
-                            .find(|d| d.notes.iter().any(|n| n.id == route.note))
-                    })
-                    .map(|d| d.id.clone());
-                let Some(did) = did else {
-                    return op_err(OpError::NoteNotFound);
-                };
-                if let Err(e) = st.set_resolved(pid, route.iid, &did, uid, r) {
+                // One note, saved: its `updated_at` moves (`ops::set_note_resolved`).
+                if let Err(e) = st.set_note_resolved(pid, route.iid, route.note, uid, r) {
                     return op_err(e);
                 }
             }
@@ -986,13 +990,18 @@ fn pipeline_json(st: &State, p: &Project, pl: &Pipeline) -> Value {
 }
 
 fn mr_json(st: &State, p: &Project, m: &MergeRequest, full: bool) -> Value {
-    // GitLab's `blocking_discussions_resolved`: every resolvable discussion is resolved; plain
-    // notes do not count. The same value in the listing and the single MR.
-    let blocking_resolved = m
+    // GitLab's `blocking_discussions_resolved` is `mergeable_discussions_state?`
+    // (`lib/api/entities/merge_request_basic.rb`), which is `true` whenever the project does
+    // not require resolved threads (`app/models/merge_request.rb`), and otherwise says whether
+    // every resolvable discussion is resolved (plain notes do not count). The same value in
+    // the listing and the single MR.
+    let every_thread_resolved = m
         .discussions
         .iter()
         .filter(|d| d.resolvable())
         .all(|d| d.resolved());
+    let blocking_resolved =
+        !p.only_allow_merge_if_all_discussions_are_resolved || every_thread_resolved;
     let mut v = json!({
         "id": m.global_id(p.id), "iid": m.iid, "project_id": p.id,
         "title": m.title, "description": m.description, "state": m.state.as_str(),

@@ -641,6 +641,9 @@ pub struct MergeRequest {
     /// `changes_count` as served, instead of the count of `diffs` (`Some("")` serves `null`,
     /// as GitLab does before it has computed the diff).
     pub changes_count: Option<String>,
+    /// The MR has no commits (`MergeRequest#has_no_commits?`): GitLab creates no pipeline for
+    /// it and answers the pipeline creation `405`.
+    pub has_no_commits: bool,
 }
 
 impl Default for MergeRequest {
@@ -669,6 +672,7 @@ impl Default for MergeRequest {
             approval_rules: vec![],
             overflow: false,
             changes_count: None,
+            has_no_commits: false,
         }
     }
 }

@@ -252,7 +252,17 @@ impl State {
         Ok(nid)
     }
 
-    /// Resolves or re-opens a thread. Forbidden on a discussion that is not resolvable.
+    /// Resolves or re-opens a thread, as GitLab's discussion route does: silently.
+    ///
+    /// GitLab writes a discussion's resolution with `update_all`
+    /// (`app/models/concerns/resolvable_discussion.rb` `resolve!`/`unresolve!` over
+    /// `app/models/concerns/resolvable_note.rb`'s class methods), which runs no callback: no
+    /// note's `updated_at` moves and the MR is not touched. Only a resolution that leaves every
+    /// resolvable discussion of the MR resolved is followed by
+    /// `MergeRequests::ResolvedDiscussionNotificationService`
+    /// (`app/services/discussions/resolve_service.rb`): a system note "resolved all threads",
+    /// which touches the MR (the webhook is `hooks`'s, from the same change). Forbidden on a
+    /// discussion that is not resolvable.
     pub fn set_resolved(
         &mut self,
         pid: u64,
@@ -269,24 +279,65 @@ impl State {
         if !d.resolvable() {
             return Err(OpError::Forbidden);
         }
-        let mut changed = false;
         for n in d.notes.iter_mut().filter(|n| n.resolvable) {
             if resolved && !n.resolved {
                 n.resolved = true;
                 n.resolved_by = Some(by);
                 n.resolved_at = Some(now.clone());
-                n.updated_at = now.clone();
-                changed = true;
             } else if !resolved && n.resolved {
                 n.resolved = false;
                 n.resolved_by = None;
                 n.resolved_at = None;
-                n.updated_at = now.clone();
-                changed = true;
             }
         }
-        if changed {
+        if resolved {
+            self.notify_if_all_resolved(pid, iid, by)?;
+        }
+        Ok(())
+    }
+
+    /// Resolves or re-opens one note, as GitLab's note route does
+    /// (`PUT .../discussions/:id/notes/:note_id?resolved=`, `lib/api/helpers/notes_helpers.rb`
+    /// `resolve_note`): `Notes::ResolveService` and `unresolve!` go through
+    /// `ResolvableNote#resolve!`/`#unresolve!`, which `save!` the note, so its `updated_at`
+    /// moves and the MR is touched (`Note`'s `after_save :touch_noteable`).
+    pub fn set_note_resolved(
+        &mut self,
+        pid: u64,
+        iid: u64,
+        note_id: u64,
+        by: u64,
+        resolved: bool,
+    ) -> OpResult<()> {
+        let now = self.now();
+        let mr = self.mr_mut_ref(pid, iid)?;
+        let n = mr.note_mut(note_id).ok_or(OpError::NoteNotFound)?;
+        if !n.resolvable {
+            return Err(OpError::Forbidden);
+        }
+        if n.resolved != resolved {
+            n.resolved = resolved;
+            n.resolved_by = resolved.then_some(by);
+            n.resolved_at = resolved.then(|| now.clone());
+            n.updated_at = now.clone();
             mr.updated_at = now;
+        }
+        if resolved {
+            self.notify_if_all_resolved(pid, iid, by)?;
+        }
+        Ok(())
+    }
+
+    /// `MergeRequests::ResolvedDiscussionNotificationService`
+    /// (`app/services/merge_requests/resolved_discussion_notification_service.rb`): once
+    /// every resolvable discussion is resolved, a system note by the resolver, which touches
+    /// the MR.
+    fn notify_if_all_resolved(&mut self, pid: u64, iid: u64, by: u64) -> OpResult<()> {
+        let mr = self.mr_ref(pid, iid)?;
+        let mut resolvable = mr.discussions.iter().filter(|d| d.resolvable()).peekable();
+        let all_resolved = resolvable.peek().is_some() && resolvable.all(|d| d.resolved());
+        if all_resolved {
+            self.create_note(pid, iid, by, "resolved all threads", true)?;
         }
         Ok(())
     }

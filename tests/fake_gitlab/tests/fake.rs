@@ -354,9 +354,10 @@ fn merge_request_and_listing_shapes() {
         iids("/projects/42/merge_requests?order_by=updated_at&sort=asc"),
         vec![9, 7, 8]
     );
-    // Pipelines: created through the API become the head pipeline.
+    // Pipelines: created through the API become the head pipeline; GitLab answers `status
+    // :ok` (`lib/api/merge_requests.rb`).
     let r = form(&fake, "POST", &mr_path("/pipelines"), &[]);
-    assert_eq!(r.status, 201);
+    assert_eq!(r.status, 200);
     assert_eq!(r.json()["status"], "created");
     assert_eq!(r.json()["sha"], HEAD_SHA);
     let mr = get(&fake, &mr_path("")).json();
@@ -400,6 +401,15 @@ fn retargeting_and_blocking_discussions_resolved_in_the_listing_and_the_single_m
     };
     let yes = (Value::Bool(true), Value::Bool(true));
     let no = (Value::Bool(false), Value::Bool(false));
+    // GitLab: `true` whenever the project does not require resolved threads
+    // (`app/models/merge_request.rb` `mergeable_discussions_state?`).
+    let (first, _) = fake.post_thread(PROJECT_ID, MR_IID, BOT_ID, "thread one");
+    assert_eq!(blocking(&fake), yes, "open thread, setting off");
+    fake.with_state(|s| {
+        s.projects[0].only_allow_merge_if_all_discussions_are_resolved = true;
+        let mr = s.mr_mut_ref(PROJECT_ID, MR_IID).unwrap();
+        mr.discussions.retain(|d| d.id != first);
+    });
     assert_eq!(blocking(&fake), yes, "no discussion at all");
     // A plain note is not resolvable and never blocks.
     fake.post_note(PROJECT_ID, MR_IID, HUMAN_ID, "plain");
@@ -1400,4 +1410,106 @@ fn a_note_edit_moves_updated_at_past_resolved_at() {
         edited.get("last_edited_at").is_none(),
         "GitLab's REST note has no edit field"
     );
+}
+
+/// The MR's and every note's `updated_at`, and how many system notes the MR has.
+fn stamps(fake: &FakeGitLab) -> (String, Vec<String>, usize) {
+    let mr = fake.mr(PROJECT_ID, MR_IID);
+    let notes = mr.discussions.iter().flat_map(|d| d.notes.iter());
+    (
+        mr.updated_at.clone(),
+        notes.clone().map(|n| n.updated_at.clone()).collect(),
+        notes.filter(|n| n.system).count(),
+    )
+}
+
+#[test]
+fn resolving_one_thread_of_several_is_silent_and_the_last_one_is_announced() {
+    // GitLab: `update_all` (`app/models/concerns/resolvable_note.rb`), then
+    // `MergeRequests::ResolvedDiscussionNotificationService` once every thread is resolved.
+    let fake = FakeGitLab::start(basic());
+    fake.set_time("2024-05-01T10:00:00Z");
+    let (first, _) = fake.post_thread(PROJECT_ID, MR_IID, BOT_ID, "thread one");
+    let (second, _) = fake.post_thread(PROJECT_ID, MR_IID, BOT_ID, "thread two");
+    let before = stamps(&fake);
+    fake.set_time("2024-05-01T11:00:00Z");
+    fake.resolve(PROJECT_ID, MR_IID, &first, HUMAN_ID, true);
+    assert_eq!(stamps(&fake), before, "one of two resolved: nothing moves");
+    fake.resolve(PROJECT_ID, MR_IID, &first, HUMAN_ID, false);
+    assert_eq!(stamps(&fake), before, "re-opened: nothing moves");
+    let resolved = form(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/discussions/{first}")),
+        &[("resolved", "true")],
+    );
+    assert_eq!(resolved.status, 200);
+    assert_eq!(stamps(&fake), before, "through the API too");
+    assert_eq!(
+        fake.note(PROJECT_ID, MR_IID, resolved.json()["notes"][0]["id"].as_u64().unwrap())
+            .unwrap()
+            .resolved_at
+            .as_deref(),
+        Some("2024-05-01T11:00:00.000Z")
+    );
+
+    // The last one: a system note, and the MR is touched; its notes are not.
+    fake.set_time("2024-05-01T12:00:00Z");
+    fake.resolve(PROJECT_ID, MR_IID, &second, HUMAN_ID, true);
+    let (mr_updated, notes, system) = stamps(&fake);
+    assert_eq!(mr_updated, "2024-05-01T12:00:00.000Z");
+    assert_eq!(system, 1);
+    assert_eq!(&notes[..before.1.len()], &before.1[..]);
+    let note = fake
+        .mr(PROJECT_ID, MR_IID)
+        .discussions
+        .iter()
+        .flat_map(|d| d.notes.iter())
+        .find(|n| n.system)
+        .cloned()
+        .unwrap();
+    assert_eq!((note.body.as_str(), note.author_id), ("resolved all threads", HUMAN_ID));
+}
+
+#[test]
+fn resolving_through_the_note_route_saves_the_note() {
+    // `PUT …/notes/:id?resolved=` goes through `ResolvableNote#resolve!`, which saves the
+    // note (`lib/api/helpers/notes_helpers.rb` `resolve_note`): its `updated_at` moves.
+    let fake = FakeGitLab::start(basic());
+    fake.set_time("2024-05-01T10:00:00Z");
+    let (did, nid) = fake.post_thread(PROJECT_ID, MR_IID, BOT_ID, "thread");
+    fake.post_thread(PROJECT_ID, MR_IID, BOT_ID, "another");
+    fake.set_time("2024-05-01T11:00:00Z");
+    let r = form(
+        &fake,
+        "PUT",
+        &mr_path(&format!("/discussions/{did}/notes/{nid}")),
+        &[("resolved", "true")],
+    );
+    assert_eq!(r.status, 200);
+    let note = fake.note(PROJECT_ID, MR_IID, nid).unwrap();
+    assert!(note.resolved);
+    assert_eq!(note.updated_at, "2024-05-01T11:00:00.000Z");
+    assert_eq!(note.created_at, "2024-05-01T10:00:00.000Z");
+}
+
+#[test]
+fn a_pipeline_gitlab_cannot_create_is_refused_and_nothing_is_created() {
+    let mut state = basic();
+    state
+        .tokens
+        .push(fake_gitlab::Token::new("glpat-reporter", BOT_ID, &["api"]).access_level(20));
+    let fake = FakeGitLab::start(state);
+    // Below Developer: the pipeline does not validate (`render_validation_error!`).
+    let r = call(&fake, "POST", &mr_path("/pipelines"), Some("glpat-reporter"), None);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json()["message"]["base"][0],
+        "Insufficient permissions to create a new pipeline"
+    );
+    // No commits: `MergeRequests::CreatePipelineService` answers no pipeline (`not_allowed!`).
+    fake.with_state(|s| s.mr_mut_ref(PROJECT_ID, MR_IID).unwrap().has_no_commits = true);
+    let r = form(&fake, "POST", &mr_path("/pipelines"), &[]);
+    assert_eq!(r.status, 405);
+    assert!(fake.pipelines(PROJECT_ID).is_empty());
 }

@@ -72,6 +72,71 @@ fn a_resolved_challenge_is_preserved_and_only_the_summary_is_edited() {
     r.assert_no_token();
 }
 
+/// The same forged marker, written where a rule of "updated after the resolution" does not
+/// look: before the reviewer resolves the thread (GitLab's resolution does not move
+/// `updated_at`, so the edit's time stays), and within a second after the resolution. Either
+/// way the first note's `updated_at` is not its `created_at`: the resolution does not count.
+#[test]
+fn an_edit_before_the_resolution_or_just_after_it_is_no_assent_either() {
+    for edit_first in [true, false] {
+        let w = World::new(ASSENT);
+        w.run(&[]).expect_code(0);
+        let old = w.thread(RETENTION);
+        w.push(NEW_SHA, &[("topics/orders.yaml", &orders(1))]);
+        let planned = w
+            .invocation()
+            .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
+            .args(&["--dry-run", "--format", "json"])
+            .run();
+        planned.expect_code(0);
+        let planned: Value = serde_json::from_str(&planned.stdout).unwrap();
+        let new_occurrence = planned["findings"][0]["occurrence"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let old_body = old.notes[0].body.clone();
+        let forged =
+            old_body.replacen(marker_occurrence(&old_body).as_str().unwrap(), &new_occurrence, 1);
+        let (bots_token, _) = assent_test_support::forge_for(&w.fake);
+        let edit = || assent::forge::Forge::edit_note(&bots_token, old.notes[0].id, &forged).unwrap();
+        let resolve = || {
+            w.fake
+                .resolve(project(), mr(), &old.id, fixtures::HUMAN_ID, true)
+        };
+        w.fake.advance_time(Duration::from_secs(60));
+        if edit_first {
+            edit();
+            w.fake.advance_time(Duration::from_secs(60));
+            resolve();
+        } else {
+            resolve();
+            w.fake.advance_time(Duration::from_millis(400));
+            edit();
+        }
+
+        let r = w
+            .invocation()
+            .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
+            .args(&["--fail-on", "review"])
+            .run();
+        r.expect_code(1);
+        let receipt = r.receipt();
+        assert_eq!(receipt["decision"], "REVIEW", "edit first: {edit_first}");
+        assert_eq!(receipt["findings"][0]["assented"], false);
+        let warning = format!("note {}: ", old.notes[0].id);
+        assert!(
+            receipt["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().starts_with(&warning)),
+            "edit first: {edit_first}: {:#}",
+            receipt["warnings"]
+        );
+        w.assert_no_violations();
+    }
+}
+
 /// Someone holding the bot's token (readable by every job of an MR pipeline when it is a plain
 /// CI variable) edits the bot's resolved finding thread so its marker names the occurrence of
 /// a new, worse change: the reviewer resolved "30 → 7" and never saw "30 → 1". GitLab reports

@@ -190,6 +190,7 @@ pub fn listed_discussions(
                     resolved_at: n.resolved_at,
                     diff_note: n.note_type.as_deref() == Some("DiffNote"),
                     body: n.body,
+                    created_at: Some(n.created_at),
                     updated_at: Some(n.updated_at),
                 })
                 .collect(),
