@@ -403,6 +403,7 @@ fn retargeting_and_blocking_discussions_resolved_in_the_listing_and_the_single_m
     let no = (Value::Bool(false), Value::Bool(false));
     // GitLab: `true` whenever the project does not require resolved threads
     // (`app/models/merge_request.rb` `mergeable_discussions_state?`).
+    fake.with_state(|s| s.projects[0].only_allow_merge_if_all_discussions_are_resolved = false);
     let (first, _) = fake.post_thread(PROJECT_ID, MR_IID, BOT_ID, "thread one");
     assert_eq!(blocking(&fake), yes, "open thread, setting off");
     fake.with_state(|s| {
@@ -1372,7 +1373,7 @@ fn project_variables_answer_as_gitlab_does() {
 }
 
 #[test]
-fn a_note_edit_moves_updated_at_past_resolved_at() {
+fn a_note_edit_moves_updated_at_and_a_resolution_does_not() {
     let fake = FakeGitLab::start(basic());
     fake.set_time("2026-01-01T10:00:00.000Z");
     let created = form(&fake, "POST", &mr_path("/discussions"), &[("body", "x")]);
@@ -1393,7 +1394,8 @@ fn a_note_edit_moves_updated_at_past_resolved_at() {
     };
     let resolved = note(&fake);
     assert_eq!(resolved["resolved_at"], "2026-01-01T10:01:00.000Z");
-    assert_eq!(resolved["updated_at"], resolved["resolved_at"]);
+    // GitLab resolves a discussion with `update_all`: the note's `updated_at` stays.
+    assert_eq!(resolved["updated_at"], resolved["created_at"]);
     assert_eq!(resolved["created_at"], "2026-01-01T10:00:00.000Z");
     fake.set_time("2026-01-01T10:02:00.000Z");
     let r = form(
