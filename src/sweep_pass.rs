@@ -851,11 +851,11 @@ mod tests {
         assert_eq!(
             lines,
             [
-                (3, "verified-older-head", MrAction::PipelineCreated),
+                (3, "pipeline-active", MrAction::None),
                 (6, "review-resolved", MrAction::PipelineCreated)
             ]
         );
-        assert_eq!((report.refreshed, report.healed), (1, 1));
+        assert_eq!((report.refreshed, report.healed), (1, 0));
         assert_eq!(
             *forge.log.borrow(),
             [
@@ -863,7 +863,6 @@ mod tests {
                 "list",
                 "discussions 3",
                 "mr 3",
-                "create 3",
                 "discussions 6",
                 "mr 6",
                 "create 6",

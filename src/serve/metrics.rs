@@ -209,6 +209,7 @@ mod tests {
             "assent_webhook_events_total{event=\"merge_request\",result=\"accepted\"} 1",
             "assent_classifications_total{trigger=\"webhook\",verdict=\"review-resolved\"} 1",
             "assent_pipelines_created_total{trigger=\"sweep\",verdict=\"missing\"} 0",
+            "# TYPE assent_pipeline_refusals counter",
             "# TYPE assent_sweep_last_success_timestamp_seconds gauge",
             "assent_queue_keys 3",
             "assent_gitlab_requests_total{kind=\"read\"} 0",

@@ -239,8 +239,9 @@ fn each_classification_gets_its_verdict_and_only_the_lost_ones_a_pipeline() {
     assert!(text.ends_with("\nrefreshed: 0\nhealed: 3\n"), "{text}");
     assert_eq!(pipelines_for(&fake), vec![2, 3, 5]);
 
-    // Costs: the single MR is read only for candidates; MRs outside the window or closed get
-    // no request of their own.
+    // Costs: the single MR is read only for candidates; a closed MR gets no request of its
+    // own, and one outside the window only its discussions, read for a REVIEW summary (it
+    // has none: no line, nothing more).
     let paths = requested(&fake);
     let single = |iid: u64| format!("GET /api/v4/projects/42/merge_requests/{iid}");
     for iid in [2, 3, 5, 6] {
@@ -249,10 +250,16 @@ fn each_classification_gets_its_verdict_and_only_the_lost_ones_a_pipeline() {
     for iid in [1, 4] {
         assert!(!paths.contains(&single(iid)), "{paths:?}");
     }
-    for iid in [8, 9] {
+    let own = |iid: u64| -> Vec<&String> {
         let own = format!("/merge_requests/{iid}");
-        assert!(!paths.iter().any(|p| p.contains(&own)), "{paths:?}");
-    }
+        paths.iter().filter(|p| p.contains(&own)).collect()
+    };
+    assert!(own(9).is_empty(), "{paths:?}");
+    assert_eq!(
+        own(8),
+        ["GET /api/v4/projects/42/merge_requests/8/discussions"],
+        "{paths:?}"
+    );
     assert_eq!(fake.writes(), 3);
     let listing = fake
         .requests()
@@ -260,8 +267,9 @@ fn each_classification_gets_its_verdict_and_only_the_lost_ones_a_pipeline() {
         .find(|r| r.route == RouteKind::MergeRequests)
         .unwrap();
     assert!(listing.query.contains("state=opened"), "{}", listing.query);
+    // Every open MR: a resolution moves no `updated_at`, so no window is asked of GitLab.
     assert!(
-        listing.query.contains("updated_after="),
+        !listing.query.contains("updated_after="),
         "{}",
         listing.query
     );
@@ -1082,7 +1090,13 @@ fn review_is_healed_once_per_change_of_resolutions_that_may_count() {
     assert!(fake.pipelines(PROJECT_ID).is_empty());
 
     // A reviewer resolves one instead: a change of resolutions that may count, healed once.
-    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], fixtures::AUTHOR_ID, false);
+    fake.resolve(
+        PROJECT_ID,
+        fixtures::MR_IID,
+        &threads[0],
+        fixtures::AUTHOR_ID,
+        false,
+    );
     fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, true);
     let (line, healed) = sweep_mr7(&fake);
     assert!(
@@ -1114,7 +1128,13 @@ fn review_is_healed_once_per_change_of_resolutions_that_may_count() {
 
     // Another reviewer resolves the second one: a new change, healed again.
     fake.ensure_user(400, "carol");
-    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[1], fixtures::AUTHOR_ID, false);
+    fake.resolve(
+        PROJECT_ID,
+        fixtures::MR_IID,
+        &threads[1],
+        fixtures::AUTHOR_ID,
+        false,
+    );
     fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[1], 400, true);
     let (line, healed) = sweep_mr7(&fake);
     assert!(
@@ -1222,7 +1242,13 @@ fn one_thread_of_several_resolved_outside_the_window_is_refreshed_once() {
     // The MR's author resolves one: no resolution that can count, no pipeline, sweep after
     // sweep.
     fake.set_time(&ago(4 * 24 * HOUR));
-    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], fixtures::AUTHOR_ID, true);
+    fake.resolve(
+        PROJECT_ID,
+        fixtures::MR_IID,
+        &threads[0],
+        fixtures::AUTHOR_ID,
+        true,
+    );
     assert_eq!(fake.mr(PROJECT_ID, fixtures::MR_IID).updated_at, updated);
     for _ in 0..2 {
         let (line, tail) = sweep_mr7(&fake);
@@ -1236,7 +1262,13 @@ fn one_thread_of_several_resolved_outside_the_window_is_refreshed_once() {
     assert!(fake.pipelines(PROJECT_ID).is_empty());
 
     // A reviewer resolves it instead, the other thread stays open: still nothing moves.
-    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], fixtures::AUTHOR_ID, false);
+    fake.resolve(
+        PROJECT_ID,
+        fixtures::MR_IID,
+        &threads[0],
+        fixtures::AUTHOR_ID,
+        false,
+    );
     fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, true);
     assert_eq!(fake.mr(PROJECT_ID, fixtures::MR_IID).updated_at, updated);
     fake.reset_log();
@@ -1248,7 +1280,12 @@ fn one_thread_of_several_resolved_outside_the_window_is_refreshed_once() {
     assert_eq!(tail, "refreshed: 1 / healed: 0");
     assert_eq!(pipelines_for(&fake), vec![fixtures::MR_IID]);
     // GET /user, the listing, the discussions, the single MR; one write.
-    assert_eq!((fake.reads(), fake.writes()), (4, 1), "{:?}", requested(&fake));
+    assert_eq!(
+        (fake.reads(), fake.writes()),
+        (4, 1),
+        "{:?}",
+        requested(&fake)
+    );
 
     // The next sweep, while that pipeline is coming: none.
     let (line, tail) = sweep_mr7(&fake);
@@ -1287,7 +1324,10 @@ fn outside_the_window_only_an_mr_at_review_gets_a_line() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["mrs"], serde_json::json!([]));
-    assert_eq!((&doc["listed"], &doc["readOutsideWindow"]), (&0.into(), &1.into()));
+    assert_eq!(
+        (&doc["listed"], &doc["readOutsideWindow"]),
+        (&0.into(), &1.into())
+    );
     assert!(
         requested(&fake)
             .iter()
@@ -1296,7 +1336,9 @@ fn outside_the_window_only_an_mr_at_review_gets_a_line() {
         requested(&fake)
     );
     assert!(
-        !requested(&fake).iter().any(|p| p.contains("/merge_requests/2/")),
+        !requested(&fake)
+            .iter()
+            .any(|p| p.contains("/merge_requests/2/")),
         "{:?}",
         requested(&fake)
     );
@@ -1326,7 +1368,10 @@ fn a_running_pipeline_of_the_previous_head_is_not_the_heads() {
         line.starts_with("!1 verified-older-head: pipeline-created"),
         "{line}"
     );
-    assert!(line.contains("head pipeline is running for 22222222, not the head"), "{line}");
+    assert!(
+        line.contains("head pipeline is running for 22222222, not the head"),
+        "{line}"
+    );
     assert_eq!(pipelines_for(&fake), vec![1]);
 }
 
@@ -1342,7 +1387,10 @@ fn a_refused_pipeline_is_reported_and_the_sweep_goes_on() {
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     let line = line_of(&text, 1);
     assert!(line.starts_with("!1 missing: pipeline-refused ("), "{line}");
-    assert!(line.contains("GitLab refused the pipeline and created none (HTTP 405"), "{line}");
+    assert!(
+        line.contains("GitLab refused the pipeline and created none (HTTP 405"),
+        "{line}"
+    );
     assert!(
         line_of(&text, 2).starts_with("!2 missing: pipeline-created"),
         "{text}"

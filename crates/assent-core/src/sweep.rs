@@ -299,9 +299,7 @@ pub fn assent_possible(inventory: &Inventory, author: Option<u64>) -> bool {
         t.resolved
             && !t.resolved_by_bot
             && !t.edited
-            && t.resolved_by
-                .as_ref()
-                .is_some_and(|u| Some(u.id) != author)
+            && t.resolved_by.as_ref().is_some_and(|u| Some(u.id) != author)
     })
 }
 
@@ -490,7 +488,8 @@ pub fn classify(
                 action: Action::CreatePipeline,
                 detail: format!(
                     "{detail}; head pipeline is {status} for {}, not the head",
-                    sha.as_deref().map_or("an unknown commit".to_owned(), |s| short(s).to_owned())
+                    sha.as_deref()
+                        .map_or("an unknown commit".to_owned(), |s| short(s).to_owned())
                 ),
             }
         }
@@ -902,12 +901,7 @@ mod tests {
     fn healing_verdicts_create_a_pipeline_unless_one_is_active() {
         for (s, verdict) in healing_cases() {
             for status in ACTIVE_PIPELINE_STATUSES {
-                let c = classify(
-                    &mr(at_head(status.into())),
-                    s.as_ref(),
-                    now(),
-                    &settings(),
-                );
+                let c = classify(&mr(at_head(status.into())), s.as_ref(), now(), &settings());
                 assert_eq!(
                     (c.verdict, c.action),
                     (SweepVerdict::PipelineActive, Action::None),
@@ -923,12 +917,7 @@ mod tests {
                 "manual",
                 "scheduled",
             ] {
-                let c = classify(
-                    &mr(at_head(status.into())),
-                    s.as_ref(),
-                    now(),
-                    &settings(),
-                );
+                let c = classify(&mr(at_head(status.into())), s.as_ref(), now(), &settings());
                 assert_eq!(
                     (c.verdict, c.action),
                     (verdict, Action::CreatePipeline),
@@ -1133,7 +1122,12 @@ mod tests {
             (c.verdict, c.action),
             (SweepVerdict::Verified, Action::None)
         );
-        assert!(c.detail.contains("no thread is resolved by a user who may assent"), "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("no thread is resolved by a user who may assent"),
+            "{}",
+            c.detail
+        );
         // Other decisions, and summaries without (or with a broken) gate line, are never
         // refreshed.
         for gate_line in [
@@ -1195,7 +1189,12 @@ mod tests {
             );
             assert!(c.detail.contains("not the head"), "{}", c.detail);
         }
-        let c = classify(&mr(at_head("running".into())), Some(&older), now(), &settings());
+        let c = classify(
+            &mr(at_head("running".into())),
+            Some(&older),
+            now(),
+            &settings(),
+        );
         assert_eq!(
             (c.verdict, c.action),
             (SweepVerdict::PipelineActive, Action::None)
@@ -1243,7 +1242,10 @@ mod tests {
             assert!(!possible(vec![never.clone()], Some(AUTHOR)), "{never:?}");
         }
         assert!(possible(
-            vec![thread(Some(AUTHOR), false, false), thread(Some(7), false, false)],
+            vec![
+                thread(Some(AUTHOR), false, false),
+                thread(Some(7), false, false)
+            ],
             Some(AUTHOR)
         ));
     }

@@ -247,7 +247,12 @@ mod tests {
             (seen[0].method.as_str(), seen[0].path.as_str()),
             ("GET", "/api/v4/projects/group%2Fsub%2Fproj/merge_requests")
         );
-        for param in ["state=opened", "order_by=created_at", "sort=asc", "per_page=100"] {
+        for param in [
+            "state=opened",
+            "order_by=created_at",
+            "sort=asc",
+            "per_page=100",
+        ] {
             assert!(
                 seen[0].query.split('&').any(|p| p == param),
                 "{param} missing: {}",
@@ -255,7 +260,11 @@ mod tests {
             );
         }
         // No window: an MR waiting at REVIEW can have any `updated_at`.
-        assert!(!seen[0].query.contains("updated_after"), "{}", seen[0].query);
+        assert!(
+            !seen[0].query.contains("updated_after"),
+            "{}",
+            seen[0].query
+        );
         assert_eq!(listed.len(), 2);
         assert_eq!(listed[0].sha.as_deref(), Some("abc"));
         assert_eq!(listed[1].updated_at, None);
@@ -265,7 +274,10 @@ mod tests {
             (Some(300), Some(3))
         );
         assert_eq!(listed[1].target_branch, None);
-        assert_eq!((listed[1].author_id, listed[1].user_notes_count), (None, None));
+        assert_eq!(
+            (listed[1].author_id, listed[1].user_notes_count),
+            (None, None)
+        );
     }
 
     #[test]
@@ -301,8 +313,9 @@ mod tests {
             FaultRule::new(FaultAction::Reply {
                 status: 200,
                 headers: vec![("Content-Type".into(), "application/json".into())],
-                body: json!({"iid": 7, "state": "opened", "sha": HEAD_SHA, "target_branch": "main"})
-                    .to_string(),
+                body:
+                    json!({"iid": 7, "state": "opened", "sha": HEAD_SHA, "target_branch": "main"})
+                        .to_string(),
             })
             .route(RouteKind::MergeRequest),
         );

@@ -1448,10 +1448,14 @@ fn resolving_one_thread_of_several_is_silent_and_the_last_one_is_announced() {
     assert_eq!(resolved.status, 200);
     assert_eq!(stamps(&fake), before, "through the API too");
     assert_eq!(
-        fake.note(PROJECT_ID, MR_IID, resolved.json()["notes"][0]["id"].as_u64().unwrap())
-            .unwrap()
-            .resolved_at
-            .as_deref(),
+        fake.note(
+            PROJECT_ID,
+            MR_IID,
+            resolved.json()["notes"][0]["id"].as_u64().unwrap()
+        )
+        .unwrap()
+        .resolved_at
+        .as_deref(),
         Some("2024-05-01T11:00:00.000Z")
     );
 
@@ -1470,7 +1474,10 @@ fn resolving_one_thread_of_several_is_silent_and_the_last_one_is_announced() {
         .find(|n| n.system)
         .cloned()
         .unwrap();
-    assert_eq!((note.body.as_str(), note.author_id), ("resolved all threads", HUMAN_ID));
+    assert_eq!(
+        (note.body.as_str(), note.author_id),
+        ("resolved all threads", HUMAN_ID)
+    );
 }
 
 #[test]
@@ -1503,7 +1510,13 @@ fn a_pipeline_gitlab_cannot_create_is_refused_and_nothing_is_created() {
         .push(fake_gitlab::Token::new("glpat-reporter", BOT_ID, &["api"]).access_level(20));
     let fake = FakeGitLab::start(state);
     // Below Developer: the pipeline does not validate (`render_validation_error!`).
-    let r = call(&fake, "POST", &mr_path("/pipelines"), Some("glpat-reporter"), None);
+    let r = call(
+        &fake,
+        "POST",
+        &mr_path("/pipelines"),
+        Some("glpat-reporter"),
+        None,
+    );
     assert_eq!(r.status, 400);
     assert_eq!(
         r.json()["message"]["base"][0],

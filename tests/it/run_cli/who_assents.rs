@@ -95,10 +95,14 @@ fn an_edit_before_the_resolution_or_just_after_it_is_no_assent_either() {
             .unwrap()
             .to_owned();
         let old_body = old.notes[0].body.clone();
-        let forged =
-            old_body.replacen(marker_occurrence(&old_body).as_str().unwrap(), &new_occurrence, 1);
+        let forged = old_body.replacen(
+            marker_occurrence(&old_body).as_str().unwrap(),
+            &new_occurrence,
+            1,
+        );
         let (bots_token, _) = assent_test_support::forge_for(&w.fake);
-        let edit = || assent::forge::Forge::edit_note(&bots_token, old.notes[0].id, &forged).unwrap();
+        let edit =
+            || assent::forge::Forge::edit_note(&bots_token, old.notes[0].id, &forged).unwrap();
         let resolve = || {
             w.fake
                 .resolve(project(), mr(), &old.id, fixtures::HUMAN_ID, true)
