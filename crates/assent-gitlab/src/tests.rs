@@ -2064,7 +2064,10 @@ fn listed_notes_carry_resolved_at_and_whether_they_are_diff_notes() {
         note.resolved_at.as_deref(),
         Some("2026-01-01T10:01:00.000Z")
     );
-    assert_eq!(note.updated_at.as_deref(), Some("2026-01-01T10:01:00.000Z"));
+    // GitLab resolves a discussion with `update_all`: the note's `updated_at` stays at its
+    // creation, which the listing carries too.
+    assert_eq!(note.created_at.as_deref(), Some("2026-01-01T10:00:00.000Z"));
+    assert_eq!(note.updated_at.as_deref(), Some("2026-01-01T10:00:00.000Z"));
     assert!(!note.diff_note, "a general thread");
 }
 
