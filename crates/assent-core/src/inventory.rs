@@ -13,8 +13,8 @@
 //! (`review_state::is_retired`). GitLab's REST answer has no field for an edit
 //! (`last_edited_at` exists only in its web UI and GraphQL), so the edit is read from
 //! `updated_at` against `created_at`, which GitLab writes as one instant when it creates a
-//! note. What else moves a note's `updated_at`, read from GitLab's source (docs/reliability.md,
-//! "Edited finding notes"):
+//! note (docs/contract.md#edited-notes). What else moves a note's `updated_at`, read from
+//! GitLab's source (docs/reliability.md, "What else moves a note's `updated_at`"):
 //!
 //! * a thread resolved or re-opened through its discussion (the web UI's button, and assent's
 //!   own route) does not: `update_all` (`app/models/concerns/resolvable_discussion.rb`,

@@ -39,7 +39,8 @@
 //! a thread GitLab shows changed since it was posted: [`MrFacts::assent_possible`]). It is read
 //! from the discussions alone: GitLab's `blocking_discussions_resolved` is `true` whenever the
 //! project does not require resolved threads (`app/models/merge_request.rb`
-//! `mergeable_discussions_state?`), so it says nothing about them. The run that heals it
+//! `mergeable_discussions_state?`, docs/contract.md#blocking-discussions-resolved), so it
+//! says nothing about them. The run that heals it
 //! records the new fingerprint, so a change of resolutions causes one pipeline, never one per
 //! sweep, and a resolution that can never count (the author's) causes none. A summary without
 //! a gate line, or with a malformed one, is never healed for freshness. When the MR listing
