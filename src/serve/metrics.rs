@@ -149,10 +149,12 @@ impl Metrics {
                 .get_or_create(&EventLabels { event, result });
         }
         for trigger in ["webhook", "sweep"] {
-            let _ = m.pipelines_created.get_or_create(&ClassificationLabels {
+            let labels = ClassificationLabels {
                 trigger,
                 verdict: "missing",
-            });
+            };
+            let _ = m.pipelines_created.get_or_create(&labels);
+            let _ = m.pipeline_refusals.get_or_create(&labels);
         }
         for result in ["complete", "failed"] {
             let _ = m.sweep_passes.get_or_create(&PassLabels { result });
@@ -210,6 +212,7 @@ mod tests {
             "assent_classifications_total{trigger=\"webhook\",verdict=\"review-resolved\"} 1",
             "assent_pipelines_created_total{trigger=\"sweep\",verdict=\"missing\"} 0",
             "# TYPE assent_pipeline_refusals counter",
+            "assent_pipeline_refusals_total{trigger=\"sweep\",verdict=\"missing\"} 0",
             "# TYPE assent_sweep_last_success_timestamp_seconds gauge",
             "assent_queue_keys 3",
             "assent_gitlab_requests_total{kind=\"read\"} 0",
