@@ -1189,6 +1189,11 @@ pub fn lfs_pointer_oid(content: &[u8]) -> Option<String> {
     lines.find_map(|l| l.strip_prefix("oid sha256:").map(str::to_owned))
 }
 
+/// The first id of the notes GitLab writes itself when an MR's last thread is resolved
+/// ("resolved all threads", `ops::notify_if_all_resolved`): far above any id a test seeds, and
+/// left out of [`State::next_note_id`].
+pub const ANNOUNCEMENT_NOTE_IDS: u64 = 1 << 40;
+
 /// 40 lowercase hex digits derived from `n` (deterministic).
 pub fn discussion_id(n: u64) -> String {
     use sha2::{Digest, Sha256};
@@ -1227,6 +1232,7 @@ impl State {
             .flat_map(|m| m.discussions.iter())
             .flat_map(|d| d.notes.iter())
             .map(|n| n.id)
+            .filter(|id| *id < ANNOUNCEMENT_NOTE_IDS)
             .max()
             .unwrap_or(0);
         self.note_id_start.max(max + 1)
