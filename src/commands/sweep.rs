@@ -17,13 +17,15 @@ use crate::gitlab::{GitLabClient, GitLabSweepForge};
 use crate::sweep_pass::{SweepSettings, sweep_observed};
 
 const SWEEP_HELP: &str = "\
-Lists the project's open MRs updated within --lookback, reads each one's assent summary and
-creates a merge request pipeline for every MR whose review state is not verified for its head
-and target branch (summary missing, verified for an older head, for another target branch or
-for none recorded, or reconciling for longer than --stuck-after), and for every MR whose
-summary says REVIEW while GitLab reports all blocking discussions resolved and the thread
-resolutions changed since that summary, unless its head pipeline is still pending or
-running. Never publishes review artifacts itself.
+Lists the project's open MRs, reads the assent summary of each one updated within --lookback
+and creates a merge request pipeline for every MR whose review state is not verified for its
+head and target branch (summary missing, verified for an older head, for another target branch
+or for none recorded, or reconciling for longer than --stuck-after). Every open MR whose
+summary says REVIEW is examined however long ago it was updated (GitLab moves no updated_at
+when one thread of several is resolved): it gets a pipeline when its thread resolutions
+changed since that summary and a thread is resolved by a user who may assent. No pipeline
+while the head pipeline of the MR's head is still pending or running; GitLab's refusal to
+create one (405, 400) is reported on the MR's line. Never publishes review artifacts itself.
 
 The report lists every MR examined with its verdict and action and ends with `healed: N`, the
 number of pipelines created. In a healthy deployment N stays 0; a persistently non-zero N means
@@ -46,7 +48,7 @@ pub struct SweepArgs {
     /// Where GitLab is and which project to sweep.
     #[command(flatten)]
     pub connection: ConnectionArgs,
-    /// Examine open MRs updated within this long before now; must be wider than --interval.
+    /// Examine open MRs updated within this long before now (and those at REVIEW whenever updated); must be wider than --interval.
     #[arg(long, value_name = "DURATION", default_value = "3h", value_parser = parse_duration)]
     pub lookback: SweepDuration,
     /// The period of the schedule that runs the sweep (e.g. 1h for an hourly schedule).
@@ -61,7 +63,7 @@ pub struct SweepArgs {
     /// Report format on stdout: one line per MR then `healed: N` (`text`), or one JSON document with the same content (`json`).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
-    /// Examine at most this many MRs (oldest update first); the rest wait for the next sweep.
+    /// Read the discussions of at most this many MRs (in the window first, oldest update first); the rest wait for the next sweep.
     #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_mrs: u64,
     /// How long to wait for GitLab's rate limits.
