@@ -487,7 +487,7 @@ fn by_window(
     let updated = |m: &ListedMergeRequest| m.updated_at.as_deref().and_then(Timestamp::parse);
     let (mut inside, mut outside): (Vec<_>, Vec<_>) = by_iid
         .into_values()
-        .partition(|m| !updated(m).is_some_and(|u| u < start));
+        .partition(|m| updated(m).is_none_or(|u| u >= start));
     inside.sort_by_key(|m| (updated(m).unwrap_or(start), m.iid));
     outside.sort_by_key(|m| (updated(m).unwrap_or(start), m.iid));
     (inside, outside)
