@@ -734,9 +734,10 @@ fn unverified_or_reaching(
     })
 }
 
-/// What to change when the gate is `threads-only`: what each verdict lacks, then how to
-/// hold the gate, leaving out the settings the evidence shows on already.
-fn threads_only_advice(e: &EnforcementEvidence, pipeline: &str, approval: &str) -> String {
+/// What to change when the gate is `threads-only`: how to hold the gate, leaving out the
+/// settings the evidence shows on already. What each stronger verdict lacks is the reason's,
+/// said there once.
+fn threads_only_advice(e: &EnforcementEvidence) -> String {
     let setting_on = matches!(
         &e.project,
         Probe::Got(p) if p.only_allow_merge_if_pipeline_succeeds == Some(true)
@@ -748,9 +749,8 @@ fn threads_only_advice(e: &EnforcementEvidence, pipeline: &str, approval: &str) 
         "Settings > Merge requests > Pipelines must succeed on (and skipped pipelines not successful) with the template's fail_on: review, from a protected CI configuration project (any GitLab tier)"
     };
     format!(
-        "an MR's author can resolve their own challenge threads and nothing stops the merge. \
-         Missing for pipeline-required: {pipeline}. Missing for approval-required: {approval}. \
-         Hold the gate with one of: {pipeline_how}; or an approval rule requiring 1 approval \
+        "an MR's author can resolve their own challenge threads and nothing stops the merge \
+         (the reason says what each stronger verdict lacks). Hold the gate with one of: {pipeline_how}; or an approval rule requiring 1 approval \
          from the bot user only, approvals removed on push, approval rules not editable in MRs, \
          and the template's approve: true (GitLab Premium). docs/setup.md, Step 3 and Step 6"
     )
@@ -981,9 +981,9 @@ pub fn judge(e: &EnforcementEvidence) -> EnforcementVerdict {
     };
     EnforcementVerdict {
         enforcement: GateEnforcement::ThreadsOnly,
-        // The standard advice would tell an operator to turn on what may be on already: name
-        // what is missing for each verdict instead, from the same evidence as the reason.
-        warning: Some(threads_only_advice(e, &pipeline, &approval)),
+        // The standard advice would tell an operator to turn on what may be on already: the
+        // advice follows the same evidence as the reason.
+        warning: Some(threads_only_advice(e)),
         reason: format!("not approval-required: {approval}; not pipeline-required: {pipeline}"),
     }
 }
