@@ -540,7 +540,10 @@ fn already_approved_by_a_concurrent_run_is_unchanged() {
 /// between the read and the write; the run settles by reading again, without failing.
 #[test]
 fn an_approval_already_so_is_settled_by_reading_again() {
-    for already_so in [refused(304, "not modified"), refused(401, "401 Unauthorized")] {
+    for already_so in [
+        refused(304, "not modified"),
+        refused(401, "401 Unauthorized"),
+    ] {
         let memory = InMemoryForge::new(BOT, HEAD);
         let forge =
             Scripted::new(&memory).intercept(vec![Intercept::ApplyThenFail(already_so.clone())]);
@@ -577,7 +580,8 @@ fn an_approval_already_so_is_settled_by_reading_again() {
 #[test]
 fn an_already_so_answer_the_read_contradicts_fails_the_run() {
     let memory = InMemoryForge::new(BOT, HEAD);
-    let forge = Scripted::new(&memory).intercept(vec![Intercept::Refuse(refused(304, "not modified"))]);
+    let forge =
+        Scripted::new(&memory).intercept(vec![Intercept::Refuse(refused(304, "not modified"))]);
     let err = publish(&forge, &approvable(), HEAD, true).unwrap_err();
     assert!(matches!(err, ReconcileError::Approval { .. }), "{err}");
     assert!(err.to_string().contains("still not as decided"), "{err}");

@@ -472,7 +472,8 @@ fn an_approval_that_is_already_gone_when_withdrawn_settles_under_both_profiles()
         w.fake.reset_log();
         // A person withdraws the bot's approval between this run's read and its write.
         let r = race_approval_write(&w, NEWER_SHA, RouteKind::Unapprove, |w| {
-            w.fake.set_approved(project(), mr(), fixtures::BOT_ID, false)
+            w.fake
+                .set_approved(project(), mr(), fixtures::BOT_ID, false)
         });
         r.expect_code(1);
         let receipt = r.receipt();
