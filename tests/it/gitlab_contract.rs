@@ -366,11 +366,19 @@ struct Fetched {
     body: Value,
 }
 
+/// An answer's name, method, path and form body.
+type Route = (
+    &'static str,
+    &'static str,
+    String,
+    &'static [(&'static str, &'static str)],
+);
+
 /// Each answer of the field list as the fake gives it in [`world`], in an order where each
 /// write succeeds (the approval before its read, so that `approved_by` lists the bot).
 fn drive(fake: &FakeGitLab) -> BTreeMap<&'static str, Fetched> {
     let mr = format!("/projects/{P}/merge_requests/{MR_IID}");
-    let routes: [(&str, &str, String, &[(&str, &str)]); 15] = [
+    let routes: [Route; 15] = [
         ("current-user", "GET", "/user".into(), &[]),
         ("project", "GET", format!("/projects/{P}"), &[]),
         (
