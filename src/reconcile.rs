@@ -747,19 +747,22 @@ enum Settled {
 }
 
 /// Makes the bot's approval `want`. An answer that leaves the outcome unknown (5xx,
-/// transport) and a refusal that may mean "already so" (unauthorized for an approval, not
-/// found for an unapproval: the port's documented answers) are settled by reading the
-/// approval again, never by resending blindly: the write is repeated only when the read
-/// shows it did not take effect.
+/// transport) and an answer that means "already so" (docs/contract.md#approvals-already-so:
+/// not modified on GitLab 18; unauthorized for an approval, not found for an unapproval on
+/// earlier GitLab) are settled by reading the approval again, never by resending blindly and
+/// never by failing: the write is repeated only when the read shows it did not take effect.
+/// Such an answer comes in a race, e.g. a push that reset the approvals, or a person who
+/// approved with the bot's token, between the first read and the write.
 fn settle_approval(forge: &dyn Forge, want: bool, sha: &str) -> Result<Settled, String> {
     if forge.bot_approves().map_err(|e| e.to_string())? == want {
         return Ok(Settled::Unchanged);
     }
-    let already_so = if want {
+    let older_already_so = if want {
         ForgeErrorKind::Unauthorized
     } else {
         ForgeErrorKind::NotFound
     };
+    let already_so = |kind| kind == ForgeErrorKind::NotModified || kind == older_already_so;
     for _ in 0..MAX_PLANNING_ROUNDS {
         let sent = if want {
             forge.approve(sha)
@@ -774,7 +777,7 @@ fn settle_approval(forge: &dyn Forge, want: bool, sha: &str) -> Result<Settled, 
             return Ok(Settled::HeadMoved);
         }
         let unknown = err.is_ambiguous_write() || matches!(err, ForgeError::Transport { .. });
-        if !unknown && err.kind() != already_so {
+        if !unknown && !already_so(err.kind()) {
             return Err(err.to_string());
         }
         if forge.bot_approves().map_err(|e| e.to_string())? == want {

@@ -187,7 +187,7 @@ impl EnforcementVerdict {
 pub struct AssentJob {
     /// The job's name.
     pub name: String,
-    /// The `--fail-on` value its `assent run` gets (`block` when not given), or why it
+    /// The `--fail-on` value its `assent run` gets (`review` when not given), or why it
     /// cannot be told.
     pub fail_on: Result<String, String>,
     /// Whether its `assent run` manages the approval (`--approve`, `ASSENT_APPROVE`), or why
@@ -345,7 +345,8 @@ fn fail_on_argument(args: &[String]) -> Result<String, String> {
         }
     }
     match values.as_slice() {
-        [] => Ok("block".to_owned()),
+        // assent run's own default (docs/contract.md#run-inputs).
+        [] => Ok("review".to_owned()),
         [one] if one.contains('$') => Err(format!(
             "--fail-on {one} depends on a variable the CI configuration does not set"
         )),
@@ -1058,6 +1059,16 @@ mod tests {
         }
     }
 
+    /// `assent run` without `--fail-on` fails on review (docs/contract.md#run-inputs): a
+    /// hand-written job that leaves it out holds the gate like one that says it.
+    #[test]
+    fn a_job_without_fail_on_fails_on_review_and_is_pipeline_required() {
+        let mut e = pipeline_evidence();
+        e.config = config(&PIPELINE_CONFIG.replace("--fail-on review ", ""));
+        let v = judge(&e);
+        assert_eq!(v.enforcement, GateEnforcement::PipelineRequired, "{v:?}");
+    }
+
     #[test]
     fn an_include_an_mr_can_change_is_not_pipeline_required() {
         let mut e = pipeline_evidence();
@@ -1533,9 +1544,6 @@ mod tests {
             }),
             ("fail on never", "--fail-on never", |e| {
                 e.config = config(&PIPELINE_CONFIG.replace("--fail-on review", "--fail-on=never"))
-            }),
-            ("default fail-on", "--fail-on block", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("--fail-on review ", ""))
             }),
             ("allow_failure", "allow_failure: true", |e| {
                 e.config = config(

@@ -81,7 +81,7 @@ fn central_rules_apply_beside_the_projects_own_and_are_pinned() {
         .invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
         .run();
-    own.expect_code(0);
+    own.expect_code(1);
     let own = own.receipt();
     assert_ne!(own["pins"]["policyDigest"], receipt["pins"]["policyDigest"]);
     assert!(
@@ -116,7 +116,7 @@ fn the_environment_names_the_central_project_and_a_ref_pins_that_branch() {
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
         .env("ASSENT_POLICY_PROJECT", &format!("{CENTRAL_PATH}@next"))
         .run();
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     assert_eq!(receipt["pins"]["policySha"], CENTRAL_NEXT);
     assert_eq!(rules(&receipt), ["retention-shrink"]);

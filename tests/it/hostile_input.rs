@@ -798,7 +798,7 @@ fn a_topic_named_like_a_terminal_escape_is_printed_escaped_by_run() {
             .args(args)
             .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", push)
             .run();
-        r.expect_code(0);
+        r.expect_code(1);
         for (stream, text) in [
             ("stdout", r.stdout.clone()),
             ("stderr", r.stderr.clone()),
@@ -823,7 +823,7 @@ fn a_topic_named_like_a_terminal_escape_is_printed_escaped_by_run() {
         .args(&["--format", "json"])
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", push)
         .run();
-    r.expect_code(0);
+    r.expect_code(1);
     assert_eq!(
         raw_controls(&r.stdout),
         Vec::<char>::new(),

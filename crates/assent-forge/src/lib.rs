@@ -153,6 +153,11 @@ pub enum ForgeErrorKind {
     /// The forge did not accept the token for this request (401). GitLab also answers so to a
     /// second approval by the same user.
     Unauthorized,
+    /// The forge says the request changes nothing because it is already so (304 Not
+    /// Modified): GitLab 18 answers so to approving a merge request the user already approves
+    /// and to unapproving one it does not (`lib/api/merge_request_approvals.rb`,
+    /// `not_modified!`). Nothing was written.
+    NotModified,
     /// The request conflicts with the forge's current state (409), e.g. an approval pinned
     /// to a SHA that is no longer the merge request's head. Nothing was written.
     Conflict,
@@ -179,6 +184,7 @@ impl ForgeError {
             ForgeError::Status { status: 404, .. } => ForgeErrorKind::NotFound,
             ForgeError::Status { status: 401, .. } => ForgeErrorKind::Unauthorized,
             ForgeError::Status { status: 409, .. } => ForgeErrorKind::Conflict,
+            ForgeError::Status { status: 304, .. } => ForgeErrorKind::NotModified,
             ForgeError::Status { status, .. } if *status == 429 || *status >= 500 => {
                 ForgeErrorKind::Unavailable
             }
@@ -275,11 +281,13 @@ pub trait Forge: Send + Sync {
     /// (`GET …/approvals`, the bot's id among `approved_by[].user.id`).
     fn bot_approves(&self) -> Result<bool, ForgeError>;
     /// Approves the merge request as the bot, pinned to `sha`: the forge refuses with
-    /// [`ForgeErrorKind::Conflict`] when the head is no longer `sha`, and with
-    /// [`ForgeErrorKind::Unauthorized`] when the bot approves already.
+    /// [`ForgeErrorKind::Conflict`] when the head is no longer `sha`, and answers
+    /// [`ForgeErrorKind::NotModified`] (GitLab 18) or [`ForgeErrorKind::Unauthorized`]
+    /// (earlier GitLab) when the bot approves already.
     fn approve(&self, sha: &str) -> Result<(), ForgeError>;
-    /// Withdraws the bot's approval; the forge answers [`ForgeErrorKind::NotFound`] when the
-    /// bot does not approve.
+    /// Withdraws the bot's approval; the forge answers [`ForgeErrorKind::NotModified`]
+    /// (GitLab 18) or [`ForgeErrorKind::NotFound`] (earlier GitLab) when the bot does not
+    /// approve.
     fn unapprove(&self) -> Result<(), ForgeError>;
     /// Requests made so far.
     fn request_counts(&self) -> RequestCounts;

@@ -1042,6 +1042,9 @@ fn note_json(st: &State, p: &Project, m: &MergeRequest, n: &Note) -> Value {
     });
     if let Some(position) = &n.position {
         v["position"] = crate::positions::position_json(position);
+        // `lib/api/entities/note.rb` exposes `commit_id` for a DiffNote on an MR; a thread
+        // started on the MR's diff (not on one commit of it) records none.
+        v["commit_id"] = Value::Null;
     }
     if n.resolvable {
         v["resolved"] = json!(n.resolved);

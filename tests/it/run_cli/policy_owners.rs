@@ -68,7 +68,7 @@ fn assents(receipt: &Value) -> Vec<(String, bool, Option<String>)> {
 fn an_mr_that_edits_its_own_policies_gets_a_self_edit_challenge() {
     let w = policy_mr(30);
     let r = run_at_new(&w);
-    r.expect_code(0);
+    r.expect_code(1);
     assert!(
         r.stdout.starts_with("assent: REVIEW for !7"),
         "{}",
@@ -112,7 +112,7 @@ fn an_mr_that_edits_its_own_policies_gets_a_self_edit_challenge() {
 #[test]
 fn a_maintainer_other_than_the_author_assents_to_a_policy_change_on_the_record() {
     let w = policy_mr(30);
-    run_at_new(&w).expect_code(0);
+    run_at_new(&w).expect_code(1);
     let r = resolve_both_and_run(&w, CAROL);
     r.expect_code(0);
     let receipt = r.receipt();
@@ -140,10 +140,10 @@ fn a_maintainer_other_than_the_author_assents_to_a_policy_change_on_the_record()
 #[test]
 fn a_developers_resolution_of_a_policy_change_does_not_count() {
     let w = policy_mr(30);
-    run_at_new(&w).expect_code(0);
+    run_at_new(&w).expect_code(1);
     // alice is a developer: enough for the retention rule, not for a policy change.
     let r = resolve_both_and_run(&w, fixtures::HUMAN_ID);
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     assert_eq!(receipt["decision"], "REVIEW");
     assert_eq!(
@@ -165,7 +165,7 @@ fn a_developers_resolution_of_a_policy_change_does_not_count() {
 #[test]
 fn the_author_never_assents_to_their_own_policy_change_even_as_a_maintainer() {
     let w = policy_mr(40);
-    run_at_new(&w).expect_code(0);
+    run_at_new(&w).expect_code(1);
     w.fake.resolve(
         project(),
         mr(),
@@ -174,7 +174,7 @@ fn the_author_never_assents_to_their_own_policy_change_even_as_a_maintainer() {
         true,
     );
     let r = run_at_new(&w);
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     assert_eq!(receipt["decision"], "REVIEW");
     assert_eq!(assents(&receipt)[0], (SELF_EDIT.to_owned(), false, None));
@@ -194,7 +194,7 @@ fn the_targets_policy_owners_replace_the_default() {
         ".assent/policies/owners.yaml",
         "apiVersion: assent/v1\nkind: Policy\npolicy_owners:\n  users: [alice]\nrules:\n  - id: owners-noop\n    match: { files: [\"none/*.yaml\"] }\n    effect: comment\n",
     );
-    run_at_new(&w).expect_code(0);
+    run_at_new(&w).expect_code(1);
     let self_edit = w.thread(SELF_EDIT);
     w.fake.resolve(project(), mr(), &self_edit.id, CAROL, true);
     w.fake.resolve(
@@ -205,7 +205,7 @@ fn the_targets_policy_owners_replace_the_default() {
         true,
     );
     let r = run_at_new(&w);
-    r.expect_code(0);
+    r.expect_code(1);
     assert_eq!(r.receipt()["decision"], "REVIEW");
     assert_eq!(
         assents(&r.receipt())[0],
