@@ -338,6 +338,69 @@ fn an_owners_assent_does_not_carry_over_to_a_later_change_of_the_policy_file() {
     }
 }
 
+/// The MR's head `sha`: the base tree without `deleted`, with `files` on top, and the listing
+/// of what differs from the base.
+fn push_deleting(w: &World, sha: &str, deleted: &str, files: &[(&str, &str)]) {
+    w.fake.with_state(|s| {
+        let p = s.project_mut(project()).expect("project");
+        let base = p.files[fixtures::BASE_SHA].clone();
+        let mut tree = base.clone();
+        tree.remove(deleted);
+        for (path, text) in files {
+            tree.insert(
+                (*path).to_owned(),
+                fake_gitlab::FileContent(text.as_bytes().to_vec()),
+            );
+        }
+        let diffs = DiffFile::listing(&base, &tree);
+        p.files.insert(sha.to_owned(), tree);
+        p.branches.insert("feature".into(), sha.to_owned());
+        p.mr_mut(mr()).expect("mr").diffs = diffs;
+    });
+    w.fake.set_head(project(), mr(), sha);
+}
+
+#[test]
+fn an_owners_assent_to_a_deletion_does_not_carry_over_to_a_different_re_add() {
+    let w = policy_mr(30);
+    // The policy file exists at the base: the MR deletes it, and a maintainer assents.
+    w.put_file(fixtures::BASE_SHA, EXTRA_POLICY, EXTRA_POLICY_TEXT);
+    push_deleting(
+        &w,
+        NEW_SHA,
+        EXTRA_POLICY,
+        &[("topics/orders.yaml", &orders(7))],
+    );
+    run_at_new(&w).expect_code(0);
+    let r = resolve_both_and_run(&w, CAROL);
+    r.expect_code(0);
+    assert_eq!(r.receipt()["decision"], "APPROVE");
+    // The author puts it back with other content: the change is no longer the deletion the
+    // owner saw.
+    let weakened = EXTRA_POLICY_TEXT.replace("other/*.yaml", "nothing/*.yaml");
+    push_deleting(
+        &w,
+        NEWER_SHA,
+        "none",
+        &[
+            ("topics/orders.yaml", &orders(7)),
+            (EXTRA_POLICY, &weakened),
+        ],
+    );
+    let r = run_at(&w, NEWER_SHA);
+    r.expect_code(0);
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "REVIEW");
+    assert_eq!(
+        assents(&receipt),
+        [
+            (SELF_EDIT.to_owned(), false, None),
+            (RETENTION.to_owned(), true, Some("carol".to_owned())),
+        ]
+    );
+    assert_eq!(w.threads_of(SELF_EDIT).len(), 2);
+}
+
 #[test]
 fn a_rebase_that_leaves_the_policy_file_as_it_was_keeps_the_owners_assent() {
     const REBASED_BASE: &str = "6666666666666666666666666666666666666666";
