@@ -22,6 +22,7 @@ pub mod cli_error;
 pub mod completions;
 pub mod doctor;
 pub mod inputs;
+pub mod junit;
 pub mod lint;
 pub mod local_tree;
 pub mod replay;
