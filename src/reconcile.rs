@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::core::assent::{AssentFacts, roles_to_read};
+use crate::core::assent::{AssentFacts, accounts_to_read, roles_to_read};
 use crate::core::inventory::Inventory;
 use crate::core::marker::SummaryState;
 use crate::core::model::ListedDiscussion;
@@ -448,14 +448,29 @@ impl Reconciliation<'_> {
     }
 }
 
-/// Reads the project roles the assent rules need for resolvers in `inventory` (none unless
-/// a rule names `min_role`), into `facts`.
+/// Reads what judging the resolutions in `inventory` needs into `facts`, each at most once
+/// per run: the account of every resolver of a challenge (a bot's or an inactive account's
+/// resolution never counts), and the project roles the assent rules need (none unless a rule
+/// names `min_role`). An account GitLab does not show, or refuses, is recorded as unreadable
+/// (its resolution does not count, and the summary says why); a read the forge may heal is
+/// the run's failure.
 fn read_roles(
     forge: &dyn Forge,
     desired: &DesiredState,
     inventory: &Inventory,
     facts: &mut AssentFacts,
 ) -> Result<(), ForgeError> {
+    for user in accounts_to_read(desired, inventory, facts) {
+        let account = match forge.user_account(user) {
+            Ok(Some(account)) => Ok(account),
+            Ok(None) => Err(format!(
+                "GitLab does not show user {user} to assent's token (404)"
+            )),
+            Err(e) if e.kind() == ForgeErrorKind::Unavailable => return Err(e),
+            Err(e) => Err(format!("GitLab refused to show user {user}: {e}")),
+        };
+        facts.accounts.insert(user, account);
+    }
     for user in roles_to_read(desired, inventory, facts) {
         let role = forge.project_role(user)?;
         facts.roles.insert(user, role);

@@ -136,6 +136,9 @@ impl Forge for Scripted<'_> {
     fn project_role(&self, user_id: u64) -> Result<Option<crate::core::model::Role>, ForgeError> {
         self.inner.project_role(user_id)
     }
+    fn user_account(&self, user_id: u64) -> Result<Option<crate::forge::Account>, ForgeError> {
+        self.inner.user_account(user_id)
+    }
     fn merge_request(&self) -> Result<MergeRequestInfo, ForgeError> {
         self.inner.merge_request()
     }

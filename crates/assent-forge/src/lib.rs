@@ -15,6 +15,7 @@ pub mod sweep;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+pub use assent_core::assent::Account;
 use assent_core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo, Role};
 
 /// Why a forge request failed. Texts never contain the token.
@@ -271,6 +272,11 @@ pub trait Forge: Send + Sync {
     /// membership included); `None` when the user is not a member. Read only for rules
     /// that narrow who may assent by role.
     fn project_role(&self, user_id: u64) -> Result<Option<Role>, ForgeError>;
+    /// What the forge says of user `user_id`'s account (`GET /users/:id`: whether GitLab
+    /// marks it a bot, its `state`); `None` when the forge does not show the user to the
+    /// token (404). Read once per distinct resolver of a challenge, so that a bot's or an
+    /// inactive account's resolution never counts (docs/contract.md#who-may-assent).
+    fn user_account(&self, user_id: u64) -> Result<Option<Account>, ForgeError>;
     /// Whether the project resolves outdated diff threads when a push changes their lines
     /// (GitLab's "Automatically resolve threads that become outdated",
     /// `resolve_outdated_diff_discussions` on `GET /projects/:id`). While it does, a DiffNote
@@ -377,6 +383,18 @@ impl FileMode {
             "120000" => FileMode::Symlink,
             "160000" => FileMode::Submodule,
             other => FileMode::Other(other.to_owned()),
+        }
+    }
+
+    /// Git's mode string of an entry whose content the repository holds (a file, executable
+    /// or not, or a symbolic link, whose content is its target); `None` for anything else (a
+    /// submodule, an unknown mode, or no entry).
+    pub fn git_mode(&self) -> Option<&'static str> {
+        match self {
+            FileMode::Regular => Some("100644"),
+            FileMode::Executable => Some("100755"),
+            FileMode::Symlink => Some("120000"),
+            FileMode::Absent | FileMode::Submodule | FileMode::Other(_) => None,
         }
     }
 
