@@ -14,7 +14,8 @@
 //!   returned. So does a listing whose length is not GitLab's `changes_count` for the MR, or
 //!   whose count ends in `+` (GitLab stopped collecting at its diff limits): nothing of a
 //!   partial listing is read or judged.
-//! * **Contents**: only governed sides are read ([`is_governed`] under the loaded policies):
+//! * **Contents**: only governed sides, and `.gitattributes` files, are read ([`is_read`]
+//!   under the loaded policies):
 //!   the base side (`old_path` at the base SHA) unless the MR creates the file, the source side
 //!   (`new_path` at the source SHA) unless it deletes it. When the policies do not load, no
 //!   content is read (nothing is known to be governed). Every side that is not read is
@@ -40,7 +41,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::core::commit_sha::parse_commit_sha;
 use crate::core::desired_state::{
-    ChangedFileInput, FileContent, ReviewInputs, central_policy_path, is_assent_path, is_governed,
+    ChangedFileInput, FileContent, ReviewInputs, central_policy_path, is_assent_path, is_read,
 };
 use crate::core::model::Pins;
 use crate::core::placement::FileDiff;
@@ -348,7 +349,7 @@ fn plan_content_reads<'a>(
             ),
         ];
         for (exists, side, sha, path, mode) in sides {
-            if !exists || !is_governed(policies, path) {
+            if !exists || !is_read(policies, path) {
                 continue;
             }
             // A governed path must be a regular file: a link's text or a submodule's
