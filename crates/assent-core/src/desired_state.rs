@@ -4,7 +4,7 @@
 //! files, the change set and file contents at pinned SHAs, and this module judges them. The
 //! result is a function of its inputs only; the order in which files are given does not matter.
 //!
-//! # Built-in findings (always on, fail closed; all `block` but `self-edit`, a `challenge`)
+//! # Built-in findings (always on, fail closed; all `block` but `self-edit` and `git-attributes`, challenges)
 //!
 //! | rule | subject | when |
 //! | --- | --- | --- |
@@ -88,8 +88,8 @@
 //!   its first member's (for the Code Quality report; it is never placed on a line), and
 //!   built-in findings have none. `crate::placement` turns sites into diff positions.
 //! * **Contents that were not read** are [`FileContent::Absent`] in [`ChangedFileInput`]: the
-//!   reader only reads the governed sides (see [`is_governed`]), and this module only looks at
-//!   governed sides, so the two agree by construction.
+//!   reader only reads the governed sides and `.gitattributes` files (see [`is_read`]), and
+//!   this module only looks at those, so the two agree by construction.
 
 use std::collections::{BTreeMap, BTreeSet};
 
