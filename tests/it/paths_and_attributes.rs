@@ -57,7 +57,10 @@ fn a_pure_rename_of_a_registry_file_deletes_its_topics_at_the_old_path() {
                 "retention-removed",
                 "topics/orders.yaml#/topics/orders.events.v1/retention_days"
             ),
-            pair("topic-deleted", "topics/orders.yaml#/topics/orders.events.v1"),
+            pair(
+                "topic-deleted",
+                "topics/orders.yaml#/topics/orders.events.v1"
+            ),
         ],
         "a consumer reading topics/orders.yaml loses every topic it held"
     );
@@ -199,10 +202,7 @@ fn git_check_attr(repo: &Path, names: &[String], paths: &[String]) -> BTreeSet<(
         .stdout(Stdio::piped())
         .spawn()
         .expect("git runs");
-    let input: Vec<u8> = paths
-        .iter()
-        .flat_map(|p| p.bytes().chain([0]))
-        .collect();
+    let input: Vec<u8> = paths.iter().flat_map(|p| p.bytes().chain([0])).collect();
     let mut stdin = child.stdin.take().expect("stdin");
     let writer = std::thread::spawn(move || {
         use std::io::Write;
