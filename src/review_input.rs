@@ -1088,11 +1088,27 @@ mod tests {
         let file = &inputs.changed_files.as_ref().unwrap()[0];
         assert_eq!(file.base, FileContent::Present(topic(30)));
         assert_eq!(file.source, FileContent::Present(topic(7)));
+        // Each path is judged on its own (docs/policies.md, "Renames"): the old path's
+        // topics deleted, the new path's added, and no `modify` compares the two, so the
+        // shrink from 30 to 7 is no retention-shrink finding.
         let out = compute_desired_state(inputs);
-        assert_eq!(
-            out.desired.findings[0].slot.subject,
-            "topics/b.yaml#/topics/orders/retention_days"
+        assert!(
+            out.desired.findings.is_empty(),
+            "{:?}",
+            out.desired.findings
         );
+    }
+
+    #[test]
+    fn a_changed_attributes_file_is_read_at_both_sides() {
+        let forge = forge();
+        forge.put_file(BASE, "docs/.gitattributes", b"*.md text\n".to_vec());
+        forge.put_file(SOURCE, "docs/.gitattributes", b"*.md -text\n".to_vec());
+        forge.set_changed_files(vec![changed("docs/.gitattributes")]);
+        let inputs = gather(&forge).unwrap();
+        let file = &inputs.changed_files.as_ref().unwrap()[0];
+        assert_eq!(file.base, FileContent::Present(b"*.md text\n".to_vec()));
+        assert_eq!(file.source, FileContent::Present(b"*.md -text\n".to_vec()));
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! export-ignore` takes the file out of every `git archive` (GitLab's archive downloads),
 //! `export-subst` expands `$Format:…$` in it there, `filter`, `text`, `eol`, `crlf`,
 //! `working-tree-encoding` and `ident` rewrite it on checkout, `-diff` (and the `binary` macro)
-//! and `linguist-generated` / `gitlab-generated` hide its diff from a reviewer. No policy rule
-//! sees any of that, since the governed file's own content does not change.
+//! and `linguist-generated` / `gitlab-generated` hide its diff from a reviewer (GitLab lists
+//! such a file as `generated_file`, `lib/api/entities/diff.rb`, and collapses it). No policy
+//! rule sees any of that, since the governed file's own content does not change.
 //!
 //! [`judge`] is pure, so a local check with a checkout can apply the same rule: given each
 //! changed `.gitattributes` file's content on both sides and the globs that make a path
