@@ -2342,6 +2342,35 @@ rules:
     }
 
     #[test]
+    fn a_renamed_or_unreadable_attributes_file_is_judged_per_path() {
+        // Moved below `docs/`, the line now reaches `docs/topics/*.yaml` only: the top-level
+        // path lost a line that gave governed files `-diff`.
+        let out = compute_desired_state(inputs(vec![renamed(
+            ".gitattributes",
+            "docs/.gitattributes",
+            present("topics/*.yaml -diff\n"),
+            present("topics/*.yaml -diff\n"),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                crate::git_attributes::RULE_GIT_ATTRIBUTES,
+                ".gitattributes#",
+                Effect::Challenge
+            )]
+        );
+        let out = compute_desired_state(inputs(vec![file(
+            ".gitattributes",
+            present("*.png binary\n"),
+            FileContent::Unreadable("403 Forbidden".into()),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(RULE_UNDECIDABLE, ".gitattributes#", Effect::Block)]
+        );
+    }
+
+    #[test]
     fn mr_context_reaches_predicates() {
         let mut inp = inputs(vec![file(
             "topics/orders.yaml",
