@@ -80,7 +80,7 @@ fn a_resolved_challenge_is_preserved_and_only_the_summary_is_edited() {
 fn an_edit_before_the_resolution_or_just_after_it_is_no_assent_either() {
     for edit_first in [true, false] {
         let w = World::new(ASSENT);
-        w.run(&[]).expect_code(0);
+        w.run(&[]).expect_code(1);
         let old = w.thread(RETENTION);
         w.push(NEW_SHA, &[("topics/orders.yaml", &orders(1))]);
         let planned = w
@@ -88,7 +88,7 @@ fn an_edit_before_the_resolution_or_just_after_it_is_no_assent_either() {
             .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
             .args(&["--dry-run", "--format", "json"])
             .run();
-        planned.expect_code(0);
+        planned.expect_code(1);
         let planned: Value = serde_json::from_str(&planned.stdout).unwrap();
         let new_occurrence = planned["findings"][0]["occurrence"]
             .as_str()
