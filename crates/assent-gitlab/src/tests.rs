@@ -2169,3 +2169,5 @@ fn a_position_gitlab_refuses_is_a_400_refusal_that_wrote_nothing() {
     );
     assert!(fake.discussions(PROJECT_ID, MR_IID).is_empty());
 }
+
+mod lfs_and_refs_tests;
