@@ -33,9 +33,9 @@
 //!   [`FileDiff`]s the run places DiffNotes with (docs/contract.md#diffnotes); no request of their own.
 //!   A diff GitLab withholds (`collapsed`, `too_large`, or an empty `diff`) only places
 //!   nothing: the file's governed sides are read and judged like any other
-//!   (docs/contract.md#withheld-diffs). GitLab withholds by size alone, past limits a
-//!   merge request of many files or one large file reaches (docs/run.md, "Withheld diffs"),
-//!   while the contents it has not shown are in the repository at both SHAs.
+//!   (docs/contract.md#withheld-diffs). GitLab withholds by size alone, past limits a merge
+//!   request of many files or one large file reaches (docs/run.md, "What is read, and how
+//!   much"), while the contents it has not shown are in the repository at both SHAs.
 //! * **Concurrency**: the reads of one phase run on at most [`MAX_READERS`] scoped threads
 //!   pulling from a shared queue; results are stored by index, so the output order never
 //!   depends on scheduling.
