@@ -1403,8 +1403,8 @@ rules:
         assert_eq!(
             slots(&out),
             vec![
-                slot(RULE_SELF_EDIT, ".assent/notes.md#", Effect::Challenge),
                 slot(RULE_POLICY_ERROR, POLICY_ERROR_SUBJECT, Effect::Block),
+                slot(RULE_SELF_EDIT, ".assent/notes.md#", Effect::Challenge),
             ],
             "no policy rule is evaluated, other built-ins still apply"
         );
@@ -2139,7 +2139,11 @@ rules:
             file("topics/gone.yaml", present(ORDERS_30), FileContent::Absent),
             file("topics/bad.yaml", present(ORDERS_30), present("x: [")),
             file(".assent/policies/x.yaml", FileContent::Absent, present("x")),
-            file("topics/huge.yaml", FileContent::Absent, FileContent::Absent),
+            file(
+                "topics/huge.yaml",
+                FileContent::Unreadable("413".into()),
+                FileContent::Absent,
+            ),
             file(
                 "topics/lost.yaml",
                 FileContent::Unreadable("500".into()),

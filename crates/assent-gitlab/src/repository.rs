@@ -65,7 +65,10 @@ impl RepositoryFiles for GitLabClient {
     }
 
     fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
-        match self.requester.read_lfs_within(&self.raw_file(sha, path)?, None) {
+        match self
+            .requester
+            .read_lfs_within(&self.raw_file(sha, path)?, None)
+        {
             Ok(response) => Ok(Some(response.body)),
             Err(failure) => match failure.into_error() {
                 error if is_absent_content(&error) => Ok(None),

@@ -52,8 +52,8 @@ fn count_lines(text: &str) -> u64 {
 /// The merge request's diffs as `/diffs` serves them at `st.version`: each one withheld where
 /// GitLab's limits withhold it, its `diff` then empty.
 pub fn served_diffs(st: &State, diffs: &[DiffFile]) -> Vec<DiffFile> {
-    let expanded = version_at_least(&st.version, EXPANDED_SINCE.0, EXPANDED_SINCE.1)
-        || diffs.len() == 1;
+    let expanded =
+        version_at_least(&st.version, EXPANDED_SINCE.0, EXPANDED_SINCE.1) || diffs.len() == 1;
     let hard_limit = st.diff_max_patch_bytes;
     let (mut lines, mut bytes) = (0u64, 0u64);
     diffs

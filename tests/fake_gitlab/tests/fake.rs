@@ -1286,7 +1286,12 @@ fn symlinks_submodules_and_lfs_files_answer_as_gitlab_does() {
     let oid = fake_gitlab::lfs_oid(&object);
     let storage_path = format!("{}{oid}", fake_gitlab::lfs_storage::STORAGE_LFS_PREFIX);
     assert!(location.contains(&storage_path), "{location}");
-    let stored = ureq::get(&location).call().unwrap().body_mut().read_to_vec().unwrap();
+    let stored = ureq::get(&location)
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_vec()
+        .unwrap();
     assert_eq!(stored, object);
     assert!(fake.violations().is_empty(), "{:?}", fake.violations());
     // A token presented to the storage is a violation: it would have left GitLab.

@@ -54,7 +54,10 @@ fn an_lfs_object_in_object_storage_is_read_through_the_one_redirect_without_the_
     assert_eq!(stored.len(), 2, "one storage read per raw read");
     for request in &stored {
         for credential in ["private-token", "authorization", "job-token", "cookie"] {
-            assert!(!has_header(request, credential), "{credential}: {request:?}");
+            assert!(
+                !has_header(request, credential),
+                "{credential}: {request:?}"
+            );
         }
         assert!(
             request.query.contains("X-Amz-Signature="),
@@ -62,7 +65,11 @@ fn an_lfs_object_in_object_storage_is_read_through_the_one_redirect_without_the_
         );
     }
     assert!(fake.violations().is_empty(), "{:?}", fake.violations());
-    assert_eq!(forge.request_counts().reads, 4, "each hop is a counted read");
+    assert_eq!(
+        forge.request_counts().reads,
+        4,
+        "each hop is a counted read"
+    );
     assert!(sleeper.delays().is_empty());
 
     // A file that is no LFS pointer is its blob, with no redirect.
@@ -118,7 +125,10 @@ fn a_redirect_to_plain_http_elsewhere_or_another_scheme_is_refused_unsent() {
 #[test]
 fn a_redirect_with_credentials_or_no_target_is_refused() {
     let fake = FakeGitLab::start(lfs_world());
-    let target = format!("http://user:secret@{}/x", fake.root_url().trim_start_matches("http://"));
+    let target = format!(
+        "http://user:secret@{}/x",
+        fake.root_url().trim_start_matches("http://")
+    );
     let err = raw_read_error(&fake, reply(302, &[("Location", &target)], ""));
     assert!(err.to_string().contains("credentials"), "{err}");
     assert!(!err.to_string().contains("secret"), "{err}");

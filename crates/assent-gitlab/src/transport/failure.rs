@@ -31,9 +31,9 @@ impl Failure {
     pub(crate) fn cause(&self) -> TransportFailure {
         match self {
             Failure::NotSent(_, cause) | Failure::NoAnswer(_, cause) => *cause,
-            Failure::BodyTooLarge { .. }
-            | Failure::OverBudget { .. }
-            | Failure::Refused { .. } => TransportFailure::Other,
+            Failure::BodyTooLarge { .. } | Failure::OverBudget { .. } | Failure::Refused { .. } => {
+                TransportFailure::Other
+            }
         }
     }
 }
