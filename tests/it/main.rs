@@ -31,6 +31,7 @@ mod doctor_cli;
 mod fixtures_replay;
 mod fuzz_regressions;
 mod gitlab_adapter_http;
+mod gitlab_contract;
 mod grouping_cli;
 mod hostile_input;
 mod http_fixtures;

@@ -413,6 +413,11 @@ impl PolicySet {
     }
 
     /// Who may assent to a change of the policies themselves (`assent/self-edit`): the
+    /// `policy_owners:` as a policy file declares it; `None` when none does.
+    pub fn declared_policy_owners(&self) -> Option<&Assenters> {
+        self.policy_owners.as_ref()
+    }
+
     /// `policy_owners:` a policy file declares, else [`Assenters::default_policy_owners`].
     pub fn policy_owners(&self) -> Assenters {
         self.policy_owners
