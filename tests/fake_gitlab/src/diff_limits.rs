@@ -20,6 +20,7 @@
 //!   collections are therefore not expanded.
 //!
 //! A test may still set `collapsed`/`too_large` on a diff by hand: that is served as set.
+//! Every served file carries both flags, `false` where GitLab shows the diff.
 
 use crate::ci::version_at_least;
 use crate::model::{DiffFile, State};
@@ -77,6 +78,9 @@ pub fn served_diffs(st: &State, diffs: &[DiffFile]) -> Vec<DiffFile> {
             }
             lines += count_lines(&diff.diff);
             bytes += diff.diff.len() as u64;
+            // `Entities::Diff` (`lib/api/entities/diff.rb`) exposes both flags on every file.
+            diff.too_large.get_or_insert(false);
+            diff.collapsed.get_or_insert(false);
             diff
         })
         .collect()
@@ -180,6 +184,10 @@ mod tests {
             ..DiffFile::modified("renamed.yaml")
         };
         let served = served_diffs(&state("17.11.0"), &diffs);
-        assert_eq!(served[100].collapsed, None, "a pure rename has no lines");
+        assert_eq!(
+            served[100].collapsed,
+            Some(false),
+            "a pure rename has no lines"
+        );
     }
 }

@@ -371,7 +371,9 @@ fn merge_request_and_listing_shapes() {
         });
     });
     let diffs = get(&fake, &mr_path("/diffs")).json();
-    assert!(diffs[0].get("too_large").is_none());
+    // `Entities::Diff` exposes both flags on every file (`lib/api/entities/diff.rb`).
+    assert_eq!(diffs[0]["too_large"], false);
+    assert_eq!(diffs[0]["collapsed"], false);
     assert_eq!(diffs[1]["too_large"], true);
     assert_eq!(diffs[1]["new_file"], true);
 }
