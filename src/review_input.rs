@@ -14,7 +14,8 @@
 //!   returned. So does a listing whose length is not GitLab's `changes_count` for the MR, or
 //!   whose count ends in `+` (GitLab stopped collecting at its diff limits): nothing of a
 //!   partial listing is read or judged.
-//! * **Contents**: only governed sides are read ([`is_governed`] under the loaded policies):
+//! * **Contents**: only governed sides, and `.gitattributes` files, are read ([`is_read`]
+//!   under the loaded policies):
 //!   the base side (`old_path` at the base SHA) unless the MR creates the file, the source side
 //!   (`new_path` at the source SHA) unless it deletes it. When the policies do not load, no
 //!   content is read (nothing is known to be governed). Every side that is not read is
@@ -47,7 +48,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::core::commit_sha::parse_commit_sha;
 use crate::core::desired_state::{
     ChangedFileInput, FileContent, PathState, ReviewInputs, SelfEditSides, central_policy_path,
-    is_assent_path, is_governed,
+    is_assent_path, is_read,
 };
 use crate::core::model::Pins;
 use crate::core::placement::FileDiff;
@@ -472,7 +473,7 @@ fn plan_content_reads<'a>(
             ),
         ];
         for (exists, side, sha, path, mode) in sides {
-            if !exists || !is_governed(policies, path) {
+            if !exists || !is_read(policies, path) {
                 continue;
             }
             // A governed path must be a regular file: a link's text or a submodule's
@@ -1253,11 +1254,27 @@ mod tests {
         let file = &inputs.changed_files.as_ref().unwrap()[0];
         assert_eq!(file.base, FileContent::Present(topic(30)));
         assert_eq!(file.source, FileContent::Present(topic(7)));
+        // Each path is judged on its own (docs/policies.md, "Renames"): the old path's
+        // topics deleted, the new path's added, and no `modify` compares the two, so the
+        // shrink from 30 to 7 is no retention-shrink finding.
         let out = compute_desired_state(inputs);
-        assert_eq!(
-            out.desired.findings[0].slot.subject,
-            "topics/b.yaml#/topics/orders/retention_days"
+        assert!(
+            out.desired.findings.is_empty(),
+            "{:?}",
+            out.desired.findings
         );
+    }
+
+    #[test]
+    fn a_changed_attributes_file_is_read_at_both_sides() {
+        let forge = forge();
+        forge.put_file(BASE, "docs/.gitattributes", b"*.md text\n".to_vec());
+        forge.put_file(SOURCE, "docs/.gitattributes", b"*.md -text\n".to_vec());
+        forge.set_changed_files(vec![changed("docs/.gitattributes")]);
+        let inputs = gather(&forge).unwrap();
+        let file = &inputs.changed_files.as_ref().unwrap()[0];
+        assert_eq!(file.base, FileContent::Present(b"*.md text\n".to_vec()));
+        assert_eq!(file.source, FileContent::Present(b"*.md -text\n".to_vec()));
     }
 
     #[test]

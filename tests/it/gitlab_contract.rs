@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use assent::core::assent::{Account, AssentFacts, judge};
+use assent::core::assent::{ACTIVE_STATE, Account, AssentFacts, judge};
 use assent::core::inventory::Inventory;
 use assent::core::model::ListedDiscussion;
 use assent::core::sweep::HeadPipeline;
@@ -813,18 +813,26 @@ fn check_discussions(forge: &GitLabForge, body: &Value) -> Result<(), String> {
             }
         }
     }
+    // Every resolver GitLab names is an active person here, so that only what the listing
+    // says (or leaves out) decides whether a resolution counts.
+    let accounts = sent
+        .iter()
+        .flat_map(|d| d["notes"].as_array().into_iter().flatten())
+        .filter_map(|n| n["resolved_by"]["id"].as_u64())
+        .map(|id| {
+            let person = Account {
+                bot: Some(false),
+                state: Some(ACTIVE_STATE.to_owned()),
+            };
+            (id, Ok(person))
+        })
+        .collect();
     let facts = AssentFacts {
         bot_id: BOT_ID,
         author_id: Some(AUTHOR_ID),
         roles: BTreeMap::new(),
         push_resolves_diff_threads: false,
-        // Every resolver an active person, so only what GitLab says of the resolution decides.
-        accounts: listed
-            .iter()
-            .flat_map(|d| &d.notes)
-            .filter_map(|n| n.resolved_by.as_ref())
-            .map(|u| (u.id, Ok(Account::active_human())))
-            .collect(),
+        accounts,
     };
     for thread in Inventory::from_listing(&listed, BOT_ID).threads {
         let first = sent

@@ -36,6 +36,7 @@ mod grouping_cli;
 mod hostile_input;
 mod http_fixtures;
 mod lint_and_test_cli;
+mod paths_and_attributes;
 mod policy_mr;
 mod process_faults;
 mod protocol_properties;

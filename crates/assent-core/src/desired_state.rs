@@ -4,7 +4,7 @@
 //! files, the change set and file contents at pinned SHAs, and this module judges them. The
 //! result is a function of its inputs only; the order in which files are given does not matter.
 //!
-//! # Built-in findings (always on, fail closed; all `block` but `self-edit`, a `challenge`)
+//! # Built-in findings (always on, fail closed; all `block` but `self-edit` and `git-attributes`, challenges)
 //!
 //! | rule | subject | when |
 //! | --- | --- | --- |
@@ -14,6 +14,7 @@
 //! | `assent/undecidable` | `<path>#` | a governed file is unreadable, the run's CEL budget was spent before every rule was evaluated on the file's changes, or the descendants its rules would judge carry more values than the bound |
 //! | `assent/parse-error` | `<path>#` | a governed file does not parse at the base or the source |
 //! | `assent/ambiguous-identity` | `<path>#<list pointer>` | an identity-keyed list's entries cannot be told apart |
+//! | `assent/git-attributes` | `<.gitattributes path>#` | a changed line gives a governed path an attribute that changes what a checkout or an archive holds, or hides its diff (a `challenge`: [`crate::git_attributes`]) |
 //!
 //! # Decisions
 //!
@@ -53,12 +54,11 @@
 //!   merged into one finding, so the slot holds every reason.
 //! * **Parse errors** name `path:line: message` for each side that fails (base and/or source);
 //!   a file with a parse error is not diffed.
-//! * **Renames**: when both paths are governed, `old_path` at the base is diffed against
-//!   `new_path` at the source under `file = new_path` (identities and subjects of the new
-//!   path), so a pure rename is no change. When only one of the two paths is governed, the
-//!   rename is judged as what it is for the governed side: a whole-file delete of `old_path`
-//!   (file moved out of governance) or a whole-file add of `new_path` (moved in). That way a
-//!   rename can never carry a governed file out of sight silently.
+//! * **Renames** ([`renames`]): a consumer reads by path, so a rename is the deletion of the
+//!   old path's content, judged by the old path's rules, and the addition of the new path's,
+//!   judged by the new path's; a pure rename between governed paths fires the rules a delete
+//!   and an add fire (a rule whose `kinds` or `when` leave them out still does not care).
+//!   Entries of the listing that name the same path are one change of that path.
 //! * **Ambiguous identities** (docs/contract.md#identity-keys): a list declared with an identity field whose
 //!   entries cannot be told apart (an entry that is not a map, lacks the field or holds neither
 //!   a string nor an integer there, or two entries with the same value) is not compared at all
@@ -95,8 +95,8 @@
 //!   its first member's (for the Code Quality report; it is never placed on a line), and
 //!   built-in findings have none. `crate::placement` turns sites into diff positions.
 //! * **Contents that were not read** are [`FileContent::Absent`] in [`ChangedFileInput`]: the
-//!   reader only reads the governed sides (see [`is_governed`]), and this module only looks at
-//!   governed sides, so the two agree by construction.
+//!   reader only reads the governed sides and `.gitattributes` files (see [`is_read`]), and
+//!   this module only looks at those, so the two agree by construction.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -104,6 +104,9 @@ use serde_json::{Value, json};
 
 pub use self_edit::{PathState, REGULAR_FILE_MODE, SelfEditSides, self_edit_sides_of_contents};
 
+use crate::git_attributes::{
+    self, AttributesChange, SideContent as AttributesSide, is_attributes_file,
+};
 use crate::grouping::{Fired, group_fired};
 use crate::inert;
 use crate::model::{
@@ -223,6 +226,50 @@ pub fn is_governed(policies: &PolicySet, path: &str) -> bool {
     !is_assent_path(path) && format_for_path(path).is_some() && policies.governs(path)
 }
 
+/// Whether a run reads `path`'s content: a governed file, or a `.gitattributes` file (it
+/// decides what git hands the consumers of governed files: [`crate::git_attributes`]).
+pub fn is_read(policies: &PolicySet, path: &str) -> bool {
+    is_governed(policies, path) || is_attributes_file(path)
+}
+
+/// The `assent/git-attributes` findings of the changed `.gitattributes` paths (one change
+/// per path); a side that could not be read makes its path undecidable instead.
+fn attributes_findings(
+    policies: &PolicySet,
+    paths: &[ChangedFileInput],
+    undecidable: &mut BTreeMap<String, Vec<Reason>>,
+) -> Vec<Finding> {
+    let mut changes = Vec::new();
+    for file in paths.iter().filter(|f| is_attributes_file(&f.new_path)) {
+        let sides = [("base", &file.base), ("source", &file.source)].map(|(name, content)| Side {
+            used: true,
+            name,
+            path: &file.new_path,
+            content: content.clone(),
+        });
+        let unreadable: Vec<Reason> = sides.iter().filter_map(Side::unreadable).collect();
+        if !unreadable.is_empty() {
+            undecidable
+                .entry(subject_of(&file.new_path))
+                .or_default()
+                .extend(unreadable);
+            continue;
+        }
+        fn side(content: &FileContent) -> AttributesSide<'_> {
+            match content {
+                FileContent::Present(bytes) => AttributesSide::Present(bytes),
+                _ => AttributesSide::Absent,
+            }
+        }
+        changes.push(AttributesChange {
+            path: &file.new_path,
+            base: side(&file.base),
+            source: side(&file.source),
+        });
+    }
+    git_attributes::judge(&changes, &policies.file_globs())
+}
+
 /// Computes the desired review state. See the module docs for every rule.
 ///
 /// Takes the inputs by value so each file's bytes are freed as soon as they are parsed: for a
@@ -280,7 +327,11 @@ pub fn compute_desired_state_with_budget(
     };
 
     let changes = match &policies {
-        Some(policies) => judge_files(policies, files, &limits, &mut undecidable, &mut builtins),
+        Some(policies) => {
+            let paths = renames::path_changes(files);
+            builtins.extend(attributes_findings(policies, &paths, &mut undecidable));
+            judge_files(policies, paths, &limits, &mut undecidable, &mut builtins)
+        }
         None => Vec::new(),
     };
     let judged = match &policies {
@@ -1100,6 +1151,7 @@ fn code_span(text: &str) -> String {
     }
 }
 
+mod renames;
 mod self_edit;
 #[cfg(test)]
 mod spelling_tests;
@@ -2378,75 +2430,206 @@ rules:
         );
     }
 
+    fn renamed(old: &str, new: &str, base: FileContent, source: FileContent) -> ChangedFileInput {
+        ChangedFileInput {
+            old_path: old.into(),
+            new_path: new.into(),
+            base,
+            source,
+        }
+    }
+
+    /// What deleting `topics/orders.yaml` (holding `ORDERS_30`) fires.
+    fn orders_deleted() -> Vec<(String, String, Effect)> {
+        vec![
+            slot("file-deleted", "topics/orders.yaml#", Effect::Block),
+            slot(
+                "topic-deleted",
+                "topics/orders.yaml#/topics/orders.audit.v1",
+                Effect::Block,
+            ),
+            slot(
+                "topic-deleted",
+                "topics/orders.yaml#/topics/orders.events.v1",
+                Effect::Block,
+            ),
+        ]
+    }
+
     #[test]
-    fn a_rename_between_governed_paths_diffs_old_against_new_under_the_new_path() {
-        let out = compute_desired_state(inputs(vec![ChangedFileInput {
-            old_path: "topics/orders.yaml".into(),
-            new_path: "topics/orders-v2.yaml".into(),
-            base: present(ORDERS_30),
-            source: present(ORDERS_7),
-        }]));
-        assert_eq!(
-            slots(&out),
-            vec![slot(
-                "retention-shrink",
-                "topics/orders-v2.yaml#/topics/orders.events.v1/retention_days",
-                Effect::Challenge
-            )]
+    fn a_pure_rename_between_governed_paths_deletes_the_old_paths_content() {
+        // A consumer reading `topics/orders.yaml` loses every topic, whatever the new path.
+        let pure = || {
+            renamed(
+                "topics/orders.yaml",
+                "topics/orders-v2.yaml",
+                present(ORDERS_30),
+                present(ORDERS_30),
+            )
+        };
+        let out = compute_desired_state(inputs(vec![pure()]));
+        assert_eq!(slots(&out), orders_deleted());
+        // The same rename on a rerun, listed among other files in another order: the same
+        // slots and occurrences.
+        let again = compute_desired_state(inputs(vec![
+            file("topics/other.yaml", present(ORDERS_30), present(ORDERS_30)),
+            pure(),
+        ]));
+        assert_eq!(again.desired.findings, out.desired.findings);
+    }
+
+    #[test]
+    fn a_rename_with_an_edit_is_judged_on_each_path_by_its_own_rules() {
+        let out = compute_desired_state(inputs(vec![renamed(
+            "topics/orders.yaml",
+            "archive/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_7),
+        )]));
+        let mut expected = orders_deleted();
+        expected.insert(0, slot("archived", "archive/orders.yaml#", Effect::Comment));
+        assert_eq!(slots(&out), expected);
+        // The shrink is no modify of either path: nothing compares the two.
+        assert!(
+            out.desired
+                .findings
+                .iter()
+                .all(|f| f.slot.rule != "retention-shrink")
         );
-        // A pure rename is no change.
-        let out = compute_desired_state(inputs(vec![ChangedFileInput {
-            old_path: "topics/orders.yaml".into(),
-            new_path: "topics/orders-v2.yaml".into(),
-            base: present(ORDERS_30),
-            source: present(ORDERS_30),
-        }]));
-        assert!(out.changes.is_empty());
-        assert!(out.desired.findings.is_empty());
+    }
+
+    #[test]
+    fn a_case_only_rename_is_two_paths() {
+        let out = compute_desired_state(inputs(vec![renamed(
+            "topics/orders.yaml",
+            "topics/Orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_30),
+        )]));
+        assert_eq!(slots(&out), orders_deleted());
+    }
+
+    #[test]
+    fn a_rename_onto_a_path_the_listing_also_deletes_modifies_that_path() {
+        // Git broke the rewrite of `topics/orders.yaml` into a delete and an add, and paired
+        // the add with `topics/legacy.yaml`'s delete: the path still exists, with new content.
+        let out = compute_desired_state(inputs(vec![
+            renamed(
+                "topics/legacy.yaml",
+                "topics/orders.yaml",
+                FileContent::Unreadable("never read: the old path is not governed".into()),
+                present(ORDERS_7),
+            ),
+            file(
+                "topics/orders.yaml",
+                present(ORDERS_30),
+                FileContent::Absent,
+            ),
+        ]));
+        let out_slots = slots(&out);
+        assert!(
+            out_slots.contains(&slot(
+                "retention-shrink",
+                "topics/orders.yaml#/topics/orders.events.v1/retention_days",
+                Effect::Challenge
+            )),
+            "{out_slots:?}"
+        );
+        assert!(
+            !out_slots.contains(&slot("file-deleted", "topics/orders.yaml#", Effect::Block)),
+            "{out_slots:?}"
+        );
+        // The old path is governed too (`topics/*.yaml`) and could not be read.
+        assert!(out_slots.contains(&slot(
+            RULE_UNDECIDABLE,
+            "topics/legacy.yaml#",
+            Effect::Block
+        )));
     }
 
     #[test]
     fn a_rename_out_of_or_into_governance_is_a_whole_file_delete_or_add() {
-        let out = compute_desired_state(inputs(vec![ChangedFileInput {
-            old_path: "topics/orders.yaml".into(),
-            new_path: "attic/orders.yaml".into(),
-            base: present(ORDERS_30),
-            source: present(ORDERS_30),
-        }]));
-        assert_eq!(
-            slots(&out),
-            vec![
-                slot("file-deleted", "topics/orders.yaml#", Effect::Block),
-                slot(
-                    "topic-deleted",
-                    "topics/orders.yaml#/topics/orders.audit.v1",
-                    Effect::Block
-                ),
-                slot(
-                    "topic-deleted",
-                    "topics/orders.yaml#/topics/orders.events.v1",
-                    Effect::Block
-                ),
-            ]
-        );
-        let out = compute_desired_state(inputs(vec![ChangedFileInput {
-            old_path: "topics/orders.yaml".into(),
-            new_path: "archive/orders.yaml".into(),
-            base: present(ORDERS_30),
-            source: present(ORDERS_30),
-        }]));
-        // Both governed: diffed under the new path, nothing changed, nothing fires.
-        assert!(out.desired.findings.is_empty(), "{:?}", slots(&out));
-        let out = compute_desired_state(inputs(vec![ChangedFileInput {
-            old_path: "attic/orders.yaml".into(),
-            new_path: "archive/orders.yaml".into(),
-            base: FileContent::Unreadable("not read".into()),
-            source: present(ORDERS_30),
-        }]));
+        let out = compute_desired_state(inputs(vec![renamed(
+            "topics/orders.yaml",
+            "attic/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_30),
+        )]));
+        assert_eq!(slots(&out), orders_deleted());
+        let out = compute_desired_state(inputs(vec![renamed(
+            "attic/orders.yaml",
+            "archive/orders.yaml",
+            FileContent::Unreadable("not read".into()),
+            present(ORDERS_30),
+        )]));
         assert_eq!(
             slots(&out),
             vec![slot("archived", "archive/orders.yaml#", Effect::Comment)],
             "the ungoverned side is neither read nor judged"
+        );
+    }
+
+    #[test]
+    fn a_rename_into_or_out_of_the_assent_folder_is_a_self_edit_and_the_governed_sides_change() {
+        let out = compute_desired_state(inputs(vec![renamed(
+            "topics/orders.yaml",
+            ".assent/orders.yaml",
+            present(ORDERS_30),
+            FileContent::Absent,
+        )]));
+        let mut expected = vec![slot(
+            RULE_SELF_EDIT,
+            ".assent/orders.yaml#",
+            Effect::Challenge,
+        )];
+        expected.extend(orders_deleted());
+        expected.sort();
+        let mut got = slots(&out);
+        got.sort();
+        assert_eq!(got, expected);
+        let out = compute_desired_state(inputs(vec![renamed(
+            ".assent/orders.yaml",
+            "archive/orders.yaml",
+            FileContent::Absent,
+            present(ORDERS_30),
+        )]));
+        let mut got = slots(&out);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                slot("archived", "archive/orders.yaml#", Effect::Comment),
+                slot(RULE_SELF_EDIT, ".assent/orders.yaml#", Effect::Challenge),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_renamed_or_unreadable_attributes_file_is_judged_per_path() {
+        // Moved below `docs/`, the line now reaches `docs/topics/*.yaml` only: the top-level
+        // path lost a line that gave governed files `-diff`.
+        let out = compute_desired_state(inputs(vec![renamed(
+            ".gitattributes",
+            "docs/.gitattributes",
+            present("topics/*.yaml -diff\n"),
+            present("topics/*.yaml -diff\n"),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                crate::git_attributes::RULE_GIT_ATTRIBUTES,
+                ".gitattributes#",
+                Effect::Challenge
+            )]
+        );
+        let out = compute_desired_state(inputs(vec![file(
+            ".gitattributes",
+            present("*.png binary\n"),
+            FileContent::Unreadable("403 Forbidden".into()),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(RULE_UNDECIDABLE, ".gitattributes#", Effect::Block)]
         );
     }
 
@@ -2583,13 +2766,17 @@ rules:
             base: present(base),
             source: present(ORDERS_7),
         }]));
+        // The rename deletes the old path's content: its ambiguity is the old path's.
         assert_eq!(
             slots(&out),
-            vec![slot(
-                RULE_AMBIGUOUS_IDENTITY,
-                "topics/orders.yaml#/topics",
-                Effect::Block
-            )]
+            vec![
+                slot(
+                    RULE_AMBIGUOUS_IDENTITY,
+                    "topics/orders-old.yaml#/topics",
+                    Effect::Block
+                ),
+                slot("file-deleted", "topics/orders-old.yaml#", Effect::Block),
+            ]
         );
         let message = &ambiguity(&out).message;
         assert!(

@@ -403,6 +403,20 @@ impl PolicySet {
             .any(|r| r.files.iter().any(|g| g.is_match(path)))
     }
 
+    /// Every rule's `match.files` globs as written, sorted, once each: what makes a path
+    /// governed, for a built-in that must tell whether a pattern can reach a governed path
+    /// without a path in hand (`crate::git_attributes`).
+    pub fn file_globs(&self) -> Vec<&str> {
+        let mut globs: Vec<&str> = self
+            .rules
+            .iter()
+            .flat_map(|r| r.files.iter().map(FileGlob::as_str))
+            .collect();
+        globs.sort_unstable();
+        globs.dedup();
+        globs
+    }
+
     /// Rule id → who may assent to its challenges, for every rule that narrows it (its
     /// own `assenters:` or its policy file's).
     pub fn assenters_by_rule(&self) -> BTreeMap<String, Assenters> {
