@@ -47,6 +47,8 @@ mod sandbox;
 mod scale_cli;
 mod serve;
 mod sweep_cli;
+mod unknown_refs;
+mod withheld_diffs;
 
 /// The `assent` binary Cargo built for these tests (the helpers that start it take its path:
 /// only this crate sees `CARGO_BIN_EXE_assent`).
