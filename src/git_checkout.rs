@@ -10,6 +10,10 @@
 //!   push the author is about to make), an ignored one does not. Git's own clean filters
 //!   (Git LFS) run as for a commit, so a file tracked in LFS is its pointer, as the
 //!   repository holds it.
+//! * **LFS.** GitLab serves a pointer's file as the LFS object it names (`lfs=true`), or
+//!   answers 404 when it does not have it. So here: the object from the checkout's
+//!   `lfs/objects` store when it is there (a push uploads it), else the file reads as not
+//!   there, which the run's reader makes `Unreadable` as it does GitLab's 404.
 //! * **What git stores, never the filesystem.** Every read goes through git's object store:
 //!   a symbolic link is the blob holding its target text, mode `120000`, never the file it
 //!   points to; a submodule is a commit of mode `160000`, with no content here.
@@ -234,6 +238,48 @@ impl GitCheckout {
         Ok(None)
     }
 
+    /// The LFS object `oid` as GitLab serves a pointer's file with LFS on: the object's bytes
+    /// when the checkout holds it (a push uploads it), else nothing there, as GitLab answers
+    /// 404 for an object it does not have. Only a regular file is read, never a link.
+    fn read_lfs_object(
+        &self,
+        oid: &str,
+        size: u64,
+        budget: &ContentBudget,
+    ) -> Result<BudgetedRead, ForgeError> {
+        let common = PathBuf::from(self.text(&["rev-parse", "--git-common-dir"])?.trim_end());
+        let common = if common.is_absolute() {
+            common
+        } else {
+            self.root.join(common)
+        };
+        let object = common
+            .join("lfs/objects")
+            .join(&oid[..2])
+            .join(&oid[2..4])
+            .join(oid);
+        let regular = std::fs::symlink_metadata(&object).is_ok_and(|m| m.file_type().is_file());
+        if !regular {
+            return Ok(BudgetedRead::Absent);
+        }
+        if !budget.try_take(size) {
+            return Ok(BudgetedRead::OverBudget);
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::open(&object)
+            .and_then(|f| {
+                std::io::Read::read_to_end(&mut std::io::Read::take(f, size + 1), &mut bytes)
+            })
+            .map_err(|e| failure(&format!("read the LFS object {oid}"), &e.to_string()))?;
+        if bytes.len() as u64 != size {
+            return Err(failure(
+                &format!("read the LFS object {oid}"),
+                "its size is not the pointer's",
+            ));
+        }
+        Ok(BudgetedRead::Present(bytes))
+    }
+
     /// The change set between `base` and `head`, as [`Repository::changed_files`] lists it.
     pub fn diff(&self, base: &str, head: &str) -> Result<Vec<ChangedFile>, ForgeError> {
         let out = self.bytes(&[
@@ -326,7 +372,13 @@ impl RepositoryFiles for GitCheckout {
             return Ok(BudgetedRead::OverBudget);
         }
         let bytes = self.bytes(&["cat-file", "blob", &entry.oid])?;
-        Ok(BudgetedRead::Present(bytes))
+        match lfs_pointer(&bytes) {
+            Some((oid, object_size)) => {
+                budget.give_back(size);
+                self.read_lfs_object(&oid, object_size, budget)
+            }
+            None => Ok(BudgetedRead::Present(bytes)),
+        }
     }
 
     fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
@@ -362,6 +414,29 @@ impl Repository for PinnedCheckout {
     fn changed_files(&self) -> Result<Vec<ChangedFile>, ForgeError> {
         Ok(self.changes.clone())
     }
+}
+
+/// The object id and size a Git LFS pointer names, when `bytes` is one (the spec's
+/// `version` line first, then `oid sha256:<64 hex>` and `size <n>`).
+fn lfs_pointer(bytes: &[u8]) -> Option<(String, u64)> {
+    if bytes.len() > 1024 {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut lines = text.lines();
+    if lines.next()? != "version https://git-lfs.github.com/spec/v1" {
+        return None;
+    }
+    let (mut oid, mut size) = (None, None);
+    for line in lines {
+        if let Some(hex) = line.strip_prefix("oid sha256:") {
+            oid = Some(hex.to_owned());
+        } else if let Some(n) = line.strip_prefix("size ") {
+            size = n.parse().ok();
+        }
+    }
+    let oid = oid.filter(|o| o.len() == 64 && o.bytes().all(|b| b.is_ascii_hexdigit()))?;
+    Some((oid, size?))
 }
 
 /// `git diff-tree -r -z --raw` output as changed files: `:<old mode> <new mode> <old oid>
