@@ -402,6 +402,9 @@ struct Case {
     renames: Vec<(String, String)>,
 }
 
+/// A change of a tree, returning the renames GitLab would list as one entry.
+type Edit<'a> = dyn Fn(&mut BTreeMap<String, Vec<u8>>) -> Vec<(String, String)> + 'a;
+
 /// Every fixture repository, changed in the ways the gate must see alike: retention cut,
 /// files emptied, deleted, made LFS pointers or unparseable, a policy added, renames out of
 /// and into `.assent/`.
@@ -419,17 +422,16 @@ fn cases() -> Vec<Case> {
             .find(|p| p.starts_with(".assent/policies/"))
             .cloned()
             .expect("a policy file");
-        let mut edit =
-            |name: &str, f: &dyn Fn(&mut BTreeMap<String, Vec<u8>>) -> Vec<(String, String)>| {
-                let mut head = base.clone();
-                let renames = f(&mut head);
-                cases.push(Case {
-                    name: format!("{repo}: {name}"),
-                    base: base.clone(),
-                    head,
-                    renames,
-                });
-            };
+        let mut edit = |name: &str, f: &Edit<'_>| {
+            let mut head = base.clone();
+            let renames = f(&mut head);
+            cases.push(Case {
+                name: format!("{repo}: {name}"),
+                base: base.clone(),
+                head,
+                renames,
+            });
+        };
         edit("retention cut everywhere", &|head| {
             for path in &governed {
                 let text = String::from_utf8(head[path].clone()).unwrap();
