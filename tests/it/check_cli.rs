@@ -11,10 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use assent_test_support::run::World;
-use fake_gitlab::{DiffFile, FileContent, fixtures};
+use fake_gitlab::{DiffFile, FileContent, fixtures, lfs_oid, lfs_pointer};
 use serde_json::Value;
 
 use crate::ASSENT;
+
+/// A tree entry whose bytes start with this is a symbolic link to the rest (mode `120000`,
+/// its target text the blob, as git stores it).
+const LINK: &str = "link->";
 
 /// A temporary git repository and the environment every command in it runs with.
 struct Repo {
@@ -83,7 +87,15 @@ impl Repo {
             }
         }
         for (path, content) in tree {
-            self.write(path, content);
+            match content.strip_prefix(LINK.as_bytes()) {
+                #[cfg(unix)]
+                Some(target) => {
+                    let file = self.dir.join(path);
+                    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                    std::os::unix::fs::symlink(std::str::from_utf8(target).unwrap(), file).unwrap();
+                }
+                _ => self.write(path, content),
+            }
         }
         self.git(&["add", "--all"]);
         self.git(&["commit", "-q", "--allow-empty", "-m", message]);
@@ -400,6 +412,8 @@ struct Case {
     base: BTreeMap<String, Vec<u8>>,
     head: BTreeMap<String, Vec<u8>>,
     renames: Vec<(String, String)>,
+    /// LFS objects both GitLab and the checkout's LFS store hold.
+    lfs_objects: Vec<Vec<u8>>,
 }
 
 /// A change of a tree, returning the renames GitLab would list as one entry.
@@ -430,6 +444,7 @@ fn cases() -> Vec<Case> {
                 base: base.clone(),
                 head,
                 renames,
+                lfs_objects: Vec::new(),
             });
         };
         edit("retention cut everywhere", &|head| {
@@ -498,6 +513,39 @@ fn cases() -> Vec<Case> {
             });
         }
     }
+    let base = fixture_tree("topic-registry");
+    let mut link = base.clone();
+    link.insert(
+        "topics/orders.yaml".into(),
+        format!("{LINK}payments.yaml").into_bytes(),
+    );
+    let mut policy_link = base.clone();
+    policy_link.insert(
+        ".assent/policies/linked.yaml".into(),
+        format!("{LINK}topics.yaml").into_bytes(),
+    );
+    let object = String::from_utf8(base["topics/orders.yaml"].clone())
+        .unwrap()
+        .replacen("retention_days: 30", "retention_days: 3", 1)
+        .into_bytes();
+    let mut lfs = base.clone();
+    lfs.insert(
+        "topics/orders.yaml".into(),
+        lfs_pointer(&object).into_bytes(),
+    );
+    for (name, head, lfs_objects) in [
+        ("a governed file made a link", link, vec![]),
+        ("a policy added as a link", policy_link, vec![]),
+        ("an LFS pointer whose object is there", lfs, vec![object]),
+    ] {
+        cases.push(Case {
+            name: format!("topic-registry: {name}"),
+            base: base.clone(),
+            head,
+            renames: Vec::new(),
+            lfs_objects,
+        });
+    }
     cases
 }
 
@@ -519,15 +567,41 @@ fn gate_receipt(case: &Case, base_sha: &str, head_sha: &str) -> Value {
         });
     }
     listing.sort_by(|a, b| a.new_path.cmp(&b.new_path));
+    let is_link = |t: &BTreeMap<String, Vec<u8>>, path: &str| {
+        t.get(path).is_some_and(|c| c.starts_with(LINK.as_bytes()))
+    };
+    for listed in &mut listing {
+        if is_link(&case.base, &listed.old_path) {
+            listed.a_mode = "120000".into();
+        }
+        if is_link(&case.head, &listed.new_path) {
+            listed.b_mode = "120000".into();
+        }
+    }
     let tree = |t: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, FileContent> {
         t.iter()
-            .map(|(p, c)| (p.clone(), FileContent(c.clone())))
+            .map(|(p, c)| {
+                let bytes = c.strip_prefix(LINK.as_bytes()).unwrap_or(c);
+                (p.clone(), FileContent(bytes.to_vec()))
+            })
             .collect()
     };
+    let links: BTreeMap<String, String> = case
+        .head
+        .keys()
+        .filter(|p| is_link(&case.head, p))
+        .map(|p| (p.clone(), "120000".to_owned()))
+        .collect();
     w.fake.with_state(|state| {
         let project = state.project_mut(fixtures::PROJECT_ID).expect("project");
         project.files.insert(base_sha.into(), tree(&case.base));
         project.files.insert(head_sha.into(), tree(&case.head));
+        project.modes.insert(head_sha.into(), links);
+        for object in &case.lfs_objects {
+            project
+                .lfs_objects
+                .insert(lfs_oid(object), FileContent(object.clone()));
+        }
         project.branches.insert("feature".into(), head_sha.into());
         project.mr_mut(fixtures::MR_IID).expect("mr").diffs = listing;
     });
@@ -568,6 +642,16 @@ fn check_gives_the_gates_findings_and_decision_on_every_fixture_repository() {
         let repo = Repo::new();
         let base = repo.commit_tree(&case.base, "base");
         let head = repo.commit_tree(&case.head, "head");
+        for object in &case.lfs_objects {
+            let oid = lfs_oid(object);
+            let store = repo
+                .dir
+                .join(".git/lfs/objects")
+                .join(&oid[..2])
+                .join(&oid[2..4]);
+            std::fs::create_dir_all(&store).unwrap();
+            std::fs::write(store.join(&oid), object).unwrap();
+        }
         let gate = verdict(&gate_receipt(&case, &base, &head));
         let out = repo.check(&["--base", &base, "--head", &head, "--format", "json"]);
         assert!(
@@ -577,6 +661,14 @@ fn check_gives_the_gates_findings_and_decision_on_every_fixture_repository() {
             stderr(&out)
         );
         let local = verdict(&json(&out));
+        // Not agreement on nothing: the LFS object is judged (its cut retention challenged),
+        // and a link is refused, never read as the file it names.
+        if case.name.ends_with("an LFS pointer whose object is there") {
+            assert_eq!(gate.0, "REVIEW", "{}: {gate:?}", case.name);
+        }
+        if case.name.ends_with("a governed file made a link") {
+            assert_eq!(gate.0, "BLOCK", "{}: {gate:?}", case.name);
+        }
         if local != gate {
             mismatches.push(format!(
                 "{}:\n  gate:  {:?}\n  check: {:?}",
