@@ -8,20 +8,21 @@
 //! thread ([`unresolved_decision`]). The policies are read at the base, as the gate reads
 //! them from the target branch.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::Args;
 use serde::Serialize;
 
+use crate::commands::lint::read_local_policies;
 use crate::commands::run::FailOn;
 use crate::commands::{CliError, CliResult, OutputFormat, UsageError};
 use crate::core::codequality::codequality_report;
 use crate::core::commit_sha;
-use crate::core::desired_state::compute_desired_state;
+use crate::core::desired_state::{central_policy_path, compute_desired_state};
 use crate::core::model::{Decision, DesiredState, Pins};
-use crate::core::policy::MrContext;
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
+use crate::core::policy::{MrContext, PolicyFile, PolicyProblem};
 use crate::core::receipt::{ReceiptFinding, ReceiptMember};
 use crate::core::review_state::unresolved_decision;
 use crate::core::semantic_diff::Limits;
@@ -29,7 +30,7 @@ use crate::core::source_policies::check_source_policies;
 use crate::core::terminal::terminal_safe;
 use crate::git_checkout::GitCheckout;
 use crate::review_input::{
-    CentralPolicies, GOVERNED_CONTENT_BUDGET, ReadBounds, gather_review_inputs_with,
+    CentralPolicies, GOVERNED_CONTENT_BUDGET, POLICY_DIR, ReadBounds, gather_review_inputs_with,
 };
 
 const EXAMPLES: &str = "\
@@ -72,6 +73,11 @@ pub struct CheckArgs {
     /// document (`json`).
     #[arg(long, value_enum, default_value = "text")]
     pub format: OutputFormat,
+    /// A checkout of the central policy project whose `.assent/policies/` apply beside the
+    /// repository's own, as `assent run --policy-project` applies them (read from the folder as
+    /// `assent lint --policy-project-dir` reads it).
+    #[arg(long, value_name = "DIR")]
+    pub policy_project_dir: Option<PathBuf>,
     /// Also write GitLab's Code Quality report of the findings (JSON) here.
     #[arg(long, value_name = "PATH")]
     pub codequality: Option<PathBuf>,
@@ -195,7 +201,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, CliError> {
     let gathered = gather_review_inputs_with(
         &repo,
         &pins,
-        CentralPolicies::default(),
+        central_policies(args.policy_project_dir.as_deref())?,
         context,
         Limits::default(),
         &bounds,
@@ -215,6 +221,48 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, CliError> {
         decision,
         has_policies,
         working_tree,
+    })
+}
+
+/// The central policies of a checkout of the policy project, named as a run names them
+/// (`central:<project>/<path>`, the folder standing for the project); an entry `lint` refuses,
+/// or a checkout without any policy file, is a problem of the policies, as in a run: never
+/// judged without the policies asked for.
+fn central_policies(dir: Option<&Path>) -> Result<CentralPolicies, CliError> {
+    let Some(dir) = dir else {
+        return Ok(CentralPolicies::default());
+    };
+    let local = read_local_policies(dir).map_err(|e| UsageError(e.0))?;
+    let shown = dir.display().to_string();
+    let project = shown.trim_end_matches('/');
+    let files: Vec<PolicyFile> = local
+        .files
+        .into_iter()
+        .map(|f| PolicyFile {
+            path: central_policy_path(project, &f.path),
+            bytes: f.bytes,
+        })
+        .collect();
+    let mut problems: Vec<String> = local
+        .refused
+        .into_iter()
+        .map(|p| {
+            PolicyProblem {
+                file: central_policy_path(project, &p.file),
+                ..p
+            }
+            .to_string()
+        })
+        .collect();
+    if files.is_empty() && problems.is_empty() {
+        problems.push(format!(
+            "the central policy checkout {project} has no policy file under {POLICY_DIR}/"
+        ));
+    }
+    Ok(CentralPolicies {
+        sha: None,
+        files,
+        problems,
     })
 }
 

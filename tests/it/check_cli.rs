@@ -326,6 +326,72 @@ fn the_default_base_is_the_merge_base_with_the_upstream() {
     assert_eq!(doc["decision"], "REVIEW");
 }
 
+#[test]
+fn a_central_policy_checkout_applies_beside_the_repositorys_own() {
+    let repo = Repo::new();
+    let base = fixture_tree("topic-registry");
+    repo.commit_tree(&base, "base");
+    let orders = String::from_utf8(base["topics/orders.yaml"].clone()).unwrap();
+    repo.write(
+        "topics/orders.yaml",
+        orders
+            .replacen("retention_days: 30", "retention_days: 0", 1)
+            .as_bytes(),
+    );
+    let central = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/repos/platform-policies");
+    let without = json(&repo.check(&["--base", "main", "--format", "json"]));
+    assert!(
+        !slots(&without)
+            .iter()
+            .any(|(r, _, _)| r == "platform-retention-floor"),
+        "{without}"
+    );
+    let with = repo.check(&[
+        "--base",
+        "main",
+        "--format",
+        "json",
+        "--policy-project-dir",
+        central.to_str().unwrap(),
+    ]);
+    let doc = json(&with);
+    assert_eq!(doc["decision"], "BLOCK", "{doc}");
+    assert!(
+        slots(&doc).contains(&(
+            "platform-retention-floor".to_owned(),
+            "topics/orders.yaml#/topics/orders.events.v1/retention_days".to_owned(),
+            "block".to_owned()
+        )),
+        "{doc}"
+    );
+    // A folder that is no policy checkout is a usage error; one without a policy file is
+    // never judged as if it had none.
+    let empty = repo.home.path().join("empty-central");
+    std::fs::create_dir(&empty).unwrap();
+    let args = |dir: &Path| {
+        vec![
+            "--base".to_owned(),
+            "main".to_owned(),
+            "--format".to_owned(),
+            "json".to_owned(),
+            "--policy-project-dir".to_owned(),
+            dir.to_str().unwrap().to_owned(),
+        ]
+    };
+    let empty_args = args(&empty);
+    let empty_args: Vec<&str> = empty_args.iter().map(String::as_str).collect();
+    assert_usage_error(&repo.check(&empty_args), "does not exist");
+    std::fs::create_dir_all(empty.join(".assent/policies")).unwrap();
+    let doc = json(&repo.check(&empty_args));
+    assert_eq!(doc["decision"], "BLOCK", "{doc}");
+    assert!(
+        slots(&doc)
+            .iter()
+            .any(|(r, _, _)| r == "assent/policy-error"),
+        "{doc}"
+    );
+}
+
 // ---- errors: one line each, exit 2 ---------------------------------------------------------
 
 fn assert_usage_error(out: &Output, needle: &str) {
