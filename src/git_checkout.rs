@@ -547,6 +547,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_lfs_pointer_names_its_object_and_size_and_nothing_else_is_one() {
+        let oid = "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393";
+        let pointer =
+            format!("version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize 12345\n");
+        assert_eq!(
+            lfs_pointer(pointer.as_bytes()),
+            Some((oid.to_owned(), 12345))
+        );
+        assert_eq!(lfs_pointer(b"topics: []\n"), None);
+        let short = pointer.replace(oid, "4d7a");
+        assert_eq!(
+            lfs_pointer(short.as_bytes()),
+            None,
+            "an oid that is not 64 hex digits"
+        );
+        let no_size = pointer.replace("size 12345\n", "");
+        assert_eq!(lfs_pointer(no_size.as_bytes()), None);
+    }
+
+    #[test]
     fn a_raw_diff_names_adds_deletes_renames_and_modes() {
         let out = b":000000 100644 0000 1111 A\0new.yaml\0\
 :100644 000000 2222 0000 D\0gone.yaml\0\
