@@ -599,16 +599,51 @@ fn cases() -> Vec<Case> {
         "topics/orders.yaml".into(),
         lfs_pointer(&object).into_bytes(),
     );
-    for (name, head, lfs_objects) in [
-        ("a governed file made a link", link, vec![]),
-        ("a policy added as a link", policy_link, vec![]),
-        ("an LFS pointer whose object is there", lfs, vec![object]),
+    let mut attributes = base.clone();
+    attributes.insert(
+        ".gitattributes".into(),
+        b"topics/orders.yaml export-ignore\n".to_vec(),
+    );
+    let moved = |to: &str| {
+        let mut head = base.clone();
+        let content = head.remove("topics/orders.yaml").unwrap();
+        head.insert(to.to_owned(), content);
+        head
+    };
+    let rename = |to: &str| vec![("topics/orders.yaml".to_owned(), to.to_owned())];
+    for (name, head, renames, lfs_objects) in [
+        ("a governed file made a link", link, vec![], vec![]),
+        ("a policy added as a link", policy_link, vec![], vec![]),
+        (
+            "an LFS pointer whose object is there",
+            lfs,
+            vec![],
+            vec![object],
+        ),
+        (
+            "an attributes line dropping a file from archives",
+            attributes,
+            vec![],
+            vec![],
+        ),
+        (
+            "a pure rename of a registry file",
+            moved("topics/orders-v2.yaml"),
+            rename("topics/orders-v2.yaml"),
+            vec![],
+        ),
+        (
+            "a case-only rename",
+            moved("topics/Orders.yaml"),
+            rename("topics/Orders.yaml"),
+            vec![],
+        ),
     ] {
         cases.push(Case {
             name: format!("topic-registry: {name}"),
             base: base.clone(),
             head,
-            renames: Vec::new(),
+            renames,
             lfs_objects,
         });
     }
@@ -731,6 +766,15 @@ fn check_gives_the_gates_findings_and_decision_on_every_fixture_repository() {
         // and a link is refused, never read as the file it names.
         if case.name.ends_with("an LFS pointer whose object is there") {
             assert_eq!(gate.0, "REVIEW", "{}: {gate:?}", case.name);
+        }
+        if case
+            .name
+            .ends_with("an attributes line dropping a file from archives")
+        {
+            assert_eq!(gate.0, "REVIEW", "{}: {gate:?}", case.name);
+        }
+        if case.name.ends_with("a pure rename of a registry file") {
+            assert_eq!(gate.0, "BLOCK", "{}: {gate:?}", case.name);
         }
         if case.name.ends_with("a governed file made a link") {
             assert_eq!(gate.0, "BLOCK", "{}: {gate:?}", case.name);
