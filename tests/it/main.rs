@@ -20,6 +20,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod central_policies;
+mod check_cli;
 mod ci_local;
 mod ci_templates;
 mod complete_change_set;
