@@ -14,7 +14,8 @@
 use serde::Serialize;
 
 use crate::core::inventory::Inventory;
-use crate::core::model::MergeRequestState;
+use crate::core::marker::{self, GateLine};
+use crate::core::model::{Decision, MergeRequestState};
 use crate::core::resolutions::resolution_fingerprint;
 use crate::core::sweep::{
     Action, ClassifySettings, HeadPipeline, MrFacts, SweepDuration, SweepVerdict, Timestamp,
@@ -102,6 +103,9 @@ pub struct Examination {
     pub rate_limited: bool,
     /// The last forge failure, for a caller that tracks GitLab's health (serve's `/readyz`).
     pub error: Option<crate::forge::ForgeError>,
+    /// The MR's canonical summary was read and its gate line says `REVIEW` (serve watches
+    /// such an MR: a resolution while other threads stay open sends no webhook).
+    pub summary_at_review: bool,
 }
 
 /// Examines MR `iid` from nothing but its IID (what serve does when an event names it): the
@@ -134,6 +138,7 @@ pub fn examine_iid(
             warnings: Vec::new(),
             rate_limited: e.is_rate_limited(),
             error: Some(e),
+            summary_at_review: false,
         },
     }
 }
@@ -152,6 +157,7 @@ pub fn examine(
         warnings: Vec::new(),
         rate_limited: false,
         error: None,
+        summary_at_review: false,
     };
     examine_into(forge, bot, listed, now, settings, &mut out);
     out
@@ -184,6 +190,15 @@ fn examine_into(
     out.warnings
         .extend(inventory.warnings.iter().map(|w| format!("!{iid}: {w}")));
     let summary = inventory.canonical_summary();
+    out.summary_at_review = summary.is_some_and(|s| {
+        matches!(
+            marker::gate_line_of(&s.body),
+            Ok(Some(GateLine {
+                decision: Decision::Review,
+                ..
+            }))
+        )
+    });
     mr.summary_note_id = summary.map(|s| s.note_id);
     let mut facts = MrFacts {
         iid,
