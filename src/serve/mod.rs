@@ -127,6 +127,8 @@ struct Shared {
     workers: Semaphore,
     read_timeout: Duration,
     watch: Mutex<Watchlist<(usize, u64)>>,
+    /// `--recheck-interval` is not `off`: only then are MRs watched.
+    rechecking: bool,
     body_budget: Arc<Semaphore>,
 }
 
@@ -187,6 +189,9 @@ impl Shared {
     /// it is not; unchanged when the examination failed before a verdict. The gauge and the
     /// drop counter follow.
     fn follow(&self, key: (usize, u64), examined: &Examination, last_event: u64) {
+        if !self.rechecking {
+            return;
+        }
         let mut watch = self.watch_lock();
         let dropped_before = watch.dropped();
         match examined.report.verdict {
@@ -363,6 +368,7 @@ fn shared_state(config: &mut ServeConfig) -> Shared {
             config.max_watched,
             u64::try_from(config.recheck_for.as_millis()).unwrap_or(u64::MAX),
         )),
+        rechecking: config.recheck_interval.is_some(),
         body_budget: Arc::new(Semaphore::new(BODY_BUDGET_BYTES)),
         projects: std::mem::take(&mut config.projects),
     }
