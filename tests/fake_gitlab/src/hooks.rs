@@ -662,3 +662,69 @@ impl crate::FakeGitLab {
 
 /// Shared handle type re-exported for the server.
 pub(crate) type HooksCell = Mutex<Hooks>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ProjectHook;
+
+    const MINUTE: i64 = 60_000;
+
+    /// `app/models/concerns/web_hooks/auto_disabling.rb`: 3 failures are free, the 4th backs
+    /// the hook off for 1 minute, each further one doubles it (at most a day), the 40th
+    /// disables it for good; a success resets it.
+    #[test]
+    fn failures_back_the_hook_off_then_disable_it_and_a_success_resets_it() {
+        let mut hook = ProjectHook::new(1, "http://serve/webhook");
+        let mut now = 1_000_000_000_000;
+        for _ in 0..3 {
+            backoff(&mut hook, now);
+            assert_eq!(alert_status(&hook, now), "executable");
+        }
+        backoff(&mut hook, now);
+        assert_eq!(hook.recent_failures, 4);
+        assert_eq!(alert_status(&hook, now), "temporarily_disabled");
+        assert_eq!(
+            hook.disabled_until.as_deref().and_then(crate::time::parse),
+            Some(now + MINUTE)
+        );
+        backoff(&mut hook, now);
+        assert_eq!(hook.recent_failures, 4, "a backed-off hook is not executed");
+        now += MINUTE + 1;
+        assert_eq!(alert_status(&hook, now), "executable");
+        backoff(&mut hook, now);
+        assert_eq!(
+            hook.disabled_until.as_deref().and_then(crate::time::parse),
+            Some(now + 2 * MINUTE)
+        );
+        while hook.recent_failures < 40 {
+            now = hook
+                .disabled_until
+                .as_deref()
+                .and_then(crate::time::parse)
+                .unwrap()
+                + 1;
+            backoff(&mut hook, now);
+        }
+        assert_eq!(alert_status(&hook, now), "disabled");
+        let until = hook.disabled_until.as_deref().and_then(crate::time::parse);
+        assert_eq!(until, Some(now + 86_400_000), "the backoff stops at a day");
+        assert_eq!(
+            alert_status(&hook, now + 2 * 86_400_000),
+            "disabled",
+            "for good"
+        );
+        enable(&mut hook);
+        assert_eq!(alert_status(&hook, now), "executable");
+        assert_eq!((hook.recent_failures, hook.disabled_until), (0, None));
+    }
+
+    #[test]
+    fn uuids_are_version_4_and_new_each_time() {
+        let (a, b) = (new_uuid(), new_uuid());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
+    }
+}
