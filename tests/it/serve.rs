@@ -1159,3 +1159,53 @@ fn the_fakes_deliveries_carry_gitlabs_ids_and_its_hook_backs_off_after_4_failure
     );
     assert_eq!(code, 1, "{stdout}");
 }
+
+/// Time to green against the fake GitLab, with serve's defaults (`--settle 5s`,
+/// `--recheck-interval 1m`): from a reviewer's resolution to the job's APPROVE, when it is the
+/// MR's last open thread (GitLab's Merge Request Hook) and when another thread stays open (no
+/// event: the recheck). The numbers are in docs/performance.md.
+#[test]
+#[ignore = "a measurement (about 2 minutes): cargo test --test it serve::time_to_green -- --ignored --nocapture"]
+fn time_to_green() {
+    fn green(w: &World) -> bool {
+        let pipelines = w.fake.pipelines(sandbox::PROJECT_ID);
+        pipelines.len() == 1 && pipelines[0].status == "success"
+    }
+    let w = World::reviewed();
+    w.play_runner();
+    let serve = w.serve(&["--settle", "5s", "--sweep-interval", "off"]);
+    w.fake.add_webhook(&serve.url(), SECRET);
+    let resolved = Instant::now();
+    reviewer_resolves(&w, &w.challenge());
+    assert!(wait_until(Duration::from_secs(30), || w.pipelines() == 1));
+    let webhook_pipeline = resolved.elapsed();
+    assert!(wait_until(Duration::from_secs(60), || green(&w)));
+    let webhook_green = resolved.elapsed();
+    assert_eq!(w.decision(), "APPROVE");
+    drop(serve);
+
+    let w = World::reviewed();
+    w.play_runner();
+    let serve = w.serve(&["--settle", "5s", "--sweep-interval", "off"]);
+    w.fake.add_webhook(&serve.url(), SECRET);
+    w.fake.post_thread(
+        sandbox::PROJECT_ID,
+        sandbox::MR_IID,
+        sandbox::REVIEWER_ID,
+        "Keeping this one open.",
+    );
+    assert!(wait_until(Duration::from_secs(10), || watched(&serve) == Some(1.0)));
+    let resolved = Instant::now();
+    reviewer_resolves(&w, &w.challenge());
+    assert!(wait_until(Duration::from_secs(90), || w.pipelines() == 1));
+    let recheck_pipeline = resolved.elapsed();
+    assert!(wait_until(Duration::from_secs(60), || green(&w)));
+    let recheck_green = resolved.elapsed();
+    assert_eq!(w.decision(), "APPROVE");
+    eprintln!(
+        "last thread resolved (webhook): pipeline after {webhook_pipeline:?}, green after {webhook_green:?}"
+    );
+    eprintln!(
+        "one of several resolved (recheck): pipeline after {recheck_pipeline:?}, green after {recheck_green:?}"
+    );
+}
