@@ -28,7 +28,7 @@ use super::Shared;
 
 /// The bounds of the accept loop.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub struct ConnectionLimits {
     /// `--max-connections`.
     pub max_connections: usize,
     /// `--read-timeout`: a request head not read within it is cut; a connection lives at most
@@ -98,7 +98,7 @@ fn lock(registry: &Mutex<Registry>) -> std::sync::MutexGuard<'_, Registry> {
 pub(super) async fn accept_loop(
     listener: TcpListener,
     app: Router,
-    limits: Limits,
+    limits: ConnectionLimits,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
 ) {

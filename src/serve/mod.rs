@@ -293,7 +293,7 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
     let accept = tokio::spawn(connections::accept_loop(
         listener,
         router(shared.clone()),
-        connections::Limits {
+        connections::ConnectionLimits {
             max_connections: config.max_connections,
             read_timeout: config.read_timeout,
         },
