@@ -26,7 +26,7 @@ fn a_missing_token_is_a_usage_error_before_any_request() {
         .without("ASSENT_TOKEN")
         .env("GITLAB_TOKEN", fixtures::BOT_TOKEN)
         .run();
-    r.expect_code(0);
+    r.expect_code(1);
     r.assert_no_token();
 }
 
@@ -201,9 +201,9 @@ fn a_reporter_token_is_refused_before_the_first_write() {
     // With the Developer role the same run publishes; its rerun writes nothing and does
     // not read the role again.
     set_bot_level(&w, 30);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     w.fake.reset_log();
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     assert_eq!(w.writes().len(), 0);
     assert!(
         !w.fake
@@ -224,7 +224,7 @@ fn a_role_that_cannot_be_read_does_not_stop_the_run() {
             .method("GET")
             .route(RouteKind::ProjectMember),
     );
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     assert!(!w.discussions().is_empty());
 }
 
@@ -266,4 +266,43 @@ fn an_unknown_merge_request_and_a_url_without_a_scheme_are_usage_errors() {
         before,
         "no request without a usable URL"
     );
+}
+
+/// `--token` is refused with where the token goes instead, by every command, before any
+/// request, and its value is never echoed; completions do not offer it.
+#[test]
+fn a_token_flag_says_where_the_token_comes_from() {
+    let w = World::new(ASSENT);
+    for args in [
+        &["run", "--token", "glpat-flag-value"][..],
+        &["run", "--token=glpat-flag-value"],
+        &["doctor", "--token", "glpat-flag-value"],
+        &["--token", "glpat-flag-value", "sweep"],
+        &["serve", "--token"],
+    ] {
+        let out = std::process::Command::new(ASSENT)
+            .args(args)
+            .env_clear()
+            .env("CI_API_V4_URL", w.fake.base_url())
+            .env("CI_PROJECT_ID", project().to_string())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            stderr.starts_with("error: the token is never a flag")
+                && stderr.contains("Set ASSENT_TOKEN (or GITLAB_TOKEN) in the environment")
+                && stderr.lines().count() == 1,
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("glpat-flag-value"), "{stderr}");
+    }
+    assert!(w.fake.requests().is_empty());
+    let completions = std::process::Command::new(ASSENT)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    let script = String::from_utf8(completions.stdout).unwrap();
+    assert!(script.contains("--dry-run"), "a real script");
+    assert!(!script.contains("--token"), "a hidden flag is not offered");
 }
