@@ -113,6 +113,22 @@ pub struct Examination {
     pub rate_limited: bool,
     /// The last forge failure, for a caller that tracks GitLab's health (serve's `/readyz`).
     pub error: Option<crate::forge::ForgeError>,
+    /// The MR's canonical summary was read and its gate line says `REVIEW` (serve watches
+    /// such an MR: a resolution while other threads stay open sends no webhook).
+    pub summary_at_review: bool,
+}
+
+impl Examination {
+    /// Nothing examined yet: `listed`'s line, no warning, no failure.
+    fn of(listed: &ListedMergeRequest) -> Self {
+        Examination {
+            report: MrReport::of(listed),
+            warnings: Vec::new(),
+            rate_limited: false,
+            error: None,
+            summary_at_review: false,
+        }
+    }
 }
 
 /// Examines MR `iid` from nothing but its IID (what serve does when an event names it): the
@@ -146,6 +162,7 @@ pub fn examine_iid(
             warnings: Vec::new(),
             rate_limited: e.is_rate_limited(),
             error: Some(e),
+            summary_at_review: false,
         },
     }
 }
@@ -159,12 +176,7 @@ pub fn examine(
     now: Timestamp,
     settings: &ExamineSettings,
 ) -> Examination {
-    let mut out = Examination {
-        report: MrReport::of(listed),
-        warnings: Vec::new(),
-        rate_limited: false,
-        error: None,
-    };
+    let mut out = Examination::of(listed);
     examine_into(forge, bot, listed, now, settings, Scope::Any, &mut out);
     out
 }
@@ -183,12 +195,7 @@ pub fn examine_at_review(
     if listed.user_notes_count == Some(0) {
         return None;
     }
-    let mut out = Examination {
-        report: MrReport::of(listed),
-        warnings: Vec::new(),
-        rate_limited: false,
-        error: None,
-    };
+    let mut out = Examination::of(listed);
     examine_into(forge, bot, listed, now, settings, Scope::AtReview, &mut out);
     (out.report.action == MrAction::Failed || out.report.verdict.is_some()).then_some(out)
 }
@@ -244,6 +251,7 @@ fn examine_into(
     }
     out.warnings
         .extend(inventory.warnings.iter().map(|w| format!("!{iid}: {w}")));
+    out.summary_at_review = summary.is_some_and(|s| says_review(&s.body));
     mr.summary_note_id = summary.map(|s| s.note_id);
     let mut facts = MrFacts {
         iid,

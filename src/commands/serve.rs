@@ -24,13 +24,18 @@ challenge, a pipeline was lost), it creates an MR pipeline. It never posts, edit
 or approves anything itself: the CI job stays the one publisher, so replicas are safe.
 
 The webhook secret comes only from ASSENT_WEBHOOK_SECRET (never a flag), the token from
-ASSENT_TOKEN or GITLAB_TOKEN. Besides the live path, an embedded sweep runs for every
---project --sweep-delay after start and every --sweep-interval (off disables it).
+ASSENT_TOKEN or GITLAB_TOKEN. GitLab sends no event when a thread is resolved while another
+stays open: every MR a classification left at REVIEW is therefore re-examined every
+--recheck-interval (off disables it) for --recheck-for after its last event, at most
+--max-watched MRs. Besides the live path, an embedded sweep runs for every --project
+--sweep-delay after start and every --sweep-interval (off disables it).
 
-Endpoints: POST /webhook (202 queued, 204 ignored, 400 malformed, 401 bad secret, 413 over
-4 MiB, 503 queue full or shutting down), GET /healthz, GET /readyz, GET /metrics
-(Prometheus text). Durations: a whole number with a unit ms, s, m, h or d (sweep windows:
-s, m, h or d).
+Endpoints: POST /webhook (202 queued; 204 ignored; 401 missing or wrong secret; 202 also
+for every delivery with the right secret serve cannot act on: queue full, shutting down, a
+body over 25 MiB or not JSON or naming no MR, counted and left to the recheck and the
+sweep, since GitLab disables a hook that keeps failing), GET /healthz, GET /readyz,
+GET /metrics (Prometheus text). Durations: a whole number with a unit ms, s, m, h or d
+(sweep windows: s, m, h or d).
 
 Examples:
   ASSENT_WEBHOOK_SECRET=... ASSENT_TOKEN=... \\
@@ -68,7 +73,8 @@ pub struct ServeArgs {
     /// Classify an MR this long after its latest event (a burst gives one classification).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_wait)]
     pub settle: Duration,
-    /// The most MRs queued or being classified; past it an event is answered 503.
+    /// The most MRs queued or being classified; past it an event is answered 202 and
+    /// counted as dropped (the recheck and the sweep heal it).
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_queued: u64,
     /// The first embedded sweep pass runs this long after start.
@@ -95,12 +101,44 @@ pub struct ServeArgs {
     /// The most connections served at once; more wait to be accepted.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub max_connections: u64,
+    /// Re-examine every MR left at REVIEW this often (GitLab sends no event when one thread
+    /// of several is resolved), or `off`.
+    #[arg(long, value_name = "DURATION|off", default_value = "1m", value_parser = parse_recheck_interval)]
+    pub recheck_interval: RecheckInterval,
+    /// Stop re-examining an MR this long after its last event.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_wait)]
+    pub recheck_for: Duration,
+    /// The most MRs re-examined; past it the one whose last event is oldest drops out
+    /// (counted in assent_watch_dropped_total; the sweep still heals it).
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub max_watched: u64,
     /// Log lines on stderr: `text` or `json` (one object per line).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// How long to wait for GitLab's rate limits.
     #[command(flatten)]
     pub rate_limit: RateLimitArgs,
+}
+
+/// `--recheck-interval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecheckInterval {
+    /// `off`.
+    Off,
+    /// A period.
+    Every(Duration),
+}
+
+fn parse_recheck_interval(text: &str) -> Result<RecheckInterval, String> {
+    if text.trim() == "off" {
+        return Ok(RecheckInterval::Off);
+    }
+    match parse_wait(text)? {
+        d if d.is_zero() => Err(format!(
+            "{text:?}: a recheck interval is longer than 0 (or off)"
+        )),
+        d => Ok(RecheckInterval::Every(d)),
+    }
 }
 
 /// `--sweep-interval`.
@@ -234,6 +272,12 @@ pub fn run(args: &ServeArgs) -> CliResult {
         sweep,
         shutdown_grace: args.shutdown_grace,
         log,
+        recheck_interval: match args.recheck_interval {
+            RecheckInterval::Off => None,
+            RecheckInterval::Every(d) => Some(d),
+        },
+        recheck_for: args.recheck_for,
+        max_watched: usize::try_from(args.max_watched).unwrap_or(usize::MAX),
     })?;
     Ok(())
 }
@@ -256,5 +300,11 @@ mod tests {
             parse_interval("500ms").is_err(),
             "sweep windows are whole seconds"
         );
+        assert_eq!(parse_recheck_interval("off"), Ok(RecheckInterval::Off));
+        assert_eq!(
+            parse_recheck_interval("200ms"),
+            Ok(RecheckInterval::Every(Duration::from_millis(200)))
+        );
+        assert!(parse_recheck_interval("0s").is_err());
     }
 }

@@ -16,17 +16,18 @@ use crate::forge::RequestCounts;
 /// `event`, `result` of a webhook delivery.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EventLabels {
-    /// `merge_request`, `note`, `emoji`, `pipeline`, `other`.
+    /// `merge_request`, `note`, `emoji`, `pipeline`, `system`, `other`.
     pub event: &'static str,
-    /// `accepted`, `ignored`, `unauthorized`, `bad_request`, `too_large`, `queue_full`,
-    /// `shutting_down`, `timeout`.
+    /// `accepted`, `ignored`, `unauthorized`; and for a delivery with the right secret that
+    /// serve answered 202 without queueing it: `bad_request`, `too_large`, `over_budget`,
+    /// `queue_full`, `shutting_down`, `timeout`.
     pub result: &'static str,
 }
 
 /// `trigger`, `verdict` of a classification or a pipeline created.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ClassificationLabels {
-    /// `webhook` or `sweep`.
+    /// `webhook`, `recheck` or `sweep`.
     pub trigger: &'static str,
     /// A sweep verdict, or `error` when the examination failed before one.
     pub verdict: &'static str,
@@ -74,6 +75,13 @@ pub struct Metrics {
     /// `assent_gitlab_rate_limited_total`: operations that met GitLab's rate limits past the
     /// wait budget.
     pub gitlab_rate_limited: Counter,
+    /// `assent_watched_mrs`: MRs rechecked without an event (left at `REVIEW`).
+    pub watched_mrs: Gauge,
+    /// `assent_watch_dropped_total`: watched MRs dropped because `--max-watched` was reached.
+    pub watch_dropped: Counter,
+    /// `assent_connections_evicted_total`: connections cut at the connection bound while
+    /// still reading a request head (or idle between requests).
+    pub connections_evicted: Counter,
 }
 
 impl Default for Metrics {
@@ -99,6 +107,9 @@ impl Metrics {
             queue_keys: Gauge::default(),
             gitlab_requests: Family::default(),
             gitlab_rate_limited: Counter::default(),
+            watched_mrs: Gauge::default(),
+            watch_dropped: Counter::default(),
+            connections_evicted: Counter::default(),
         };
         registry.register(
             "assent_webhook_events",
@@ -107,7 +118,7 @@ impl Metrics {
         );
         registry.register(
             "assent_classifications",
-            "MR classifications by trigger (webhook, sweep) and verdict",
+            "MR classifications by trigger (webhook, recheck, sweep) and verdict",
             m.classifications.clone(),
         );
         registry.register(
@@ -155,6 +166,21 @@ impl Metrics {
             "Operations stopped by GitLab's rate limits past the wait budget",
             m.gitlab_rate_limited.clone(),
         );
+        registry.register(
+            "assent_watched_mrs",
+            "MRs left at REVIEW that serve rechecks without an event",
+            m.watched_mrs.clone(),
+        );
+        registry.register(
+            "assent_watch_dropped",
+            "Watched MRs dropped (oldest last event first) because --max-watched was reached",
+            m.watch_dropped.clone(),
+        );
+        registry.register(
+            "assent_connections_evicted",
+            "Connections cut at --max-connections while still reading a request head",
+            m.connections_evicted.clone(),
+        );
         for (event, result) in [
             ("merge_request", "accepted"),
             ("note", "accepted"),
@@ -167,7 +193,7 @@ impl Metrics {
         }
         // A family with no series is not exposed at all: every family shows at zero from the
         // start, so dashboards and alerts see it before its first event.
-        for trigger in ["webhook", "sweep"] {
+        for trigger in ["webhook", "recheck", "sweep"] {
             let labels = ClassificationLabels {
                 trigger,
                 verdict: "missing",
@@ -237,6 +263,10 @@ mod tests {
             "assent_queue_keys 3",
             "assent_gitlab_requests_total{kind=\"read\"} 0",
             "assent_gitlab_rate_limited_total 0",
+            "assent_watched_mrs 0",
+            "assent_watch_dropped_total 0",
+            "assent_connections_evicted_total 0",
+            "assent_pipelines_created_total{trigger=\"recheck\",verdict=\"missing\"} 0",
             "# TYPE assent_sweep_passes counter",
             "assent_sweep_passes_total{result=\"failed\"} 0",
         ] {

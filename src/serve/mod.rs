@@ -4,13 +4,17 @@
 //! net. It never publishes: where a pipeline is needed it creates one, and the CI job stays
 //! the one publisher.
 //!
-//! Shape: an accept loop (bounded connections, a header read timeout) serving an `axum`
-//! router; a dispatcher that hands keys due in the [`Coalescer`] to a small pool of blocking
-//! workers (the GitLab client is the blocking `ureq` one); one sweep task per project. The
-//! clock is read here and handed to the pure parts.
+//! Shape: an accept loop ([`connections`]: bounded connections, the oldest one still reading
+//! its request head evicted at the bound) serving an `axum` router; a dispatcher that hands
+//! keys due in the [`Coalescer`] to a small pool of blocking workers (the GitLab client is the
+//! blocking `ureq` one); a recheck task re-examining the MRs left at `REVIEW`
+//! ([`recheck::Watchlist`]); one sweep task per project. The clock is read here and handed to
+//! the pure parts.
 
+pub mod connections;
 pub mod log;
 pub mod metrics;
+pub mod recheck;
 pub mod webhook;
 
 use std::net::SocketAddr;
@@ -19,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -31,17 +35,25 @@ use tokio::sync::{Notify, Semaphore, watch};
 
 use self::log::{Field, Log};
 use self::metrics::{ClassificationLabels, Metrics, PassLabels};
+use self::recheck::Watchlist;
 use self::webhook::{EventKind, Nudge, Reading};
 use crate::core::coalesce::{Accepted, Coalescer, Full};
-use crate::core::sweep::{SweepDuration, Timestamp};
-use crate::examination::{ExamineSettings, MrAction, MrReport, examine_iid};
+use crate::core::sweep::{SweepDuration, SweepVerdict, Timestamp};
+use crate::examination::{Examination, ExamineSettings, MrAction, MrReport, examine_iid};
 use crate::forge::sweep::SweepForge;
 use crate::forge::{ForgeError, RequestCounts};
 use crate::progress::Silent;
 use crate::sweep_pass::{MrLock, SweepReport, SweepSettings, sweep_shared};
 
-/// The largest webhook body accepted (GitLab's own payloads stay far below it).
-pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// The largest webhook body read: GitLab's own limit on what it sends
+/// (`REQUEST_BODY_SIZE_LIMIT`, 25 MB, in `app/services/web_hook_service.rb`). A larger body
+/// is read to its end and discarded, and answered 202 all the same.
+pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
+
+/// The bytes of webhook bodies held in memory at once, over every connection: a body that
+/// would pass it is read to its end and discarded (answered 202, counted `over_budget`), so
+/// concurrent 25 MB deliveries cannot grow serve's memory past this.
+pub const BODY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 
 /// Blocking workers classifying at once (each holds one GitLab connection at a time).
 const WORKERS: usize = 4;
@@ -84,6 +96,12 @@ pub struct ServeConfig {
     pub shutdown_grace: Duration,
     /// `--log-format`.
     pub log: Log,
+    /// `--recheck-interval`, `None` for `off`.
+    pub recheck_interval: Option<Duration>,
+    /// `--recheck-for`.
+    pub recheck_for: Duration,
+    /// `--max-watched`.
+    pub max_watched: usize,
 }
 
 /// Readiness: `Ok` once the token was checked and the last GitLab request did not fail with
@@ -108,6 +126,10 @@ struct Shared {
     started: Instant,
     workers: Semaphore,
     read_timeout: Duration,
+    watch: Mutex<Watchlist<(usize, u64)>>,
+    /// `--recheck-interval` is not `off`: only then are MRs watched.
+    rechecking: bool,
+    body_budget: Arc<Semaphore>,
 }
 
 fn now_ts() -> Timestamp {
@@ -156,6 +178,39 @@ impl Shared {
         self.metrics
             .queue_keys
             .set(i64::try_from(keys).unwrap_or(i64::MAX));
+    }
+
+    fn watch_lock(&self) -> std::sync::MutexGuard<'_, Watchlist<(usize, u64)>> {
+        self.watch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The watched set after a classification of `key` whose last event was at
+    /// `last_event`: watched while its summary is at `REVIEW` on an open MR, no longer once
+    /// it is not; unchanged when the examination failed before a verdict. The gauge and the
+    /// drop counter follow.
+    fn follow(&self, key: (usize, u64), examined: &Examination, last_event: u64) {
+        if !self.rechecking {
+            return;
+        }
+        let mut watch = self.watch_lock();
+        let dropped_before = watch.dropped();
+        match examined.report.verdict {
+            None => {}
+            Some(verdict) if examined.summary_at_review && verdict != SweepVerdict::NotOpen => {
+                watch.watch(key, last_event);
+            }
+            Some(_) => watch.unwatch(&key),
+        }
+        self.watch_metrics(&watch, dropped_before);
+    }
+
+    fn watch_metrics(&self, watch: &Watchlist<(usize, u64)>, dropped_before: u64) {
+        self.metrics
+            .watched_mrs
+            .set(i64::try_from(watch.len()).unwrap_or(i64::MAX));
+        self.metrics
+            .watch_dropped
+            .inc_by(watch.dropped().saturating_sub(dropped_before));
     }
 
     fn record(&self, trigger: &'static str, mr: &MrReport) {
@@ -220,14 +275,9 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
 async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
     let log = config.log;
     let shared = Arc::new(shared_state(&mut config));
+    log_start(&shared, config.listener.local_addr()?, &config);
     config.listener.set_nonblocking(true)?;
     let listener = TcpListener::from_std(config.listener)?;
-    log_start(
-        &shared,
-        listener.local_addr()?,
-        config.sweep_interval,
-        config.sweep,
-    );
     let (stop_tx, stop_rx) = watch::channel(false);
     let dispatcher = tokio::spawn(dispatch(shared.clone(), stop_rx.clone()));
     let mut sweeps = Vec::new();
@@ -243,11 +293,17 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
             )));
         }
     }
-    let accept = tokio::spawn(accept_loop(
+    let recheck = config
+        .recheck_interval
+        .map(|interval| tokio::spawn(recheck_loop(shared.clone(), interval, stop_rx.clone())));
+    let accept = tokio::spawn(connections::accept_loop(
         listener,
         router(shared.clone()),
-        config.max_connections,
-        config.read_timeout,
+        connections::ConnectionLimits {
+            max_connections: config.max_connections,
+            read_timeout: config.read_timeout,
+        },
+        shared.clone(),
         stop_rx.clone(),
     ));
     let signal = shutdown_signal().await;
@@ -266,6 +322,10 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
     let _ = dispatcher.await;
     for s in sweeps {
         s.abort();
+    }
+    if let Some(r) = recheck {
+        // A recheck in flight holds its key as running: the drain waits for it.
+        r.abort();
     }
     let in_flight = drain(&shared, config.shutdown_grace).await;
     accept.abort();
@@ -315,18 +375,20 @@ fn shared_state(config: &mut ServeConfig) -> Shared {
         started: Instant::now(),
         workers: Semaphore::new(WORKERS),
         read_timeout: config.read_timeout,
+        watch: Mutex::new(Watchlist::new(
+            config.max_watched,
+            u64::try_from(config.recheck_for.as_millis()).unwrap_or(u64::MAX),
+        )),
+        rechecking: config.recheck_interval.is_some(),
+        body_budget: Arc::new(Semaphore::new(BODY_BUDGET_BYTES)),
         projects: std::mem::take(&mut config.projects),
     }
 }
 
 /// The first log lines: where serve listens, for which projects, and its sweep (a warning
 /// when it is off, since then only a scheduled `assent sweep` heals a lost webhook).
-fn log_start(
-    shared: &Shared,
-    addr: SocketAddr,
-    sweep_interval: Option<SweepDuration>,
-    sweep: SweepSettings,
-) {
+fn log_start(shared: &Shared, addr: SocketAddr, config: &ServeConfig) {
+    let (sweep_interval, sweep) = (config.sweep_interval, config.sweep);
     let projects = shared
         .projects
         .iter()
@@ -343,6 +405,19 @@ fn log_start(
             ("listen", addr.to_string().into()),
             ("projects", projects.into()),
             ("sweep", sweep_text.into()),
+            (
+                "recheck",
+                match config.recheck_interval {
+                    None => "off".to_owned(),
+                    Some(i) => format!(
+                        "every {}ms for {}s after an MR's last event, at most {} MRs",
+                        i.as_millis(),
+                        config.recheck_for.as_secs(),
+                        config.max_watched
+                    ),
+                }
+                .into(),
+            ),
         ],
     );
     if sweep_interval.is_none() {
@@ -376,44 +451,6 @@ async fn shutdown_signal() -> &'static str {
     tokio::select! {
         _ = term.recv() => "SIGTERM",
         _ = tokio::signal::ctrl_c() => "SIGINT",
-    }
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    app: Router,
-    max_connections: usize,
-    read_timeout: Duration,
-    mut stop: watch::Receiver<bool>,
-) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    use hyper_util::service::TowerToHyperService;
-    let slots = Arc::new(Semaphore::new(max_connections));
-    loop {
-        // Past the bound, connections wait in the kernel's backlog rather than in memory.
-        let Ok(permit) = slots.clone().acquire_owned().await else {
-            return;
-        };
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = stop.changed() => {
-                // Keep answering (503) during the drain: the loop goes on until aborted.
-                listener.accept().await
-            }
-        };
-        let Ok((stream, _)) = accepted else {
-            continue;
-        };
-        let service = TowerToHyperService::new(app.clone());
-        tokio::spawn(async move {
-            let _permit = permit;
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(read_timeout)
-                .serve_connection(TokioIo::new(stream), service);
-            // A connection kept idle or alive past a few read timeouts is cut.
-            let _ = tokio::time::timeout(read_timeout * 10, conn).await;
-        });
     }
 }
 
@@ -530,14 +567,18 @@ async fn webhook_handler(State(shared): State<Arc<Shared>>, request: Request<Bod
         Err(refused) => refused,
     };
     shared.metrics.event(event, refused.result);
-    shared.log.info(
-        "webhook",
-        &[
-            ("event", event.into()),
-            ("result", refused.result.into()),
-            ("status", u64::from(refused.status.as_u16()).into()),
-        ],
-    );
+    let fields = [
+        ("event", event.into()),
+        ("result", refused.result.into()),
+        ("status", u64::from(refused.status.as_u16()).into()),
+    ];
+    // An authenticated delivery serve could not act on is a warning: its MR is left to the
+    // recheck and the sweep.
+    if refused.status == StatusCode::ACCEPTED {
+        shared.log.warn("webhook not queued", &fields);
+    } else {
+        shared.log.info("webhook", &fields);
+    }
     text(refused.status, refused.body)
 }
 
@@ -557,30 +598,99 @@ impl NotQueued {
         }
     }
 
-    fn too_large() -> NotQueued {
+    /// A delivery with the right secret that serve cannot act on: GitLab counts any answer
+    /// outside 2xx/3xx as a failed delivery, backs the hook off after 4 in a row and disables
+    /// it for good after 40 (`app/models/concerns/web_hooks/auto_disabling.rb`), so it is
+    /// answered 202 all the same, and counted under `result`.
+    fn unusable(result: &'static str, why: &str) -> NotQueued {
         NotQueued::new(
-            "too_large",
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body over 4 MiB\n",
+            result,
+            StatusCode::ACCEPTED,
+            format!("not queued: {why}; the recheck and the sweep heal its MR\n"),
         )
     }
 }
 
-/// One delivery, in order: refused while draining, without the secret or over the size
-/// (before its body is read), its body read within the timeout, read for a project id and
-/// an iid, then queued for one of the served projects.
+/// A body as read: its bytes (holding their share of the body budget), or why it was
+/// discarded.
+enum BodyRead {
+    Complete(Vec<u8>, Option<tokio::sync::OwnedSemaphorePermit>),
+    Discarded(&'static str, &'static str),
+}
+
+/// Reads a webhook body within the read timeout, holding at most [`MAX_BODY_BYTES`] of it
+/// and never more than the shared [`BODY_BUDGET_BYTES`] across connections: past either, the
+/// rest is read and dropped, so the sender still gets its answer (a sender cut off while
+/// writing counts the delivery as failed) and serve's memory stays bounded.
+async fn read_body(shared: &Shared, body: Body) -> BodyRead {
+    use axum::body::HttpBody;
+    let mut body = body;
+    let mut kept: Vec<u8> = Vec::new();
+    let mut permit: Option<tokio::sync::OwnedSemaphorePermit> = None;
+    let mut discarding: Option<(&'static str, &'static str)> = None;
+    let deadline = tokio::time::Instant::now() + shared.read_timeout;
+    loop {
+        let frame = tokio::time::timeout_at(
+            deadline,
+            std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)),
+        )
+        .await;
+        let data = match frame {
+            Err(_) => {
+                return BodyRead::Discarded(
+                    "timeout",
+                    "the body was not sent within the read timeout",
+                );
+            }
+            Ok(None) => break,
+            Ok(Some(Err(_))) => return BodyRead::Discarded("timeout", "the body ended early"),
+            Ok(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue,
+            },
+        };
+        if discarding.is_some() {
+            continue;
+        }
+        if kept.len() + data.len() > MAX_BODY_BYTES {
+            discarding = Some(("too_large", "the body is over 25 MiB"));
+            kept = Vec::new();
+            permit = None;
+            continue;
+        }
+        let more = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        match shared.body_budget.clone().try_acquire_many_owned(more) {
+            Ok(p) => match permit.as_mut() {
+                Some(held) => held.merge(p),
+                None => permit = Some(p),
+            },
+            Err(_) => {
+                discarding = Some((
+                    "over_budget",
+                    "too many webhook bodies are being read at once",
+                ));
+                kept = Vec::new();
+                permit = None;
+                continue;
+            }
+        }
+        kept.extend_from_slice(&data);
+    }
+    match discarding {
+        Some((result, why)) => BodyRead::Discarded(result, why),
+        None => BodyRead::Complete(kept, permit),
+    }
+}
+
+/// One delivery, in order: refused without the secret (before its body is read), answered
+/// 202 without being queued while draining, its body read (bounded; see [`read_body`]),
+/// read for a project id and an iid, then queued for one of the served projects. Every
+/// delivery with the right secret gets a 2xx ([`NotQueued::unusable`]).
 async fn receive(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     kind: EventKind,
     request: Request<Body>,
 ) -> Result<(Nudge, Accepted), NotQueued> {
-    if shared.shutting_down.load(Ordering::SeqCst) {
-        return Err(NotQueued::new(
-            "shutting_down",
-            StatusCode::SERVICE_UNAVAILABLE,
-            "shutting down\n",
-        ));
-    }
     if !secret_matches(shared, request.headers()) {
         return Err(NotQueued::new(
             "unauthorized",
@@ -588,39 +698,18 @@ async fn receive(
             "unauthorized\n",
         ));
     }
-    let declared = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return Err(NotQueued::too_large());
+    if shared.shutting_down.load(Ordering::SeqCst) {
+        return Err(NotQueued::unusable("shutting_down", "serve is stopping"));
     }
-    let body = match tokio::time::timeout(
-        shared.read_timeout,
-        to_bytes(request.into_body(), MAX_BODY_BYTES),
-    )
-    .await
-    {
-        Err(_) => {
-            return Err(NotQueued::new(
-                "timeout",
-                StatusCode::REQUEST_TIMEOUT,
-                "read timeout\n",
-            ));
-        }
-        Ok(Err(_)) => return Err(NotQueued::too_large()),
-        Ok(Ok(b)) => b,
+    let body = match read_body(shared, request.into_body()).await {
+        BodyRead::Discarded(result, why) => return Err(NotQueued::unusable(result, why)),
+        BodyRead::Complete(bytes, permit) => (bytes, permit),
     };
     let ignored = || NotQueued::new("ignored", StatusCode::NO_CONTENT, "");
-    let nudge = match webhook::read(kind, &body) {
-        Reading::Malformed(why) => {
-            return Err(NotQueued::new(
-                "bad_request",
-                StatusCode::BAD_REQUEST,
-                format!("{why}\n"),
-            ));
-        }
+    let reading = webhook::read(kind, &body.0);
+    drop(body);
+    let nudge = match reading {
+        Reading::Malformed(why) => return Err(NotQueued::unusable("bad_request", why)),
         Reading::Ignored => return Err(ignored()),
         Reading::Nudge(n) => n,
     };
@@ -631,19 +720,20 @@ async fn receive(
     else {
         return Err(ignored());
     };
+    let key = (index, nudge.iid);
+    let now = shared.now_ms();
+    shared.watch_lock().event(&key, now);
     let accepted = {
-        let now = shared.now_ms();
         let mut c = shared.lock();
-        let r = c.event((index, nudge.iid), now);
+        let r = c.event(key, now);
         shared.queue_gauge(c.len());
         r
     };
     match accepted {
         Ok(how) => Ok((nudge, how)),
-        Err(Full) => Err(NotQueued::new(
+        Err(Full) => Err(NotQueued::unusable(
             "queue_full",
-            StatusCode::SERVICE_UNAVAILABLE,
-            "queue full; the sweep will heal this MR\n",
+            "the queue is full (--max-queued)",
         )),
     }
 }
@@ -660,7 +750,7 @@ async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             (c.due(now), c.next_due())
         };
         for key in due {
-            tokio::spawn(classify(shared.clone(), key));
+            tokio::spawn(classify(shared.clone(), key, Trigger::Webhook));
         }
         let wait = next.map_or(Duration::from_secs(3600), |n| {
             Duration::from_millis(n.saturating_sub(shared.now_ms()))
@@ -673,8 +763,35 @@ async fn dispatch(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     }
 }
 
-async fn classify(shared: Arc<Shared>, key: (usize, u64)) {
+/// What started a classification by serve's live path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// A webhook's nudge, due after `--settle`.
+    Webhook,
+    /// The recheck of a watched MR.
+    Recheck,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Webhook => "webhook",
+            Trigger::Recheck => "recheck",
+        }
+    }
+}
+
+/// Classifies `key`, which the caller holds as running in the coalescer (the keyed lock),
+/// and releases it.
+async fn classify(shared: Arc<Shared>, key: (usize, u64), trigger: Trigger) {
     let (index, iid) = key;
+    // A webhook classification watches its MR from its event on; a recheck keeps the
+    // watched MR's last event.
+    let last_event = match trigger {
+        Trigger::Webhook => shared.now_ms(),
+        Trigger::Recheck => shared.watch_lock().last_event(&key).unwrap_or(0),
+    };
+    let label = trigger.as_str();
     let permit = shared.workers.acquire().await;
     let worker = shared.clone();
     let examined = tokio::task::spawn_blocking(move || {
@@ -696,8 +813,11 @@ async fn classify(shared: Arc<Shared>, key: (usize, u64)) {
             if examined.rate_limited {
                 shared.metrics.gitlab_rate_limited.inc();
             }
-            shared.record("webhook", &examined.report);
-            log_examination(&shared, "webhook", index, &examined.report);
+            shared.record(label, &examined.report);
+            shared.follow(key, &examined, last_event);
+            if trigger == Trigger::Webhook || examined.report.action != MrAction::None {
+                log_examination(&shared, label, index, &examined.report);
+            }
             for w in &examined.warnings {
                 shared.log.warn(
                     "warning",
@@ -741,6 +861,43 @@ fn log_examination(shared: &Shared, trigger: &str, index: usize, mr: &MrReport) 
         shared.log.warn("classified", &fields);
     } else {
         shared.log.info("classified", &fields);
+    }
+}
+
+/// Every `interval`, re-examines each watched MR (those a classification left at `REVIEW`,
+/// within `--recheck-for` of their last event), one at a time so that rechecks never take
+/// more than one of the workers from webhooks. Each takes the same keyed lock as a webhook
+/// classification: an MR whose key is pending or running is skipped (that classification
+/// covers it).
+async fn recheck_loop(shared: Arc<Shared>, interval: Duration, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.changed() => return,
+        }
+        let due = {
+            let mut watch = shared.watch_lock();
+            let dropped_before = watch.dropped();
+            let due = watch.due(shared.now_ms());
+            shared.watch_metrics(&watch, dropped_before);
+            due
+        };
+        for key in due {
+            if *stop.borrow() {
+                return;
+            }
+            let began = {
+                let mut c = shared.lock();
+                let began = c.try_begin(key);
+                shared.queue_gauge(c.len());
+                began
+            };
+            if !began {
+                continue;
+            }
+            // Its own task: stopping the loop never abandons a key held as running.
+            let _ = tokio::spawn(classify(shared.clone(), key, Trigger::Recheck)).await;
+        }
     }
 }
 

@@ -15,6 +15,10 @@ pub enum EventKind {
     Emoji,
     /// `Pipeline Hook`.
     Pipeline,
+    /// `System Hook`: an instance's system hook sends every event under this one name
+    /// (`hook_to_event` in GitLab's `app/services/web_hook_service.rb`); its `object_kind`
+    /// says which. Only a merge request event is acted on.
+    System,
     /// Anything else (answered 204).
     Other,
 }
@@ -27,17 +31,20 @@ impl EventKind {
             Some("Note Hook") => EventKind::Note,
             Some("Emoji Hook") => EventKind::Emoji,
             Some("Pipeline Hook") => EventKind::Pipeline,
+            Some("System Hook") => EventKind::System,
             _ => EventKind::Other,
         }
     }
 
-    /// The metric and log label: `merge_request`, `note`, `emoji`, `pipeline`, `other`.
+    /// The metric and log label: `merge_request`, `note`, `emoji`, `pipeline`, `system`,
+    /// `other`.
     pub fn as_str(self) -> &'static str {
         match self {
             EventKind::MergeRequest => "merge_request",
             EventKind::Note => "note",
             EventKind::Emoji => "emoji",
             EventKind::Pipeline => "pipeline",
+            EventKind::System => "system",
             EventKind::Other => "other",
         }
     }
@@ -59,7 +66,8 @@ pub enum Reading {
     Nudge(Nudge),
     /// A well-formed event that concerns no MR serve acts on (204).
     Ignored,
-    /// Not JSON, or names no project and MR (400).
+    /// Not JSON, or names no project and MR (answered 2xx all the same, and counted: see
+    /// docs/serve.md).
     Malformed(&'static str),
 }
 
@@ -82,8 +90,24 @@ pub fn read(kind: EventKind, body: &[u8]) -> Reading {
     if !doc.is_object() {
         return Reading::Malformed("body is not a JSON object");
     }
-    let Some(project_id) =
-        u64_at(&doc, &["project", "id"]).or_else(|| u64_at(&doc, &["project_id"]))
+    // A system hook's merge request event has the project hook's shape
+    // (doc/administration/system_hooks.md); it says what it is only in `object_kind`.
+    let kind = match kind {
+        EventKind::System if doc["object_kind"].as_str() == Some("merge_request") => {
+            EventKind::MergeRequest
+        }
+        EventKind::System => return Reading::Ignored,
+        other => other,
+    };
+    // A Pipeline Hook names the pipeline's project, a fork's for a fork MR pipeline
+    // (`lib/gitlab/data_builder/pipeline.rb`); the MR lives in its target project.
+    let target_project = match kind {
+        EventKind::Pipeline => u64_at(&doc, &["merge_request", "target_project_id"]),
+        _ => None,
+    };
+    let Some(project_id) = target_project
+        .or_else(|| u64_at(&doc, &["project", "id"]))
+        .or_else(|| u64_at(&doc, &["project_id"]))
     else {
         return Reading::Malformed("no project id");
     };
@@ -123,7 +147,7 @@ pub fn read(kind: EventKind, body: &[u8]) -> Reading {
                 None => return Reading::Malformed("no merge request iid"),
             },
         },
-        EventKind::Other => return Reading::Ignored,
+        EventKind::System | EventKind::Other => return Reading::Ignored,
     };
     Reading::Nudge(Nudge { project_id, iid })
 }
@@ -208,8 +232,77 @@ mod tests {
         assert_eq!(read(EventKind::Other, b"not json"), Reading::Ignored);
         assert_eq!(EventKind::from_header(Some("Push Hook")), EventKind::Other);
         assert_eq!(
+            EventKind::from_header(Some("Confidential Note Hook")),
+            EventKind::Other
+        );
+        assert_eq!(
             EventKind::from_header(Some("Merge Request Hook")),
             EventKind::MergeRequest
+        );
+    }
+
+    /// GitLab's documented example payloads, verbatim (tests/data/gitlab-webhooks/README.md
+    /// names their source): each is read as it is, for the right project and MR.
+    #[test]
+    fn gitlabs_documented_examples_name_their_project_and_mr() {
+        let examples: [(&str, &str, Reading); 5] = [
+            (
+                "Merge Request Hook",
+                include_str!("../../tests/data/gitlab-webhooks/merge_request.json"),
+                nudge(1, 1),
+            ),
+            (
+                "Note Hook",
+                include_str!("../../tests/data/gitlab-webhooks/note_on_merge_request.json"),
+                nudge(5, 1),
+            ),
+            (
+                "Emoji Hook",
+                include_str!("../../tests/data/gitlab-webhooks/emoji_on_issue_note.json"),
+                Reading::Ignored,
+            ),
+            (
+                "Pipeline Hook",
+                include_str!("../../tests/data/gitlab-webhooks/pipeline.json"),
+                nudge(1, 1),
+            ),
+            (
+                "System Hook",
+                include_str!("../../tests/data/gitlab-webhooks/system_hook_merge_request.json"),
+                nudge(1, 1),
+            ),
+        ];
+        for (header, body, want) in examples {
+            let kind = EventKind::from_header(Some(header));
+            assert_eq!(read(kind, body.as_bytes()), want, "{header}");
+        }
+    }
+
+    #[test]
+    fn a_fork_pipeline_names_the_mrs_target_project_and_system_hooks_act_on_mrs_only() {
+        // The pipeline ran in the fork (project 77); the MR is !5 of project 42.
+        let fork_pipeline = json!({"object_kind": "pipeline", "project": {"id": 77},
+            "merge_request": {"iid": 5, "source_project_id": 77, "target_project_id": 42},
+            "object_attributes": {"id": 1, "status": "success"}});
+        assert_eq!(
+            read(EventKind::Pipeline, fork_pipeline.to_string().as_bytes()),
+            nudge(42, 5)
+        );
+        let system_push = json!({"event_name": "push", "project_id": 42,
+            "project": {"name": "p"}, "ref": "refs/heads/main"});
+        assert_eq!(
+            read(EventKind::System, system_push.to_string().as_bytes()),
+            Reading::Ignored
+        );
+        let system_mr = json!({"object_kind": "merge_request", "project": {"id": 42},
+            "object_attributes": {"iid": 3}});
+        assert_eq!(
+            read(EventKind::System, system_mr.to_string().as_bytes()),
+            nudge(42, 3)
+        );
+        assert_eq!(
+            EventKind::from_header(Some("System Hook")),
+            EventKind::System
         );
     }
 }

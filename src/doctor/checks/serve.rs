@@ -52,9 +52,10 @@ pub fn serve_ready_check(serve: &Url, answer: &Result<HealthAnswer, String>) -> 
 }
 
 /// The `serve-webhook` check: a project webhook points at `<serve>/webhook` with merge
-/// request, comment and emoji events and SSL verification on. A webhook doctor cannot see
-/// (the project's hooks unreadable below Maintainer, or a group webhook) is a warning, never
-/// a pass.
+/// request, comment and emoji events and SSL verification on, and GitLab has neither backed
+/// it off nor disabled it (its `alert_status`: either way no event reaches serve now, so
+/// both fail the check). A webhook doctor cannot see (the project's hooks unreadable below
+/// Maintainer, or a group webhook) is a warning, never a pass.
 pub fn serve_webhook_check(serve: &Url, hooks: &Result<Vec<ProjectHook>, Failed>) -> Check {
     const ID: &str = "serve-webhook";
     let target = webhook_url(serve);
@@ -87,6 +88,9 @@ pub fn serve_webhook_check(serve: &Url, hooks: &Result<Vec<ProjectHook>, Failed>
             fix,
         );
     };
+    if let Some(failed) = auto_disabled(hook, &target) {
+        return failed;
+    }
     let mut off = Vec::new();
     for (on, name) in [
         (hook.merge_requests_events, "merge request events"),
@@ -135,6 +139,38 @@ pub fn serve_webhook_check(serve: &Url, hooks: &Result<Vec<ProjectHook>, Failed>
     )
 }
 
+/// The failure of a hook GitLab backed off or disabled after failed deliveries
+/// (`app/models/concerns/web_hooks/auto_disabling.rb`): events are lost meanwhile and only
+/// the sweep heals their MRs. `None` for an executable hook, or a GitLab that does not say.
+fn auto_disabled(hook: &ProjectHook, target: &Url) -> Option<Check> {
+    const ID: &str = "serve-webhook";
+    let fix = "Make serve answer GitLab (its log, /readyz; serve answers every delivery carrying the right secret 2xx, so failures mean GitLab did not reach it or the secret differs), then send a test delivery from Settings > Webhooks: GitLab re-enables a hook whose delivery succeeds (docs/serve.md).";
+    let detail = match hook.alert_status.as_deref() {
+        None | Some("executable") => return None,
+        Some("temporarily_disabled") => format!(
+            "webhook {} to {target} is backed off by GitLab after failed deliveries (until {}): no event reaches serve meanwhile",
+            hook.id,
+            hook.disabled_until.as_deref().unwrap_or("an unknown time")
+        ),
+        Some("disabled") => format!(
+            "webhook {} to {target} is disabled by GitLab after 40 failed deliveries in a row: no event reaches serve",
+            hook.id
+        ),
+        Some(other) => {
+            return Some(Check::unknown(
+                ID,
+                format!(
+                    "webhook {} to {target} has an alert status doctor does not know ({:?})",
+                    hook.id,
+                    other.chars().take(40).collect::<String>()
+                ),
+                fix,
+            ));
+        }
+    };
+    Some(Check::fail(ID, detail, fix))
+}
+
 /// Whether a hook's URL is `target`: same scheme, host (any case) and port, and the same
 /// path but for a trailing slash. A query GitLab shows masked is not compared.
 fn same_endpoint(hook_url: &str, target: &Url) -> bool {
@@ -165,7 +201,36 @@ mod tests {
             note_events: Some(true),
             emoji_events: Some(true),
             enable_ssl_verification: Some(true),
+            alert_status: Some("executable".into()),
+            disabled_until: None,
         }
+    }
+
+    #[test]
+    fn a_hook_gitlab_backed_off_or_disabled_fails_the_check() {
+        let serve = url("https://hooks.example.com/");
+        let mut backed_off = hook(3, "https://hooks.example.com/webhook");
+        backed_off.alert_status = Some("temporarily_disabled".into());
+        backed_off.disabled_until = Some("2026-01-01T10:00:00.000Z".into());
+        let check = serve_webhook_check(&serve, &Ok(vec![backed_off.clone()]));
+        assert_eq!(check.status, Status::Fail, "{check:?}");
+        assert!(check.detail.contains("backed off"), "{check:?}");
+        assert!(
+            check.detail.contains("2026-01-01T10:00:00.000Z"),
+            "{check:?}"
+        );
+        let mut disabled = backed_off;
+        disabled.alert_status = Some("disabled".into());
+        let check = serve_webhook_check(&serve, &Ok(vec![disabled.clone()]));
+        assert_eq!(check.status, Status::Fail, "{check:?}");
+        assert!(check.detail.contains("disabled by GitLab"), "{check:?}");
+        disabled.alert_status = None;
+        let check = serve_webhook_check(&serve, &Ok(vec![disabled]));
+        assert_eq!(
+            check.status,
+            Status::Pass,
+            "a GitLab that does not say: {check:?}"
+        );
     }
 
     #[test]

@@ -482,6 +482,9 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
             if level < 40 {
                 return Response::message(403, "403 Forbidden");
             }
+            // Auto-disabling as `app/models/concerns/web_hooks/auto_disabling.rb`: see
+            // `crate::hooks`.
+            let now_ms = crate::time::parse(&st.now()).unwrap_or(0);
             let items = p!()
                 .hooks
                 .iter()
@@ -498,7 +501,8 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
                            "deployment_events": false, "releases_events": false,
                            "push_events_branch_filter": "", "branch_filter_strategy": "wildcard",
                            "enable_ssl_verification": h.enable_ssl_verification,
-                           "alert_status": "executable", "disabled_until": null,
+                           "alert_status": crate::hooks::alert_status(h, now_ms),
+                           "disabled_until": h.disabled_until,
                            "url_variables": [], "custom_webhook_template": null})
                 })
                 .collect();

@@ -12,9 +12,19 @@
 //! * a **Pipeline Hook** for each MR pipeline created or changing status.
 //!
 //! Each delivery is a `POST` with `Content-Type: application/json`, `X-Gitlab-Event`,
-//! `X-Gitlab-Token` (the secret), `X-Gitlab-Event-UUID`, `X-Gitlab-Webhook-UUID`,
-//! `Idempotency-Key` (the same when a delivery is sent again) and GitLab's `User-Agent`, sent
-//! from a thread of its own, with the answer's status recorded ([`Delivery`]).
+//! `X-Gitlab-Token` (the secret), `X-Gitlab-Event-UUID` (one per change, shared by every
+//! delivery the change causes), `X-Gitlab-Webhook-UUID` (a new one each time a delivery is
+//! sent), `Idempotency-Key` (the same when a delivery is sent again) and GitLab's
+//! `User-Agent`, as `build_headers` in GitLab's `app/services/web_hook_service.rb`; sent from
+//! a thread of its own, with the answer's status recorded ([`Delivery`]).
+//!
+//! Auto-disabling as GitLab's `app/models/concerns/web_hooks/auto_disabling.rb` (with
+//! `app/services/web_hook_service.rb`'s `response_category`): an answer outside 2xx/3xx, or
+//! none, is a failure; after the 4th failure in a row the hook is backed off
+//! (`disabled_until`, 1 minute doubling per further failure up to 1 day) and not executed
+//! meanwhile; the 40th disables it for good; a 2xx/3xx answer resets it. The hooks API shows
+//! it as `alert_status` (`executable`, `temporarily_disabled`, `disabled`) and
+//! `disabled_until`.
 //!
 //! With a runner set ([`crate::FakeGitLab::set_runner`]), each MR pipeline created runs the
 //! runner's command with the CI variables GitLab gives an MR pipeline job
@@ -51,14 +61,93 @@ pub struct WebhookTarget {
 pub struct Delivery {
     /// `Merge Request Hook`, `Note Hook`, `Pipeline Hook`.
     pub event: String,
+    /// The project whose hook sends it.
+    pub project_id: u64,
     /// The MR it concerns.
     pub iid: u64,
     /// The JSON body.
     pub body: String,
     /// `Idempotency-Key`.
     pub idempotency_key: String,
+    /// `X-Gitlab-Event-UUID`: the change that caused it (shared by its sibling deliveries).
+    pub event_uuid: String,
+    /// `X-Gitlab-Webhook-UUID` of the latest send (new for each send, a retry included).
+    pub webhook_uuid: String,
     /// The receiver's status, once answered (`None`: not yet, or no answer).
     pub status: Option<u16>,
+    /// Not sent: the hook was backed off or disabled (`alert_status` not `executable`).
+    pub hook_disabled: bool,
+}
+
+/// A version 4 UUID from the fake's own entropy (a counter, the clock and the process id
+/// hashed): unique per call, which is all a receiver may rely on.
+pub fn new_uuid() -> String {
+    use sha2::{Digest, Sha256};
+    use std::sync::atomic::AtomicU64;
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let digest = Sha256::digest(format!("{n}:{nanos}:{}", std::process::id()));
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&digest[..16]);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = hex::encode(b);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// GitLab's grace: failures in a row before a hook is backed off.
+const TEMPORARILY_DISABLED_FAILURE_THRESHOLD: u32 = 3;
+/// GitLab's last failure count before a hook is disabled for good (the 40th disables it).
+const PERMANENTLY_DISABLED_FAILURE_THRESHOLD: u32 = 39;
+const INITIAL_BACKOFF_MS: i64 = 60_000;
+const MAX_BACKOFF_MS: i64 = 86_400_000;
+
+/// `alert_status` of `hook` at `now_ms`: `executable`, `temporarily_disabled` or `disabled`.
+pub fn alert_status(hook: &crate::model::ProjectHook, now_ms: i64) -> &'static str {
+    let until = hook.disabled_until.as_deref().and_then(crate::time::parse);
+    let temporarily = until.is_some_and(|u| u >= now_ms)
+        && (TEMPORARILY_DISABLED_FAILURE_THRESHOLD + 1..=PERMANENTLY_DISABLED_FAILURE_THRESHOLD)
+            .contains(&hook.recent_failures);
+    if temporarily {
+        "temporarily_disabled"
+    } else if hook.recent_failures > PERMANENTLY_DISABLED_FAILURE_THRESHOLD {
+        "disabled"
+    } else {
+        "executable"
+    }
+}
+
+/// `backoff!`: one more failure of an executable hook, and its backoff once past the grace.
+fn backoff(hook: &mut crate::model::ProjectHook, now_ms: i64) {
+    if alert_status(hook, now_ms) != "executable" {
+        return;
+    }
+    let before = hook.recent_failures;
+    hook.recent_failures = (before + 1).clamp(1, PERMANENTLY_DISABLED_FAILURE_THRESHOLD + 1);
+    if hook.recent_failures > TEMPORARILY_DISABLED_FAILURE_THRESHOLD {
+        let doublings = before
+            .saturating_sub(TEMPORARILY_DISABLED_FAILURE_THRESHOLD)
+            .min(20);
+        let wait = (INITIAL_BACKOFF_MS << doublings).clamp(INITIAL_BACKOFF_MS, MAX_BACKOFF_MS);
+        hook.disabled_until = Some(crate::time::format_ms(now_ms + wait));
+    }
+}
+
+/// `enable!`: a successful delivery resets the hook.
+fn enable(hook: &mut crate::model::ProjectHook) {
+    hook.recent_failures = 0;
+    hook.disabled_until = None;
 }
 
 /// The command a runner runs for each MR pipeline.
@@ -164,6 +253,7 @@ fn mr_json(mr: &MergeRequest, p: &Project) -> Value {
 fn changes(st: &mut State, hooks: &mut Hooks) -> (Vec<Delivery>, Vec<(u64, u64, u64)>) {
     let mut out = Vec::new();
     let mut jobs = Vec::new();
+    let event_uuid = new_uuid();
     let next = |hooks: &mut Hooks| {
         hooks.seq += 1;
         format!("00000000-0000-4000-8000-{:012x}", hooks.seq)
@@ -184,10 +274,14 @@ fn changes(st: &mut State, hooks: &mut Hooks) -> (Vec<Delivery>, Vec<(u64, u64, 
                         "repository": {"name": p.path_with_namespace, "homepage": p.web_url(&st.web_url)}});
                     out.push(Delivery {
                         event: "Merge Request Hook".into(),
+                        project_id: p.id,
                         iid: mr.iid,
                         body: body.to_string(),
                         idempotency_key: next(hooks),
+                        event_uuid: event_uuid.clone(),
+                        webhook_uuid: String::new(),
                         status: None,
+                        hook_disabled: false,
                     });
                 }
                 for d in &mr.discussions {
@@ -205,10 +299,14 @@ fn changes(st: &mut State, hooks: &mut Hooks) -> (Vec<Delivery>, Vec<(u64, u64, 
                             "merge_request": mr_json(mr, p)});
                         out.push(Delivery {
                             event: "Note Hook".into(),
+                            project_id: p.id,
                             iid: mr.iid,
                             body: body.to_string(),
                             idempotency_key: next(hooks),
+                            event_uuid: event_uuid.clone(),
+                            webhook_uuid: String::new(),
                             status: None,
+                            hook_disabled: false,
                         });
                     }
                 }
@@ -232,16 +330,21 @@ fn changes(st: &mut State, hooks: &mut Hooks) -> (Vec<Delivery>, Vec<(u64, u64, 
                     "sha": pl.sha, "status": pl.status, "detailed_status": pl.status,
                     "source": pl.source, "created_at": pl.created_at, "finished_at": null},
                 "merge_request": {"id": mr.id, "iid": mr.iid, "title": mr.title,
-                    "source_branch": mr.source_branch, "target_branch": mr.target_branch,
+                    "source_branch": mr.source_branch, "source_project_id": mr.source_project_id,
+                    "target_branch": mr.target_branch, "target_project_id": p.id,
                     "state": mr.state, "url": format!("{}/-/merge_requests/{}", p.web_url(&st.web_url), mr.iid)},
                 "user": user_json(st, mr.author_id), "project": project_json(st, p),
                 "builds": []});
             out.push(Delivery {
                 event: "Pipeline Hook".into(),
+                project_id: p.id,
                 iid,
                 body: body.to_string(),
                 idempotency_key: next(hooks),
+                event_uuid: event_uuid.clone(),
+                webhook_uuid: String::new(),
                 status: None,
+                hook_disabled: false,
             });
         }
     }
@@ -298,12 +401,56 @@ pub(crate) fn redeliver(shared: &Arc<Shared>, index: usize) {
     }
 }
 
-fn send(shared: Arc<Shared>, target: WebhookTarget, index: usize, delivery: Delivery) {
+/// The hook of `project` that posts to `url`, through `f` (with the fake's time).
+fn with_hook<T>(
+    shared: &Arc<Shared>,
+    project: u64,
+    url: &str,
+    f: impl FnOnce(&mut crate::model::ProjectHook, i64) -> T,
+) -> Option<T> {
+    let mut g = shared.lock();
+    let now = crate::time::parse(&g.state.now()).unwrap_or(0);
+    let hook = g
+        .state
+        .projects
+        .iter_mut()
+        .find(|p| p.id == project)?
+        .hooks
+        .iter_mut()
+        .find(|h| h.url == url)?;
+    Some(f(hook, now))
+}
+
+fn send(shared: Arc<Shared>, target: WebhookTarget, index: usize, mut delivery: Delivery) {
     std::thread::spawn(move || {
+        // GitLab executes only executable hooks: a backed-off or disabled one sends nothing.
+        let executable = with_hook(&shared, delivery.project_id, &target.url, |h, now| {
+            alert_status(h, now) == "executable"
+        })
+        .unwrap_or(true);
+        if !executable {
+            let mut hooks = shared.hooks.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(d) = hooks.deliveries.get_mut(index) {
+                d.hook_disabled = true;
+            }
+            return;
+        }
+        delivery.webhook_uuid = new_uuid();
         let status = post(&target, &delivery);
+        let _ = with_hook(
+            &shared,
+            delivery.project_id,
+            &target.url,
+            |h, now| match status {
+                Some(s) if (200..400).contains(&s) => enable(h),
+                _ => backoff(h, now),
+            },
+        );
         let mut hooks = shared.hooks.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(d) = hooks.deliveries.get_mut(index) {
             d.status = status;
+            d.webhook_uuid = delivery.webhook_uuid.clone();
+            d.hook_disabled = false;
         }
     });
 }
@@ -320,10 +467,11 @@ fn post(target: &WebhookTarget, d: &Delivery) -> Option<u16> {
         .set_read_timeout(Some(Duration::from_secs(10)))
         .ok()?;
     let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nUser-Agent: GitLab/17.11.0\r\nX-Gitlab-Event: {}\r\nX-Gitlab-Token: {}\r\nX-Gitlab-Instance: http://gitlab.example\r\nX-Gitlab-Webhook-UUID: 5f3a8a4e-0000-4000-8000-000000000001\r\nX-Gitlab-Event-UUID: {}\r\nIdempotency-Key: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nUser-Agent: GitLab/17.11.0\r\nX-Gitlab-Event: {}\r\nX-Gitlab-Token: {}\r\nX-Gitlab-Instance: http://gitlab.example\r\nX-Gitlab-Webhook-UUID: {}\r\nX-Gitlab-Event-UUID: {}\r\nIdempotency-Key: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         d.event,
         target.token,
-        d.idempotency_key,
+        d.webhook_uuid,
+        d.event_uuid,
         d.idempotency_key,
         d.body.len()
     );
@@ -514,3 +662,69 @@ impl crate::FakeGitLab {
 
 /// Shared handle type re-exported for the server.
 pub(crate) type HooksCell = Mutex<Hooks>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ProjectHook;
+
+    const MINUTE: i64 = 60_000;
+
+    /// `app/models/concerns/web_hooks/auto_disabling.rb`: 3 failures are free, the 4th backs
+    /// the hook off for 1 minute, each further one doubles it (at most a day), the 40th
+    /// disables it for good; a success resets it.
+    #[test]
+    fn failures_back_the_hook_off_then_disable_it_and_a_success_resets_it() {
+        let mut hook = ProjectHook::new(1, "http://serve/webhook");
+        let mut now = 1_000_000_000_000;
+        for _ in 0..3 {
+            backoff(&mut hook, now);
+            assert_eq!(alert_status(&hook, now), "executable");
+        }
+        backoff(&mut hook, now);
+        assert_eq!(hook.recent_failures, 4);
+        assert_eq!(alert_status(&hook, now), "temporarily_disabled");
+        assert_eq!(
+            hook.disabled_until.as_deref().and_then(crate::time::parse),
+            Some(now + MINUTE)
+        );
+        backoff(&mut hook, now);
+        assert_eq!(hook.recent_failures, 4, "a backed-off hook is not executed");
+        now += MINUTE + 1;
+        assert_eq!(alert_status(&hook, now), "executable");
+        backoff(&mut hook, now);
+        assert_eq!(
+            hook.disabled_until.as_deref().and_then(crate::time::parse),
+            Some(now + 2 * MINUTE)
+        );
+        while hook.recent_failures < 40 {
+            now = hook
+                .disabled_until
+                .as_deref()
+                .and_then(crate::time::parse)
+                .unwrap()
+                + 1;
+            backoff(&mut hook, now);
+        }
+        assert_eq!(alert_status(&hook, now), "disabled");
+        let until = hook.disabled_until.as_deref().and_then(crate::time::parse);
+        assert_eq!(until, Some(now + 86_400_000), "the backoff stops at a day");
+        assert_eq!(
+            alert_status(&hook, now + 2 * 86_400_000),
+            "disabled",
+            "for good"
+        );
+        enable(&mut hook);
+        assert_eq!(alert_status(&hook, now), "executable");
+        assert_eq!((hook.recent_failures, hook.disabled_until), (0, None));
+    }
+
+    #[test]
+    fn uuids_are_version_4_and_new_each_time() {
+        let (a, b) = (new_uuid(), new_uuid());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
+    }
+}

@@ -299,6 +299,13 @@ pub struct ProjectHook {
     pub pipeline_events: bool,
     /// *Enable SSL verification*.
     pub enable_ssl_verification: bool,
+    /// Failed deliveries in a row (`recent_failures`; GitLab's auto-disabling counts them up
+    /// to 40: `app/models/concerns/web_hooks/auto_disabling.rb`).
+    #[serde(default)]
+    pub recent_failures: u32,
+    /// Until when the hook is backed off (`disabled_until`), once it failed 4 times in a row.
+    #[serde(default)]
+    pub disabled_until: Option<String>,
 }
 
 impl ProjectHook {
@@ -314,6 +321,8 @@ impl ProjectHook {
             emoji_events: true,
             pipeline_events: true,
             enable_ssl_verification: true,
+            recent_failures: 0,
+            disabled_until: None,
         }
     }
 }

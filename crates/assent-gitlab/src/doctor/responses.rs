@@ -268,6 +268,13 @@ pub struct ProjectHook {
     pub emoji_events: Option<bool>,
     /// *Enable SSL verification*.
     pub enable_ssl_verification: Option<bool>,
+    /// GitLab's auto-disabling state (`lib/api/entities/hook.rb`, from
+    /// `app/models/concerns/web_hooks/auto_disabling.rb`): `executable`,
+    /// `temporarily_disabled` (backed off after 4 failed deliveries in a row) or `disabled`
+    /// (for good, after 40). Absent from GitLab versions without it.
+    pub alert_status: Option<String>,
+    /// Until when a backed-off hook sends nothing.
+    pub disabled_until: Option<String>,
 }
 
 #[cfg(test)]
