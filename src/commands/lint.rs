@@ -14,7 +14,9 @@
 //! warning (`path:line: warning: …`): the checkout's paths are listed, within caps, without
 //! opening anything ([`list_checkout`]). So is each rule that judges a pointer on some kinds
 //! of change but whose `delete` no rule judges ([`PolicySet::uncovered_deletes`]): deleting
-//! the key would pass unjudged. Warnings never fail the command.
+//! the key would pass unjudged; and, the mirror image, each whose `add` no rule judges
+//! ([`PolicySet::uncovered_adds`]): setting the key where the default applied would pass
+//! unjudged. Warnings never fail the command.
 //!
 //! Exit codes: `0` the policies load (with or without warnings), `1` problems found (refused
 //! entries included), `2` `REPO` or its `.assent/policies` is missing or a file cannot be
@@ -309,6 +311,7 @@ pub fn run(args: &LintArgs) -> CliResult {
                 }
             };
             warnings.extend(set.uncovered_deletes());
+            warnings.extend(set.uncovered_adds());
             if args.format == OutputFormat::Json {
                 print_json(&JsonReport {
                     api_version: "assent/v1",
