@@ -11,7 +11,7 @@ use crate::core::render::TargetBranch;
 use crate::core::run_receipt::{RefusalFacts, refusal_receipt_of};
 use crate::core::semantic_diff::Limits;
 use crate::core::source_policies::check_source_policies;
-use crate::forge::{Forge, ForgeError, PolicyProjectFiles, Repository};
+use crate::forge::{Forge, ForgeError, ForgeErrorKind, PolicyProjectFiles, Repository};
 use crate::progress::{Event, Progress, Silent};
 use crate::reconcile::{
     Publication, ReconcileError, Refusal, RunContext, reconcile_with_approval_observed, refusal_for,
@@ -62,6 +62,18 @@ pub enum RunError {
         "the merge request has no diff_refs.base_sha yet and no base SHA was pinned; set CI_MERGE_REQUEST_DIFF_BASE_SHA or pass --base-sha"
     )]
     NoBaseSha,
+    /// GitLab answered 404 to the merge request itself: no such MR in the project, or a
+    /// project the token's user cannot see (GitLab answers both alike). A configuration
+    /// error: retrying the job cannot help.
+    #[error(
+        "merge request !{mr} not found in project {project} (GitLab answered 404: no such merge request, or the token's user cannot see the project); check --mr (CI_MERGE_REQUEST_IID) and --project"
+    )]
+    MergeRequestNotFound {
+        /// The project as configured.
+        project: String,
+        /// The MR iid as configured.
+        mr: u64,
+    },
 }
 
 impl RunError {
@@ -117,7 +129,13 @@ pub fn run_review_with(
     progress: &dyn Progress,
 ) -> Result<RunReport, RunError> {
     let start = forge.request_counts();
-    let mr = forge.merge_request()?;
+    let mr = forge.merge_request().map_err(|e| match e.kind() {
+        ForgeErrorKind::NotFound => RunError::MergeRequestNotFound {
+            project: request.project.clone(),
+            mr: request.mr,
+        },
+        _ => RunError::Forge(e),
+    })?;
     if let Some(refused) = refusal_for(&mr, &request.source_sha, request.target_branch.as_deref()) {
         return Ok(refused_report(forge, request, &mr, start, refused));
     }

@@ -24,7 +24,7 @@ use crate::gitlab::{GitLabClient, GitLabForge};
 use crate::progress::Event;
 use crate::reconcile::Staleness;
 use crate::review_input::PolicyProject;
-use crate::review_run::{RunReport, RunRequest, run_review_with};
+use crate::review_run::{RunError, RunReport, RunRequest, run_review_with};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -174,7 +174,10 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CliResult {
         });
     }
     let report = report.map_err(|e| {
-        if e.forge_error().is_some_and(|f| f.is_rate_limited()) {
+        if matches!(e, RunError::MergeRequestNotFound { .. }) {
+            // Configuration, not a passing fault: exit 2, which the templates do not retry.
+            anyhow::Error::new(UsageError(e.to_string()))
+        } else if e.forge_error().is_some_and(|f| f.is_rate_limited()) {
             // The fix belongs on the same line: it is the one thing to change.
             anyhow::anyhow!("{e}; {RATE_LIMIT_ADVICE}")
         } else {

@@ -59,6 +59,11 @@ pub struct Metrics {
     pub sweep_passes: Family<PassLabels, Counter>,
     /// `assent_sweep_last_success_timestamp_seconds`.
     pub sweep_last_success: Gauge<f64, AtomicU64>,
+    /// `assent_sweep_interval_seconds`: the embedded sweep's interval, 0 when it is off, so an
+    /// alert on the last success's age can scale with it and stay quiet without a sweep.
+    pub sweep_interval_seconds: Gauge,
+    /// `assent_ready`: 1 while `/readyz` answers 200, else 0 (a Prometheus rule cannot probe).
+    pub ready: Gauge,
     /// `assent_queue_keys`.
     pub queue_keys: Gauge,
     /// `assent_gitlab_requests_total{kind}`.
@@ -85,6 +90,8 @@ impl Metrics {
             pipelines_created: Family::default(),
             sweep_passes: Family::default(),
             sweep_last_success: Gauge::default(),
+            sweep_interval_seconds: Gauge::default(),
+            ready: Gauge::default(),
             queue_keys: Gauge::default(),
             gitlab_requests: Family::default(),
             gitlab_rate_limited: Counter::default(),
@@ -115,6 +122,16 @@ impl Metrics {
             m.sweep_last_success.clone(),
         );
         registry.register(
+            "assent_sweep_interval_seconds",
+            "The embedded sweep's interval in seconds; 0 when the sweep is off",
+            m.sweep_interval_seconds.clone(),
+        );
+        registry.register(
+            "assent_ready",
+            "1 while /readyz answers 200 (token checked, GitLab answering, not draining), else 0",
+            m.ready.clone(),
+        );
+        registry.register(
             "assent_queue_keys",
             "MR keys pending or being classified",
             m.queue_keys.clone(),
@@ -139,11 +156,15 @@ impl Metrics {
                 .webhook_events
                 .get_or_create(&EventLabels { event, result });
         }
+        // A family with no series is not exposed at all: every family shows at zero from the
+        // start, so dashboards and alerts see it before its first event.
         for trigger in ["webhook", "sweep"] {
-            let _ = m.pipelines_created.get_or_create(&ClassificationLabels {
+            let labels = ClassificationLabels {
                 trigger,
                 verdict: "missing",
-            });
+            };
+            let _ = m.pipelines_created.get_or_create(&labels);
+            let _ = m.classifications.get_or_create(&labels);
         }
         for result in ["complete", "failed"] {
             let _ = m.sweep_passes.get_or_create(&PassLabels { result });

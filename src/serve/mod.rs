@@ -279,6 +279,11 @@ async fn serve(mut config: ServeConfig) -> anyhow::Result<()> {
 /// What every task of the process shares, built from the configuration (its projects move
 /// into it).
 fn shared_state(config: &mut ServeConfig) -> Shared {
+    let metrics = Metrics::new();
+    let interval = config.sweep_interval.map_or(0, SweepDuration::as_secs);
+    metrics
+        .sweep_interval_seconds
+        .set(i64::try_from(interval).unwrap_or(i64::MAX));
     Shared {
         seen: config
             .projects
@@ -292,7 +297,7 @@ fn shared_state(config: &mut ServeConfig) -> Shared {
             config.max_queued,
         )),
         wake: Notify::new(),
-        metrics: Metrics::new(),
+        metrics,
         log: config.log,
         health: Mutex::new(Health { problem: None }),
         shutting_down: AtomicBool::new(false),
@@ -460,6 +465,8 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
 async fn metrics_handler(State(shared): State<Arc<Shared>>) -> Response {
     let keys = shared.lock().len();
     shared.queue_gauge(keys);
+    let ready = readyz(State(shared.clone())).await.status() == StatusCode::OK;
+    shared.metrics.ready.set(i64::from(ready));
     (
         StatusCode::OK,
         [(

@@ -75,11 +75,22 @@ fn used_inputs(body: &str) -> BTreeSet<String> {
 }
 
 /// The properties of the publishing job, whichever form it comes from.
+/// The image's entrypoint is the assent binary (ci-templates/Dockerfile); a GitLab runner runs
+/// the job script through the image's shell only when the job empties the entrypoint.
+fn assert_entrypoint_overridden(job: &Value, form: &str) {
+    assert_eq!(
+        job["image"]["entrypoint"],
+        serde_yaml::from_str::<Value>("[\"\"]").unwrap(),
+        "{form}: the job overrides the image's entrypoint"
+    );
+}
+
 fn assert_publisher(job: &Value, form: &str) {
     assert_eq!(
         job["resource_group"], "assent-mr-$CI_MERGE_REQUEST_IID",
         "{form}: per-MR resource group"
     );
+    assert_entrypoint_overridden(job, form);
     assert_token_environment(job, form);
     assert_eq!(
         job["variables"]["GIT_STRATEGY"], "none",
@@ -184,6 +195,7 @@ fn assert_retries_on_exit_3_only(job: &Value, form: &str) {
 }
 
 fn assert_sweep(job: &Value, form: &str) {
+    assert_entrypoint_overridden(job, form);
     let rules = job["rules"].as_sequence().unwrap();
     assert!(
         rules
@@ -373,6 +385,16 @@ fn the_dockerfile_builds_a_static_binary_that_does_not_run_as_root() {
     assert!(
         dockerfile.contains("USER 65534"),
         "the image does not run as root"
+    );
+    // A Kubernetes `args: [serve, …]` (deploy/kubernetes) and `docker run IMAGE serve` need the
+    // binary as the entrypoint; without it the container runs `serve` as a program.
+    assert!(
+        dockerfile.contains("ENTRYPOINT [\"assent\"]"),
+        "the image's entrypoint is the assent binary"
+    );
+    assert!(
+        dockerfile.contains("EXPOSE 8080"),
+        "serve's port is exposed"
     );
     let ignore = read("ci-templates/Dockerfile.dockerignore");
     assert!(

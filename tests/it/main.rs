@@ -25,6 +25,7 @@ mod ci_templates;
 mod complete_change_set;
 mod completions_cli;
 mod consumers;
+mod deploy;
 mod diff_notes;
 mod doctor_cli;
 mod fixtures_replay;

@@ -731,3 +731,26 @@ fn start_errors_are_configuration_2_and_gitlab_3() {
         "{all}"
     );
 }
+
+#[test]
+fn readiness_and_the_sweep_interval_are_metrics_an_alert_can_use() {
+    // deploy/prometheus alerts on `assent_ready == 0` and on the last success's age against
+    // the interval; with the sweep off (replicas that leave it to one other) neither may fire.
+    let w = World::reviewed();
+    let off = w.serve(&["--sweep-interval", "off"]);
+    let metrics = off.metrics();
+    assert!(metrics.contains("assent_ready 1"), "{metrics}");
+    assert!(
+        metrics.contains("assent_sweep_interval_seconds 0\n"),
+        "{metrics}"
+    );
+    drop(off);
+    let hourly = w.serve(&["--sweep-delay", "1h"]);
+    let metrics = hourly.metrics();
+    assert!(
+        metrics.contains("assent_sweep_interval_seconds 3600\n"),
+        "{metrics}"
+    );
+    let (code, _, _) = hourly.stop();
+    assert_eq!(code, Some(0));
+}

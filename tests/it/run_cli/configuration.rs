@@ -227,3 +227,43 @@ fn a_role_that_cannot_be_read_does_not_stop_the_run() {
     w.run(&[]).expect_code(0);
     assert!(!w.discussions().is_empty());
 }
+
+/// A merge request GitLab does not know (or hides) is configuration, not a passing fault:
+/// exit 2, which the templates do not retry, with the flags to check. A URL without a scheme
+/// names the mistake instead of the parser's "relative URL without a base".
+#[test]
+fn an_unknown_merge_request_and_a_url_without_a_scheme_are_usage_errors() {
+    let w = World::new(ASSENT);
+    let r = w.invocation().env("CI_MERGE_REQUEST_IID", "99").run();
+    r.expect_code(2);
+    let line = r.error_line();
+    assert!(
+        line.starts_with("error: merge request !99 not found in project"),
+        "{line}"
+    );
+    assert!(
+        line.contains("check --mr (CI_MERGE_REQUEST_IID) and --project"),
+        "{line}"
+    );
+    assert!(r.receipt_text.is_none());
+    assert_eq!(w.fake.writes(), 0);
+
+    let base = w.fake.base_url();
+    let bare = base.trim_start_matches("http://");
+    let before = w.fake.requests().len();
+    let r = w.invocation().env("CI_API_V4_URL", bare).run();
+    r.expect_code(2);
+    let line = r.error_line();
+    assert!(
+        line.contains(&format!(
+            "{bare}: no scheme; write the URL in full, e.g. https://{bare}"
+        )),
+        "{line}"
+    );
+    assert!(!line.contains("relative URL"), "{line}");
+    assert_eq!(
+        w.fake.requests().len(),
+        before,
+        "no request without a usable URL"
+    );
+}

@@ -278,7 +278,7 @@ impl Predicate {
         }
         let program = env
             .compile(source)
-            .map_err(|e| vec![PredicateError::Syntax(one_line(&e.to_string()))])?;
+            .map_err(|e| vec![PredicateError::Syntax(syntax_errors(&e, source))])?;
         let undeclared =
             cel_limits::undeclared_names(env, program.expression()).map_err(|e| vec![e])?;
         let mut errors: Vec<PredicateError> = undeclared
@@ -383,6 +383,28 @@ fn type_name(v: &CelValue) -> &'static str {
 }
 
 /// Error texts can span lines (parser excerpts); a finding message and a problem line want one.
+/// The parser's errors as one line a policy author can act on: where (the column, and the
+/// line when the predicate has several), what, and the predicate itself; not the parser's own
+/// rendering, which spans three lines with a caret under an `<input>` name.
+fn syntax_errors(errors: &cel::ParseErrors, source: &str) -> String {
+    let multiline = source.trim_end().contains('\n');
+    let each: Vec<String> = errors
+        .errors
+        .iter()
+        .map(|e| {
+            let (line, column) = e.pos;
+            let msg = one_line(&e.msg).replace("'<EOF>'", "the end");
+            let what = msg.strip_prefix("Syntax error: ").unwrap_or(&msg);
+            if multiline {
+                format!("line {line}, column {column}: {what}")
+            } else {
+                format!("column {column}: {what}")
+            }
+        })
+        .collect();
+    format!("{} in `{}`", each.join("; "), one_line(source))
+}
+
 pub(super) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -509,6 +531,7 @@ mod tests {
         let c = |s: &str| Predicate::compile(&env, s).map(|_| ());
         assert_eq!(c("  "), Err(PredicateError::Empty));
         assert!(matches!(c("int(new) <"), Err(PredicateError::Syntax(_))));
+
         let long = format!("new == '{}'", "x".repeat(MAX_SOURCE_BYTES));
         assert!(matches!(c(&long), Err(PredicateError::TooLong(_))));
         assert_eq!(
@@ -545,6 +568,27 @@ mod tests {
         assert!(c(&format!("{}1 == 1", "-".repeat(4000))).is_ok());
         assert!(
             c("has(new.owner) && new.all(k, k != '') && google.protobuf.Duration != int").is_ok()
+        );
+    }
+
+    #[test]
+    fn a_syntax_error_is_one_line_with_its_column_and_the_predicate() {
+        let error = |source: &str| match Predicate::compile(&env(), source) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{source:?} compiled"),
+        };
+        assert_eq!(
+            error("int(new) < int(old"),
+            "`when` does not compile: column 19: missing ')' at the end in `int(new) < int(old`"
+        );
+        let multi = error("int(new) <\n  int(old) &&");
+        assert!(
+            multi.starts_with("`when` does not compile: line 2, column "),
+            "{multi}"
+        );
+        assert!(
+            !multi.contains('\n') && !multi.contains("<input>"),
+            "{multi}"
         );
     }
 

@@ -177,6 +177,14 @@ impl Transport {
 /// Parses and normalises the API base: http(s), no credentials, no query or fragment, path
 /// ending in `/`.
 pub(crate) fn parse_api_base(api_url: &str) -> Result<Url, GitLabConfigError> {
+    // `gitlab.example.com/api/v4` is "a relative URL without a base" to the parser, and
+    // `gitlab.example.com:443/api/v4` parses with the host as its scheme: name the mistake.
+    if !api_url.contains("://") {
+        let shown = redact_userinfo(api_url.trim());
+        return Err(GitLabConfigError::ApiUrl(format!(
+            "{shown}: no scheme; write the URL in full, e.g. https://{shown}"
+        )));
+    }
     let mut url = Url::parse(api_url.trim())
         .map_err(|e| GitLabConfigError::ApiUrl(format!("{}: {e}", redact_userinfo(api_url))))?;
     if url.scheme() != "https" && url.scheme() != "http" {
@@ -220,5 +228,29 @@ mod tests {
         assert!(parse_api_base("https://u:p@gl.example/api/v4").is_err());
         assert!(parse_api_base("ftp://gl.example/").is_err());
         assert!(parse_api_base("https://gl.example/api/v4?private_token=x").is_err());
+    }
+
+    #[test]
+    fn an_api_url_without_a_scheme_says_so_and_how_to_write_it() {
+        for (given, shown) in [
+            ("gitlab.example.com/api/v4", "gitlab.example.com/api/v4"),
+            (
+                "gitlab.example.com:443/api/v4",
+                "gitlab.example.com:443/api/v4",
+            ),
+            (
+                "u:secret@gitlab.example.com/api/v4",
+                "gitlab.example.com/api/v4",
+            ),
+        ] {
+            let error = parse_api_base(given).unwrap_err().to_string();
+            assert_eq!(
+                error,
+                format!(
+                    "invalid GitLab API URL: {shown}: no scheme; write the URL in full, e.g. https://{shown}"
+                ),
+            );
+            assert!(!error.contains("secret"), "{error}");
+        }
     }
 }
