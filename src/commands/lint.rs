@@ -28,11 +28,12 @@ use clap::Args;
 
 use serde::Serialize;
 
+use crate::commands::junit::{element, xml_attribute, xml_text};
 use crate::commands::local_tree::{
     CheckoutTooLarge, ListError, MAX_FILE_BYTES, MAX_TOTAL_BYTES, ReadError, RefusedEntry,
     list_checkout, list_folder, read_file,
 };
-use crate::commands::{CliError, CliResult, OutputFormat};
+use crate::commands::{CliError, CliResult};
 use crate::core::desired_state::{CENTRAL_POLICY_PREFIX, central_policy_path};
 use crate::core::policy::excerpt::escape_controls;
 use crate::core::policy::{PolicyFile, PolicyProblem, PolicySet};
@@ -47,6 +48,8 @@ Prints every problem as `path:line: message`, then `N problem(s) in M file(s)` o
 `ok: N rule(s) in M file(s)`. Once the policies load, a match.files glob that matches no file
 of the checkout is a `path:line: warning: ...` line, and so is a rule that judges a pointer
 only on some kinds when no rule judges its delete (warnings do not fail).
+`--format junit` prints one JUnit test case per policy file for GitLab's test report widget:
+  assent lint --format junit > assent-lint.xml
 Exit codes: 0 the policies load, 1 problems found, 2 REPO or REPO/.assent/policies missing.";
 
 /// Arguments of `assent lint`.
@@ -61,10 +64,22 @@ pub struct LintArgs {
     #[arg(long, value_name = "DIR")]
     pub policy_project_dir: Option<PathBuf>,
     /// Output format on stdout: `path:line: message` lines and a tally for a person
-    /// (`text`), or one JSON document for tooling (`json`; docs/policies.md, "`--format
-    /// json`"). Errors that stop lint (exit 2) go to stderr in both.
+    /// (`text`), one JSON document for tooling (`json`; docs/policies.md, "`--format
+    /// json`"), or JUnit XML for GitLab's test report widget (`junit`: one test case per
+    /// policy file). Errors that stop lint (exit 2) go to stderr in every format.
     #[arg(long, value_enum, default_value = "text")]
-    pub format: OutputFormat,
+    pub format: LintFormat,
+}
+
+/// What `assent lint` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LintFormat {
+    /// `path:line: message` lines and a tally.
+    Text,
+    /// One JSON document.
+    Json,
+    /// JUnit XML: one test case per policy file, failing with its problems.
+    Junit,
 }
 
 /// One problem or warning of `assent lint --format json`.
@@ -286,6 +301,86 @@ fn print_warnings(repo: &Path, warnings: &[PolicyProblem]) {
     }
 }
 
+/// The JUnit document of a lint: one test case per policy file (and per other path a problem
+/// names, such as a refused link), failing with that file's problems; warnings are the case's
+/// `system-out` and never fail it. No file at all is one skipped case, so the widget says so.
+fn junit(
+    repo: &Path,
+    local: &LocalPolicies,
+    problems: &[PolicyProblem],
+    warnings: &[PolicyProblem],
+) -> String {
+    let mut files: Vec<&str> = local.files.iter().map(|f| f.path.as_str()).collect();
+    files.extend(problems.iter().chain(warnings).map(|p| p.file.as_str()));
+    files.sort_unstable();
+    files.dedup();
+    let lines = |of: &[PolicyProblem], file: &str, prefix: &str| -> Vec<String> {
+        of.iter()
+            .filter(|p| p.file == file)
+            .map(|p| {
+                let shown = shown_path(repo, &p.file);
+                let message = escape_controls(&p.message);
+                match p.line {
+                    Some(line) => format!("{shown}:{line}: {prefix}{message}"),
+                    None => format!("{shown}: {prefix}{message}"),
+                }
+            })
+            .collect()
+    };
+    let mut cases = Vec::new();
+    let mut failures = 0;
+    for file in &files {
+        let shown = shown_path(repo, file);
+        let open = format!(
+            "    <testcase name=\"{} loads\" classname=\"assent lint\" file=\"{}\"",
+            xml_attribute(&shown),
+            xml_attribute(&shown)
+        );
+        let failed = lines(problems, file, "");
+        let warned = lines(warnings, file, "warning: ");
+        let mut body = Vec::new();
+        if let Some(first) = failed.first() {
+            failures += 1;
+            let message = format!("{} problem(s); the first: {first}", failed.len());
+            body.push(element("failure", "problem", &message, &failed.join("\n")));
+        }
+        if !warned.is_empty() {
+            body.push(format!(
+                "<system-out>{}</system-out>",
+                xml_text(&warned.join("\n"))
+            ));
+        }
+        cases.push(if body.is_empty() {
+            format!("{open}/>\n")
+        } else {
+            format!(
+                "{open}>\n      {}\n    </testcase>\n",
+                body.join("\n      ")
+            )
+        });
+    }
+    if cases.is_empty() {
+        let shown = shown_path(repo, POLICY_DIR);
+        cases.push(format!(
+            "    <testcase name=\"{0} holds policies\" classname=\"assent lint\" file=\"{0}\">\n      <skipped message=\"no *.yaml policy file: no rule judges anything\"/>\n    </testcase>\n",
+            xml_attribute(&shown)
+        ));
+    }
+    let skipped = usize::from(files.is_empty());
+    let counts = format!(
+        "tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\"",
+        cases.len()
+    );
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    out.push_str(&format!("<testsuites name=\"assent lint\" {counts}>\n"));
+    out.push_str(&format!(
+        "  <testsuite name=\"assent policies\" {counts}>\n"
+    ));
+    cases.iter().for_each(|c| out.push_str(c));
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
 /// Prints the JSON report on stdout (one line, then a newline).
 fn print_json(report: &JsonReport) {
     let mut json = serde_json::to_string(report).expect("a lint report serialises");
@@ -312,7 +407,11 @@ pub fn run(args: &LintArgs) -> CliResult {
             };
             warnings.extend(set.uncovered_deletes());
             warnings.extend(set.uncovered_adds());
-            if args.format == OutputFormat::Json {
+            if args.format == LintFormat::Junit {
+                crate::out!("{}", junit(&args.repo, &local, &[], &warnings));
+                return Ok(());
+            }
+            if args.format == LintFormat::Json {
                 print_json(&JsonReport {
                     api_version: "assent/v1",
                     kind: "LintReport",
@@ -343,7 +442,10 @@ pub fn run(args: &LintArgs) -> CliResult {
             Ok(())
         }
         Err(problems) => {
-            if args.format == OutputFormat::Json {
+            if args.format == LintFormat::Junit {
+                crate::out!("{}", junit(&args.repo, &local, &problems, &[]));
+            }
+            if args.format == LintFormat::Json {
                 print_json(&JsonReport {
                     api_version: "assent/v1",
                     kind: "LintReport",
@@ -353,6 +455,8 @@ pub fn run(args: &LintArgs) -> CliResult {
                     problems: json_problems(&args.repo, &problems),
                     warnings: Vec::new(),
                 });
+            }
+            if args.format != LintFormat::Text {
                 // The document holds every problem; stderr names the cause in one line, as
                 // every non-zero exit does (docs/contract.md#exit-codes).
                 let mut files: Vec<&str> = problems.iter().map(|p| p.file.as_str()).collect();

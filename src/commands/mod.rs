@@ -22,6 +22,7 @@ pub mod cli_error;
 pub mod completions;
 pub mod doctor;
 pub mod inputs;
+pub mod junit;
 pub mod lint;
 pub mod local_tree;
 pub mod replay;
@@ -85,6 +86,9 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Why `--token` is refused, and where the token goes instead.
+pub const TOKEN_IS_NEVER_A_FLAG: &str = "the token is never a flag: a command line shows in process lists, shell history and CI job logs. Set ASSENT_TOKEN (or GITLAB_TOKEN) in the environment; in GitLab CI, a masked CI/CD variable (docs/setup.md)";
+
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -110,8 +114,21 @@ pub enum Command {
     Serve(serve::ServeArgs),
 }
 
+/// Whether the arguments (before a `--`) pass `--token`, as `--token VALUE` or `--token=VALUE`.
+fn names_a_token_flag(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    args.take_while(|a| a != "--").any(|a| {
+        a.to_str()
+            .is_some_and(|a| a == "--token" || a.starts_with("--token="))
+    })
+}
+
 /// Parses the command line, runs the command and returns its exit code.
 pub fn main() -> ExitCode {
+    // Before clap, whose "unexpected argument" (or a missing required flag) would hide the
+    // real mistake; the flag's value is never read or shown.
+    if names_a_token_flag(std::env::args_os().skip(1)) {
+        return finish(Err(CliError::usage(TOKEN_IS_NEVER_A_FLAG))).into();
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Lint(args) => lint::run(&args),

@@ -32,16 +32,24 @@ pub fn run(args: &ReplayArgs) -> CliResult {
             broken += 1;
         }
     }
-    let (mut passed, mut failed) = (0usize, 0usize);
+    let mut fixtures = Vec::with_capacity(files.len());
     for file in &files {
-        let fixture = match load_fixture(file) {
-            Ok(fixture) => fixture,
+        match load_fixture(file) {
+            Ok(fixture) => fixtures.push((file, fixture)),
             Err(err) => {
                 report_error(&err);
                 broken += 1;
-                continue;
             }
-        };
+        }
+    }
+    // One column for the names, as wide as the longest (loaded first, so the column holds).
+    let width = fixtures
+        .iter()
+        .map(|(_, f)| terminal_safe(&f.name).chars().count())
+        .max()
+        .unwrap_or(0);
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for (file, fixture) in fixtures {
         let world = InMemoryWorld::new(fixture.bot_user_id, DEFAULT_HEAD);
         let report = replay_fixture(&fixture, &world);
         let writes: Vec<String> = report.runs.iter().map(|r| r.writes.to_string()).collect();
@@ -49,7 +57,7 @@ pub fn run(args: &ReplayArgs) -> CliResult {
             None => {
                 passed += 1;
                 crate::outln!(
-                    "PASS {:<32} writes per run: {}",
+                    "PASS {:<width$} writes per run: {}",
                     terminal_safe(&report.name),
                     writes.join(" ")
                 );
@@ -57,7 +65,7 @@ pub fn run(args: &ReplayArgs) -> CliResult {
             Some(mismatch) => {
                 failed += 1;
                 crate::outln!(
-                    "FAIL {:<32} {}: {}",
+                    "FAIL {:<width$} {}: {}",
                     terminal_safe(&report.name),
                     terminal_safe(&file.display().to_string()),
                     terminal_safe(&mismatch.to_string())

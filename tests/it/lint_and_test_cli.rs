@@ -1297,3 +1297,50 @@ fn lint_format_json_reports_problems_and_warnings_as_one_document() {
     assert!(!from_json.is_empty());
     insta::assert_snapshot!(out);
 }
+
+/// `lint --format junit`: the same findings as the text form, one test case per policy file,
+/// for GitLab's test report widget; markup in a message stays text.
+#[test]
+fn lint_junit_has_a_case_per_policy_file_failing_with_its_problems() {
+    let repo = broken("many-problems");
+    let (code, text, _) = assent(&["lint", &repo], &[]);
+    assert_eq!(code, 1);
+    let (code, junit, err) = assent(&["lint", &repo, "--format", "junit"], &[]);
+    assert_eq!(code, 1, "{junit}{err}");
+    assert!(
+        junit.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("<testsuites name=\"assent lint\" tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\">"),
+        "{junit}"
+    );
+    assert!(
+        junit.contains(&format!(
+            "<testcase name=\"{repo}/.assent/policies/topics.yaml loads\" classname=\"assent lint\""
+        )),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("message=\"9 problem(s); the first: "),
+        "{junit}"
+    );
+    // Every problem line of the text form, escaped as XML text, and no raw markup of them.
+    for line in text.lines().filter(|l| l.contains(".yaml:")) {
+        let escaped = line
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&apos;");
+        assert!(junit.contains(&escaped), "{line}\n{junit}");
+    }
+    assert!(err.starts_with("error: the policies in "), "{err}");
+
+    let (code, junit, err) = assent(&["lint", GOOD, "--format", "junit"], &[]);
+    assert_eq!(code, 0, "{junit}{err}");
+    let cases = junit.matches("<testcase ").count();
+    assert_eq!(cases, 2, "one case per policy file: {junit}");
+    assert!(junit.contains("failures=\"0\""), "{junit}");
+    assert!(!junit.contains("<failure"), "{junit}");
+}

@@ -267,3 +267,42 @@ fn an_unknown_merge_request_and_a_url_without_a_scheme_are_usage_errors() {
         "no request without a usable URL"
     );
 }
+
+/// `--token` is refused with where the token goes instead, by every command, before any
+/// request, and its value is never echoed; completions do not offer it.
+#[test]
+fn a_token_flag_says_where_the_token_comes_from() {
+    let w = World::new(ASSENT);
+    for args in [
+        &["run", "--token", "glpat-flag-value"][..],
+        &["run", "--token=glpat-flag-value"],
+        &["doctor", "--token", "glpat-flag-value"],
+        &["--token", "glpat-flag-value", "sweep"],
+        &["serve", "--token"],
+    ] {
+        let out = std::process::Command::new(ASSENT)
+            .args(args)
+            .env_clear()
+            .env("CI_API_V4_URL", w.fake.base_url())
+            .env("CI_PROJECT_ID", project().to_string())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            stderr.starts_with("error: the token is never a flag")
+                && stderr.contains("Set ASSENT_TOKEN (or GITLAB_TOKEN) in the environment")
+                && stderr.lines().count() == 1,
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("glpat-flag-value"), "{stderr}");
+    }
+    assert!(w.fake.requests().is_empty());
+    let completions = std::process::Command::new(ASSENT)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    let script = String::from_utf8(completions.stdout).unwrap();
+    assert!(script.contains("--dry-run"), "a real script");
+    assert!(!script.contains("--token"), "a hidden flag is not offered");
+}
