@@ -155,6 +155,7 @@ fn run_case(case: &str) {
                     bytes: common::POLICY.as_bytes().to_vec(),
                 }],
                 policy_problems: Vec::new(),
+                self_edit_sides: Default::default(),
                 changed_files: Ok(vec![ChangedFileInput {
                     old_path: "topics/registry.yaml".to_owned(),
                     new_path: "topics/registry.yaml".to_owned(),
@@ -225,6 +226,7 @@ fn run_case(case: &str) {
             let inputs = ReviewInputs {
                 policy_files,
                 policy_problems: Vec::new(),
+                self_edit_sides: Default::default(),
                 changed_files: Ok(vec![ChangedFileInput {
                     old_path: "topics/registry.yaml".to_owned(),
                     new_path: "topics/registry.yaml".to_owned(),

@@ -75,6 +75,7 @@ fn benches(c: &mut Criterion) {
                 bytes: common::POLICY.as_bytes().to_vec(),
             }],
             policy_problems: Vec::new(),
+            self_edit_sides: Default::default(),
             changed_files: Ok(vec![ChangedFileInput {
                 old_path: FILE.to_owned(),
                 new_path: FILE.to_owned(),

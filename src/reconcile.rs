@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::core::assent::{AssentFacts, roles_to_read};
+use crate::core::assent::{AssentFacts, accounts_to_read, roles_to_read};
 use crate::core::inventory::Inventory;
 use crate::core::marker::SummaryState;
 use crate::core::model::ListedDiscussion;
@@ -448,14 +448,29 @@ impl Reconciliation<'_> {
     }
 }
 
-/// Reads the project roles the assent rules need for resolvers in `inventory` (none unless
-/// a rule names `min_role`), into `facts`.
+/// Reads what judging the resolutions in `inventory` needs into `facts`, each at most once
+/// per run: the account of every resolver of a challenge (a bot's or an inactive account's
+/// resolution never counts), and the project roles the assent rules need (none unless a rule
+/// names `min_role`). An account GitLab does not show, or refuses, is recorded as unreadable
+/// (its resolution does not count, and the summary says why); a read the forge may heal is
+/// the run's failure.
 fn read_roles(
     forge: &dyn Forge,
     desired: &DesiredState,
     inventory: &Inventory,
     facts: &mut AssentFacts,
 ) -> Result<(), ForgeError> {
+    for user in accounts_to_read(desired, inventory, facts) {
+        let account = match forge.user_account(user) {
+            Ok(Some(account)) => Ok(account),
+            Ok(None) => Err(format!(
+                "GitLab does not show user {user} to assent's token (404)"
+            )),
+            Err(e) if e.kind() == ForgeErrorKind::Unavailable => return Err(e),
+            Err(e) => Err(format!("GitLab refused to show user {user}: {e}")),
+        };
+        facts.accounts.insert(user, account);
+    }
     for user in roles_to_read(desired, inventory, facts) {
         let role = forge.project_role(user)?;
         facts.roles.insert(user, role);
@@ -747,19 +762,22 @@ enum Settled {
 }
 
 /// Makes the bot's approval `want`. An answer that leaves the outcome unknown (5xx,
-/// transport) and a refusal that may mean "already so" (unauthorized for an approval, not
-/// found for an unapproval: the port's documented answers) are settled by reading the
-/// approval again, never by resending blindly: the write is repeated only when the read
-/// shows it did not take effect.
+/// transport) and an answer that means "already so" (docs/contract.md#approvals-already-so:
+/// not modified on GitLab 18; unauthorized for an approval, not found for an unapproval on
+/// earlier GitLab) are settled by reading the approval again, never by resending blindly and
+/// never by failing: the write is repeated only when the read shows it did not take effect.
+/// Such an answer comes in a race, e.g. a push that reset the approvals, or a person who
+/// approved with the bot's token, between the first read and the write.
 fn settle_approval(forge: &dyn Forge, want: bool, sha: &str) -> Result<Settled, String> {
     if forge.bot_approves().map_err(|e| e.to_string())? == want {
         return Ok(Settled::Unchanged);
     }
-    let already_so = if want {
+    let older_already_so = if want {
         ForgeErrorKind::Unauthorized
     } else {
         ForgeErrorKind::NotFound
     };
+    let already_so = |kind| kind == ForgeErrorKind::NotModified || kind == older_already_so;
     for _ in 0..MAX_PLANNING_ROUNDS {
         let sent = if want {
             forge.approve(sha)
@@ -774,7 +792,7 @@ fn settle_approval(forge: &dyn Forge, want: bool, sha: &str) -> Result<Settled, 
             return Ok(Settled::HeadMoved);
         }
         let unknown = err.is_ambiguous_write() || matches!(err, ForgeError::Transport { .. });
-        if !unknown && err.kind() != already_so {
+        if !unknown && !already_so(err.kind()) {
             return Err(err.to_string());
         }
         if forge.bot_approves().map_err(|e| e.to_string())? == want {

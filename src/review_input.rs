@@ -14,7 +14,8 @@
 //!   returned. So does a listing whose length is not GitLab's `changes_count` for the MR, or
 //!   whose count ends in `+` (GitLab stopped collecting at its diff limits): nothing of a
 //!   partial listing is read or judged.
-//! * **Contents**: only governed sides are read ([`is_governed`] under the loaded policies):
+//! * **Contents**: only governed sides, and `.gitattributes` files, are read ([`is_read`]
+//!   under the loaded policies):
 //!   the base side (`old_path` at the base SHA) unless the MR creates the file, the source side
 //!   (`new_path` at the source SHA) unless it deletes it. When the policies do not load, no
 //!   content is read (nothing is known to be governed). Every side that is not read is
@@ -35,12 +36,14 @@
 //!   pulling from a shared queue; results are stored by index, so the output order never
 //!   depends on scheduling.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::core::commit_sha::parse_commit_sha;
 use crate::core::desired_state::{
-    ChangedFileInput, FileContent, ReviewInputs, central_policy_path, is_assent_path, is_governed,
+    ChangedFileInput, FileContent, PathState, ReviewInputs, SelfEditSides, central_policy_path,
+    is_assent_path, is_read,
 };
 use crate::core::model::Pins;
 use crate::core::placement::FileDiff;
@@ -48,8 +51,8 @@ use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::Limits;
 use crate::core::source_policies::SourcePolicies;
 use crate::forge::{
-    BudgetedRead, ChangedFile, ContentBudget, ForgeError, ForgeErrorKind, PolicyProjectFiles,
-    Repository, RepositoryFiles,
+    BudgetedRead, ChangedFile, ContentBudget, FileMode, ForgeError, ForgeErrorKind,
+    PolicyProjectFiles, Repository, RepositoryFiles,
 };
 
 /// The folder policy files are read from, at the target SHA.
@@ -208,10 +211,21 @@ pub fn gather_review_inputs_with(
     bounds: &ReadBounds,
 ) -> Result<GatheredInputs, ForgeError> {
     let mut policy_files = read_policy_files(repo, &pins.target_sha)?;
+    // A policy MR's own policies are checked beside the central set, as they will be loaded
+    // after the merge.
+    let central_files = central.files.clone();
     policy_files.extend(central.files);
     let policy_problems = central.problems;
     let listed = read_listing(repo, bounds)?;
-    let source_policies = read_source_policies_if_touched(repo, pins, &listed)?;
+    let source_policies =
+        read_source_policies_if_touched(repo, pins, &listed)?.map(|source| SourcePolicies {
+            central_files,
+            ..source
+        });
+    let self_edit_sides = match &listed {
+        Ok(files) => read_self_edit_sides(repo, pins, files, source_policies.as_ref())?,
+        Err(_) => BTreeMap::new(),
+    };
     let diffs = diffs_of(&listed);
     let changed_files = match listed {
         Err(reason) => Err(reason),
@@ -228,6 +242,7 @@ pub fn gather_review_inputs_with(
             policy_files,
             policy_problems,
             changed_files,
+            self_edit_sides,
             mr,
             limits,
         },
@@ -268,6 +283,112 @@ fn read_source_policies_if_touched(
         }
         _ => Ok(None),
     }
+}
+
+/// Most bytes read of the paths under `.assent/` a merge request changes, both sides
+/// together, for their self-edit occurrences; past it a path is undecidable.
+pub const SELF_EDIT_BUDGET: u64 = 16 << 20;
+
+/// What each path under `.assent/` that `files` change is at the base and at the source SHA
+/// (docs/contract.md#policy-owners): its git mode from the listing, its content read at that
+/// SHA (a symbolic link's is its target, as GitLab's raw file route answers it), the source
+/// side taken from `source` when the policy check read it already. A side the listing says
+/// does not exist is absent, unread. A read the forge may heal is returned as the failure it
+/// is; any other failure, a submodule (no content in this repository), a side listed but not
+/// found, or a read past [`SELF_EDIT_BUDGET`] is [`PathState::Unreadable`], which makes the
+/// path undecidable.
+pub fn read_self_edit_sides(
+    repo: &dyn RepositoryFiles,
+    pins: &Pins,
+    files: &[ChangedFile],
+    source: Option<&SourcePolicies>,
+) -> Result<BTreeMap<String, SelfEditSides>, ForgeError> {
+    // Path -> (mode at the base, mode at the source), each `None` where the listing says the
+    // path does not exist on that side.
+    let mut modes: BTreeMap<&str, (Option<&FileMode>, Option<&FileMode>)> = BTreeMap::new();
+    for file in files {
+        for path in [file.old_path.as_str(), file.new_path.as_str()] {
+            if !is_assent_path(path) {
+                continue;
+            }
+            let entry = modes.entry(path).or_default();
+            if path == file.old_path && !file.new_file {
+                entry.0 = Some(&file.old_mode);
+            }
+            if path == file.new_path && !file.deleted_file {
+                entry.1 = Some(&file.new_mode);
+            }
+        }
+    }
+    let already_read: BTreeMap<&str, &[u8]> = source
+        .map(|s| {
+            s.policy_files
+                .iter()
+                .chain(&s.test_files)
+                .map(|f| (f.path.as_str(), f.bytes.as_slice()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut states: BTreeMap<(&str, Side), PathState> = BTreeMap::new();
+    let mut reads: Vec<(&str, Side, &str, &FileMode)> = Vec::new();
+    for (path, (base, source_mode)) in &modes {
+        for (side, sha, mode) in [
+            (Side::Base, pins.base_sha.as_str(), base),
+            (Side::Source, pins.source_sha.as_str(), source_mode),
+        ] {
+            let state = match mode {
+                None => Some(PathState::Absent),
+                Some(mode) => match (mode.git_mode(), side, already_read.get(path)) {
+                    (None, _, _) => Some(PathState::Unreadable(format!(
+                        "it is {} at the {} SHA, which has no content assent can read",
+                        mode.describe(),
+                        side.name()
+                    ))),
+                    (Some(git), Side::Source, Some(bytes)) => Some(PathState::present(git, bytes)),
+                    (Some(_), _, _) => None,
+                },
+            };
+            match state {
+                Some(state) => {
+                    states.insert((path, side), state);
+                }
+                None => reads.push((path, side, sha, mode.expect("a mode to read"))),
+            }
+        }
+    }
+    let budget = ContentBudget::new(SELF_EDIT_BUDGET);
+    let results = read_all_with(&reads, |&(path, _, sha, _)| {
+        repo.read_file_within(sha, path, &budget)
+    });
+    for (&(path, side, sha, mode), result) in reads.iter().zip(results) {
+        let git = mode.git_mode().expect("only modes with content are read");
+        let state = match result {
+            Ok(BudgetedRead::Present(bytes)) => PathState::present(git, &bytes),
+            Ok(BudgetedRead::Absent) => PathState::Unreadable(format!(
+                "not found at {sha}, although the merge request's diff says it exists there"
+            )),
+            Ok(BudgetedRead::OverBudget) => PathState::Unreadable(format!(
+                "the paths under `.assent/` this merge request changes hold more than the \
+                 {SELF_EDIT_BUDGET} bytes assent reads of them"
+            )),
+            Err(e) if is_forge_failure(&e) => return Err(e),
+            Err(e) => PathState::Unreadable(e.to_string()),
+        };
+        states.insert((path, side), state);
+    }
+    Ok(modes
+        .keys()
+        .map(|path| {
+            let mut take = |side| {
+                states
+                    .remove(&(*path, side))
+                    .expect("every side of every path has a state")
+            };
+            let base = take(Side::Base);
+            let source = take(Side::Source);
+            ((*path).to_owned(), SelfEditSides { base, source })
+        })
+        .collect())
 }
 
 fn diffs_of(listed: &Result<Vec<ChangedFile>, String>) -> Vec<FileDiff> {
@@ -348,7 +469,7 @@ fn plan_content_reads<'a>(
             ),
         ];
         for (exists, side, sha, path, mode) in sides {
-            if !exists || !is_governed(policies, path) {
+            if !exists || !is_read(policies, path) {
                 continue;
             }
             // A governed path must be a regular file: a link's text or a submodule's
@@ -398,7 +519,7 @@ fn content_of(
     })
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Side {
     Base,
     Source,
@@ -1087,11 +1208,27 @@ mod tests {
         let file = &inputs.changed_files.as_ref().unwrap()[0];
         assert_eq!(file.base, FileContent::Present(topic(30)));
         assert_eq!(file.source, FileContent::Present(topic(7)));
+        // Each path is judged on its own (docs/policies.md, "Renames"): the old path's
+        // topics deleted, the new path's added, and no `modify` compares the two, so the
+        // shrink from 30 to 7 is no retention-shrink finding.
         let out = compute_desired_state(inputs);
-        assert_eq!(
-            out.desired.findings[0].slot.subject,
-            "topics/b.yaml#/topics/orders/retention_days"
+        assert!(
+            out.desired.findings.is_empty(),
+            "{:?}",
+            out.desired.findings
         );
+    }
+
+    #[test]
+    fn a_changed_attributes_file_is_read_at_both_sides() {
+        let forge = forge();
+        forge.put_file(BASE, "docs/.gitattributes", b"*.md text\n".to_vec());
+        forge.put_file(SOURCE, "docs/.gitattributes", b"*.md -text\n".to_vec());
+        forge.set_changed_files(vec![changed("docs/.gitattributes")]);
+        let inputs = gather(&forge).unwrap();
+        let file = &inputs.changed_files.as_ref().unwrap()[0];
+        assert_eq!(file.base, FileContent::Present(b"*.md text\n".to_vec()));
+        assert_eq!(file.source, FileContent::Present(b"*.md -text\n".to_vec()));
     }
 
     #[test]
@@ -1219,5 +1356,77 @@ mod tests {
         assert!(inputs.policy_files.is_empty());
         assert!(repo.read_set().is_empty());
         assert!(compute_desired_state(inputs).desired.findings.is_empty());
+    }
+
+    #[test]
+    fn a_self_edited_path_is_read_at_both_sides_with_its_mode_and_fails_closed() {
+        let inner = forge();
+        inner.put_file(BASE, ".assent/policies/topics.yaml", POLICY.into());
+        inner.put_file(SOURCE, ".assent/policies/topics.yaml", b"x: 1".to_vec());
+        inner.put_file(SOURCE, ".assent/link", b"policies/topics.yaml".to_vec());
+        inner.put_file(BASE, ".assent/gone.txt", b"old".to_vec());
+        let mut link = ChangedFile::regular(".assent/link", ".assent/link", true, false);
+        link.new_mode = FileMode::Symlink;
+        let mut sub = ChangedFile::regular(".assent/sub", ".assent/sub", true, false);
+        sub.new_mode = FileMode::Submodule;
+        let files = vec![
+            changed(".assent/policies/topics.yaml"),
+            link,
+            sub,
+            ChangedFile::regular(".assent/gone.txt", ".assent/gone.txt", false, true),
+        ];
+        let repo = Flaky::new(inner);
+        let source = read_source_policies(&repo, SOURCE).unwrap();
+        repo.reads.lock().unwrap().clear();
+        let sides = read_self_edit_sides(&repo, &pins(), &files, Some(&source)).unwrap();
+        let regular = |bytes: &[u8]| PathState::present("100644", bytes);
+        assert_eq!(
+            sides[".assent/policies/topics.yaml"],
+            SelfEditSides {
+                base: regular(POLICY.as_bytes()),
+                source: regular(b"x: 1"),
+            }
+        );
+        assert_eq!(
+            sides[".assent/link"],
+            SelfEditSides {
+                base: PathState::Absent,
+                source: PathState::present("120000", b"policies/topics.yaml"),
+            }
+        );
+        assert!(
+            matches!(&sides[".assent/sub"].source, PathState::Unreadable(why) if why.contains("submodule")),
+            "{:?}",
+            sides[".assent/sub"]
+        );
+        assert_eq!(
+            sides[".assent/gone.txt"],
+            SelfEditSides {
+                base: regular(b"old"),
+                source: PathState::Absent,
+            }
+        );
+        // The policy file's source side came from the policy check's read: never read twice,
+        // and a submodule or an absent side is never read at all.
+        assert_eq!(
+            repo.read_set(),
+            BTreeSet::from([
+                (BASE.to_owned(), ".assent/policies/topics.yaml".to_owned()),
+                (SOURCE.to_owned(), ".assent/link".to_owned()),
+                (BASE.to_owned(), ".assent/gone.txt".to_owned()),
+            ])
+        );
+        // A read GitLab refuses is unreadable; one it may heal stops the run.
+        let mut repo = repo;
+        repo.forbidden_reads
+            .insert((BASE.to_owned(), ".assent/gone.txt".to_owned()));
+        let sides = read_self_edit_sides(&repo, &pins(), &files, Some(&source)).unwrap();
+        assert!(matches!(
+            sides[".assent/gone.txt"].base,
+            PathState::Unreadable(_)
+        ));
+        repo.fail_reads
+            .insert((BASE.to_owned(), ".assent/policies/topics.yaml".to_owned()));
+        assert!(read_self_edit_sides(&repo, &pins(), &files, Some(&source)).is_err());
     }
 }

@@ -33,11 +33,11 @@ Examples:
   # By hand, against a given MR, without writing anything:
   ASSENT_TOKEN=glpat-… assent run --api-url https://gitlab.example.com/api/v4 \\
       --project group/configs --mr 7 --source-sha 0123abcd… --dry-run
-  # Gate on unresolved challenges too, and print the receipt:
-  assent run --fail-on review --format json
+  # Print the receipt (the job fails on REVIEW and BLOCK, the default --fail-on review):
+  assent run --format json
   # Approve the MR as the bot on APPROVE (withdraw the approval otherwise), so that an
-  # approval rule requiring the bot holds the gate:
-  assent run --fail-on review --approve
+  # approval rule requiring the bot holds the gate, and fail the job on BLOCK only:
+  assent run --approve --fail-on block
   # Give GitLab's rate limits up to 30 minutes on a very large MR:
   assent run --rate-limit-wait 30m
   # Also write GitLab's Code Quality report (artifacts:reports:codequality):
@@ -101,8 +101,10 @@ pub struct RunArgs {
     /// Compute and print the plan; make zero writes.
     #[arg(long)]
     pub dry_run: bool,
-    /// The decision at or above which the job fails.
-    #[arg(long, value_enum, default_value = "block")]
+    /// The decision at or above which the job fails. The default, review, fails the job while
+    /// a challenge awaits assent: a job that passes on REVIEW is no gate. Use block only where
+    /// an approval rule requiring the bot (--approve) holds the gate instead.
+    #[arg(long, value_enum, default_value = "review")]
     pub fail_on: FailOn,
     /// After the verified summary, approve the MR as the bot when the decision is APPROVE at
     /// the pinned head, and withdraw the bot's approval otherwise [env: ASSENT_APPROVE=1|0, true|false, yes|no, on|off].

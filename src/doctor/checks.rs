@@ -383,12 +383,12 @@ pub fn project_unreadable_check(project: &str, failed: &Failed) -> Check {
     let detail = format!("cannot read project {project}: {}", failed.error);
     match failed.diagnosis {
         Diagnosis::NotFound | Diagnosis::Forbidden => Check::fail(
-            "role",
+            "project",
             detail,
             "Check --project (CI_PROJECT_ID) and add the token's bot user to the project: GitLab answers 404 for projects a user cannot see.",
         ),
         _ => Check::unknown(
-            "role",
+            "project",
             detail,
             "Check that GitLab answers GET /projects/:id for this token.",
         ),
@@ -519,9 +519,11 @@ pub fn token_variable_check(key: &str, environment: &str, seen: &TokenVariable) 
 /// The `merge-request` check: MR `iid` (when given) is of this project, not from a fork.
 pub fn merge_request_check(mr: Option<(u64, &Result<MergeRequest, Failed>)>) -> Check {
     let Some((iid, answer)) = mr else {
-        return Check::pass(
+        // Nothing was read: no pass. Outside an MR pipeline that is the normal case, so it is
+        // not a warning either.
+        return Check::skipped(
             "merge-request",
-            "no MR given (pass --mr to check one); an MR from a fork runs its pipeline in the fork, without ASSENT_TOKEN",
+            "no MR given; pass --mr to check that an MR is not from a fork, whose pipeline runs without ASSENT_TOKEN",
         );
     };
     match answer {

@@ -187,7 +187,7 @@ impl EnforcementVerdict {
 pub struct AssentJob {
     /// The job's name.
     pub name: String,
-    /// The `--fail-on` value its `assent run` gets (`block` when not given), or why it
+    /// The `--fail-on` value its `assent run` gets (`review` when not given), or why it
     /// cannot be told.
     pub fail_on: Result<String, String>,
     /// Whether its `assent run` manages the approval (`--approve`, `ASSENT_APPROVE`), or why
@@ -345,7 +345,8 @@ fn fail_on_argument(args: &[String]) -> Result<String, String> {
         }
     }
     match values.as_slice() {
-        [] => Ok("block".to_owned()),
+        // assent run's own default (docs/contract.md#run-inputs).
+        [] => Ok("review".to_owned()),
         [one] if one.contains('$') => Err(format!(
             "--fail-on {one} depends on a variable the CI configuration does not set"
         )),
@@ -734,9 +735,10 @@ fn unverified_or_reaching(
     })
 }
 
-/// What to change when the gate is `threads-only`: what each verdict lacks, then how to
-/// hold the gate, leaving out the settings the evidence shows on already.
-fn threads_only_advice(e: &EnforcementEvidence, pipeline: &str, approval: &str) -> String {
+/// What to change when the gate is `threads-only`: how to hold the gate, leaving out the
+/// settings the evidence shows on already. What each stronger verdict lacks is the reason's,
+/// said there once.
+fn threads_only_advice(e: &EnforcementEvidence) -> String {
     let setting_on = matches!(
         &e.project,
         Probe::Got(p) if p.only_allow_merge_if_pipeline_succeeds == Some(true)
@@ -748,9 +750,8 @@ fn threads_only_advice(e: &EnforcementEvidence, pipeline: &str, approval: &str) 
         "Settings > Merge requests > Pipelines must succeed on (and skipped pipelines not successful) with the template's fail_on: review, from a protected CI configuration project (any GitLab tier)"
     };
     format!(
-        "an MR's author can resolve their own challenge threads and nothing stops the merge. \
-         Missing for pipeline-required: {pipeline}. Missing for approval-required: {approval}. \
-         Hold the gate with one of: {pipeline_how}; or an approval rule requiring 1 approval \
+        "an MR's author can resolve their own challenge threads and nothing stops the merge \
+         (the reason says what each stronger verdict lacks). Hold the gate with one of: {pipeline_how}; or an approval rule requiring 1 approval \
          from the bot user only, approvals removed on push, approval rules not editable in MRs, \
          and the template's approve: true (GitLab Premium). docs/setup.md, Step 3 and Step 6"
     )
@@ -981,9 +982,9 @@ pub fn judge(e: &EnforcementEvidence) -> EnforcementVerdict {
     };
     EnforcementVerdict {
         enforcement: GateEnforcement::ThreadsOnly,
-        // The standard advice would tell an operator to turn on what may be on already: name
-        // what is missing for each verdict instead, from the same evidence as the reason.
-        warning: Some(threads_only_advice(e, &pipeline, &approval)),
+        // The standard advice would tell an operator to turn on what may be on already: the
+        // advice follows the same evidence as the reason.
+        warning: Some(threads_only_advice(e)),
         reason: format!("not approval-required: {approval}; not pipeline-required: {pipeline}"),
     }
 }
@@ -1056,6 +1057,16 @@ mod tests {
             git_ref: git_ref.map(Into::into),
             context_project: Some(context.into()),
         }
+    }
+
+    /// `assent run` without `--fail-on` fails on review (docs/contract.md#run-inputs): a
+    /// hand-written job that leaves it out holds the gate like one that says it.
+    #[test]
+    fn a_job_without_fail_on_fails_on_review_and_is_pipeline_required() {
+        let mut e = pipeline_evidence();
+        e.config = config(&PIPELINE_CONFIG.replace("--fail-on review ", ""));
+        let v = judge(&e);
+        assert_eq!(v.enforcement, GateEnforcement::PipelineRequired, "{v:?}");
     }
 
     #[test]
@@ -1533,9 +1544,6 @@ mod tests {
             }),
             ("fail on never", "--fail-on never", |e| {
                 e.config = config(&PIPELINE_CONFIG.replace("--fail-on review", "--fail-on=never"))
-            }),
-            ("default fail-on", "--fail-on block", |e| {
-                e.config = config(&PIPELINE_CONFIG.replace("--fail-on review ", ""))
             }),
             ("allow_failure", "allow_failure: true", |e| {
                 e.config = config(

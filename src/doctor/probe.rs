@@ -360,7 +360,24 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
     let Some(user) = usable_token(&prober, &mut checks) else {
         return Ok(stopped(checks, inputs, "the token is not usable"));
     };
-    let project = prober.get::<Project>(Route::Project);
+    let project = match prober.get::<Project>(Route::Project) {
+        Ok(project) => project,
+        Err(failed) => {
+            // Every later read is under the project: one `project` failure says so, instead
+            // of the same 404 from the MR, the policies, the approval rules and the jobs.
+            const WHY: &str = "the project could not be read";
+            checks.push(checks::project_unreadable_check(&inputs.project, &failed));
+            checks.extend(checks::skipped(&PROJECT_CHECKS, WHY));
+            if inputs.policy_project.is_some() {
+                checks.extend(checks::skipped(&["policy-project"], WHY));
+            }
+            if inputs.serve_url.is_some() {
+                checks.extend(checks::skipped(&["serve-ready", "serve-webhook"], WHY));
+            }
+            checks.extend(checks::skipped(&["serialization"], WHY));
+            return Ok(stopped(checks, inputs, WHY));
+        }
+    };
     project_checks(&prober, &user, &project, &mut checks);
     let mr = inputs
         .mr
@@ -372,15 +389,12 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
     serve_checks(&prober, &mut checks);
 
     let evidence = prober.single_writer_evidence(
-        project.as_ref().ok().and_then(Project::ci_config_path),
+        project.ci_config_path(),
         version.ok().and_then(|v| v.version),
     );
     let enforcement = prober.enforcement_evidence(
         user.id,
-        match &project {
-            Ok(p) => Probe::Got(p.into()),
-            Err(failed) => Probe::Failed(failed.error.clone()),
-        },
+        Probe::Got((&project).into()),
         evidence.config.clone(),
         merge_request_fact(mr.as_ref(), "GitLab shows no MR author", |m| {
             m.author.as_ref()?.username.clone()
@@ -424,54 +438,49 @@ fn usable_token(prober: &Prober<'_>, checks: &mut Vec<Check>) -> Option<CurrentU
     Some(user)
 }
 
+/// The checks under the project, not checked when it cannot be read.
+const PROJECT_CHECKS: [&str; 7] = [
+    "role",
+    "threads-setting",
+    "pipelines-setting",
+    "outdated-threads-setting",
+    "token-variable",
+    "merge-request",
+    "policies",
+];
+
 /// The checks the project's answer decides: the token's role, the three merge settings and
-/// where the token's variable reaches (all skipped when the project cannot be read).
+/// where the token's variable reaches.
 fn project_checks(
     prober: &Prober<'_>,
     user: &CurrentUser,
-    project: &Result<Project, Failed>,
+    project: &Project,
     checks: &mut Vec<Check>,
 ) {
     let inputs = prober.inputs;
-    match project {
-        Ok(p) => {
-            let level = prober.access_level(p, user);
-            checks.push(checks::role_check(&inputs.project, user, level));
-            checks.push(checks::threads_setting_check(p));
-            checks.push(checks::pipelines_setting_check(p));
-            checks.push(checks::outdated_threads_setting_check(p));
-            checks.push(checks::token_variable_check(
-                &inputs.token_variable,
-                &inputs.environment,
-                &prober.token_variable(),
-            ));
-        }
-        Err(failed) => {
-            checks.push(checks::project_unreadable_check(&inputs.project, failed));
-            checks.extend(checks::skipped(
-                &[
-                    "threads-setting",
-                    "pipelines-setting",
-                    "outdated-threads-setting",
-                    "token-variable",
-                ],
-                "the project could not be read",
-            ));
-        }
-    }
+    let level = prober.access_level(project, user);
+    checks.push(checks::role_check(&inputs.project, user, level));
+    checks.push(checks::threads_setting_check(project));
+    checks.push(checks::pipelines_setting_check(project));
+    checks.push(checks::outdated_threads_setting_check(project));
+    checks.push(checks::token_variable_check(
+        &inputs.token_variable,
+        &inputs.environment,
+        &prober.token_variable(),
+    ));
 }
 
 /// The `policies` check, and `policy-project` when a central policy project is named.
 fn policy_checks(
     prober: &Prober<'_>,
     mr: Option<&(u64, Result<MergeRequest, Failed>)>,
-    project: &Result<Project, Failed>,
+    project: &Project,
     checks: &mut Vec<Check>,
 ) {
     // Policies come from the MR's target branch, else the project's default branch.
     let branch = mr
         .and_then(|(_, answer)| answer.as_ref().ok()?.target_branch.clone())
-        .or_else(|| project.as_ref().ok()?.default_branch.clone());
+        .or_else(|| project.default_branch.clone());
     let policies = branch.as_deref().map(|b| prober.policies(b));
     checks.push(checks::policies_check(branch.as_deref(), policies.as_ref()));
     if let Some(source) = &prober.inputs.policy_project {

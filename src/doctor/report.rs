@@ -20,7 +20,8 @@ pub enum Status {
     /// Could not be verified (`?`): a warning, exit 1 only with `--strict`.
     Unknown,
     /// Not checked because an earlier check failed or could not be verified (the text form
-    /// lists these on one `-` line): a warning like [`Status::Unknown`].
+    /// lists these on one `-` line). Not a warning of its own: the check that stopped it
+    /// counts already, once.
     Skipped,
 }
 
@@ -35,9 +36,9 @@ impl Status {
         }
     }
 
-    /// True for a warning: a check that could not be verified, or was not checked.
+    /// True for a warning: a check that could not be verified.
     pub fn is_warning(self) -> bool {
-        matches!(self, Status::Unknown | Status::Skipped)
+        self == Status::Unknown
     }
 }
 
@@ -148,7 +149,7 @@ impl Report {
         self.ids(|s| s == Status::Fail)
     }
 
-    /// Ids of the checks that could not be verified or were not checked: warnings.
+    /// Ids of the checks that could not be verified: warnings.
     pub fn warnings(&self) -> Vec<&'static str> {
         self.ids(Status::is_warning)
     }
@@ -259,7 +260,8 @@ impl Report {
         out
     }
 
-    /// `summary: P passed, F failed, W warnings (…)`: the tally the exit code follows.
+    /// `summary: P passed, F failed, W warnings (…), S not checked`: the tally the exit code
+    /// follows.
     fn summary_line(&self) -> String {
         let count = |status| self.checks.iter().filter(|c| c.status == status).count();
         let plural = |n: usize, word: &str| {
@@ -274,18 +276,13 @@ impl Report {
             "summary: {} passed, {} failed, {}",
             count(Status::Pass),
             count(Status::Fail),
-            plural(unknown + skipped, "warning")
+            plural(unknown, "warning")
         );
-        if unknown + skipped > 0 {
-            let parts: Vec<String> = [(unknown, "not verified"), (skipped, "not checked")]
-                .into_iter()
-                .filter(|(n, _)| *n > 0)
-                .map(|(n, what)| format!("{n} {what}"))
-                .collect();
-            line.push_str(&format!(
-                " ({}; a warning fails doctor only with --strict)",
-                parts.join(", ")
-            ));
+        if unknown > 0 {
+            line.push_str(" (not verified; a warning fails doctor only with --strict)");
+        }
+        if skipped > 0 {
+            line.push_str(&format!(", {skipped} not checked"));
         }
         line.push('\n');
         line
@@ -324,7 +321,7 @@ mod tests {
         assert_eq!(lines[4], "         fix: Check the member list.");
         assert_eq!(
             lines[5],
-            "summary: 1 passed, 1 failed, 1 warning (1 not verified; a warning fails doctor only with --strict)"
+            "summary: 1 passed, 1 failed, 1 warning (not verified; a warning fails doctor only with --strict)"
         );
         assert_eq!(lines[6], "duplicate_prevention: unserialized-best-effort");
         assert_eq!(lines[7], "  reason: no CI job");
@@ -385,7 +382,7 @@ mod tests {
         );
         assert_eq!(
             lines[4],
-            "summary: 0 passed, 1 failed, 4 warnings (4 not checked; a warning fails doctor only with --strict)"
+            "summary: 0 passed, 1 failed, 0 warnings, 4 not checked"
         );
         // The JSON keeps one entry per check.
         let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
@@ -416,6 +413,17 @@ mod tests {
             "x".into(),
         );
         assert!(!clean.found_problems(true));
+        // A check not made is no warning of its own: what stopped it counts, once.
+        let not_checked = Report::new(
+            vec![
+                Check::pass("token", "ok"),
+                Check::skipped("merge-request", "no MR given"),
+            ],
+            DuplicatePrevention::SingleWriterSerialized,
+            "x".into(),
+        );
+        assert!(not_checked.warnings().is_empty());
+        assert!(!not_checked.found_problems(true));
         assert!(
             clean
                 .to_text()

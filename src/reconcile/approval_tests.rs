@@ -136,6 +136,9 @@ impl Forge for Scripted<'_> {
     fn project_role(&self, user_id: u64) -> Result<Option<crate::core::model::Role>, ForgeError> {
         self.inner.project_role(user_id)
     }
+    fn user_account(&self, user_id: u64) -> Result<Option<crate::forge::Account>, ForgeError> {
+        self.inner.user_account(user_id)
+    }
     fn merge_request(&self) -> Result<MergeRequestInfo, ForgeError> {
         self.inner.merge_request()
     }
@@ -533,6 +536,60 @@ fn already_approved_by_a_concurrent_run_is_unchanged() {
     let receipt = publish(&forge, &approvable(), HEAD, true).unwrap();
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Unchanged));
     assert_eq!(memory.approvals(), vec![BOT]);
+}
+
+/// GitLab 18's "already so" (304, docs/contract.md#approvals-already-so) and the older
+/// answers alike: another run of the bot approved (or a person withdrew the bot's approval)
+/// between the read and the write; the run settles by reading again, without failing.
+#[test]
+fn an_approval_already_so_is_settled_by_reading_again() {
+    for already_so in [
+        refused(304, "not modified"),
+        refused(401, "401 Unauthorized"),
+    ] {
+        let memory = InMemoryForge::new(BOT, HEAD);
+        let forge =
+            Scripted::new(&memory).intercept(vec![Intercept::ApplyThenFail(already_so.clone())]);
+        let receipt = publish(&forge, &approvable(), HEAD, true).unwrap();
+        assert_eq!(
+            receipt.approval,
+            Some(ApprovalOutcome::Unchanged),
+            "{already_so:?}"
+        );
+        assert_eq!(memory.approvals(), vec![BOT]);
+        assert_eq!(forge.calls().last().unwrap(), "read approval");
+        assert_eq!(summary_state(&summary_body(&memory)), "verified");
+    }
+    for already_so in [refused(304, "not modified"), refused(404, "404 Not Found")] {
+        let memory = InMemoryForge::new(BOT, HEAD);
+        memory.set_reset_approvals_on_push(false);
+        memory.set_approved_by(BOT, true);
+        let forge =
+            Scripted::new(&memory).intercept(vec![Intercept::ApplyThenFail(already_so.clone())]);
+        let receipt = publish(&forge, &blocked(), HEAD, true).unwrap();
+        assert_eq!(
+            receipt.approval,
+            Some(ApprovalOutcome::Unchanged),
+            "{already_so:?}"
+        );
+        assert!(memory.approvals().is_empty());
+        let unapproves = forge.calls().iter().filter(|c| *c == "unapprove").count();
+        assert_eq!(unapproves, 1, "never resent");
+    }
+}
+
+/// A 304 whose read shows the approval still not as decided is no settlement: the run fails
+/// (never a guess), and the summary is no longer verified.
+#[test]
+fn an_already_so_answer_the_read_contradicts_fails_the_run() {
+    let memory = InMemoryForge::new(BOT, HEAD);
+    let forge =
+        Scripted::new(&memory).intercept(vec![Intercept::Refuse(refused(304, "not modified"))]);
+    let err = publish(&forge, &approvable(), HEAD, true).unwrap_err();
+    assert!(matches!(err, ReconcileError::Approval { .. }), "{err}");
+    assert!(err.to_string().contains("still not as decided"), "{err}");
+    assert!(memory.approvals().is_empty());
+    assert_eq!(summary_state(&summary_body(&memory)), "reconciling");
 }
 
 #[test]

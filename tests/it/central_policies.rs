@@ -2,7 +2,7 @@
 //! governed project's own (docs/policies.md, "Central policies"), against the fake GitLab.
 
 use assent_test_support::run::{RunResult, World, orders};
-use fake_gitlab::{FaultAction, FaultRule, FileContent, Project};
+use fake_gitlab::{FaultAction, FaultRule, FileContent, Project, fixtures};
 use serde_json::{Value, json};
 
 use crate::ASSENT;
@@ -81,7 +81,7 @@ fn central_rules_apply_beside_the_projects_own_and_are_pinned() {
         .invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
         .run();
-    own.expect_code(0);
+    own.expect_code(1);
     let own = own.receipt();
     assert_ne!(own["pins"]["policyDigest"], receipt["pins"]["policyDigest"]);
     assert!(
@@ -116,7 +116,7 @@ fn the_environment_names_the_central_project_and_a_ref_pins_that_branch() {
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
         .env("ASSENT_POLICY_PROJECT", &format!("{CENTRAL_PATH}@next"))
         .run();
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     assert_eq!(receipt["pins"]["policySha"], CENTRAL_NEXT);
     assert_eq!(rules(&receipt), ["retention-shrink"]);
@@ -396,4 +396,166 @@ fn the_shipped_central_example_lints_and_tests_with_the_example_registry() {
     let (code, out) = assent(&["test", "fixtures/repos/platform-policies"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.ends_with("1 passed, 0 failed\n"), "{out}");
+}
+
+// ---- a policy MR is checked with the central set; recovering from a clash ---------------------
+
+/// The MR's base holds the project's own policies, as a real merge base does.
+fn policies_at_base(w: &World) {
+    w.fake.with_state(|s| {
+        let p = s.project_mut(fixtures::PROJECT_ID).unwrap();
+        let own: Vec<(String, FileContent)> = p.files[fixtures::TARGET_SHA]
+            .iter()
+            .filter(|(path, _)| path.starts_with(".assent/"))
+            .map(|(path, content)| (path.clone(), content.clone()))
+            .collect();
+        p.files.get_mut(fixtures::BASE_SHA).unwrap().extend(own);
+    });
+}
+
+/// The project's own `.assent/policies/topics.yaml` at the target, as text.
+fn own_topics_policy(w: &World) -> String {
+    w.fake.with_state(|s| {
+        let p = s.project_mut(fixtures::PROJECT_ID).unwrap();
+        String::from_utf8(
+            p.files[fixtures::TARGET_SHA][".assent/policies/topics.yaml"]
+                .0
+                .clone(),
+        )
+        .unwrap()
+    })
+}
+
+/// carol, a Maintainer: a policy owner by default.
+const CAROL: u64 = 400;
+
+fn add_carol(w: &World) {
+    w.fake.with_state(|s| {
+        s.users.push(fake_gitlab::User::new(CAROL, "carol"));
+        s.tokens
+            .push(fake_gitlab::Token::new("glpat-carol", CAROL, &["api"]).access_level(40));
+    });
+}
+
+#[test]
+fn a_policy_mr_defining_a_rule_id_the_central_project_uses_is_broken_on_the_mr() {
+    let w = harmless(&[(".assent/policies/floor.yaml", FLOOR)]);
+    policies_at_base(&w);
+    // The MR adds its own `retention-floor`: alone its policies load; beside the central set
+    // (as after the merge) the id is defined twice.
+    let copy = FLOOR.replace("< 14", "< 3");
+    w.push(
+        NEW_SHA,
+        &[
+            ("topics/orders.yaml", &orders(30)),
+            (".assent/policies/floor-copy.yaml", &copy),
+        ],
+    );
+    let r = run(&w, CENTRAL_PATH);
+    r.expect_code(1);
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "BLOCK");
+    assert_eq!(
+        rules(&receipt),
+        ["assent/policy-broken", "assent/self-edit"]
+    );
+    let broken = w.thread("assent/policy-broken").notes[0].body.clone();
+    assert!(
+        broken.contains("duplicate rule id `retention-floor`"),
+        "{broken}"
+    );
+    assert!(
+        broken.contains(".assent/policies/floor-copy.yaml"),
+        "{broken}"
+    );
+    assert!(
+        broken.contains("do not load together with the central policy project's"),
+        "{broken}"
+    );
+    // Without the central project the MR's policies load: only the self-edit.
+    let alone = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
+        .run();
+    alone.expect_code(0);
+    assert_eq!(rules(&alone.receipt()), ["assent/self-edit"]);
+}
+
+/// The central project defines `retention-shrink` too: the target's policies no longer load
+/// with it, and every merge request is `assent/policy-error`.
+fn central_clash() -> World {
+    let clash = FLOOR.replace("id: retention-floor", "id: retention-shrink");
+    let w = harmless(&[(".assent/policies/floor.yaml", &clash)]);
+    policies_at_base(&w);
+    add_carol(&w);
+    w
+}
+
+#[test]
+fn a_clash_the_central_project_introduces_is_repaired_through_the_gate() {
+    let w = central_clash();
+    let renamed = own_topics_policy(&w).replace("id: retention-shrink", "id: retention-shrink-own");
+    // The repair: the project's own rule renamed, nothing else.
+    w.push(NEW_SHA, &[(".assent/policies/topics.yaml", &renamed)]);
+    let r = run(&w, CENTRAL_PATH);
+    r.expect_code(0);
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "REVIEW", "{receipt}");
+    assert_eq!(
+        rules(&receipt),
+        ["assent/policy-repair", "assent/self-edit"]
+    );
+    let repair = w.thread("assent/policy-repair");
+    assert!(repair.resolved(), "a comment never gates");
+    assert!(
+        repair.notes[0]
+            .body
+            .contains("duplicate rule id `retention-shrink`"),
+        "{}",
+        repair.notes[0].body
+    );
+    // A policy owner assents: the repair can merge through the gate.
+    w.fake.resolve(
+        fixtures::PROJECT_ID,
+        fixtures::MR_IID,
+        &w.thread("assent/self-edit").id,
+        CAROL,
+        true,
+    );
+    let r = run(&w, CENTRAL_PATH);
+    r.expect_code(0);
+    assert_eq!(r.receipt()["decision"], "APPROVE");
+}
+
+#[test]
+fn the_repair_path_is_not_open_to_a_merge_request_that_changes_anything_else_or_repairs_nothing() {
+    // A governed change beside the repair: nothing can judge it while the policies do not load.
+    let w = central_clash();
+    let renamed = own_topics_policy(&w).replace("id: retention-shrink", "id: retention-shrink-own");
+    w.push(
+        NEW_SHA,
+        &[
+            (".assent/policies/topics.yaml", &renamed),
+            ("topics/orders.yaml", &orders(1)),
+        ],
+    );
+    let r = run(&w, CENTRAL_PATH);
+    r.expect_code(1);
+    assert_eq!(
+        rules(&r.receipt()),
+        ["assent/policy-error", "assent/self-edit"]
+    );
+
+    // Only `.assent/`, but the clash stays: the MR's own policies do not load beside the
+    // central set.
+    let w = central_clash();
+    w.push(NEW_SHA, &[(".assent/notes.txt", "nothing repaired")]);
+    let r = run(&w, CENTRAL_PATH);
+    r.expect_code(1);
+    let receipt = r.receipt();
+    assert_eq!(receipt["decision"], "BLOCK");
+    assert!(
+        rules(&receipt).contains(&"assent/policy-broken".to_owned()),
+        "{receipt}"
+    );
 }

@@ -135,7 +135,7 @@ fn a_governed_file_in_git_lfs_is_judged_on_its_object() {
     // The pointer's text says nothing a rule sees; the object shrinks retention to 7 days.
     orders_in_lfs(&w, &orders(7));
     let r = w.run(&[]);
-    r.expect_code(0);
+    r.expect_code(1);
     assert_eq!(r.receipt()["decision"], "REVIEW");
     assert_eq!(
         findings(&r),
@@ -211,7 +211,7 @@ fn a_listing_shorter_than_gitlabs_count_is_undecidable_naming_both_numbers() {
             .changes_count = None;
     });
     let r = w.run(&[]);
-    r.expect_code(0);
+    r.expect_code(1);
     assert_eq!(r.receipt()["decision"], "REVIEW");
 }
 

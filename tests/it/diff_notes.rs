@@ -122,7 +122,7 @@ fn headline(thread: &Discussion) -> &str {
 fn yaml_json_and_toml_findings_are_diff_notes_on_the_changed_line_linking_to_the_file() {
     let world = registry_world();
     let run = world.run(&["--codequality", "gl-code-quality-report.json"]);
-    run.expect_code(0);
+    run.expect_code(1);
     assert_eq!(run.receipt()["decision"], "REVIEW");
 
     for (path, _, _, new_line, old_line) in REGISTRIES {
@@ -207,7 +207,7 @@ fn yaml_json_and_toml_findings_are_diff_notes_on_the_changed_line_linking_to_the
     world.fake.reset_log();
     world
         .run(&["--codequality", "gl-code-quality-report.json"])
-        .expect_code(0);
+        .expect_code(1);
     assert_eq!(world.writes(), vec![], "zero writes on a rerun");
     assert_eq!(std::fs::read_to_string(&report_path).unwrap(), report_text);
     world.assert_no_violations();
@@ -265,7 +265,7 @@ fn a_diff_note_resolution_is_no_assent_while_pushes_resolve_outdated_threads() {
     world
         .fake
         .with_state(|s| s.projects[0].resolve_outdated_diff_discussions = true);
-    world.run(&[]).expect_code(0);
+    world.run(&[]).expect_code(1);
     let thread = world.thread("retention-shrink");
     assert_eq!(diff_lines(&thread), (None, Some(3)), "a DiffNote");
     // What GitLab records when the push resolves it: the pusher as resolver.
@@ -351,7 +351,7 @@ fn a_position_gitlab_refuses_with_400_becomes_the_general_thread_once() {
         .nth(1),
     );
     let run = world.run(&[]);
-    run.expect_code(0);
+    run.expect_code(1);
     assert_eq!(discussion_posts(&world), [Some(400), Some(201)]);
     let thread = world.thread("retention-shrink");
     assert_general(&thread);
@@ -374,7 +374,7 @@ fn a_position_gitlab_refuses_with_400_becomes_the_general_thread_once() {
 
     // The listing is the key: the general thread stands for the finding from now on.
     world.fake.reset_log();
-    world.run(&[]).expect_code(0);
+    world.run(&[]).expect_code(1);
     assert_eq!(world.writes(), vec![]);
     world.assert_no_violations();
 }
@@ -393,7 +393,7 @@ fn a_diff_note_whose_answer_is_lost_is_settled_by_the_listing_never_posted_twice
                 .nth(1),
         );
         let run = world.run(&[]);
-        run.expect_code(0);
+        run.expect_code(1);
         let thread = world.thread("retention-shrink");
         assert_eq!(diff_lines(&thread), (None, Some(3)), "{action:?}");
         let posts = discussion_posts(&world).len();
@@ -412,7 +412,7 @@ fn a_whole_file_add_is_a_general_thread_linking_to_the_file() {
             "topics:\n  - name: fresh.v1\n    retention_days: 1\n",
         )],
     );
-    world.run(&[]).expect_code(0);
+    world.run(&[]).expect_code(1);
     let thread = world.thread("new-file-short-retention");
     assert_general(&thread);
     assert!(
@@ -428,7 +428,7 @@ fn a_whole_file_add_is_a_general_thread_linking_to_the_file() {
 #[test]
 fn a_push_that_only_moves_the_line_writes_no_thread_and_a_rerun_nothing() {
     let world = orders_world();
-    world.run(&[]).expect_code(0);
+    world.run(&[]).expect_code(1);
     let before = world.thread("retention-shrink");
     assert_eq!(diff_lines(&before), (None, Some(3)));
 
@@ -448,7 +448,7 @@ fn a_push_that_only_moves_the_line_writes_no_thread_and_a_rerun_nothing() {
         .invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", MOVED_HEAD)
         .run();
-    moved.expect_code(0);
+    moved.expect_code(1);
     let writes = world.writes();
     assert!(
         writes
@@ -470,7 +470,7 @@ fn a_push_that_only_moves_the_line_writes_no_thread_and_a_rerun_nothing() {
         .invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", MOVED_HEAD)
         .run()
-        .expect_code(0);
+        .expect_code(1);
     assert_eq!(world.writes(), vec![], "zero writes on the rerun");
     world.assert_no_violations();
 }

@@ -363,7 +363,15 @@ fn the_mr_is_optional_and_policies_come_from_the_default_branch() {
         &[("CI_MERGE_REQUEST_IID", ""), ("CI_JOB_ID", "")],
         &[],
     );
-    assert_eq!(o.mark("merge-request"), "✓", "{}", o.stdout);
+    // No MR was read: no pass for it, and no warning (outside an MR pipeline it is normal).
+    assert_eq!(o.mark("merge-request"), "-", "{}", o.stdout);
+    assert!(
+        o.skipped_lines()
+            .iter()
+            .any(|l| l.contains("merge-request (not checked: no MR given; pass --mr")),
+        "{}",
+        o.stdout
+    );
     assert_eq!(o.mark("policies"), "✓", "{}", o.stdout);
     assert!(o.line("policies").contains("main@33333333"), "{}", o.stdout);
     assert_best_effort(&o, "no merge request");
@@ -448,7 +456,7 @@ fn warnings_alone_exit_0_and_strict_makes_them_fail() {
     assert_eq!(o.mark("serialization"), "?", "{}", o.stdout);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(
-        o.summary().starts_with("12 passed, 0 failed, 1 warning (1 not verified; a warning fails doctor only with --strict)"),
+        o.summary().starts_with("12 passed, 0 failed, 1 warning (not verified; a warning fails doctor only with --strict)"),
         "{}",
         o.stdout
     );
@@ -583,6 +591,62 @@ fn a_proxy_is_named_in_the_api_line_without_its_credentials() {
     assert!(!o.stdout.contains("pw@"), "{}", o.stdout);
 }
 
+/// A project the token cannot see is one `project` failure: every check under it is "not
+/// checked" on one line, GitLab's 404 is quoted once, and no read under the project follows.
+#[test]
+fn a_missing_project_is_one_project_failure_and_the_rest_not_checked() {
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor_with(&fake, BOT_TOKEN, &[("CI_PROJECT_ID", "999")], &[]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert_eq!(o.mark("project"), "✗", "{}", o.stdout);
+    assert!(
+        o.line("project").contains("cannot read project 999"),
+        "{}",
+        o.stdout
+    );
+    assert_eq!(
+        o.skipped(),
+        [
+            "role",
+            "threads-setting",
+            "pipelines-setting",
+            "outdated-threads-setting",
+            "token-variable",
+            "merge-request",
+            "policies",
+            "serialization"
+        ],
+        "{}",
+        o.stdout
+    );
+    assert_eq!(
+        o.stdout.matches("Project Not Found").count(),
+        1,
+        "{}",
+        o.stdout
+    );
+    assert_eq!(o.summary(), "5 passed, 1 failed, 0 warnings, 8 not checked");
+    assert_eq!(o.gate(), "threads-only");
+    assert!(
+        o.stdout
+            .contains("  reason: the project could not be read\n"),
+        "{}",
+        o.stdout
+    );
+    let under_project: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .map(|r| r.path)
+        .filter(|p| p.contains("/projects/999/"))
+        .collect();
+    assert!(under_project.is_empty(), "{under_project:?}");
+    assert!(
+        o.stderr.contains("doctor found problems in: project"),
+        "{}",
+        o.stderr
+    );
+}
+
 #[test]
 fn a_rejected_token_fails_the_token_check() {
     let fake = FakeGitLab::start(healthy());
@@ -615,7 +679,7 @@ fn a_rejected_token_fails_the_token_check() {
     );
     assert!(
         o.summary()
-            .starts_with("2 passed, 1 failed, 10 warnings (10 not checked"),
+            .starts_with("2 passed, 1 failed, 0 warnings, 10 not checked"),
         "{}",
         o.stdout
     );
@@ -1144,7 +1208,8 @@ fn json_carries_the_gate_verdict() {
         .split_once("not pipeline-required: ")
         .unwrap()
         .1;
-    assert!(warning.contains(pipeline_gap), "{warning}");
+    // Said once: the gap is the reason's, the warning says how to hold the gate.
+    assert!(!warning.contains(pipeline_gap), "{warning}");
 
     // With the setting off, that is what the warning names.
     let mut state = healthy();
@@ -1153,8 +1218,13 @@ fn json_carries_the_gate_verdict() {
     let o = doctor_with(&fake, BOT_TOKEN, &[], &["--format", "json"]);
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
     let warning = v["gate_enforcement_warning"].as_str().unwrap();
+    let reason = v["gate_enforcement_reason"].as_str().unwrap();
     assert!(
-        warning.contains("Missing for pipeline-required: Pipelines must succeed is off"),
+        reason.contains("not pipeline-required: Pipelines must succeed is off"),
+        "{reason}"
+    );
+    assert!(
+        !warning.contains("Pipelines must succeed is off"),
         "{warning}"
     );
     assert!(

@@ -38,7 +38,7 @@ fn the_risky_member_of_a_grouped_thread_is_named_in_the_thread_the_receipt_and_c
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", PUSH_SHA)
         .args(&["--codequality", "cq.json"])
         .run();
-    r.expect_code(0);
+    r.expect_code(1);
 
     // The thread: one grouped thread listing all 111, the risky one among them.
     let threads = w.threads_of("retention-shrink");

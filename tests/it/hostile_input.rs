@@ -9,7 +9,7 @@
 
 use assent::core::desired_state::{
     ChangedFileInput, DesiredOutcome, FileContent, RULE_PARSE_ERROR, RULE_POLICY_ERROR,
-    ReviewInputs, compute_desired_state,
+    ReviewInputs, compute_desired_state, self_edit_sides_of_contents,
 };
 use assent::core::inventory::Inventory;
 use assent::core::marker::{self, MARKER_PREFIX, Marker};
@@ -57,6 +57,7 @@ fn judge(policies: Vec<PolicyFile>, files: Vec<ChangedFileInput>) -> DesiredOutc
     compute_desired_state(ReviewInputs {
         policy_files: policies,
         policy_problems: Vec::new(),
+        self_edit_sides: self_edit_sides_of_contents(&files),
         changed_files: Ok(files),
         mr: MrContext::default(),
         limits: Limits::default(),
@@ -660,6 +661,7 @@ fn cel_work_past_the_runs_budget_is_undecidable_naming_the_rule() {
     let inputs = || ReviewInputs {
         policy_files: policies.clone(),
         policy_problems: Vec::new(),
+        self_edit_sides: self_edit_sides_of_contents(&files),
         changed_files: Ok(files.clone()),
         mr: MrContext::default(),
         limits: Limits::default(),
@@ -798,7 +800,7 @@ fn a_topic_named_like_a_terminal_escape_is_printed_escaped_by_run() {
             .args(args)
             .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", push)
             .run();
-        r.expect_code(0);
+        r.expect_code(1);
         for (stream, text) in [
             ("stdout", r.stdout.clone()),
             ("stderr", r.stderr.clone()),
@@ -823,7 +825,7 @@ fn a_topic_named_like_a_terminal_escape_is_printed_escaped_by_run() {
         .args(&["--format", "json"])
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", push)
         .run();
-    r.expect_code(0);
+    r.expect_code(1);
     assert_eq!(
         raw_controls(&r.stdout),
         Vec::<char>::new(),

@@ -52,7 +52,7 @@ fn slot(rule: &str, subject: &str, effect: &str) -> (String, String, String) {
 fn own_policies_that_load_and_pass_their_cases_are_only_a_self_edit() {
     let w = policy_mr(&[(POLICY, SHRINK), (CASE, SHRINK_CASE)]);
     let r = run(&w);
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     assert_eq!(receipt["decision"], "REVIEW");
     assert_eq!(
@@ -130,7 +130,7 @@ fn an_own_case_that_fails_blocks_naming_the_case_and_the_difference() {
             "5555555555555555555555555555555555555555",
         )
         .run();
-    fixed.expect_code(0);
+    fixed.expect_code(1);
     assert_eq!(fixed.receipt()["decision"], "REVIEW");
     assert!(w.thread("assent/policy-test-failed").resolved());
 }
@@ -175,7 +175,7 @@ fn an_mr_that_weakens_a_rule_and_relies_on_it_is_judged_by_the_targets_rule() {
         ("topics/orders.yaml", &orders(1)),
     ]);
     let r = run(&w);
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     assert_eq!(receipt["decision"], "REVIEW");
     let rules: Vec<String> = slots(&receipt).into_iter().map(|s| s.0).collect();

@@ -95,7 +95,7 @@ fn the_walkthrough_gates_on_the_challenge_until_a_reviewer_assents() {
     let s = Sandbox::start();
 
     let (code, stdout, stderr) = s.assent(&["run", "--dry-run"]);
-    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
     assert!(stdout.contains("would publish"), "{stdout}");
     assert!(
         s.transcript().contains("(no notes yet)"),
@@ -103,7 +103,7 @@ fn the_walkthrough_gates_on_the_challenge_until_a_reviewer_assents() {
     );
 
     let (code, stdout, stderr) = s.assent(&["run"]);
-    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
     assert_eq!(s.decision(), "REVIEW");
     let transcript = s.transcript();
     assert!(
@@ -126,7 +126,7 @@ fn the_walkthrough_gates_on_the_challenge_until_a_reviewer_assents() {
     let challenge = s.challenge_thread();
     s.resolve_as(sandbox::AUTHOR_ID, &challenge, true);
     let (code, stdout, stderr) = s.assent(&["run"]);
-    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
     assert_eq!(s.decision(), "REVIEW");
 
     assert!(s.transcript().contains("resolved by @bob"));

@@ -73,7 +73,7 @@ fn six_thousand_findings_of_one_rule_are_one_grouped_thread() {
         &registry(names.iter().map(String::as_str), 7),
     );
     let r = run(&w);
-    r.expect_code(0);
+    r.expect_code(1);
 
     let receipt = r.receipt();
     assert_eq!(receipt["decision"], "REVIEW");
@@ -190,7 +190,7 @@ fn a_value_of_one_million_two_hundred_thousand_characters_gets_a_thread_gitlab_a
         DESCRIPTION_POLICY,
     );
     let r = run(&w);
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     let subject = "topics/big.yaml#/topics/orders.events.v1/description";
     assert_eq!(receipt["findings"][0]["subject"], subject);
@@ -229,7 +229,7 @@ fn a_value_of_one_million_two_hundred_thousand_characters_gets_a_thread_gitlab_a
     w.assert_no_violations();
 
     w.fake.reset_log();
-    run(&w).expect_code(0);
+    run(&w).expect_code(1);
     assert!(w.writes().is_empty(), "a rerun writes nothing");
 }
 
@@ -241,7 +241,7 @@ fn a_key_of_one_million_two_hundred_thousand_characters_gets_a_bounded_slot() {
         &registry([name.as_str()].into_iter(), 7),
     );
     let r = run(&w);
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     let full = format!("{FILE}#/topics/{name}/retention_days");
     let subject = receipt["findings"][0]["subject"]
@@ -270,7 +270,7 @@ fn a_key_of_one_million_two_hundred_thousand_characters_gets_a_bounded_slot() {
     assert_within_gitlab_limit(&w);
 
     w.fake.reset_log();
-    run(&w).expect_code(0);
+    run(&w).expect_code(1);
     assert!(
         w.writes().is_empty(),
         "the bounded slot is found again on a rerun"
@@ -289,7 +289,7 @@ fn a_group_too_large_for_one_note_is_split_into_parts_that_each_list_their_own_m
         &registry(names.iter().map(String::as_str), 7),
     );
     let r = run(&w);
-    r.expect_code(0);
+    r.expect_code(1);
     assert_within_gitlab_limit(&w);
     w.assert_no_violations();
 
@@ -345,7 +345,7 @@ fn a_group_too_large_for_one_note_is_split_into_parts_that_each_list_their_own_m
         true,
     );
     let r = run(&w);
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     assert_eq!(receipt["decision"], "REVIEW");
     let assented: Vec<(&str, bool)> = receipt["findings"]
@@ -384,7 +384,7 @@ fn watch_peak_rss(pid: u32) -> std::thread::JoinHandle<u64> {
 #[test]
 fn sixty_eight_maximal_human_replies_in_one_thread_stop_neither_a_run_nor_a_sweep() {
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     let thread = w.thread("retention-shrink");
     // A commenter answers the bot's thread 68 times at GitLab's note limit: one discussion
     // of 68 MB, over the 64 MiB body limit even at one discussion per page.
@@ -405,7 +405,7 @@ fn sixty_eight_maximal_human_replies_in_one_thread_stop_neither_a_run_nor_a_swee
     let peak = watch_peak_rss(running.pid());
     let r = running.wait();
     let peak_kib = peak.join().unwrap();
-    r.expect_code(0);
+    r.expect_code(1);
     assert!(
         r.stdout.contains("rescan verified"),
         "{}{}",

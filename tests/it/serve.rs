@@ -46,7 +46,7 @@ impl World {
             .envs(world.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .output()
             .expect("assent run");
-        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
         assert_eq!(world.decision(), "REVIEW");
         world
     }

@@ -7,6 +7,15 @@
 //! at least the named role in the project. Anything that cannot be shown (an unknown resolver,
 //! an unknown author, a role that could not be read) does not count: the gate fails closed.
 //!
+//! Nor does a resolution by an account that is not a person acting now: a user GitLab marks
+//! as a bot (`bot` on `GET /users/:id`, GitLab's `User#bot?`: project and group access
+//! tokens' users, service accounts and GitLab's own bots; `app/models/concerns/has_user_type.rb`),
+//! or one whose `state` is not `active` (blocked, deactivated, banned, awaiting approval).
+//! Each resolver's account is read once per run ([`accounts_to_read`]); an account that
+//! could not be read does not count. `assenters` admits a bot only by naming its username in
+//! `users`: a `min_role` never does, however high the bot's role (a project access token is
+//! created with the role its creator picks). No naming admits an account that is not active.
+//!
 //! A resolution that does not count is never re-opened by assent (that would fight a human);
 //! the slot keeps gating and the summary says who resolved it and why it does not count.
 //!
@@ -34,6 +43,32 @@ pub struct AssentFacts {
     /// The project resolves outdated diff threads on push (GitLab's
     /// `resolve_outdated_diff_discussions`), or the forge did not say that it does not.
     pub push_resolves_diff_threads: bool,
+    /// Resolvers' accounts, as read: `Err` says why one could not be read. A resolver
+    /// missing from the map has not been looked up, and does not count.
+    pub accounts: BTreeMap<u64, Result<Account, String>>,
+}
+
+/// What GitLab says of a user's account (`GET /users/:id`, `lib/api/entities/user.rb`):
+/// each field `None` when the answer left it out.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Account {
+    /// GitLab's `bot` (`User#bot?`).
+    pub bot: Option<bool>,
+    /// GitLab's `state`: `active`, `blocked`, `deactivated`, ….
+    pub state: Option<String>,
+}
+
+/// The one account state whose resolutions can count.
+pub const ACTIVE_STATE: &str = "active";
+
+impl Account {
+    /// An active account that is not a bot: a person whose resolution can count.
+    pub fn active_human() -> Account {
+        Account {
+            bot: Some(false),
+            state: Some(ACTIVE_STATE.to_owned()),
+        }
+    }
 }
 
 /// Why a resolution does not count as assent.
@@ -66,6 +101,16 @@ pub enum NotCounted {
     /// A DiffNote thread in a project whose pushes resolve outdated diff threads: GitLab
     /// records the pusher as the resolver, so the resolution may be a push's, not assent.
     ResolvableByPush,
+    /// GitLab marks the resolver as a bot, and the rule does not name it.
+    BotUser,
+    /// The resolver's account is not active (its GitLab `state`).
+    InactiveAccount {
+        /// The state GitLab gives.
+        state: String,
+    },
+    /// The resolver's account could not be read, or GitLab's answer did not say whether it
+    /// is a bot and active: why.
+    AccountUnknown(String),
 }
 
 impl NotCounted {
@@ -90,6 +135,13 @@ impl NotCounted {
                 )
             }
             NotCounted::RoleUnknown => "the resolver's project role could not be read".to_owned(),
+            NotCounted::BotUser => "GitLab marks the resolver as a bot (a project or group access token's user, a service account or one of GitLab's own bots), and a bot's resolution is never assent unless the rule's `assenters` names it".to_owned(),
+            NotCounted::InactiveAccount { state } => format!(
+                "the resolver's GitLab account is {state}, not active, so their resolution is not assent; an active policy owner or reviewer resolves it again"
+            ),
+            NotCounted::AccountUnknown(why) => format!(
+                "assent could not tell whether the resolver is an active person and not a bot: {why}"
+            ),
             NotCounted::ResolvableByPush => "the project resolves outdated diff threads automatically, so a push may have resolved it in the resolver's name; turn off Settings → Merge requests → \"Automatically resolve threads that become outdated\" (`resolve_outdated_diff_discussions`) and resolve it again".to_owned(),
         }
     }
@@ -172,10 +224,14 @@ pub fn judge(
     if thread.diff_note && facts.push_resolves_diff_threads {
         return not_counted(NotCounted::ResolvableByPush);
     }
+    let named = assenters.is_some_and(|a| a.users.contains(&by.username));
+    if let Err(reason) = account_counts(facts.accounts.get(&by.id), named) {
+        return not_counted(reason);
+    }
     let Some(assenters) = assenters else {
         return Assent::Given { by };
     };
-    if assenters.users.contains(&by.username) {
+    if named {
         return Assent::Given { by };
     }
     let role = match assenters.min_role {
@@ -190,6 +246,69 @@ pub fn judge(
         assenters: assenters.clone(),
         role,
     })
+}
+
+/// Whether a resolver's account can assent: read, active, and not a bot unless `named` (the
+/// rule's `assenters` names them).
+fn account_counts(
+    account: Option<&Result<Account, String>>,
+    named: bool,
+) -> Result<(), NotCounted> {
+    let account = match account {
+        None => {
+            return Err(NotCounted::AccountUnknown(
+                "their account was not read".to_owned(),
+            ));
+        }
+        Some(Err(why)) => return Err(NotCounted::AccountUnknown(why.clone())),
+        Some(Ok(account)) => account,
+    };
+    match account.state.as_deref() {
+        None => {
+            return Err(NotCounted::AccountUnknown(
+                "GitLab's answer for the user has no `state`".to_owned(),
+            ));
+        }
+        Some(ACTIVE_STATE) => {}
+        Some(state) => {
+            return Err(NotCounted::InactiveAccount {
+                state: state.to_owned(),
+            });
+        }
+    }
+    match account.bot {
+        Some(false) => Ok(()),
+        Some(true) if named => Ok(()),
+        Some(true) => Err(NotCounted::BotUser),
+        None if named => Ok(()),
+        None => Err(NotCounted::AccountUnknown(
+            "GitLab's answer for the user has no `bot` field".to_owned(),
+        )),
+    }
+}
+
+/// The resolvers whose accounts the run must read before deciding: resolvers of bot threads
+/// in `inventory` whose slot is a desired challenge, minus the author, the bot and those
+/// already in `facts`. One read per distinct resolver, whatever the number of threads.
+pub fn accounts_to_read(
+    desired: &DesiredState,
+    inventory: &Inventory,
+    facts: &AssentFacts,
+) -> BTreeSet<u64> {
+    inventory
+        .threads
+        .iter()
+        .filter(|t| t.resolved)
+        .filter_map(|t| {
+            let by = t.resolved_by.as_ref()?;
+            let finding = desired.get(&t.slot)?;
+            (finding.effect == Effect::Challenge
+                && by.id != facts.bot_id
+                && Some(by.id) != facts.author_id
+                && !facts.accounts.contains_key(&by.id))
+            .then_some(by.id)
+        })
+        .collect()
 }
 
 /// The resolvers whose project role the run must read before deciding: resolvers of bot
@@ -247,6 +366,9 @@ mod tests {
             author_id: Some(AUTHOR),
             roles: BTreeMap::new(),
             push_resolves_diff_threads: false,
+            accounts: (5..=11)
+                .map(|id| (id, Ok(Account::active_human())))
+                .collect(),
         }
     }
 
@@ -280,6 +402,140 @@ mod tests {
             why.contains("Automatically resolve threads that become outdated"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn bots_and_accounts_that_are_not_active_never_assent() {
+        let t = resolved_by(Some(user(7, "project_42_bot_1")));
+        let with = |account: Result<Account, String>| AssentFacts {
+            accounts: BTreeMap::from([(7, account)]),
+            ..facts()
+        };
+        let bot = Account {
+            bot: Some(true),
+            ..Account::active_human()
+        };
+        let reason = |judged: Assent| match judged {
+            Assent::NotCounted { reason, .. } => reason,
+            other => panic!("counted: {other:?}"),
+        };
+        assert_eq!(
+            reason(judge(&t, None, &with(Ok(bot.clone())))),
+            NotCounted::BotUser
+        );
+        // A role never opts a bot in, however high.
+        let by_role = Assenters {
+            users: vec![],
+            min_role: Some(Role::Developer),
+        };
+        let mut high = with(Ok(bot.clone()));
+        high.roles.insert(7, Some(Role::Owner));
+        assert_eq!(
+            reason(judge(&t, Some(&by_role), &high)),
+            NotCounted::BotUser
+        );
+        // Naming it does.
+        let named = Assenters {
+            users: vec!["project_42_bot_1".into()],
+            min_role: None,
+        };
+        assert!(judge(&t, Some(&named), &with(Ok(bot))).is_given());
+        for state in ["blocked", "deactivated", "banned", "ldap_blocked", ""] {
+            let inactive = with(Ok(Account {
+                state: Some(state.into()),
+                ..Account::active_human()
+            }));
+            assert_eq!(
+                reason(judge(&t, None, &inactive)),
+                NotCounted::InactiveAccount {
+                    state: state.into()
+                },
+                "{state}"
+            );
+            // Naming an account that is not active does not make it count.
+            assert!(!judge(&t, Some(&named), &inactive).is_given(), "{state}");
+        }
+        // Not read, unreadable, or a field left out: never counts.
+        let unread = AssentFacts {
+            accounts: BTreeMap::new(),
+            ..facts()
+        };
+        assert!(matches!(
+            reason(judge(&t, None, &unread)),
+            NotCounted::AccountUnknown(_)
+        ));
+        assert_eq!(
+            reason(judge(&t, None, &with(Err("404 User Not Found".into())))),
+            NotCounted::AccountUnknown("404 User Not Found".into())
+        );
+        for account in [
+            Account {
+                bot: None,
+                ..Account::active_human()
+            },
+            Account {
+                state: None,
+                ..Account::active_human()
+            },
+        ] {
+            assert!(matches!(
+                reason(judge(&t, None, &with(Ok(account)))),
+                NotCounted::AccountUnknown(_)
+            ));
+        }
+        assert!(judge(&t, None, &with(Ok(Account::active_human()))).is_given());
+        assert!(NotCounted::BotUser.explain().contains("bot"));
+        assert!(
+            NotCounted::InactiveAccount {
+                state: "blocked".into()
+            }
+            .explain()
+            .contains("is blocked")
+        );
+    }
+
+    #[test]
+    fn each_resolver_account_is_read_once_and_never_the_authors_or_the_bots() {
+        use crate::model::{Finding, Occurrence, Slot};
+        let finding = |rule: &str, effect| Finding {
+            slot: Slot {
+                rule: rule.into(),
+                subject: "s".into(),
+            },
+            effect,
+            occurrence: Occurrence::digest(rule.as_bytes()),
+            message: String::new(),
+        };
+        let desired = DesiredState::new(vec![
+            finding("a", Effect::Challenge),
+            finding("b", Effect::Challenge),
+            finding("c", Effect::Comment),
+        ]);
+        let mut threads = Vec::new();
+        for (id, rule, by) in [
+            (1, "a", 20),
+            (2, "b", 20),
+            (3, "c", 21),
+            (4, "a", AUTHOR),
+            (5, "b", BOT),
+        ] {
+            let mut t = thread(id, rule, true);
+            t.slot.subject = "s".into();
+            t.resolved_by = Some(user(by, "u"));
+            threads.push(t);
+        }
+        let inventory = Inventory {
+            threads,
+            ..Inventory::default()
+        };
+        let mut f = facts();
+        f.accounts.clear();
+        assert_eq!(
+            accounts_to_read(&desired, &inventory, &f),
+            BTreeSet::from([20])
+        );
+        f.accounts.insert(20, Ok(Account::active_human()));
+        assert!(accounts_to_read(&desired, &inventory, &f).is_empty());
     }
 
     #[test]

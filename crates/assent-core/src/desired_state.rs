@@ -4,7 +4,7 @@
 //! files, the change set and file contents at pinned SHAs, and this module judges them. The
 //! result is a function of its inputs only; the order in which files are given does not matter.
 //!
-//! # Built-in findings (always on, fail closed; all `block` but `self-edit`, a `challenge`)
+//! # Built-in findings (always on, fail closed; all `block` but `self-edit` and `git-attributes`, challenges)
 //!
 //! | rule | subject | when |
 //! | --- | --- | --- |
@@ -14,6 +14,7 @@
 //! | `assent/undecidable` | `<path>#` | a changed file is withheld, a governed file is unreadable, the run's CEL budget was spent before every rule was evaluated on the file's changes, or the descendants its rules would judge carry more values than the bound |
 //! | `assent/parse-error` | `<path>#` | a governed file does not parse at the base or the source |
 //! | `assent/ambiguous-identity` | `<path>#<list pointer>` | an identity-keyed list's entries cannot be told apart |
+//! | `assent/git-attributes` | `<.gitattributes path>#` | a changed line gives a governed path an attribute that changes what a checkout or an archive holds, or hides its diff (a `challenge`: [`crate::git_attributes`]) |
 //!
 //! # Decisions
 //!
@@ -36,9 +37,14 @@
 //!   `Occurrence::of("assent/policy-error", ".assent/policies#", modify, null, [problems as
 //!   strings])`, so it changes (and the thread is superseded) exactly when the problems change.
 //! * **Occurrences of the other built-ins** follow the same shape, `kind` `modify`, `old` null:
-//!   `self-edit` has `new` null (one stable thread per path, however often the policy file is
-//!   pushed again); `undecidable` and `parse-error` have `new` = the list of reasons, so a
-//!   different reason gives a new thread.
+//!   `undecidable` and `parse-error` have `new` = the list of reasons, so a different reason
+//!   gives a new thread.
+//! * **Self-edit occurrences** (docs/contract.md#policy-owners) cover the path at the base
+//!   (`old`) and at the source (`new`): `null` where it does not exist, its git mode and the
+//!   SHA-256 of its content where it does ([`ReviewInputs::self_edit_sides`], the `self_edit`
+//!   module). An owner's assent is to that change: any later change of the path is a new
+//!   thread, a rebase that leaves it as it was keeps the assent. A side that could not be read
+//!   makes the path `assent/undecidable` as well.
 //! * **Withheld files**: any changed file the forge withheld (diff too large or collapsed) is
 //!   `assent/undecidable`, governed or not, as docs/contract.md#desired-state says an incomplete change set is.
 //! * **Unreadable content** of a governed side makes that file `assent/undecidable`, and the
@@ -46,12 +52,11 @@
 //!   merged into one finding, so the slot holds every reason.
 //! * **Parse errors** name `path:line: message` for each side that fails (base and/or source);
 //!   a file with a parse error is not diffed.
-//! * **Renames**: when both paths are governed, `old_path` at the base is diffed against
-//!   `new_path` at the source under `file = new_path` (identities and subjects of the new
-//!   path), so a pure rename is no change. When only one of the two paths is governed, the
-//!   rename is judged as what it is for the governed side: a whole-file delete of `old_path`
-//!   (file moved out of governance) or a whole-file add of `new_path` (moved in). That way a
-//!   rename can never carry a governed file out of sight silently.
+//! * **Renames** ([`renames`]): a consumer reads by path, so a rename is the deletion of the
+//!   old path's content, judged by the old path's rules, and the addition of the new path's,
+//!   judged by the new path's; a pure rename between governed paths fires the rules a delete
+//!   and an add fire (a rule whose `kinds` or `when` leave them out still does not care).
+//!   Entries of the listing that name the same path are one change of that path.
 //! * **Ambiguous identities** (docs/contract.md#identity-keys): a list declared with an identity field whose
 //!   entries cannot be told apart (an entry that is not a map, lacks the field or holds neither
 //!   a string nor an integer there, or two entries with the same value) is not compared at all
@@ -88,13 +93,18 @@
 //!   its first member's (for the Code Quality report; it is never placed on a line), and
 //!   built-in findings have none. `crate::placement` turns sites into diff positions.
 //! * **Contents that were not read** are [`FileContent::Absent`] in [`ChangedFileInput`]: the
-//!   reader only reads the governed sides (see [`is_governed`]), and this module only looks at
-//!   governed sides, so the two agree by construction.
+//!   reader only reads the governed sides and `.gitattributes` files (see [`is_read`]), and
+//!   this module only looks at those, so the two agree by construction.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+pub use self_edit::{PathState, REGULAR_FILE_MODE, SelfEditSides, self_edit_sides_of_contents};
+
+use crate::git_attributes::{
+    self, AttributesChange, SideContent as AttributesSide, is_attributes_file,
+};
 use crate::grouping::{Fired, group_fired};
 use crate::inert;
 use crate::model::{
@@ -109,6 +119,9 @@ use crate::semantic_diff::{
 
 /// Rule id of the finding for policies that do not load.
 pub const RULE_POLICY_ERROR: &str = "assent/policy-error";
+/// Rule id of the `comment` finding of a merge request judged as the repair of policies that
+/// load alone but not together with the central policy project's (a rule id both define).
+pub const RULE_POLICY_REPAIR: &str = "assent/policy-repair";
 /// Rule id of the finding for an MR touching `.assent/`.
 pub const RULE_SELF_EDIT: &str = "assent/self-edit";
 /// Rule id of the finding for a change set or file that cannot be judged.
@@ -162,6 +175,10 @@ pub struct ReviewInputs {
     pub policy_problems: Vec<String>,
     /// The changed files, or why the change set is incomplete.
     pub changed_files: Result<Vec<ChangedFileInput>, String>,
+    /// Each changed path under `.assent/` at the base and at the source SHA, by path: what
+    /// its `assent/self-edit` occurrence covers. A changed path missing here was not read,
+    /// and is `assent/undecidable` beside its self-edit.
+    pub self_edit_sides: BTreeMap<String, SelfEditSides>,
     /// What `when` predicates see of the MR.
     pub mr: MrContext,
     /// Parser limits for governed files.
@@ -209,6 +226,50 @@ pub fn is_governed(policies: &PolicySet, path: &str) -> bool {
     !is_assent_path(path) && format_for_path(path).is_some() && policies.governs(path)
 }
 
+/// Whether a run reads `path`'s content: a governed file, or a `.gitattributes` file (it
+/// decides what git hands the consumers of governed files: [`crate::git_attributes`]).
+pub fn is_read(policies: &PolicySet, path: &str) -> bool {
+    is_governed(policies, path) || is_attributes_file(path)
+}
+
+/// The `assent/git-attributes` findings of the changed `.gitattributes` paths (one change
+/// per path); a side that could not be read makes its path undecidable instead.
+fn attributes_findings(
+    policies: &PolicySet,
+    paths: &[ChangedFileInput],
+    undecidable: &mut BTreeMap<String, Vec<Reason>>,
+) -> Vec<Finding> {
+    let mut changes = Vec::new();
+    for file in paths.iter().filter(|f| is_attributes_file(&f.new_path)) {
+        let sides = [("base", &file.base), ("source", &file.source)].map(|(name, content)| Side {
+            used: true,
+            name,
+            path: &file.new_path,
+            content: content.clone(),
+        });
+        let unreadable: Vec<Reason> = sides.iter().filter_map(Side::unreadable).collect();
+        if !unreadable.is_empty() {
+            undecidable
+                .entry(subject_of(&file.new_path))
+                .or_default()
+                .extend(unreadable);
+            continue;
+        }
+        fn side(content: &FileContent) -> AttributesSide<'_> {
+            match content {
+                FileContent::Present(bytes) => AttributesSide::Present(bytes),
+                _ => AttributesSide::Absent,
+            }
+        }
+        changes.push(AttributesChange {
+            path: &file.new_path,
+            base: side(&file.base),
+            source: side(&file.source),
+        });
+    }
+    git_attributes::judge(&changes, &policies.file_globs())
+}
+
 /// Computes the desired review state. See the module docs for every rule.
 ///
 /// Takes the inputs by value so each file's bytes are freed as soon as they are parsed: for a
@@ -228,6 +289,7 @@ pub fn compute_desired_state_with_budget(
         policy_files,
         policy_problems,
         changed_files,
+        self_edit_sides,
         mr,
         limits,
     } = inputs;
@@ -238,13 +300,39 @@ pub fn compute_desired_state_with_budget(
 
     let files = change_set(changed_files, &mut undecidable);
     let self_edited = self_edited_paths(&files);
-    builtins.extend(self_edited.iter().map(|path| self_edit_finding(path)));
+    for path in &self_edited {
+        let sides = self_edit_sides.get(*path);
+        builtins.push(self_edit_finding(path, sides));
+        self_edit_unreadable(path, sides, &mut undecidable);
+    }
     let any_self_edit = !self_edited.is_empty();
     withheld_reasons(&files, &mut undecidable);
-    let policies = load_policies(&policy_files, policy_problems, &mut builtins);
+    let central_read = policy_problems.is_empty();
+    let central = !central_read
+        || policy_files
+            .iter()
+            .any(|f| f.path.starts_with(CENTRAL_POLICY_PREFIX));
+    let mut repair_owners = None;
+    let policies = match load_policies(&policy_files, policy_problems) {
+        Ok(set) => Some(set),
+        Err(problems) => {
+            repair_owners = central_read
+                .then(|| central_clash_repair(&policy_files, &files))
+                .flatten();
+            builtins.push(match repair_owners {
+                Some(_) => policy_repair_finding(&problems),
+                None => policy_error_finding(&problems, central),
+            });
+            None
+        }
+    };
 
     let changes = match &policies {
-        Some(policies) => judge_files(policies, files, &limits, &mut undecidable, &mut builtins),
+        Some(policies) => {
+            let paths = renames::path_changes(files);
+            builtins.extend(attributes_findings(policies, &paths, &mut undecidable));
+            judge_files(policies, paths, &limits, &mut undecidable, &mut builtins)
+        }
         None => Vec::new(),
     };
     let judged = match &policies {
@@ -258,7 +346,7 @@ pub fn compute_desired_state_with_budget(
     }
     DesiredOutcome {
         desired: DesiredState::new(findings)
-            .with_assenters(assenters(policies.as_ref(), any_self_edit))
+            .with_assenters(assenters(policies.as_ref(), any_self_edit, repair_owners))
             .with_members(judged.members)
             .with_sites(judged.sites),
         policy_digest,
@@ -323,26 +411,54 @@ fn withheld_reasons(files: &[ChangedFileInput], undecidable: &mut BTreeMap<Strin
     }
 }
 
-/// The target's policies, or `None` and one `assent/policy-error` finding listing every
-/// problem (the files' own and `policy_problems`, reads that failed).
+/// The target's policies, or every problem that keeps them from loading (the files' own and
+/// `policy_problems`, reads that failed).
 fn load_policies(
     policy_files: &[PolicyFile],
     policy_problems: Vec<String>,
-    builtins: &mut Vec<Finding>,
-) -> Option<PolicySet> {
-    let central = !policy_problems.is_empty()
-        || policy_files
-            .iter()
-            .any(|f| f.path.starts_with(CENTRAL_POLICY_PREFIX));
+) -> Result<PolicySet, Vec<String>> {
     match (PolicySet::load(policy_files), policy_problems.is_empty()) {
-        (Ok(set), true) => Some(set),
+        (Ok(set), true) => Ok(set),
         (loaded, _) => {
             let mut problems = policy_problems;
             problems.extend(loaded.err().into_iter().flatten().map(|p| p.to_string()));
-            builtins.push(policy_error_finding(&problems, central));
-            None
+            Err(problems)
         }
     }
+}
+
+/// The policy owners of a merge request judged as the repair of a clash with the central
+/// policy project (docs/policies.md, "When the central project clashes with a project's
+/// own"), or `None` when it is not one: the project's own policies at the target load alone,
+/// the central project's load alone (so the two only clash together, a rule id both define),
+/// and the merge request changes nothing outside `.assent/` (so nothing is left for rules
+/// that do not load to judge). Its own policies loading beside the central set is what the
+/// source-side check demands (`assent/policy-broken` otherwise). The owners are the ones the
+/// project's own policies declare, else the central project's, else the default: never a
+/// wider set because the policies are broken.
+fn central_clash_repair(
+    policy_files: &[PolicyFile],
+    files: &[ChangedFileInput],
+) -> Option<Assenters> {
+    let (central, own): (Vec<PolicyFile>, Vec<PolicyFile>) = policy_files
+        .iter()
+        .cloned()
+        .partition(|f| f.path.starts_with(CENTRAL_POLICY_PREFIX));
+    let only_assent = !files.is_empty()
+        && files
+            .iter()
+            .all(|f| is_assent_path(&f.old_path) && is_assent_path(&f.new_path));
+    if central.is_empty() || !only_assent {
+        return None;
+    }
+    let own = PolicySet::load(&own).ok()?;
+    let central = PolicySet::load(&central).ok()?;
+    Some(
+        own.declared_policy_owners()
+            .or(central.declared_policy_owners())
+            .cloned()
+            .unwrap_or_else(Assenters::default_policy_owners),
+    )
 }
 
 /// The changes of every governed file some rule could judge, sorted by (file, pointer, kind).
@@ -458,13 +574,20 @@ fn judge_changes(
 /// Who may assent, by rule id: the policies' narrowing, and for a run that changes policies
 /// the policy owners for `assent/self-edit` (the default ones when the policies do not load
 /// and so name none).
-fn assenters(policies: Option<&PolicySet>, any_self_edit: bool) -> BTreeMap<String, Assenters> {
+fn assenters(
+    policies: Option<&PolicySet>,
+    any_self_edit: bool,
+    repair_owners: Option<Assenters>,
+) -> BTreeMap<String, Assenters> {
     let mut assenters = policies
         .map(PolicySet::assenters_by_rule)
         .unwrap_or_default();
     if any_self_edit {
-        let owners =
-            policies.map_or_else(Assenters::default_policy_owners, PolicySet::policy_owners);
+        let owners = match (policies, repair_owners) {
+            (Some(policies), _) => policies.policy_owners(),
+            (None, Some(owners)) => owners,
+            (None, None) => Assenters::default_policy_owners(),
+        };
         assenters.insert(RULE_SELF_EDIT.to_owned(), owners);
     }
     assenters
@@ -750,25 +873,63 @@ fn builtin(rule: &str, subject: &str, details: Option<Value>, message: String) -
     }
 }
 
-fn self_edit_finding(path: &str) -> Finding {
-    let finding = builtin(
-        RULE_SELF_EDIT,
-        &subject_of(path),
-        None,
-        format!(
+/// The self-edit challenge of `path`, its occurrence covering the path at the base and at
+/// the source (`sides`; the `self_edit` module says how).
+fn self_edit_finding(path: &str, sides: Option<&SelfEditSides>) -> Finding {
+    let subject = subject_of(path);
+    let (old, new) = match sides {
+        Some(sides) => sides.occurrence_values(),
+        None => (json!({ "unread": true }), json!({ "unread": true })),
+    };
+    Finding {
+        slot: Slot {
+            rule: RULE_SELF_EDIT.to_owned(),
+            subject: subject.clone(),
+        },
+        effect: Effect::Challenge,
+        occurrence: Occurrence::of(
+            RULE_SELF_EDIT,
+            &subject,
+            ChangeKind::Modify,
+            Some(&old),
+            Some(&new),
+        ),
+        message: format!(
             "This merge request changes {}, part of the gate's own configuration. A merge \
              request is never judged under policies it edits itself: its other changes are \
              judged by the target branch's policies, and this change needs a policy owner's \
              assent. A policy owner other than the merge request's author (by default a \
              Maintainer or Owner of the project; the target branch's `policy_owners` may name \
              others) reviews it, with `assent lint` and `assent test`, and resolves this thread. \
+             The assent is to the path as it is now: any later change of it asks again. \
              Later merge requests are judged under the new policies once it is merged.",
             inert::code(path)
         ),
-    );
-    Finding {
-        effect: Effect::Challenge,
-        ..finding
+    }
+}
+
+/// A self-edited path a side of which could not be read (or was not read at all) is
+/// undecidable: its assent could not be tied to what it is.
+fn self_edit_unreadable(
+    path: &str,
+    sides: Option<&SelfEditSides>,
+    undecidable: &mut BTreeMap<String, Vec<Reason>>,
+) {
+    let details = match sides {
+        Some(sides) => sides.unreadable_reasons(path),
+        None => vec![format!(
+            "`{path}` was not read at the base and source SHAs, so an assent to it could not \
+             be tied to what it is"
+        )],
+    };
+    for detail in details {
+        undecidable
+            .entry(subject_of(path))
+            .or_default()
+            .push(Reason {
+                markdown: inert::code(&detail),
+                detail,
+            });
     }
 }
 
@@ -783,7 +944,9 @@ fn policy_error_finding(problems: &[String], central: bool) -> Finding {
              branch and the central policy project's, whose files are named `central:<project>/…`) \
              do not load or cannot be read, so this merge request cannot be judged and assent \
              blocks it. Fix each where it is named (run `assent lint --policy-project-dir` to see \
-             every problem of both sets):{list}"
+             every problem of both sets); when each set loads alone and only a rule id both \
+             define clashes, a merge request that changes only `.assent/` so that they load \
+             together is judged as the repair, with a policy owner's assent:{list}"
         )
     } else {
         format!(
@@ -798,6 +961,31 @@ fn policy_error_finding(problems: &[String], central: bool) -> Finding {
         Some(json!(problems)),
         message,
     )
+}
+
+/// The `comment` of a merge request judged as the repair of a clash with the central policy
+/// project: what does not load, and that its changes under `.assent/` need a policy owner.
+fn policy_repair_finding(problems: &[String]) -> Finding {
+    let list: String = problems
+        .iter()
+        .map(|p| format!("\n- {}", inert::code(p)))
+        .collect();
+    Finding {
+        effect: Effect::Comment,
+        ..builtin(
+            RULE_POLICY_REPAIR,
+            POLICY_ERROR_SUBJECT,
+            Some(json!(problems)),
+            format!(
+                "The target branch's policies load alone, and so do the central policy \
+                 project's, but not together, so every merge request that changes anything \
+                 else is blocked with `assent/policy-error`. This merge request changes only \
+                 `.assent/`: it is judged as their repair. Its own policies must load beside \
+                 the central set and pass their tests, and each change needs a policy owner's \
+                 assent. What does not load now:{list}"
+            ),
+        )
+    }
 }
 
 fn undecidable_finding(subject: &str, reasons: &[Reason]) -> Finding {
@@ -985,6 +1173,8 @@ fn code_span(text: &str) -> String {
     }
 }
 
+mod renames;
+mod self_edit;
 #[cfg(test)]
 mod spelling_tests;
 
@@ -992,6 +1182,7 @@ mod spelling_tests;
 mod tests {
     use super::*;
     use crate::model::Role;
+    use sha2::Digest;
 
     const POLICY: &str = r#"apiVersion: assent/v1
 kind: Policy
@@ -1054,6 +1245,7 @@ rules:
         ReviewInputs {
             policy_files: policies(),
             policy_problems: Vec::new(),
+            self_edit_sides: self_edit_sides_of_contents(&files),
             changed_files: Ok(files),
             mr: MrContext::default(),
             limits: Limits::default(),
@@ -1598,21 +1790,149 @@ rules:
                 .contains("policy owner other than the merge request's author")
         );
         assert!(!f.message.lines().any(|l| l.starts_with('/')));
-        // One stable occurrence per path: the content pushed does not re-open the thread.
+        // The occurrence covers the path at both sides, mode and content.
+        let side = |text: &str| json!({"mode": "100644", "sha256": hex::encode(sha2::Sha256::digest(text))});
         assert_eq!(
             f.occurrence,
             Occurrence::of(
                 RULE_SELF_EDIT,
                 ".assent/policies/topics.yaml#",
                 ChangeKind::Modify,
-                None,
-                None
+                Some(&side(POLICY)),
+                Some(&side("garbage: [")),
             )
         );
         // Only the default policy owners may assent: Maintainers and above.
         assert_eq!(
             out.desired.assenters_of(RULE_SELF_EDIT),
             Some(&Assenters::default_policy_owners())
+        );
+    }
+
+    /// The self-edit occurrence of `.assent/policies/topics.yaml` with these sides, and the
+    /// findings of that run.
+    fn self_edit_of(
+        base: PathState,
+        source: PathState,
+    ) -> (Occurrence, Vec<(String, String, Effect)>) {
+        let path = ".assent/policies/topics.yaml";
+        let mut inp = inputs(vec![file(path, FileContent::Absent, FileContent::Absent)]);
+        inp.self_edit_sides = BTreeMap::from([(path.to_owned(), SelfEditSides { base, source })]);
+        let out = compute_desired_state(inp);
+        (
+            finding(&out, RULE_SELF_EDIT).occurrence.clone(),
+            slots(&out),
+        )
+    }
+
+    #[test]
+    fn a_self_edits_occurrence_is_the_path_at_both_sides_so_any_later_change_asks_again() {
+        let regular = |text: &str| PathState::present("100644", text.as_bytes());
+        let assented = self_edit_of(regular(POLICY), regular("harmless"));
+        // The same sides (a rebase that leaves the path as it was) keep the occurrence.
+        assert_eq!(self_edit_of(regular(POLICY), regular("harmless")), assented);
+        let weakened = POLICY.replace("int(new) < int(old)", "false");
+        let later = [
+            // A second push of other content.
+            ("content", self_edit_of(regular(POLICY), regular(&weakened))),
+            // The same bytes, executable.
+            (
+                "mode",
+                self_edit_of(regular(POLICY), PathState::present("100755", b"harmless")),
+            ),
+            // The same bytes, a symbolic link to them.
+            (
+                "symlink",
+                self_edit_of(regular(POLICY), PathState::present("120000", b"harmless")),
+            ),
+            // Deleted.
+            ("deleted", self_edit_of(regular(POLICY), PathState::Absent)),
+            // A rebase onto a base where the path differs.
+            (
+                "base",
+                self_edit_of(regular(&weakened), regular("harmless")),
+            ),
+        ];
+        for (what, (occurrence, slots)) in later {
+            assert_ne!(occurrence, assented.0, "{what}");
+            assert_eq!(slots, assented.1, "{what}: still only the self-edit");
+        }
+        // Deleted, then added back as it was at the base: no change, so no self-edit at all
+        // is the caller's listing; added back otherwise, a new occurrence again.
+        assert_ne!(
+            self_edit_of(PathState::Absent, regular("harmless")).0,
+            self_edit_of(PathState::Absent, regular("harmless ")).0
+        );
+    }
+
+    #[test]
+    fn a_self_edited_path_that_was_not_or_could_not_be_read_is_undecidable() {
+        let path = ".assent/policies/topics.yaml";
+        let (_, unreadable) = self_edit_of(
+            PathState::present("100644", b"a"),
+            PathState::Unreadable("403 Forbidden".into()),
+        );
+        assert_eq!(
+            unreadable,
+            vec![
+                slot(RULE_SELF_EDIT, &format!("{path}#"), Effect::Challenge),
+                slot(RULE_UNDECIDABLE, &format!("{path}#"), Effect::Block),
+            ]
+        );
+        let mut inp = inputs(vec![file(path, present("a"), present("b"))]);
+        inp.self_edit_sides.clear();
+        let out = compute_desired_state(inp);
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(RULE_SELF_EDIT, &format!("{path}#"), Effect::Challenge),
+                slot(RULE_UNDECIDABLE, &format!("{path}#"), Effect::Block),
+            ]
+        );
+        assert!(
+            finding(&out, RULE_UNDECIDABLE)
+                .message
+                .contains("was not read"),
+            "{}",
+            finding(&out, RULE_UNDECIDABLE).message
+        );
+    }
+
+    #[test]
+    fn sides_from_contents_follow_renames_and_a_file_listed_twice() {
+        let sides = self_edit_sides_of_contents(&[
+            ChangedFileInput {
+                old_path: ".assent/a.yaml".into(),
+                new_path: ".assent/b.yaml".into(),
+                base: present("x"),
+                source: present("x"),
+                withheld: false,
+            },
+            // A file turned into a link: listed deleted, then added.
+            file(".assent/c", present("x"), FileContent::Absent),
+            file(".assent/c", FileContent::Absent, present("y")),
+        ]);
+        let x = PathState::present(REGULAR_FILE_MODE, b"x");
+        assert_eq!(
+            sides[".assent/a.yaml"],
+            SelfEditSides {
+                base: x.clone(),
+                source: PathState::Absent
+            }
+        );
+        assert_eq!(
+            sides[".assent/b.yaml"],
+            SelfEditSides {
+                base: PathState::Absent,
+                source: x.clone()
+            }
+        );
+        assert_eq!(
+            sides[".assent/c"],
+            SelfEditSides {
+                base: x,
+                source: PathState::present(REGULAR_FILE_MODE, b"y")
+            }
         );
     }
 
@@ -1644,6 +1964,83 @@ rules:
             present(ORDERS_7),
         )]));
         assert_eq!(out.desired.assenters_of(RULE_SELF_EDIT), None);
+    }
+
+    #[test]
+    fn a_clash_with_the_central_set_is_repaired_only_by_an_mr_changing_only_assent() {
+        let central = PolicyFile {
+            path: central_policy_path("platform/policies", ".assent/policies/c.yaml"),
+            bytes: POLICY.as_bytes().to_vec(),
+        };
+        let owners = PolicyFile {
+            path: ".assent/policies/owners.yaml".into(),
+            bytes: OWNERS_POLICY.as_bytes().to_vec(),
+        };
+        let judged = |files: Vec<ChangedFileInput>, problems: Vec<String>, own: Vec<PolicyFile>| {
+            let mut inp = inputs(files);
+            inp.policy_files = own;
+            inp.policy_files.push(central.clone());
+            inp.policy_problems = problems;
+            compute_desired_state(inp)
+        };
+        let own = || [policies(), vec![owners.clone()]].concat();
+        let policy_edit = || {
+            file(
+                ".assent/policies/topics.yaml",
+                present(POLICY),
+                present("x: 1"),
+            )
+        };
+        let self_edit = slot(
+            RULE_SELF_EDIT,
+            ".assent/policies/topics.yaml#",
+            Effect::Challenge,
+        );
+
+        let out = judged(vec![policy_edit()], vec![], own());
+        assert_eq!(
+            slots(&out),
+            vec![
+                slot(RULE_POLICY_REPAIR, POLICY_ERROR_SUBJECT, Effect::Comment),
+                self_edit.clone(),
+            ]
+        );
+        assert!(
+            finding(&out, RULE_POLICY_REPAIR)
+                .message
+                .contains("duplicate rule id `retention-shrink`"),
+            "{}",
+            finding(&out, RULE_POLICY_REPAIR).message
+        );
+        // The owners the project's own policies declare, never the wider default.
+        assert_eq!(
+            out.desired.assenters_of(RULE_SELF_EDIT),
+            Some(&Assenters {
+                users: vec!["alice".into()],
+                min_role: Some(Role::Owner),
+            })
+        );
+        let error = slot(RULE_POLICY_ERROR, POLICY_ERROR_SUBJECT, Effect::Block);
+        // Anything else changed: nothing can judge it.
+        let out = judged(
+            vec![
+                policy_edit(),
+                file("topics/orders.yaml", present(ORDERS_30), present(ORDERS_7)),
+            ],
+            vec![],
+            own(),
+        );
+        assert_eq!(slots(&out), vec![error.clone(), self_edit.clone()]);
+        // The central project could not be read, or the project's own policies do not load
+        // alone: no repair path.
+        let out = judged(vec![policy_edit()], vec!["cannot be read".into()], own());
+        assert_eq!(slots(&out), vec![error.clone(), self_edit.clone()]);
+        let broken = vec![PolicyFile {
+            path: ".assent/policies/topics.yaml".into(),
+            bytes: b"garbage: [".to_vec(),
+        }];
+        let out = judged(vec![policy_edit()], vec![], broken);
+        assert_eq!(slots(&out), vec![error, self_edit]);
     }
 
     #[test]
@@ -2114,80 +2511,207 @@ rules:
         );
     }
 
+    fn renamed(old: &str, new: &str, base: FileContent, source: FileContent) -> ChangedFileInput {
+        ChangedFileInput {
+            old_path: old.into(),
+            new_path: new.into(),
+            base,
+            source,
+            withheld: false,
+        }
+    }
+
+    /// What deleting `topics/orders.yaml` (holding `ORDERS_30`) fires.
+    fn orders_deleted() -> Vec<(String, String, Effect)> {
+        vec![
+            slot("file-deleted", "topics/orders.yaml#", Effect::Block),
+            slot(
+                "topic-deleted",
+                "topics/orders.yaml#/topics/orders.audit.v1",
+                Effect::Block,
+            ),
+            slot(
+                "topic-deleted",
+                "topics/orders.yaml#/topics/orders.events.v1",
+                Effect::Block,
+            ),
+        ]
+    }
+
     #[test]
-    fn a_rename_between_governed_paths_diffs_old_against_new_under_the_new_path() {
-        let out = compute_desired_state(inputs(vec![ChangedFileInput {
-            old_path: "topics/orders.yaml".into(),
-            new_path: "topics/orders-v2.yaml".into(),
-            base: present(ORDERS_30),
-            source: present(ORDERS_7),
-            withheld: false,
-        }]));
-        assert_eq!(
-            slots(&out),
-            vec![slot(
-                "retention-shrink",
-                "topics/orders-v2.yaml#/topics/orders.events.v1/retention_days",
-                Effect::Challenge
-            )]
+    fn a_pure_rename_between_governed_paths_deletes_the_old_paths_content() {
+        // A consumer reading `topics/orders.yaml` loses every topic, whatever the new path.
+        let pure = || {
+            renamed(
+                "topics/orders.yaml",
+                "topics/orders-v2.yaml",
+                present(ORDERS_30),
+                present(ORDERS_30),
+            )
+        };
+        let out = compute_desired_state(inputs(vec![pure()]));
+        assert_eq!(slots(&out), orders_deleted());
+        // The same rename on a rerun, listed among other files in another order: the same
+        // slots and occurrences.
+        let again = compute_desired_state(inputs(vec![
+            file("topics/other.yaml", present(ORDERS_30), present(ORDERS_30)),
+            pure(),
+        ]));
+        assert_eq!(again.desired.findings, out.desired.findings);
+    }
+
+    #[test]
+    fn a_rename_with_an_edit_is_judged_on_each_path_by_its_own_rules() {
+        let out = compute_desired_state(inputs(vec![renamed(
+            "topics/orders.yaml",
+            "archive/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_7),
+        )]));
+        let mut expected = orders_deleted();
+        expected.insert(0, slot("archived", "archive/orders.yaml#", Effect::Comment));
+        assert_eq!(slots(&out), expected);
+        // The shrink is no modify of either path: nothing compares the two.
+        assert!(
+            out.desired
+                .findings
+                .iter()
+                .all(|f| f.slot.rule != "retention-shrink")
         );
-        // A pure rename is no change.
-        let out = compute_desired_state(inputs(vec![ChangedFileInput {
-            old_path: "topics/orders.yaml".into(),
-            new_path: "topics/orders-v2.yaml".into(),
-            base: present(ORDERS_30),
-            source: present(ORDERS_30),
-            withheld: false,
-        }]));
-        assert!(out.changes.is_empty());
-        assert!(out.desired.findings.is_empty());
+    }
+
+    #[test]
+    fn a_case_only_rename_is_two_paths() {
+        let out = compute_desired_state(inputs(vec![renamed(
+            "topics/orders.yaml",
+            "topics/Orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_30),
+        )]));
+        assert_eq!(slots(&out), orders_deleted());
+    }
+
+    #[test]
+    fn a_rename_onto_a_path_the_listing_also_deletes_modifies_that_path() {
+        // Git broke the rewrite of `topics/orders.yaml` into a delete and an add, and paired
+        // the add with `topics/legacy.yaml`'s delete: the path still exists, with new content.
+        let out = compute_desired_state(inputs(vec![
+            renamed(
+                "topics/legacy.yaml",
+                "topics/orders.yaml",
+                FileContent::Unreadable("never read: the old path is not governed".into()),
+                present(ORDERS_7),
+            ),
+            file(
+                "topics/orders.yaml",
+                present(ORDERS_30),
+                FileContent::Absent,
+            ),
+        ]));
+        let out_slots = slots(&out);
+        assert!(
+            out_slots.contains(&slot(
+                "retention-shrink",
+                "topics/orders.yaml#/topics/orders.events.v1/retention_days",
+                Effect::Challenge
+            )),
+            "{out_slots:?}"
+        );
+        assert!(
+            !out_slots.contains(&slot("file-deleted", "topics/orders.yaml#", Effect::Block)),
+            "{out_slots:?}"
+        );
+        // The old path is governed too (`topics/*.yaml`) and could not be read.
+        assert!(out_slots.contains(&slot(
+            RULE_UNDECIDABLE,
+            "topics/legacy.yaml#",
+            Effect::Block
+        )));
     }
 
     #[test]
     fn a_rename_out_of_or_into_governance_is_a_whole_file_delete_or_add() {
-        let out = compute_desired_state(inputs(vec![ChangedFileInput {
-            old_path: "topics/orders.yaml".into(),
-            new_path: "attic/orders.yaml".into(),
-            base: present(ORDERS_30),
-            source: present(ORDERS_30),
-            withheld: false,
-        }]));
-        assert_eq!(
-            slots(&out),
-            vec![
-                slot("file-deleted", "topics/orders.yaml#", Effect::Block),
-                slot(
-                    "topic-deleted",
-                    "topics/orders.yaml#/topics/orders.audit.v1",
-                    Effect::Block
-                ),
-                slot(
-                    "topic-deleted",
-                    "topics/orders.yaml#/topics/orders.events.v1",
-                    Effect::Block
-                ),
-            ]
-        );
-        let out = compute_desired_state(inputs(vec![ChangedFileInput {
-            old_path: "topics/orders.yaml".into(),
-            new_path: "archive/orders.yaml".into(),
-            base: present(ORDERS_30),
-            source: present(ORDERS_30),
-            withheld: false,
-        }]));
-        // Both governed: diffed under the new path, nothing changed, nothing fires.
-        assert!(out.desired.findings.is_empty(), "{:?}", slots(&out));
-        let out = compute_desired_state(inputs(vec![ChangedFileInput {
-            old_path: "attic/orders.yaml".into(),
-            new_path: "archive/orders.yaml".into(),
-            base: FileContent::Unreadable("not read".into()),
-            source: present(ORDERS_30),
-            withheld: false,
-        }]));
+        let out = compute_desired_state(inputs(vec![renamed(
+            "topics/orders.yaml",
+            "attic/orders.yaml",
+            present(ORDERS_30),
+            present(ORDERS_30),
+        )]));
+        assert_eq!(slots(&out), orders_deleted());
+        let out = compute_desired_state(inputs(vec![renamed(
+            "attic/orders.yaml",
+            "archive/orders.yaml",
+            FileContent::Unreadable("not read".into()),
+            present(ORDERS_30),
+        )]));
         assert_eq!(
             slots(&out),
             vec![slot("archived", "archive/orders.yaml#", Effect::Comment)],
             "the ungoverned side is neither read nor judged"
+        );
+    }
+
+    #[test]
+    fn a_rename_into_or_out_of_the_assent_folder_is_a_self_edit_and_the_governed_sides_change() {
+        let out = compute_desired_state(inputs(vec![renamed(
+            "topics/orders.yaml",
+            ".assent/orders.yaml",
+            present(ORDERS_30),
+            FileContent::Absent,
+        )]));
+        let mut expected = vec![slot(
+            RULE_SELF_EDIT,
+            ".assent/orders.yaml#",
+            Effect::Challenge,
+        )];
+        expected.extend(orders_deleted());
+        expected.sort();
+        let mut got = slots(&out);
+        got.sort();
+        assert_eq!(got, expected);
+        let out = compute_desired_state(inputs(vec![renamed(
+            ".assent/orders.yaml",
+            "archive/orders.yaml",
+            FileContent::Absent,
+            present(ORDERS_30),
+        )]));
+        let mut got = slots(&out);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                slot("archived", "archive/orders.yaml#", Effect::Comment),
+                slot(RULE_SELF_EDIT, ".assent/orders.yaml#", Effect::Challenge),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_renamed_or_unreadable_attributes_file_is_judged_per_path() {
+        // Moved below `docs/`, the line now reaches `docs/topics/*.yaml` only: the top-level
+        // path lost a line that gave governed files `-diff`.
+        let out = compute_desired_state(inputs(vec![renamed(
+            ".gitattributes",
+            "docs/.gitattributes",
+            present("topics/*.yaml -diff\n"),
+            present("topics/*.yaml -diff\n"),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(
+                crate::git_attributes::RULE_GIT_ATTRIBUTES,
+                ".gitattributes#",
+                Effect::Challenge
+            )]
+        );
+        let out = compute_desired_state(inputs(vec![file(
+            ".gitattributes",
+            present("*.png binary\n"),
+            FileContent::Unreadable("403 Forbidden".into()),
+        )]));
+        assert_eq!(
+            slots(&out),
+            vec![slot(RULE_UNDECIDABLE, ".gitattributes#", Effect::Block)]
         );
     }
 
@@ -2324,13 +2848,17 @@ rules:
             source: present(ORDERS_7),
             withheld: false,
         }]));
+        // The rename deletes the old path's content: its ambiguity is the old path's.
         assert_eq!(
             slots(&out),
-            vec![slot(
-                RULE_AMBIGUOUS_IDENTITY,
-                "topics/orders.yaml#/topics",
-                Effect::Block
-            )]
+            vec![
+                slot(
+                    RULE_AMBIGUOUS_IDENTITY,
+                    "topics/orders-old.yaml#/topics",
+                    Effect::Block
+                ),
+                slot("file-deleted", "topics/orders-old.yaml#", Effect::Block),
+            ]
         );
         let message = &ambiguity(&out).message;
         assert!(
@@ -2649,6 +3177,7 @@ rules:
         let out = compute_desired_state(ReviewInputs {
             policy_files: Vec::new(),
             policy_problems: Vec::new(),
+            self_edit_sides: Default::default(),
             changed_files: Ok(vec![file(
                 "topics/a.yaml",
                 present("a: 1"),

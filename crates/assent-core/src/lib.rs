@@ -11,6 +11,7 @@ pub mod coalesce;
 pub mod codequality;
 pub mod commit_sha;
 pub mod desired_state;
+pub mod git_attributes;
 pub mod grouping;
 pub mod inert;
 pub mod inventory;

@@ -26,7 +26,9 @@ use std::cmp::Ordering;
 
 use serde::{Deserialize, Serialize};
 
-use crate::desired_state::{ChangedFileInput, FileContent, ReviewInputs, compute_desired_state};
+use crate::desired_state::{
+    ChangedFileInput, FileContent, ReviewInputs, compute_desired_state, self_edit_sides_of_contents,
+};
 use crate::model::{Decision, Effect};
 use crate::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines, sanitize_message};
 use crate::policy::{EvaluationFailure, MrContext, PolicyFile, document, suggest};
@@ -152,7 +154,7 @@ pub fn run_case(policy_files: &[PolicyFile], case: &TestCase) -> Actual {
         Some(text) => FileContent::Present(text.as_bytes().to_vec()),
         None => FileContent::Absent,
     };
-    let files = case
+    let files: Vec<ChangedFileInput> = case
         .files
         .iter()
         .map(|f| ChangedFileInput {
@@ -174,6 +176,7 @@ pub fn run_case(policy_files: &[PolicyFile], case: &TestCase) -> Actual {
     let outcome = compute_desired_state(ReviewInputs {
         policy_files: policy_files.to_vec(),
         policy_problems: Vec::new(),
+        self_edit_sides: self_edit_sides_of_contents(&files),
         changed_files: Ok(files),
         mr,
         limits: Limits::default(),

@@ -7,6 +7,13 @@
 //! Every problem is a `block` finding. The MR is still judged by the **target** branch's
 //! policies; its own policies are only loaded and tested here, never used to judge it.
 //!
+//! With a central policy project (docs/contract.md#central-policies), the source-side
+//! policies are loaded together with the central set, exactly as they will be loaded after
+//! the merge, and the cases run against both (as `assent test --policy-project-dir` runs
+//! them): a rule id the central project already defines is `assent/policy-broken` on the MR
+//! (on the central file the clash shows at, naming the MR's file), never an
+//! `assent/policy-error` on every merge request after it.
+//!
 //! | rule | subject | when |
 //! | --- | --- | --- |
 //! | `assent/policy-broken` | `<policy file>#` | a source-side policy file does not load (each problem with its line) |
@@ -20,6 +27,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use crate::desired_state::CENTRAL_POLICY_PREFIX;
 use crate::inert;
 use crate::model::{ChangeKind, Effect, Finding, Occurrence, Slot};
 use crate::policy::{PolicyFile, PolicySet};
@@ -42,6 +50,10 @@ pub struct SourcePolicies {
     pub test_files: Vec<PolicyFile>,
     /// Files that could not be read, each with why: `(path, reason)`.
     pub unreadable: Vec<(String, String)>,
+    /// The central policy project's files (paths from
+    /// [`central_policy_path`](crate::desired_state::central_policy_path)) the source-side
+    /// policies are loaded beside, as they will be after the merge; empty without one.
+    pub central_files: Vec<PolicyFile>,
 }
 
 /// The findings of the check of `source`: none when its policies load and every case passes.
@@ -64,7 +76,9 @@ pub fn check_source_policies(source: &SourcePolicies) -> Vec<Finding> {
             )
         })
         .collect();
-    if let Err(problems) = PolicySet::load(&source.policy_files) {
+    let mut loaded = source.policy_files.clone();
+    loaded.extend(source.central_files.iter().cloned());
+    if let Err(problems) = PolicySet::load(&loaded) {
         let mut by_file: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for problem in &problems {
             by_file
@@ -73,18 +87,26 @@ pub fn check_source_policies(source: &SourcePolicies) -> Vec<Finding> {
                 .push(problem.to_string());
         }
         findings.extend(by_file.into_iter().map(|(file, problems)| {
-            finding(
-                RULE_POLICY_BROKEN,
-                file,
-                json!(problems),
+            let message = if file.starts_with(CENTRAL_POLICY_PREFIX) {
+                format!(
+                    "This merge request's own policies do not load together with the central \
+                     policy project's {}, so once merged every merge request would be blocked \
+                     with `assent/policy-error`. Change this merge request's policies (a rule \
+                     id the central project defines must not be defined again; run `assent \
+                     lint --policy-project-dir` on the branch to see every problem):{}",
+                    inert::code(file),
+                    listed(&problems)
+                )
+            } else {
                 format!(
                     "This merge request's own {} does not load, so once merged it would \
                      block every merge request with `assent/policy-error`. Fix it (run \
                      `assent lint` on the branch to see every problem):{}",
                     inert::code(file),
                     listed(&problems)
-                ),
-            )
+                )
+            };
+            finding(RULE_POLICY_BROKEN, file, json!(problems), message)
         }));
         // Cases cannot run against policies that do not load: the broken policy is the
         // one thing to fix.
@@ -99,7 +121,7 @@ pub fn check_source_policies(source: &SourcePolicies) -> Vec<Finding> {
                     broken.at(&test.path)
                 )],
                 Ok(case) => {
-                    let actual = run_case(&source.policy_files, &case);
+                    let actual = run_case(&loaded, &case);
                     let lines = mismatches(case.expect.as_ref(), &actual);
                     if lines.is_empty() {
                         continue;
@@ -176,6 +198,7 @@ mod tests {
             policy_files: vec![file(".assent/policies/p.yaml", policy)],
             test_files: vec![file(".assent/tests/c.yaml", case)],
             unreadable: vec![],
+            central_files: vec![],
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::assent::AssentFacts;
+use crate::assent::{Account, AssentFacts};
 use crate::inventory::ThreadArtifact;
 use crate::model::{Effect, Finding, Occurrence, Slot, UserRef};
 
@@ -50,12 +50,14 @@ pub(crate) fn thread(id: u64, rule: &str, resolved: bool) -> ThreadArtifact {
     }
 }
 
-/// The people of core tests: bot [`BOT`], author [`AUTHOR`], no roles read.
+/// The people of core tests: bot [`BOT`], author [`AUTHOR`], reviewer [`REVIEWER`] (an
+/// active person), no roles read.
 pub(crate) fn facts() -> AssentFacts {
     AssentFacts {
         bot_id: BOT,
         author_id: Some(AUTHOR),
         roles: BTreeMap::new(),
         push_resolves_diff_threads: false,
+        accounts: BTreeMap::from([(REVIEWER, Ok(Account::active_human()))]),
     }
 }

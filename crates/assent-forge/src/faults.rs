@@ -123,6 +123,11 @@ impl Forge for FaultyForge<'_> {
         self.inner.project_role(user_id)
     }
 
+    fn user_account(&self, user_id: u64) -> Result<Option<crate::Account>, ForgeError> {
+        self.check_alive()?;
+        self.inner.user_account(user_id)
+    }
+
     fn resolves_outdated_diff_threads(&self) -> Result<bool, ForgeError> {
         self.check_alive()?;
         self.inner.resolves_outdated_diff_threads()

@@ -15,6 +15,7 @@ pub mod sweep;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+pub use assent_core::assent::Account;
 use assent_core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo, Role};
 
 /// Why a forge request failed. Texts never contain the token.
@@ -153,6 +154,11 @@ pub enum ForgeErrorKind {
     /// The forge did not accept the token for this request (401). GitLab also answers so to a
     /// second approval by the same user.
     Unauthorized,
+    /// The forge says the request changes nothing because it is already so (304 Not
+    /// Modified): GitLab 18 answers so to approving a merge request the user already approves
+    /// and to unapproving one it does not (`lib/api/merge_request_approvals.rb`,
+    /// `not_modified!`). Nothing was written.
+    NotModified,
     /// The request conflicts with the forge's current state (409), e.g. an approval pinned
     /// to a SHA that is no longer the merge request's head. Nothing was written.
     Conflict,
@@ -179,6 +185,7 @@ impl ForgeError {
             ForgeError::Status { status: 404, .. } => ForgeErrorKind::NotFound,
             ForgeError::Status { status: 401, .. } => ForgeErrorKind::Unauthorized,
             ForgeError::Status { status: 409, .. } => ForgeErrorKind::Conflict,
+            ForgeError::Status { status: 304, .. } => ForgeErrorKind::NotModified,
             ForgeError::Status { status, .. } if *status == 429 || *status >= 500 => {
                 ForgeErrorKind::Unavailable
             }
@@ -265,6 +272,11 @@ pub trait Forge: Send + Sync {
     /// membership included); `None` when the user is not a member. Read only for rules
     /// that narrow who may assent by role.
     fn project_role(&self, user_id: u64) -> Result<Option<Role>, ForgeError>;
+    /// What the forge says of user `user_id`'s account (`GET /users/:id`: whether GitLab
+    /// marks it a bot, its `state`); `None` when the forge does not show the user to the
+    /// token (404). Read once per distinct resolver of a challenge, so that a bot's or an
+    /// inactive account's resolution never counts (docs/contract.md#who-may-assent).
+    fn user_account(&self, user_id: u64) -> Result<Option<Account>, ForgeError>;
     /// Whether the project resolves outdated diff threads when a push changes their lines
     /// (GitLab's "Automatically resolve threads that become outdated",
     /// `resolve_outdated_diff_discussions` on `GET /projects/:id`). While it does, a DiffNote
@@ -275,11 +287,13 @@ pub trait Forge: Send + Sync {
     /// (`GET …/approvals`, the bot's id among `approved_by[].user.id`).
     fn bot_approves(&self) -> Result<bool, ForgeError>;
     /// Approves the merge request as the bot, pinned to `sha`: the forge refuses with
-    /// [`ForgeErrorKind::Conflict`] when the head is no longer `sha`, and with
-    /// [`ForgeErrorKind::Unauthorized`] when the bot approves already.
+    /// [`ForgeErrorKind::Conflict`] when the head is no longer `sha`, and answers
+    /// [`ForgeErrorKind::NotModified`] (GitLab 18) or [`ForgeErrorKind::Unauthorized`]
+    /// (earlier GitLab) when the bot approves already.
     fn approve(&self, sha: &str) -> Result<(), ForgeError>;
-    /// Withdraws the bot's approval; the forge answers [`ForgeErrorKind::NotFound`] when the
-    /// bot does not approve.
+    /// Withdraws the bot's approval; the forge answers [`ForgeErrorKind::NotModified`]
+    /// (GitLab 18) or [`ForgeErrorKind::NotFound`] (earlier GitLab) when the bot does not
+    /// approve.
     fn unapprove(&self) -> Result<(), ForgeError>;
     /// Requests made so far.
     fn request_counts(&self) -> RequestCounts;
@@ -369,6 +383,18 @@ impl FileMode {
             "120000" => FileMode::Symlink,
             "160000" => FileMode::Submodule,
             other => FileMode::Other(other.to_owned()),
+        }
+    }
+
+    /// Git's mode string of an entry whose content the repository holds (a file, executable
+    /// or not, or a symbolic link, whose content is its target); `None` for anything else (a
+    /// submodule, an unknown mode, or no entry).
+    pub fn git_mode(&self) -> Option<&'static str> {
+        match self {
+            FileMode::Regular => Some("100644"),
+            FileMode::Executable => Some("100755"),
+            FileMode::Symlink => Some("120000"),
+            FileMode::Absent | FileMode::Submodule | FileMode::Other(_) => None,
         }
     }
 

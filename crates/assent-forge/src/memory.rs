@@ -18,7 +18,8 @@ use std::sync::Mutex;
 use sha2::{Digest, Sha256};
 
 use crate::{
-    ChangedFile, CreatedThread, Forge, ForgeError, Repository, RepositoryFiles, RequestCounts,
+    Account, ChangedFile, CreatedThread, Forge, ForgeError, Repository, RepositoryFiles,
+    RequestCounts,
 };
 use assent_core::model::{
     DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
@@ -83,6 +84,9 @@ struct State {
     changes_count: Option<Option<String>>,
     clock: u64,
     roles: BTreeMap<u64, Role>,
+    /// Accounts set by [`InMemoryForge::set_account`] (`None`: not shown); every other user
+    /// is an active person.
+    accounts: BTreeMap<u64, Option<Account>>,
     /// Users who approve the MR right now.
     approved_by: BTreeSet<u64>,
     /// GitLab's "remove all approvals when commits are added" (on by default).
@@ -144,6 +148,7 @@ impl InMemoryForge {
                 changes_count: None,
                 clock: 0,
                 roles: BTreeMap::new(),
+                accounts: BTreeMap::new(),
                 approved_by: BTreeSet::new(),
                 reset_approvals_on_push: true,
                 resolve_outdated_diff_discussions: false,
@@ -311,6 +316,12 @@ impl InMemoryForge {
     /// Gives user `user_id` the project role `role` (everyone else is not a member).
     pub fn set_role(&self, user_id: u64, role: Role) {
         self.lock().roles.insert(user_id, role);
+    }
+
+    /// Sets what the forge says of user `user_id`'s account (`None`: the user is not shown,
+    /// as GitLab answers 404); every user not set is an active person.
+    pub fn set_account(&self, user_id: u64, account: Option<Account>) {
+        self.lock().accounts.insert(user_id, account);
     }
 
     /// Resolves or re-opens the thread containing `note_id` as user `by`.
@@ -662,6 +673,16 @@ impl Forge for InMemoryForge {
         let mut state = self.lock();
         state.counts.reads += 1;
         Ok(state.roles.get(&user_id).copied())
+    }
+
+    fn user_account(&self, user_id: u64) -> Result<Option<Account>, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        Ok(state
+            .accounts
+            .get(&user_id)
+            .cloned()
+            .unwrap_or_else(|| Some(Account::active_human())))
     }
 
     fn bot_approves(&self) -> Result<bool, ForgeError> {

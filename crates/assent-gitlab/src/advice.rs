@@ -40,6 +40,8 @@ pub enum Diagnosis {
 pub fn diagnose(error: &ForgeError) -> Diagnosis {
     match error {
         ForgeError::Status { status: 403, .. } => Diagnosis::Forbidden,
+        // 304 is GitLab's "already so" (an approval that already stands), not a redirect.
+        ForgeError::Status { status: 304, .. } => Diagnosis::Refused,
         ForgeError::Status {
             status: 300..=399, ..
         } => Diagnosis::Redirected,
@@ -50,7 +52,9 @@ pub fn diagnose(error: &ForgeError) -> Diagnosis {
         _ => match error.kind() {
             ForgeErrorKind::Unauthorized => Diagnosis::TokenRejected,
             ForgeErrorKind::NotFound => Diagnosis::NotFound,
-            ForgeErrorKind::Conflict | ForgeErrorKind::Refused => Diagnosis::Refused,
+            ForgeErrorKind::Conflict | ForgeErrorKind::Refused | ForgeErrorKind::NotModified => {
+                Diagnosis::Refused
+            }
             ForgeErrorKind::Unavailable => Diagnosis::ServerError,
             ForgeErrorKind::Decode => Diagnosis::Unreadable,
             ForgeErrorKind::Ambiguous | ForgeErrorKind::Incomplete | ForgeErrorKind::Injected => {

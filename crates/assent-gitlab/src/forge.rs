@@ -17,6 +17,7 @@ use gitlab::api::projects::merge_requests::notes::{CreateMergeRequestNote, EditM
 use gitlab::api::projects::merge_requests::{
     ApproveMergeRequest, MergeRequest, MergeRequestDiffs, UnapproveMergeRequest,
 };
+use gitlab::api::users::User;
 use serde::Deserialize;
 
 use super::GitLabConfigError;
@@ -34,7 +35,7 @@ use assent_core::model::{
     Role, UserRef,
 };
 use assent_forge::{
-    BudgetedRead, ChangedFile, ContentBudget, CreatedThread, FileMode, Forge, ForgeError,
+    Account, BudgetedRead, ChangedFile, ContentBudget, CreatedThread, FileMode, Forge, ForgeError,
     Repository, RepositoryFiles, RequestCounts,
 };
 
@@ -110,6 +111,15 @@ pub(super) struct ApiUser {
 #[derive(Deserialize)]
 struct ApiMember {
     access_level: u64,
+}
+
+/// What a run reads of `GET /users/:id` (GitLab's `Entities::User` for a token that is not
+/// an admin's: `bot` from `User#bot?`, `state` from `Entities::UserBasic`). A field left out
+/// stays `None`, and the core does not count the resolution then.
+#[derive(Deserialize)]
+struct ApiAccount {
+    bot: Option<bool>,
+    state: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -280,6 +290,26 @@ impl Forge for GitLabForge {
                 Ok(Role::from_access_level(member.access_level))
             }
             // The project was just read, so a 404 here is "not a member".
+            Err(ForgeError::Status { status: 404, .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    fn user_account(&self, user_id: u64) -> Result<Option<Account>, ForgeError> {
+        let endpoint = User::builder()
+            .user(user_id)
+            .build()
+            .map_err(|e| build_error("user", e))?;
+        let request = self.client.prepare(&endpoint)?;
+        match self.client.requester.read(&request) {
+            Ok(response) => {
+                let account: ApiAccount = self.client.decode_read(&request, &response)?;
+                Ok(Some(Account {
+                    bot: account.bot,
+                    state: account.state,
+                }))
+            }
+            // GitLab answers 404 for a user the token may not see (`lib/api/users.rb`).
             Err(ForgeError::Status { status: 404, .. }) => Ok(None),
             Err(error) => Err(error),
         }

@@ -561,14 +561,17 @@ impl Requester {
         })
     }
 
-    /// The error for a non-2xx answer: 3xx names the refused redirect target, others quote
-    /// GitLab's message.
+    /// The error for a non-2xx answer: 304 says the request changed nothing, another 3xx names
+    /// the refused redirect target, others quote GitLab's message.
     pub(crate) fn status_error(
         &self,
         request: &PreparedRequest,
         response: &RawResponse,
     ) -> ForgeError {
-        let message = if (300..400).contains(&response.status) {
+        let message = if response.status == 304 {
+            // GitLab's `not_modified!` has no body: it answers a write that is already so.
+            "not modified: GitLab says it is already so".to_owned()
+        } else if (300..400).contains(&response.status) {
             match response.header("location") {
                 Some(location) => format!(
                     "redirect to {} refused (redirects are never followed)",

@@ -398,11 +398,11 @@ fn role_verdicts() {
     );
 
     let hidden = project_unreadable_check("g/p", &failed(Diagnosis::NotFound));
-    assert_check(&hidden, "role", Status::Fail, "cannot read project g/p");
+    assert_check(&hidden, "project", Status::Fail, "cannot read project g/p");
     assert!(fix(&hidden).contains("404 for projects a user cannot see"));
     assert_check(
         &project_unreadable_check("g/p", &failed(Diagnosis::ServerError)),
-        "role",
+        "project",
         Status::Unknown,
         "cannot read project g/p",
     );
@@ -488,7 +488,7 @@ fn merge_request_verdicts() {
     assert_check(
         &merge_request_check(None),
         "merge-request",
-        Status::Pass,
+        Status::Skipped,
         "no MR given",
     );
     let mr = |source, target| {

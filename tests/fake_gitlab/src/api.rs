@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::http::{RawRequest, Response};
-use crate::model::{Discussion, MergeRequest, Note, Pipeline, Project, State, Token};
+use crate::model::{Discussion, MergeRequest, Note, Pipeline, Project, State, Token, User};
 use crate::ops::OpError;
 use crate::route::{Route, RouteKind};
 use crate::server::Inner;
@@ -108,7 +108,9 @@ pub(crate) fn dispatch(
     let allowed = if write {
         has("api")
     } else {
-        has("api") || has("read_api") || (route.kind == RouteKind::User && has("read_user"))
+        has("api")
+            || has("read_api")
+            || (matches!(route.kind, RouteKind::User | RouteKind::UserById) && has("read_user"))
     };
     if !allowed {
         return (insufficient_scope(), Some(user));
@@ -226,7 +228,20 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
             );
         }
         (RouteKind::Version, "GET") => return crate::ci::version(st),
-        (RouteKind::User | RouteKind::TokenSelf | RouteKind::Version, _) => {
+        // `lib/api/users.rb` `get ":id"`: `Entities::User` for a token that is not an
+        // admin's, 404 for a user it may not see (the fake knows no hidden users).
+        (RouteKind::UserById, "GET") => {
+            return match route
+                .name
+                .parse::<u64>()
+                .ok()
+                .filter(|id| st.user(*id).is_some())
+            {
+                Some(id) => Response::json(200, &user_full(st, id)),
+                None => Response::message(404, "404 User Not Found"),
+            };
+        }
+        (RouteKind::User | RouteKind::UserById | RouteKind::TokenSelf | RouteKind::Version, _) => {
             return method_not_allowed();
         }
         _ => {}
@@ -935,7 +950,7 @@ pub(crate) fn user_basic(st: &State, id: u64) -> Value {
 
 fn user_full(st: &State, id: u64) -> Value {
     let mut v = user_basic(st, id);
-    let bot = st.user(id).is_some_and(|u| u.bot);
+    let bot = st.user(id).is_some_and(User::is_bot);
     if let Value::Object(m) = &mut v {
         m.insert("bot".into(), json!(bot));
         m.insert("created_at".into(), json!("2024-01-01T00:00:00.000Z"));
@@ -1042,6 +1057,9 @@ fn note_json(st: &State, p: &Project, m: &MergeRequest, n: &Note) -> Value {
     });
     if let Some(position) = &n.position {
         v["position"] = crate::positions::position_json(position);
+        // `lib/api/entities/note.rb` exposes `commit_id` for a DiffNote on an MR; a thread
+        // started on the MR's diff (not on one commit of it) records none.
+        v["commit_id"] = Value::Null;
     }
     if n.resolvable {
         v["resolved"] = json!(n.resolved);

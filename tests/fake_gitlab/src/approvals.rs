@@ -2,11 +2,16 @@
 //!
 //! * `GET …/merge_requests/:iid/approvals`: the approval state, `approved_by[].user`.
 //! * `POST …/merge_requests/:iid/approve` (optional `sha`): 201 and the approval state; 409
-//!   `SHA does not match HEAD of source branch: <head>` when `sha` is not the MR's head; 401
-//!   when the user approves already, is the MR's author while author approval is off, or the
-//!   MR is not open; 403 below Developer.
-//! * `POST …/merge_requests/:iid/unapprove`: 201 and the approval state; 404 when the user
-//!   does not approve; 403 below Developer.
+//!   `SHA does not match HEAD of source branch: <head>` when `sha` is not the MR's head; when
+//!   the user approves already, 304 Not Modified from GitLab 18 on and 401 before; 401 when
+//!   the user is the MR's author while author approval is off, or the MR is not open; 403
+//!   below Developer.
+//! * `POST …/merge_requests/:iid/unapprove`: 201 and the approval state; when the user does
+//!   not approve, 304 Not Modified from GitLab 18 on and 404 before; 403 below Developer.
+//!
+//! The 304 is `not_modified!` in GitLab's `lib/api/merge_request_approvals.rb` (current
+//! version), checked before the approval services run; older versions of that file only have
+//! the services' failures (`unauthorized!`, `not_found!`). A 304 has no body on the wire.
 //! * `GET …/merge_requests/:iid/approval_rules`, `GET /projects/:id/approval_rules`,
 //!   `GET /projects/:id/approvals` (settings): 403 when the project's tier has no approval
 //!   rules (GitLab Free), and below Reporter.
@@ -33,6 +38,22 @@ fn forbidden() -> Response {
 
 fn unauthorized() -> Response {
     Response::message(401, "401 Unauthorized")
+}
+
+/// The first GitLab version that answers an approval already so with 304
+/// (docs/contract.md#approvals-already-so).
+const NOT_MODIFIED_SINCE: (u64, u64) = (18, 0);
+
+/// GitLab's answer to an approval or unapproval that is already so: `older` (401 or 404)
+/// before [`NOT_MODIFIED_SINCE`], 304 with an empty body (Rack sends none with a 304) from
+/// then on.
+fn already_so(st: &State, older: Response) -> Response {
+    let (major, minor) = NOT_MODIFIED_SINCE;
+    if crate::ci::version_at_least(&st.version, major, minor) {
+        Response::bytes(304, "application/json", Vec::new())
+    } else {
+        older
+    }
 }
 
 /// Clears the approvals of MR `iid` when a push to `new_head` moves its head and the project
@@ -140,8 +161,11 @@ fn approve(
             ),
         );
     }
+    if mr.approved_by.contains(&uid) {
+        return already_so(st, unauthorized());
+    }
     let own = mr.author_id == uid && !author_may_approve;
-    if mr.state.as_str() != "opened" || own || mr.approved_by.contains(&uid) {
+    if mr.state.as_str() != "opened" || own {
         return unauthorized();
     }
     let mr = st.project_mut(pid).and_then(|p| p.mr_mut(iid)).expect("mr");
@@ -154,15 +178,16 @@ fn approve(
 }
 
 fn unapprove(st: &mut State, pid: u64, iid: u64, uid: u64, level: u32) -> Response {
-    let Some(mr) = st.project_mut(pid).and_then(|p| p.mr_mut(iid)) else {
+    let Some(mr) = st.project(pid).and_then(|p| p.mr(iid)) else {
         return mr_not_found();
     };
     if level < DEVELOPER {
         return forbidden();
     }
     if !mr.approved_by.contains(&uid) {
-        return Response::message(404, "404 Not Found");
+        return already_so(st, Response::message(404, "404 Not Found"));
     }
+    let mr = st.project_mut(pid).and_then(|p| p.mr_mut(iid)).expect("mr");
     mr.approved_by.retain(|u| *u != uid);
     let project = st.project(pid).expect("project");
     Response::json(

@@ -97,11 +97,32 @@ pub struct User {
     pub username: String,
     /// The user's display name.
     pub name: String,
-    /// Whether the user is a bot (a project or group access token's user).
-    pub bot: bool,
-    /// `active`, `blocked`, ….
+    /// GitLab's `user_type`: `human`, `project_bot` (a project or group access token's
+    /// user), `service_account`, … . GitLab answers `bot` from it (`User#bot?`: the type is
+    /// one of `HasUserType::BOT_USER_TYPES`, `app/models/concerns/has_user_type.rb`) and shows
+    /// the type itself to admins only, so the fake shows `bot` alone.
+    pub user_type: String,
+    /// `active`, `blocked`, `deactivated`, `banned`, ….
     pub state: String,
 }
+
+/// GitLab's `HasUserType::BOT_USER_TYPES`: the user types whose `bot` is `true`. A
+/// `service_user` (a GitLab.com-internal type) is not among them.
+pub const BOT_USER_TYPES: &[&str] = &[
+    "alert_bot",
+    "project_bot",
+    "support_bot",
+    "visual_review_bot",
+    "migration_bot",
+    "security_bot",
+    "automation_bot",
+    "security_policy_bot",
+    "admin_bot",
+    "suggested_reviewers_bot",
+    "service_account",
+    "llm_bot",
+    "duo_code_review_bot",
+];
 
 impl Default for User {
     fn default() -> Self {
@@ -109,7 +130,7 @@ impl Default for User {
             id: 0,
             username: String::new(),
             name: String::new(),
-            bot: false,
+            user_type: "human".into(),
             state: "active".into(),
         }
     }
@@ -125,10 +146,23 @@ impl User {
             ..Default::default()
         }
     }
-    /// Marks the user as a bot (or not).
-    pub fn bot(mut self, bot: bool) -> Self {
-        self.bot = bot;
+    /// Marks the user as a bot, a project access token's (or a human).
+    pub fn bot(self, bot: bool) -> Self {
+        self.user_type(if bot { "project_bot" } else { "human" })
+    }
+    /// Sets the user's `user_type` (`project_bot`, `service_account`, …).
+    pub fn user_type(mut self, user_type: &str) -> Self {
+        self.user_type = user_type.into();
         self
+    }
+    /// Sets the user's `state` (`blocked`, `deactivated`, …).
+    pub fn state(mut self, state: &str) -> Self {
+        self.state = state.into();
+        self
+    }
+    /// GitLab's `User#bot?`.
+    pub fn is_bot(&self) -> bool {
+        BOT_USER_TYPES.contains(&self.user_type.as_str())
     }
 }
 

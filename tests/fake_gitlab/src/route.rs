@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 pub enum RouteKind {
     /// `/user`
     User,
+    /// `/users/:id`
+    UserById,
     /// `/personal_access_tokens/self`
     TokenSelf,
     /// `/projects/:id`
@@ -109,6 +111,10 @@ pub(crate) fn parse(raw_path: &str) -> Route {
     let num = |s: &str| s.parse::<u64>().ok().filter(|_| !s.starts_with('+'));
     let kind = match seg.as_slice() {
         ["user"] => RouteKind::User,
+        ["users", id] => {
+            r.name = decode(id);
+            RouteKind::UserById
+        }
         ["personal_access_tokens", "self"] => RouteKind::TokenSelf,
         ["version"] => RouteKind::Version,
         ["projects", p, tail @ ..] if !p.is_empty() => {

@@ -102,10 +102,9 @@ fn approve_pins_the_head_and_answers_like_gitlab() {
     assert_eq!(body["approved_by"][0]["user"]["username"], "assent-bot");
     assert_eq!(body["user_has_approved"], true);
 
-    // Approving again: 401.
+    // Approving again: 304 with no body (GitLab 18, the default profile).
     let (status, body) = call(&fake, "POST", &mr_path("/approve"), BOT_TOKEN, &[]);
-    assert_eq!(status, 401);
-    assert_eq!(body["message"], "401 Unauthorized");
+    assert_eq!((status, body), (304, Value::Null));
     assert_eq!(fake.approvals(PROJECT_ID, MR_IID), vec![BOT_ID]);
 
     let (status, body) = call(&fake, "GET", &mr_path("/approvals"), BOT_TOKEN, &[]);
@@ -113,12 +112,49 @@ fn approve_pins_the_head_and_answers_like_gitlab() {
     assert_eq!(fake.writes(), 3, "every approve is logged as a write");
 }
 
+/// `lib/api/merge_request_approvals.rb`: `not_modified!` from GitLab 18 on; before, the
+/// approval services' failures (401 for approving again, 404 for unapproving nothing).
 #[test]
-fn unapprove_answers_404_when_there_is_no_approval() {
+fn an_approval_already_so_is_304_from_gitlab_18_and_401_or_404_before() {
+    for (version, again, nothing) in [
+        ("18.0.0", (304, Value::Null), (304, Value::Null)),
+        ("18.6.0", (304, Value::Null), (304, Value::Null)),
+        (
+            "17.11.3",
+            (401, serde_json::json!({"message": "401 Unauthorized"})),
+            (404, serde_json::json!({"message": "404 Not Found"})),
+        ),
+    ] {
+        let fake = start();
+        fake.with_state(|s| s.version = version.into());
+        let first = call(&fake, "POST", &mr_path("/approve"), BOT_TOKEN, &[]);
+        assert_eq!(first.0, 201, "{version}");
+        let second = call(&fake, "POST", &mr_path("/approve"), BOT_TOKEN, &[]);
+        assert_eq!(second, again, "{version}: approving again");
+        assert_eq!(fake.approvals(PROJECT_ID, MR_IID), vec![BOT_ID]);
+        let first = call(&fake, "POST", &mr_path("/unapprove"), BOT_TOKEN, &[]);
+        assert_eq!(first.0, 201, "{version}");
+        let second = call(&fake, "POST", &mr_path("/unapprove"), BOT_TOKEN, &[]);
+        assert_eq!(second, nothing, "{version}: unapproving nothing");
+        assert_eq!(fake.approvals(PROJECT_ID, MR_IID), Vec::<u64>::new());
+        // The head check comes first, as in GitLab (`check_sha_param!` before the 304).
+        fake.set_approved(PROJECT_ID, MR_IID, BOT_ID, true);
+        let moved = call(
+            &fake,
+            "POST",
+            &mr_path("/approve"),
+            BOT_TOKEN,
+            &[("sha", NEW_SHA)],
+        );
+        assert_eq!(moved.0, 409, "{version}");
+    }
+}
+
+#[test]
+fn unapprove_answers_not_modified_when_there_is_no_approval() {
     let fake = start();
     let (status, body) = call(&fake, "POST", &mr_path("/unapprove"), BOT_TOKEN, &[]);
-    assert_eq!(status, 404);
-    assert_eq!(body["message"], "404 Not Found");
+    assert_eq!((status, body), (304, Value::Null));
 
     fake.ensure_user(301, "carol");
     fake.set_approved(PROJECT_ID, MR_IID, BOT_ID, true);

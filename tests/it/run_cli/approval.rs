@@ -82,7 +82,7 @@ fn approve_on_approve_approves_at_the_pinned_head_after_the_verified_summary() {
 #[test]
 fn the_approval_follows_the_verified_edit_when_threads_are_retired() {
     let w = World::new(ASSENT);
-    w.run(&["--approve"]).expect_code(0);
+    w.run(&["--approve"]).expect_code(1);
     assert!(approvals(&w).is_empty(), "REVIEW is not approved");
     revert_to_base(&w);
     w.fake.reset_log();
@@ -384,4 +384,116 @@ fn a_refused_approval_is_a_forge_failure_and_the_summary_is_not_left_verified() 
         "a run that exits 3 leaves no verified summary: {marker}"
     );
     assert!(!r.stderr.contains("glpat-bot-reporter"));
+}
+
+// ---- an approval already so (docs/contract.md#approvals-already-so) ------------------------------
+
+/// The fake's version profiles: GitLab 18 answers an approval already so with 304, earlier
+/// GitLab with 401 (approve) or 404 (unapprove), `lib/api/merge_request_approvals.rb`.
+const ALREADY_SO_PROFILES: [(&str, u16, u16); 2] = [("18.6.0", 304, 304), ("17.11.0", 401, 404)];
+
+/// Runs `assent run --approve --fail-on review` at `head` with the approval write of `route`
+/// held until `meanwhile` (what another actor does between the run's read and its write) has
+/// run.
+fn race_approval_write(
+    w: &World,
+    head: &str,
+    route: RouteKind,
+    meanwhile: impl FnOnce(&World),
+) -> RunResult {
+    w.fake.inject(
+        FaultRule::new(FaultAction::Hold {
+            apply: HoldApply::Before,
+            timeout_ms: Some(20_000),
+        })
+        .method("POST")
+        .route(route)
+        .nth(1),
+    );
+    let running = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", head)
+        .args(&["--approve", "--fail-on", "review"])
+        .spawn();
+    assert!(
+        w.fake.wait_for_held(1, Duration::from_secs(30)),
+        "the run never sent the approval write"
+    );
+    meanwhile(w);
+    w.fake.release_holds();
+    running.wait()
+}
+
+#[test]
+fn an_approval_that_is_already_there_when_it_is_sent_settles_under_both_profiles() {
+    for (version, approve_status, _) in ALREADY_SO_PROFILES {
+        let w = World::new(ASSENT);
+        w.fake.with_state(|s| s.version = version.into());
+        revert_to_base(&w);
+        // Another run of the bot approves between this run's read and its write.
+        let r = race_approval_write(&w, NEW_SHA, RouteKind::Approve, |w| {
+            w.fake.set_approved(project(), mr(), fixtures::BOT_ID, true)
+        });
+        r.expect_code(0);
+        let receipt = r.receipt();
+        assert_eq!(receipt["outcome"], "published", "{version}");
+        assert_eq!(receipt["approval"], "unchanged", "{version}");
+        let answers: Vec<(RouteKind, Option<u16>)> = approval_requests(&w)
+            .iter()
+            .map(|q| (q.route, q.status))
+            .collect();
+        assert_eq!(
+            answers,
+            [
+                (RouteKind::MrApprovals, Some(200)),
+                (RouteKind::Approve, Some(approve_status)),
+                (RouteKind::MrApprovals, Some(200)),
+            ],
+            "{version}: read, approve (already so), read; nothing resent"
+        );
+        assert_eq!(approvals(&w), vec![fixtures::BOT_ID]);
+        assert!(r.stdout.contains("approval: unchanged"), "{}", r.stdout);
+        let marker = w.summary().body.lines().next().unwrap().to_owned();
+        assert!(marker.contains("\"state\":\"verified\""), "{marker}");
+    }
+}
+
+#[test]
+fn an_approval_that_is_already_gone_when_withdrawn_settles_under_both_profiles() {
+    for (version, _, unapprove_status) in ALREADY_SO_PROFILES {
+        let w = World::new(ASSENT);
+        w.fake.with_state(|s| {
+            s.version = version.into();
+            s.projects[0].approvals.reset_approvals_on_push = false;
+        });
+        revert_to_base(&w);
+        run_at_with(&w, NEW_SHA, &["--approve"]).expect_code(0);
+        w.push(NEWER_SHA, &[("topics/orders.yaml", &orders(7))]);
+        w.fake.reset_log();
+        // A person withdraws the bot's approval between this run's read and its write.
+        let r = race_approval_write(&w, NEWER_SHA, RouteKind::Unapprove, |w| {
+            w.fake
+                .set_approved(project(), mr(), fixtures::BOT_ID, false)
+        });
+        r.expect_code(1);
+        let receipt = r.receipt();
+        assert_eq!(receipt["decision"], "REVIEW", "{version}");
+        assert_eq!(receipt["approval"], "unchanged", "{version}");
+        let answers: Vec<(RouteKind, Option<u16>)> = approval_requests(&w)
+            .iter()
+            .map(|q| (q.route, q.status))
+            .collect();
+        assert_eq!(
+            answers,
+            [
+                (RouteKind::MrApprovals, Some(200)),
+                (RouteKind::Unapprove, Some(unapprove_status)),
+                (RouteKind::MrApprovals, Some(200)),
+            ],
+            "{version}"
+        );
+        assert!(approvals(&w).is_empty());
+        let marker = w.summary().body.lines().next().unwrap().to_owned();
+        assert!(marker.contains("\"state\":\"verified\""), "{marker}");
+    }
 }

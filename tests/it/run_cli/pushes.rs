@@ -7,7 +7,7 @@ use super::*;
 #[test]
 fn a_push_that_changes_the_judged_value_supersedes_a_resolved_thread() {
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     let old = w.thread(RETENTION);
     w.fake
         .resolve(project(), mr(), &old.id, fixtures::HUMAN_ID, true);
@@ -20,7 +20,7 @@ fn a_push_that_changes_the_judged_value_supersedes_a_resolved_thread() {
         .invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
         .run();
-    r.expect_code(0);
+    r.expect_code(1);
     assert!(
         r.stdout.starts_with("assent: REVIEW for !7 at 44444444"),
         "{}",
@@ -80,7 +80,7 @@ fn a_sha256_repository_is_gated_like_any_other() {
             &sha256.to_ascii_uppercase(),
         )
         .run();
-    r.expect_code(0);
+    r.expect_code(1);
     assert!(
         r.stdout.starts_with("assent: REVIEW for !7 at 55555555"),
         "{}",
@@ -98,7 +98,7 @@ fn a_sha256_repository_is_gated_like_any_other() {
     w.invocation()
         .args(&["--source-sha", &sha256])
         .run()
-        .expect_code(0);
+        .expect_code(1);
     assert!(w.writes().is_empty(), "{:#?}", w.writes());
     w.assert_no_violations();
 }
@@ -106,7 +106,7 @@ fn a_sha256_repository_is_gated_like_any_other() {
 #[test]
 fn a_push_that_changes_the_judged_value_retires_an_unresolved_thread() {
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     let old = w.thread(RETENTION);
 
     w.push(NEW_SHA, &[("topics/orders.yaml", &orders(3))]);
@@ -114,7 +114,7 @@ fn a_push_that_changes_the_judged_value_retires_an_unresolved_thread() {
         .invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
         .run();
-    r.expect_code(0);
+    r.expect_code(1);
     let threads = w.threads_of(RETENTION);
     assert_eq!(threads.len(), 2);
     let stale = threads.iter().find(|d| d.id == old.id).unwrap();
@@ -138,7 +138,7 @@ fn a_push_that_changes_the_judged_value_retires_an_unresolved_thread() {
 #[test]
 fn a_revert_resolves_the_thread_as_outdated_and_approves() {
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     let thread = w.thread(RETENTION);
 
     // The content goes back to the base: the MR no longer changes the file.

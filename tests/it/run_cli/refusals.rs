@@ -268,7 +268,7 @@ fn a_target_without_policies_is_stated_in_the_summary_and_judged_again_after_a_r
         .invocation()
         .env("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "main")
         .run();
-    r.expect_code(0);
+    r.expect_code(1);
     assert_eq!(r.receipt()["decision"], "REVIEW");
     assert_eq!(r.receipt()["warnings"], json!([]));
     let summary = w.summary();
@@ -286,7 +286,7 @@ fn the_summary_records_the_pinned_target_and_a_rerun_stays_at_zero_writes() {
             .env("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "main")
             .run()
     };
-    pinned().expect_code(0);
+    pinned().expect_code(1);
     let summary = w.summary();
     assert_eq!(marker_target(&summary.body).as_deref(), Some("main"));
     let gate = summary.body.lines().last().unwrap();
@@ -296,7 +296,7 @@ fn the_summary_records_the_pinned_target_and_a_rerun_stays_at_zero_writes() {
     );
     w.fake.reset_log();
     let r = pinned();
-    r.expect_code(0);
+    r.expect_code(1);
     assert_eq!(w.writes().len(), 0, "{:#?}", w.writes());
     assert_eq!(w.summary().body, summary.body);
 

@@ -38,7 +38,8 @@ fn seventy_comments_of_almost_a_million_characters_do_not_stop_the_run() {
         );
         w.fake.inflate_note(id, "x", 999_000);
     }
-    let r = w.run(&[]);
+    // A job that passes on REVIEW (`--fail-on block`), so stderr has no gate line.
+    let r = w.run(&["--fail-on", "block"]);
     r.expect_code(0);
     assert_eq!(r.stderr, "", "no warning and no error");
     assert_eq!(r.receipt()["rescan"]["verified"], true, "{}", r.stdout);
@@ -52,7 +53,7 @@ fn seventy_comments_of_almost_a_million_characters_do_not_stop_the_run() {
     // The rerun lists the same comments and writes nothing.
     w.fake.reset_log();
     let rerun = w.run(&[]);
-    rerun.expect_code(0);
+    rerun.expect_code(1);
     assert_eq!(w.writes().len(), 0);
 }
 
@@ -69,6 +70,7 @@ fn a_socks_proxy_carries_the_run() {
         let r = w
             .invocation()
             .env(var, &format!("{scheme}://{}", relay.authority()))
+            .args(&["--fail-on", "block"])
             .run();
         r.expect_code(0);
         assert_eq!(r.stderr, "", "{var}={scheme}://");
@@ -164,7 +166,7 @@ fn a_plain_http_api_url_to_a_remote_host_warns_once_on_stderr_only() {
             .invocation()
             .env("CI_API_V4_URL", "http://gitlab.example.test/api/v4")
             .env("ALL_PROXY", &format!("socks5h://{}", relay.authority()))
-            .args(&["--format", "json"]);
+            .args(&["--format", "json", "--fail-on", "block"]);
         if let Some(value) = allow {
             invocation = invocation.env("ASSENT_ALLOW_HTTP", value);
         }

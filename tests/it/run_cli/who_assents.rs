@@ -7,7 +7,7 @@ use super::*;
 #[test]
 fn a_resolved_challenge_is_preserved_and_only_the_summary_is_edited() {
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     let thread = w.thread(RETENTION);
     let summary_id = w.summary().id;
     w.fake
@@ -79,7 +79,7 @@ fn a_resolved_challenge_is_preserved_and_only_the_summary_is_edited() {
 #[test]
 fn a_resolved_thread_edited_with_the_bots_token_is_no_assent_to_the_new_change() {
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     let old = w.thread(RETENTION);
     w.fake.advance_time(Duration::from_secs(60));
     w.fake
@@ -95,7 +95,7 @@ fn a_resolved_thread_edited_with_the_bots_token_is_no_assent_to_the_new_change()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
         .args(&["--dry-run", "--format", "json"])
         .run();
-    planned.expect_code(0);
+    planned.expect_code(1);
     let planned: Value = serde_json::from_str(&planned.stdout).unwrap();
     let new_occurrence = planned["findings"][0]["occurrence"]
         .as_str()
@@ -191,12 +191,12 @@ fn a_resolved_thread_edited_with_the_bots_token_is_no_assent_to_the_new_change()
 #[test]
 fn assent_never_edits_a_finding_threads_note() {
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     w.push(NEW_SHA, &[("topics/orders.yaml", &orders(3))]);
     w.invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
         .run()
-        .expect_code(0);
+        .expect_code(1);
     w.push(NEWER_SHA, &[("topics/orders.yaml", ORDERS_BASE)]);
     w.fake.reset_log();
     w.invocation()
@@ -234,7 +234,7 @@ fn assent_never_edits_a_finding_threads_note() {
 #[test]
 fn the_authors_own_resolution_is_not_assent_and_the_summary_says_why() {
     let w = World::new(ASSENT);
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     let thread = w.thread(RETENTION);
     // GitLab lets the MR's author resolve the challenge on their own change.
     w.fake
@@ -327,7 +327,7 @@ fn a_policy_can_require_a_minimum_role_to_assent() {
         s.tokens
             .push(fake_gitlab::Token::new("glpat-carol", CAROL, &["api"]).access_level(40));
     });
-    w.run(&[]).expect_code(0);
+    w.run(&[]).expect_code(1);
     let shrink = w.thread(RETENTION);
     let review = w.thread("retention-review");
     // alice (a developer) resolves both: enough for the default rule, not for this one.

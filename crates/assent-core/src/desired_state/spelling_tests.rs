@@ -211,6 +211,7 @@ fn judged(base: Option<&Value>, source: Option<&Value>) -> (Judged, BTreeSet<Str
             bytes: policy().into_bytes(),
         }],
         policy_problems: Vec::new(),
+        self_edit_sides: Default::default(),
         changed_files: Ok(vec![ChangedFileInput {
             old_path: FILE.into(),
             new_path: FILE.into(),

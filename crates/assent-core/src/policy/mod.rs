@@ -403,6 +403,20 @@ impl PolicySet {
             .any(|r| r.files.iter().any(|g| g.is_match(path)))
     }
 
+    /// Every rule's `match.files` globs as written, sorted, once each: what makes a path
+    /// governed, for a built-in that must tell whether a pattern can reach a governed path
+    /// without a path in hand (`crate::git_attributes`).
+    pub fn file_globs(&self) -> Vec<&str> {
+        let mut globs: Vec<&str> = self
+            .rules
+            .iter()
+            .flat_map(|r| r.files.iter().map(FileGlob::as_str))
+            .collect();
+        globs.sort_unstable();
+        globs.dedup();
+        globs
+    }
+
     /// Rule id → who may assent to its challenges, for every rule that narrows it (its
     /// own `assenters:` or its policy file's).
     pub fn assenters_by_rule(&self) -> BTreeMap<String, Assenters> {
@@ -413,6 +427,11 @@ impl PolicySet {
     }
 
     /// Who may assent to a change of the policies themselves (`assent/self-edit`): the
+    /// `policy_owners:` as a policy file declares it; `None` when none does.
+    pub fn declared_policy_owners(&self) -> Option<&Assenters> {
+        self.policy_owners.as_ref()
+    }
+
     /// `policy_owners:` a policy file declares, else [`Assenters::default_policy_owners`].
     pub fn policy_owners(&self) -> Assenters {
         self.policy_owners

@@ -7,7 +7,7 @@
 use std::ops::Range;
 
 use assent::core::desired_state::{
-    ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
+    ChangedFileInput, FileContent, ReviewInputs, compute_desired_state, self_edit_sides_of_contents,
 };
 use assent::core::inert;
 use assent::core::links::{WebUrl, blob_url};
@@ -695,26 +695,28 @@ pub fn builtin_bodies(name: &str, reason: &str) {
         bytes: b"apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: any\n    match: {files: [\"**\"]}\n    effect: comment\n".to_vec(),
     };
     let key = serde_json::to_string(name).expect("a string serialises");
+    let files = vec![
+        file(format!(".assent/{name}"), FileContent::Absent, present("a")),
+        ChangedFileInput {
+            withheld: true,
+            ..file(format!("w/{name}.json"), FileContent::Absent, present("1"))
+        },
+        file(
+            format!("u/{name}.json"),
+            present("1"),
+            FileContent::Unreadable(reason.to_owned()),
+        ),
+        file(
+            format!("p/{name}.json"),
+            present("1"),
+            present(&format!("{{{key}: 1, {key}: 2}}")),
+        ),
+    ];
     let out = compute_desired_state(ReviewInputs {
         policy_files: vec![policy],
         policy_problems: Vec::new(),
-        changed_files: Ok(vec![
-            file(format!(".assent/{name}"), FileContent::Absent, present("a")),
-            ChangedFileInput {
-                withheld: true,
-                ..file(format!("w/{name}.json"), FileContent::Absent, present("1"))
-            },
-            file(
-                format!("u/{name}.json"),
-                present("1"),
-                FileContent::Unreadable(reason.to_owned()),
-            ),
-            file(
-                format!("p/{name}.json"),
-                present("1"),
-                present(&format!("{{{key}: 1, {key}: 2}}")),
-            ),
-        ]),
+        self_edit_sides: self_edit_sides_of_contents(&files),
+        changed_files: Ok(files),
         mr: MrContext::default(),
         limits: Limits::default(),
     });
