@@ -233,7 +233,7 @@ fn line_breaks_only_libyaml_counts_move_no_diff_note_off_the_changed_line() {
     let path = "registry/a.yaml";
     world.put_file(fixtures::BASE_SHA, path, &registry(30));
     world.push_with_diffs(fixtures::HEAD_SHA, &[(path, registry(7).as_str())]);
-    world.run(&[]).expect_code(0);
+    world.run(&[]).expect_code(1);
     let shrink = thread_in(&world, "registry-retention-shrink", path);
     // Git's line 5: libyaml alone would say 9, a line the diff does not show as added.
     assert_eq!(diff_lines(&shrink), (None, Some(5)));
