@@ -82,6 +82,25 @@ pub enum LintFormat {
     Junit,
 }
 
+/// The warnings for the files of `.assent/policies/` that are not policies by their name
+/// (only `*.yaml` and `*.yml` are, in a run as here): a `topics.json` or `topics.yaml.bak`
+/// would otherwise be ignored without a word. Documentation (`*.md`) and dotfiles
+/// (`.gitkeep`) are expected there and pass silently.
+pub fn unread_policy_files(passed_over: &[String]) -> Vec<PolicyProblem> {
+    passed_over
+        .iter()
+        .filter(|path| {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            !name.starts_with('.') && !name.to_ascii_lowercase().ends_with(".md")
+        })
+        .map(|path| PolicyProblem {
+            file: path.clone(),
+            line: None,
+            message: "not read: only *.yaml and *.yml files under .assent/policies are policies (a run ignores this file too); rename it, or move it out of the folder".to_owned(),
+        })
+        .collect()
+}
+
 /// One problem or warning of `assent lint --format json`.
 #[derive(Debug, Serialize)]
 struct JsonProblem {
@@ -156,6 +175,9 @@ pub struct LocalPolicies {
     pub files: Vec<PolicyFile>,
     /// One problem per refused entry (a link, a special file, a file over the size limit, …).
     pub refused: Vec<PolicyProblem>,
+    /// One warning per file of the folder that is not a policy by its name
+    /// ([`unread_policy_files`]).
+    pub unread: Vec<PolicyProblem>,
 }
 
 impl LocalPolicies {
@@ -207,6 +229,7 @@ pub fn read_local_policies(repo: &Path) -> Result<LocalPolicies, LocalReadError>
             return Ok(LocalPolicies {
                 files: Vec::new(),
                 refused: vec![refusal_problem(refusal)],
+                unread: Vec::new(),
             });
         }
         Err(ListError::Io(message)) => return Err(LocalReadError(shown_path(repo, &message))),
@@ -214,6 +237,7 @@ pub fn read_local_policies(repo: &Path) -> Result<LocalPolicies, LocalReadError>
     let mut local = LocalPolicies {
         files: Vec::new(),
         refused: listing.refused.into_iter().map(refusal_problem).collect(),
+        unread: unread_policy_files(&listing.passed_over),
     };
     let mut total = 0usize;
     for path in listing.files {
@@ -267,6 +291,12 @@ pub fn read_policies(repo: &Path, central: Option<&Path>) -> Result<LocalPolicie
         local
             .refused
             .extend(central.refused.into_iter().map(|p| PolicyProblem {
+                file: rename(&p.file),
+                ..p
+            }));
+        local
+            .unread
+            .extend(central.unread.into_iter().map(|p| PolicyProblem {
                 file: rename(&p.file),
                 ..p
             }));
@@ -407,6 +437,7 @@ pub fn run(args: &LintArgs) -> CliResult {
             };
             warnings.extend(set.uncovered_deletes());
             warnings.extend(set.uncovered_adds());
+            warnings.extend(local.unread.iter().cloned());
             if args.format == LintFormat::Junit {
                 crate::out!("{}", junit(&args.repo, &local, &[], &warnings));
                 return Ok(());

@@ -64,6 +64,9 @@ pub struct TreeListing {
     pub files: Vec<String>,
     /// Entries refused (links, special files, bad names, too deep), sorted by path.
     pub refused: Vec<RefusedEntry>,
+    /// Repository paths of the regular files the name filter passed over, sorted: never
+    /// read, but a caller can say that they are not (a `topics.json` policy file).
+    pub passed_over: Vec<String>,
 }
 
 /// Why a folder could not be listed at all.
@@ -201,11 +204,14 @@ pub fn list_folder(
                 }
             } else if wanted(&path) {
                 listing.files.push(path);
+            } else {
+                listing.passed_over.push(path);
             }
         }
     }
     listing.files.sort();
     listing.refused.sort();
+    listing.passed_over.sort();
     Ok(listing)
 }
 

@@ -477,7 +477,7 @@ fn a_policy_mr_defining_a_rule_id_the_central_project_uses_is_broken_on_the_mr()
         .invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
         .run();
-    alone.expect_code(0);
+    alone.expect_code(1);
     assert_eq!(rules(&alone.receipt()), ["assent/self-edit"]);
 }
 
@@ -498,7 +498,7 @@ fn a_clash_the_central_project_introduces_is_repaired_through_the_gate() {
     // The repair: the project's own rule renamed, nothing else.
     w.push(NEW_SHA, &[(".assent/policies/topics.yaml", &renamed)]);
     let r = run(&w, CENTRAL_PATH);
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     assert_eq!(receipt["decision"], "REVIEW", "{receipt}");
     assert_eq!(

@@ -1344,3 +1344,34 @@ fn lint_junit_has_a_case_per_policy_file_failing_with_its_problems() {
     assert!(junit.contains("failures=\"0\""), "{junit}");
     assert!(!junit.contains("<failure"), "{junit}");
 }
+
+/// A file of `.assent/policies/` that is not `*.yaml`/`*.yml` is read by neither lint nor a
+/// run: lint says so instead of letting its rules vanish; notes and dotfiles pass silently.
+#[test]
+fn a_policy_folder_file_that_is_not_yaml_is_a_warning_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let policies = dir.path().join(".assent/policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    std::fs::copy(
+        root().join(GOOD).join(".assent/policies/topics.yaml"),
+        policies.join("topics.yaml"),
+    )
+    .unwrap();
+    std::fs::write(policies.join("retention.json"), "{\"rules\": []}").unwrap();
+    std::fs::write(policies.join("README.md"), "# our policies\n").unwrap();
+    std::fs::write(policies.join(".gitkeep"), "").unwrap();
+    let repo = dir.path().to_str().unwrap();
+    let (code, out, err) = assent(&["lint", repo], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let warnings: Vec<&str> = out.lines().filter(|l| l.contains(": warning: ")).collect();
+    assert!(
+        warnings.contains(&format!(
+            "{repo}/.assent/policies/retention.json: warning: not read: only *.yaml and *.yml files under .assent/policies are policies (a run ignores this file too); rename it, or move it out of the folder"
+        ).as_str()),
+        "{out}"
+    );
+    assert!(
+        !out.contains("README.md") && !out.contains(".gitkeep"),
+        "{out}"
+    );
+}

@@ -109,7 +109,7 @@ fn an_attributes_line_dropping_a_registry_file_from_archives_is_challenged() {
     );
     w.set_diffs(vec![DiffFile::modified(".gitattributes")]);
     let r = w.run(&[]);
-    r.expect_code(0);
+    r.expect_code(1);
     assert_eq!(r.receipt()["decision"], "REVIEW");
     assert_eq!(
         findings(&r),

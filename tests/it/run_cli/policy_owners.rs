@@ -264,7 +264,7 @@ fn run_at(w: &World, sha: &str) -> RunResult {
 /// The policy MR with carol's assent to both of its challenges: `APPROVE`.
 fn assented_policy_mr() -> World {
     let w = policy_mr(30);
-    run_at_new(&w).expect_code(0);
+    run_at_new(&w).expect_code(1);
     let r = resolve_both_and_run(&w, CAROL);
     r.expect_code(0);
     assert_eq!(r.receipt()["decision"], "APPROVE");
@@ -308,7 +308,7 @@ fn an_owners_assent_does_not_carry_over_to_a_later_change_of_the_policy_file() {
         pushed.extend(files);
         push_with_modes(&w, NEWER_SHA, &pushed, &modes);
         let r = run_at(&w, NEWER_SHA);
-        r.expect_code(if decision == "BLOCK" { 1 } else { 0 });
+        r.expect_code(if decision == "APPROVE" { 0 } else { 1 });
         let receipt = r.receipt();
         assert_eq!(receipt["decision"], decision, "{shape}");
         let assented: Vec<_> = assents(&receipt)
@@ -371,7 +371,7 @@ fn an_owners_assent_to_a_deletion_does_not_carry_over_to_a_different_re_add() {
         EXTRA_POLICY,
         &[("topics/orders.yaml", &orders(7))],
     );
-    run_at_new(&w).expect_code(0);
+    run_at_new(&w).expect_code(1);
     let r = resolve_both_and_run(&w, CAROL);
     r.expect_code(0);
     assert_eq!(r.receipt()["decision"], "APPROVE");
@@ -388,7 +388,7 @@ fn an_owners_assent_to_a_deletion_does_not_carry_over_to_a_different_re_add() {
         ],
     );
     let r = run_at(&w, NEWER_SHA);
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     assert_eq!(receipt["decision"], "REVIEW");
     assert_eq!(
@@ -461,9 +461,9 @@ fn a_project_access_tokens_bot_never_assents_to_a_challenge_or_a_policy_change()
     // bob, the author, is a Maintainer: he could create the token and resolve with it.
     let w = policy_mr(40);
     add_maintainer(&w, TOKEN_BOT, "project_42_bot_1", "project_bot", "active");
-    run_at_new(&w).expect_code(0);
+    run_at_new(&w).expect_code(1);
     let r = resolve_both_and_run(&w, TOKEN_BOT);
-    r.expect_code(0);
+    r.expect_code(1);
     let receipt = r.receipt();
     assert_eq!(receipt["decision"], "REVIEW");
     assert_eq!(
@@ -499,9 +499,9 @@ fn a_bot_counts_only_where_a_policy_names_it() {
         ".assent/policies/owners.yaml",
         "apiVersion: assent/v1\nkind: Policy\npolicy_owners:\n  users: [project_42_bot_1]\n  min_role: maintainer\nrules:\n  - id: owners-noop\n    match: { files: [\"none/*.yaml\"] }\n    effect: comment\n",
     );
-    run_at_new(&w).expect_code(0);
+    run_at_new(&w).expect_code(1);
     let r = resolve_both_and_run(&w, TOKEN_BOT);
-    r.expect_code(0);
+    r.expect_code(1);
     assert_eq!(
         assents(&r.receipt()),
         [
@@ -542,9 +542,9 @@ fn service_accounts_blocked_and_deactivated_members_never_assent() {
     ] {
         let w = policy_mr(30);
         add_maintainer(&w, id, username, user_type, state);
-        run_at_new(&w).expect_code(0);
+        run_at_new(&w).expect_code(1);
         let r = resolve_both_and_run(&w, id);
-        r.expect_code(0);
+        r.expect_code(1);
         assert_eq!(r.receipt()["decision"], "REVIEW", "{username}");
         assert_eq!(
             assents(&r.receipt()),
@@ -567,14 +567,14 @@ fn service_accounts_blocked_and_deactivated_members_never_assent() {
 #[test]
 fn a_resolver_whose_account_cannot_be_read_does_not_count() {
     let w = policy_mr(30);
-    run_at_new(&w).expect_code(0);
+    run_at_new(&w).expect_code(1);
     w.fake.inject(
         FaultRule::new(FaultAction::Forbidden)
             .method("GET")
             .route(RouteKind::UserById),
     );
     let r = resolve_both_and_run(&w, CAROL);
-    r.expect_code(0);
+    r.expect_code(1);
     assert_eq!(r.receipt()["decision"], "REVIEW");
     let summary = w.summary().body;
     assert!(
