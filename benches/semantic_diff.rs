@@ -81,7 +81,6 @@ fn benches(c: &mut Criterion) {
                 new_path: FILE.to_owned(),
                 base: FileContent::Present(old_text.into_bytes()),
                 source: FileContent::Present(new_text.into_bytes()),
-                withheld: false,
             }]),
             mr: MrContext::default(),
             limits,

@@ -10,7 +10,8 @@
 //! `assent run` together; [`progress`] is what a run and a sweep report of their phases;
 //! [`examination`] examines one MR for the sweep and serve alike; [`sweep_pass`] runs one
 //! sweep pass; [`serve`] is the long-lived webhook receiver; [`doctor`] checks a deployment;
-//! [`fixture`] replays protocol fixtures; [`output`] is the one way text is printed (escaped
+//! [`fixture`] replays protocol fixtures;
+//! [`git_checkout`] answers the `Repository` port from a local git checkout for `assent check`; [`output`] is the one way text is printed (escaped
 //! for a terminal); and [`commands`] is the thin command layer behind `main.rs`.
 
 pub use assent_core as core;
@@ -21,6 +22,7 @@ pub mod commands;
 pub mod doctor;
 pub mod examination;
 pub mod fixture;
+pub mod git_checkout;
 pub mod output;
 pub mod progress;
 pub mod reconcile;

@@ -32,6 +32,11 @@
 //!   not fit, no further read is sent and the change set is `Err(reason)` naming the budget.
 //! * **Diffs**: the changed files' unified diff texts, from the same listing, become the
 //!   [`FileDiff`]s the run places DiffNotes with (docs/contract.md#diffnotes); no request of their own.
+//!   A diff GitLab withholds (`collapsed`, `too_large`, or an empty `diff`) only places
+//!   nothing: the file's governed sides are read and judged like any other
+//!   (docs/contract.md#withheld-diffs). GitLab withholds by size alone, past limits a merge
+//!   request of many files or one large file reaches (docs/run.md, "What is read, and how
+//!   much"), while the contents it has not shown are in the repository at both SHAs.
 //! * **Concurrency**: the reads of one phase run on at most [`MAX_READERS`] scoped threads
 //!   pulling from a shared queue; results are stored by index, so the output order never
 //!   depends on scheduling.
@@ -446,10 +451,9 @@ fn plan_content_reads<'a>(
             new_path: file.new_path.clone(),
             base: FileContent::Absent,
             source: FileContent::Absent,
-            withheld: file.withheld,
         });
-        // A withheld file is undecidable whatever its content: no need to read it.
-        let Some(policies) = policies.filter(|_| !file.withheld) else {
+        // A withheld diff is no reason to skip a file: its contents are what is judged.
+        let Some(policies) = policies else {
             continue;
         };
         let sides = [
@@ -1181,16 +1185,58 @@ mod tests {
     }
 
     #[test]
-    fn withheld_files_are_not_read() {
-        let forge = forge_with_changes();
-        forge.set_changed_files(vec![ChangedFile {
-            withheld: true,
-            ..changed("topics/orders.yaml")
-        }]);
-        let repo = Flaky::new(forge);
-        let inputs = gather(&repo).unwrap();
-        assert!(repo.read_set().iter().all(|(sha, _)| sha == TARGET));
-        assert!(inputs.changed_files.unwrap()[0].withheld);
+    fn withheld_diffs_are_judged_from_contents_like_any_other() {
+        // GitLab withholds diffs by size (collapsed, too large) and leaves a legitimately
+        // empty one empty (a rename, a mode change): none of them is a reason not to read.
+        let shown = forge_with_changes();
+        let withheld = forge_with_changes();
+        withheld.set_changed_files(vec![
+            ChangedFile {
+                withheld: true,
+                diff: String::new(),
+                ..changed("topics/orders.yaml")
+            },
+            ChangedFile {
+                withheld: true,
+                ..ChangedFile::regular("topics/new.yaml", "topics/new.yaml", true, false)
+            },
+            ChangedFile {
+                diff: String::new(),
+                ..ChangedFile::regular("topics/gone.yaml", "topics/gone.yaml", false, true)
+            },
+            changed("README.md"),
+        ]);
+        let judged = |forge: InMemoryForge| {
+            let repo = Flaky::new(forge);
+            let inputs = gather(&repo).unwrap();
+            (repo.read_set(), compute_desired_state(inputs))
+        };
+        let (shown_reads, shown_outcome) = judged(shown);
+        let (withheld_reads, withheld_outcome) = judged(withheld);
+        assert_eq!(withheld_reads, shown_reads, "the same sides are read");
+        assert!(
+            withheld_reads.contains(&(SOURCE.to_owned(), "topics/orders.yaml".to_owned())),
+            "{withheld_reads:?}"
+        );
+        assert_eq!(withheld_outcome.desired, shown_outcome.desired);
+        assert!(
+            withheld_outcome
+                .desired
+                .findings
+                .iter()
+                .any(|f| f.slot.rule == "retention-shrink"),
+            "the risky change is found: {:?}",
+            withheld_outcome.desired.findings
+        );
+        assert!(
+            withheld_outcome
+                .desired
+                .findings
+                .iter()
+                .all(|f| f.slot.rule != RULE_UNDECIDABLE),
+            "{:?}",
+            withheld_outcome.desired.findings
+        );
     }
 
     #[test]

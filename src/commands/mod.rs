@@ -18,6 +18,7 @@
 //!   also when the report already says everything on stdout (`lint --format json`,
 //!   `replay`'s `FAIL` lines).
 
+pub mod check;
 pub mod cli_error;
 pub mod completions;
 pub mod doctor;
@@ -66,6 +67,7 @@ Examples:
   assent run                         The MR pipeline job (inputs from the CI environment)
   assent run --dry-run --mr 7        Print the plan for MR !7, write nothing
   assent lint                        Check ./.assent/policies, every problem with file:line
+  assent check                       What the gate will say about the working tree, before pushing
   assent test                        Run the policy unit tests under ./.assent/tests
   assent test fixtures/repos/topic-registry
   assent replay fixtures/            Replay the protocol fixtures on the in-memory forge
@@ -95,6 +97,9 @@ pub enum Command {
     /// The merge request pipeline job: judge the MR under the target branch's policies and
     /// reconcile its threads and summary.
     Run(run::RunArgs),
+    /// What the gate will say about a local checkout's change, before it is pushed: the same
+    /// judgement as `run`, from git, with no token and no GitLab.
+    Check(check::CheckArgs),
     /// Check a deployment: inputs, API reach, token identity, scope and role, project
     /// settings, policies and serialization; prints duplicate_prevention.
     Doctor(doctor::DoctorArgs),
@@ -135,6 +140,7 @@ pub fn main() -> ExitCode {
         Command::Test(args) => test::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Check(args) => check::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Doctor(args) => doctor::run(&args),

@@ -149,6 +149,38 @@ fn a_governed_file_in_git_lfs_is_judged_on_its_object() {
         reads.iter().all(|q| q.contains("lfs=true")),
         "every raw read asks for the LFS object: {reads:?}"
     );
+    // GitLab answered the head's read with a 302 to object storage (docs/contract.md#lfs-redirect):
+    // followed once, without the token.
+    let stored: Vec<fake_gitlab::LoggedRequest> = w
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.path
+                .starts_with(fake_gitlab::lfs_storage::STORAGE_LFS_PREFIX)
+        })
+        .collect();
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert!(
+        !stored[0]
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("private-token")),
+        "{stored:?}"
+    );
+    w.assert_no_violations();
+    r.assert_no_token();
+
+    // Served inline (`proxy_download`), the same judgement without the storage.
+    let inline = World::new(ASSENT);
+    orders_in_lfs(&inline, &orders(7));
+    inline.fake.with_state(|st| st.lfs_proxy_download = true);
+    let again = inline.run(&[]);
+    assert_eq!(findings(&again), findings(&r));
+    assert!(inline.fake.requests().iter().all(|r| {
+        !r.path
+            .starts_with(fake_gitlab::lfs_storage::STORAGE_LFS_PREFIX)
+    }));
 }
 
 #[test]

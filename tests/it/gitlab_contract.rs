@@ -451,18 +451,7 @@ fn drive(fake: &FakeGitLab) -> BTreeMap<&'static str, Fetched> {
 /// Where the fake still differs from GitLab, in areas being changed elsewhere: each entry is
 /// (the start of a deviation's text, the entity's field it leaves unseen, why it stays for
 /// now). Each must still occur (so a fix removes it here), and no other deviation may.
-const KNOWN_DEVIATIONS: &[(&str, &str, &str)] = &[
-    (
-        "diffs[0].too_large: missing",
-        "diff.too_large",
-        "the fake's /diffs sends `too_large` only when set; GitLab always exposes it (lib/api/entities/diff.rb)",
-    ),
-    (
-        "diffs[0].collapsed: missing",
-        "diff.collapsed",
-        "the fake's /diffs sends `collapsed` only when set; GitLab always exposes it (lib/api/entities/diff.rb)",
-    ),
-];
+const KNOWN_DEVIATIONS: &[(&str, &str, &str)] = &[];
 
 #[test]
 fn the_fakes_answers_conform_to_gitlabs_entities() {

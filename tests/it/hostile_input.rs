@@ -49,7 +49,6 @@ fn added(path: &str, bytes: Vec<u8>) -> ChangedFileInput {
         new_path: path.into(),
         base: FileContent::Absent,
         source: FileContent::Present(bytes),
-        withheld: false,
     }
 }
 
@@ -650,7 +649,6 @@ fn cel_work_past_the_runs_budget_is_undecidable_naming_the_rule() {
         new_path: path.into(),
         base: FileContent::Present(b"{}".to_vec()),
         source: FileContent::Present(document(keys, 40).into_bytes()),
-        withheld: false,
     };
     // Judged in path order: `a` first (one change), then `b` (twenty), then `c` (one).
     let files = vec![

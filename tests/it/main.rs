@@ -20,6 +20,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod central_policies;
+mod check_cli;
 mod ci_local;
 mod ci_templates;
 mod complete_change_set;
@@ -47,6 +48,8 @@ mod sandbox;
 mod scale_cli;
 mod serve;
 mod sweep_cli;
+mod unknown_refs;
+mod withheld_diffs;
 
 /// The `assent` binary Cargo built for these tests (the helpers that start it take its path:
 /// only this crate sees `CARGO_BIN_EXE_assent`).

@@ -11,7 +11,7 @@
 //! | `assent/policy-error` | `.assent/policies#` | the target's policies do not load |
 //! | `assent/self-edit` | `<path>#` | a changed file's old or new path is under `.assent/` (a `challenge` only a policy owner may assent to) |
 //! | `assent/undecidable` | `merge-request#` | the change set could not be listed completely |
-//! | `assent/undecidable` | `<path>#` | a changed file is withheld, a governed file is unreadable, the run's CEL budget was spent before every rule was evaluated on the file's changes, or the descendants its rules would judge carry more values than the bound |
+//! | `assent/undecidable` | `<path>#` | a governed file is unreadable, the run's CEL budget was spent before every rule was evaluated on the file's changes, or the descendants its rules would judge carry more values than the bound |
 //! | `assent/parse-error` | `<path>#` | a governed file does not parse at the base or the source |
 //! | `assent/ambiguous-identity` | `<path>#<list pointer>` | an identity-keyed list's entries cannot be told apart |
 //! | `assent/git-attributes` | `<.gitattributes path>#` | a changed line gives a governed path an attribute that changes what a checkout or an archive holds, or hides its diff (a `challenge`: [`crate::git_attributes`]) |
@@ -33,7 +33,7 @@
 //! * **Policy errors**: when the policies do not load, *one* `assent/policy-error` finding lists
 //!   every problem (`file:line: message`). No policy rule is evaluated and no file is known to
 //!   be governed, so no content is read or diffed; the path-only built-ins (`self-edit`,
-//!   `undecidable` for an incomplete or withheld change set) still apply. Its occurrence is
+//!   `undecidable` for an incomplete change set) still apply. Its occurrence is
 //!   `Occurrence::of("assent/policy-error", ".assent/policies#", modify, null, [problems as
 //!   strings])`, so it changes (and the thread is superseded) exactly when the problems change.
 //! * **Occurrences of the other built-ins** follow the same shape, `kind` `modify`, `old` null:
@@ -45,8 +45,10 @@
 //!   module). An owner's assent is to that change: any later change of the path is a new
 //!   thread, a rebase that leaves it as it was keeps the assent. A side that could not be read
 //!   makes the path `assent/undecidable` as well.
-//! * **Withheld files**: any changed file the forge withheld (diff too large or collapsed) is
-//!   `assent/undecidable`, governed or not, as docs/contract.md#desired-state says an incomplete change set is.
+//! * **Withheld diffs** are not this module's concern: a file whose diff text the forge
+//!   withheld (too large, collapsed) is judged from its contents at both SHAs like any other
+//!   (docs/contract.md#withheld-diffs); only the placement of its threads differs
+//!   (`crate::placement`).
 //! * **Unreadable content** of a governed side makes that file `assent/undecidable`, and the
 //!   file is not diffed at all (a partial diff would be a guess). Reasons for one path are
 //!   merged into one finding, so the slot holds every reason.
@@ -159,8 +161,6 @@ pub struct ChangedFileInput {
     pub base: FileContent,
     /// `new_path` at the source SHA.
     pub source: FileContent,
-    /// The forge withheld this file's diff (too large or collapsed).
-    pub withheld: bool,
 }
 
 /// Everything [`compute_desired_state`] judges.
@@ -306,7 +306,6 @@ pub fn compute_desired_state_with_budget(
         self_edit_unreadable(path, sides, &mut undecidable);
     }
     let any_self_edit = !self_edited.is_empty();
-    withheld_reasons(&files, &mut undecidable);
     let central_read = policy_problems.is_empty();
     let central = !central_read
         || policy_files
@@ -374,9 +373,7 @@ fn change_set(
             Vec::new()
         }
     };
-    files.sort_by(|a, b| {
-        (&a.new_path, &a.old_path, a.withheld).cmp(&(&b.new_path, &b.old_path, b.withheld))
-    });
+    files.sort_by(|a, b| (&a.new_path, &a.old_path).cmp(&(&b.new_path, &b.old_path)));
     files
 }
 
@@ -390,25 +387,6 @@ fn self_edited_paths(files: &[ChangedFileInput]) -> Vec<&str> {
     paths.sort_unstable();
     paths.dedup();
     paths
-}
-
-/// A reason each file the forge withheld is undecidable, governed or not.
-fn withheld_reasons(files: &[ChangedFileInput], undecidable: &mut BTreeMap<String, Vec<Reason>>) {
-    for file in files.iter().filter(|f| f.withheld) {
-        undecidable
-            .entry(subject_of(&file.new_path))
-            .or_default()
-            .push(Reason {
-                detail: format!(
-                    "the forge withheld the diff of `{}` (too large or collapsed)",
-                    file.new_path
-                ),
-                markdown: format!(
-                    "the forge withheld the diff of {} (too large or collapsed)",
-                    inert::code(&file.new_path)
-                ),
-            });
-    }
 }
 
 /// The target's policies, or every problem that keeps them from loading (the files' own and
@@ -476,7 +454,7 @@ fn judge_files(
         limit: limits.max_nodes.saturating_mul(DESCENDANT_VALUES_PER_NODE),
         spent: 0,
     };
-    for file in files.into_iter().filter(|f| !f.withheld) {
+    for file in files {
         judge_file(
             policies,
             file,
@@ -605,7 +583,7 @@ fn side_bytes(content: &FileContent) -> usize {
     }
 }
 
-/// Parses and diffs one file (not withheld) whose sides may be governed.
+/// Parses and diffs one file whose sides may be governed.
 fn judge_file(
     policies: &PolicySet,
     file: ChangedFileInput,
@@ -1237,7 +1215,6 @@ rules:
             new_path: path.into(),
             base,
             source,
-            withheld: false,
         }
     }
 
@@ -1602,10 +1579,7 @@ rules:
     fn policy_errors_give_one_block_finding_listing_every_problem() {
         let mut inp = inputs(vec![
             file("topics/orders.yaml", present(ORDERS_30), present(ORDERS_7)),
-            ChangedFileInput {
-                withheld: true,
-                ..file("big.json", FileContent::Absent, FileContent::Absent)
-            },
+            file(".assent/notes.md", FileContent::Absent, present("x")),
         ]);
         inp.policy_files = vec![
             PolicyFile {
@@ -1622,7 +1596,7 @@ rules:
             slots(&out),
             vec![
                 slot(RULE_POLICY_ERROR, POLICY_ERROR_SUBJECT, Effect::Block),
-                slot(RULE_UNDECIDABLE, "big.json#", Effect::Block),
+                slot(RULE_SELF_EDIT, ".assent/notes.md#", Effect::Challenge),
             ],
             "no policy rule is evaluated, other built-ins still apply"
         );
@@ -1765,7 +1739,6 @@ rules:
                 new_path: "docs/a.yaml".into(),
                 base: FileContent::Absent,
                 source: FileContent::Absent,
-                withheld: false,
             },
             file(".assentish/x.yaml", present("a: 1"), present("a: 2")),
         ]));
@@ -1906,7 +1879,6 @@ rules:
                 new_path: ".assent/b.yaml".into(),
                 base: present("x"),
                 source: present("x"),
-                withheld: false,
             },
             // A file turned into a link: listed deleted, then added.
             file(".assent/c", present("x"), FileContent::Absent),
@@ -2079,7 +2051,6 @@ rules:
             new_path: new.into(),
             base: FileContent::Absent,
             source: FileContent::Absent,
-            withheld: false,
         };
         let out = compute_desired_state(inputs(vec![
             // The whole folder deleted...
@@ -2188,27 +2159,6 @@ rules:
     }
 
     #[test]
-    fn withheld_files_are_undecidable_governed_or_not() {
-        let withheld = |path: &str| ChangedFileInput {
-            withheld: true,
-            ..file(path, present(ORDERS_30), present(ORDERS_7))
-        };
-        let out = compute_desired_state(inputs(vec![
-            withheld("topics/orders.yaml"),
-            withheld("vendor/blob.bin"),
-        ]));
-        assert_eq!(
-            slots(&out),
-            vec![
-                slot(RULE_UNDECIDABLE, "topics/orders.yaml#", Effect::Block),
-                slot(RULE_UNDECIDABLE, "vendor/blob.bin#", Effect::Block),
-            ],
-            "a withheld governed file is not diffed: no guess from partial data"
-        );
-        assert!(finding(&out, RULE_UNDECIDABLE).message.contains("withheld"));
-    }
-
-    #[test]
     fn unreadable_governed_content_is_undecidable_and_not_diffed() {
         let out = compute_desired_state(inputs(vec![
             file(
@@ -2257,10 +2207,6 @@ rules:
                 FileContent::Absent,
                 present("a"),
             ),
-            ChangedFileInput {
-                withheld: true,
-                ..file(&format!("w/{hostile}"), FileContent::Absent, present("a"))
-            },
             file(
                 "topics/orders.yaml",
                 present(ORDERS_30),
@@ -2286,11 +2232,6 @@ rules:
             self_edit.contains("changes ``.assent/@all `x` <img src=x>\\n/close``,"),
             "{self_edit}"
         );
-        let withheld = message(RULE_UNDECIDABLE, &format!("w/{hostile}#"));
-        assert!(
-            withheld.contains("diff of ``w/@all `x` <img src=x>\\n/close`` (too large"),
-            "{withheld}"
-        );
         let unreadable = message(RULE_UNDECIDABLE, "topics/orders.yaml#");
         assert!(
             unreadable.ends_with(&format!("at the source SHA: {rendered}")),
@@ -2299,7 +2240,7 @@ rules:
         let parse = message(RULE_PARSE_ERROR, "topics/bad.yaml#");
         assert!(parse.contains("\n- ``topics/bad.yaml:4: "), "{parse}");
         assert!(parse.contains("duplicate key \"@all `x`\""), "{parse}");
-        for m in [&self_edit, &withheld, &unreadable, &parse] {
+        for m in [&self_edit, &unreadable, &parse] {
             assert!(!m.lines().any(|l| l.trim_start().starts_with('/')), "{m}");
         }
     }
@@ -2308,10 +2249,11 @@ rules:
     fn built_in_occurrences_keep_their_reason_wording() {
         // Occurrences hash the reasons' wording, not the rendered message: rendering changes
         // must never supersede a live thread.
-        let out = compute_desired_state(inputs(vec![ChangedFileInput {
-            withheld: true,
-            ..file("topics/orders.yaml", present(ORDERS_30), present(ORDERS_7))
-        }]));
+        let out = compute_desired_state(inputs(vec![file(
+            "topics/orders.yaml",
+            present(ORDERS_30),
+            FileContent::Unreadable("HTTP 403".into()),
+        )]));
         assert_eq!(
             out.desired.findings[0].occurrence,
             Occurrence::of(
@@ -2320,32 +2262,9 @@ rules:
                 ChangeKind::Modify,
                 None,
                 Some(&json!([
-                    "the forge withheld the diff of `topics/orders.yaml` (too large or collapsed)"
+                    "`topics/orders.yaml` could not be read at the source SHA: HTTP 403"
                 ])),
             )
-        );
-    }
-
-    #[test]
-    fn withheld_and_unreadable_reasons_share_one_slot() {
-        let out = compute_desired_state(inputs(vec![
-            ChangedFileInput {
-                withheld: true,
-                ..file("topics/orders.yaml", present(ORDERS_30), present(ORDERS_7))
-            },
-            ChangedFileInput {
-                old_path: "topics/orders.yaml".into(),
-                new_path: "topics/orders.yaml".into(),
-                base: FileContent::Unreadable("x".into()),
-                source: present(ORDERS_7),
-                withheld: false,
-            },
-        ]));
-        assert_eq!(out.desired.findings.len(), 1);
-        let message = &out.desired.findings[0].message;
-        assert!(
-            message.contains("withheld") && message.contains("could not be read"),
-            "{message}"
         );
     }
 
@@ -2517,7 +2436,6 @@ rules:
             new_path: new.into(),
             base,
             source,
-            withheld: false,
         }
     }
 
@@ -2748,10 +2666,11 @@ rules:
             file("topics/gone.yaml", present(ORDERS_30), FileContent::Absent),
             file("topics/bad.yaml", present(ORDERS_30), present("x: [")),
             file(".assent/policies/x.yaml", FileContent::Absent, present("x")),
-            ChangedFileInput {
-                withheld: true,
-                ..file("topics/huge.yaml", FileContent::Absent, FileContent::Absent)
-            },
+            file(
+                "topics/huge.yaml",
+                FileContent::Unreadable("413".into()),
+                FileContent::Absent,
+            ),
             file(
                 "topics/lost.yaml",
                 FileContent::Unreadable("500".into()),
@@ -2846,7 +2765,6 @@ rules:
             new_path: "topics/orders.yaml".into(),
             base: present(base),
             source: present(ORDERS_7),
-            withheld: false,
         }]));
         // The rename deletes the old path's content: its ambiguity is the old path's.
         assert_eq!(

@@ -162,7 +162,6 @@ pub fn run_case(policy_files: &[PolicyFile], case: &TestCase) -> Actual {
             new_path: f.path.clone(),
             base: content(&f.base),
             source: content(&f.head),
-            withheld: false,
         })
         .collect();
     let mr = MrContext {

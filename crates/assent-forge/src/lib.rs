@@ -312,8 +312,9 @@ pub struct ChangedFile {
     pub deleted_file: bool,
     /// Renamed by the MR.
     pub renamed_file: bool,
-    /// The forge withheld this file's diff (too large or collapsed): the change set is
-    /// incomplete for this file.
+    /// The forge withheld this file's diff text (GitLab's `collapsed` or `too_large`): no
+    /// thread can be placed on its lines, and its contents are judged like any other file's
+    /// (docs/contract.md#withheld-diffs).
     pub withheld: bool,
     /// The file's unified diff text as the forge lists it (GitLab's `diff`), from which the
     /// lines it adds and removes are read (`assent_core::unified_diff`); empty when withheld.

@@ -5,6 +5,7 @@
 use assent_forge::{BudgetedRead, ContentBudget, ForgeError, PolicyProjectFiles, RepositoryFiles};
 use gitlab::api::projects::repository::Tree;
 use gitlab::api::projects::repository::branches::Branch;
+use gitlab::api::projects::repository::commits::Commit;
 use gitlab::api::projects::repository::files::FileRaw;
 use serde::Deserialize;
 
@@ -49,6 +50,13 @@ impl RepositoryFiles for GitLabClient {
             self.prepare(&endpoint)?,
             &self.listing(&what, true),
         )?;
+        if items.is_empty() {
+            // GitLab answers "404 Tree Not Found" alike for a path that does not exist and a
+            // ref it does not know (`lib/api/repositories.rb`): "nothing there" is only
+            // believed of a commit shown to exist, or policies at a wrong SHA would read as
+            // none (docs/contract.md#unknown-refs).
+            self.prove_commit(sha, &what)?;
+        }
         Ok(items
             .into_iter()
             .filter(|i| i.kind == "blob")
@@ -57,10 +65,15 @@ impl RepositoryFiles for GitLabClient {
     }
 
     fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
-        match self.requester.read(&self.raw_file(sha, path)?) {
+        match self
+            .requester
+            .read_lfs_within(&self.raw_file(sha, path)?, None)
+        {
             Ok(response) => Ok(Some(response.body)),
-            Err(error) if is_absent_content(&error) => Ok(None),
-            Err(error) => Err(error),
+            Err(failure) => match failure.into_error() {
+                error if is_absent_content(&error) => Ok(None),
+                error => Err(error),
+            },
         }
     }
 
@@ -75,7 +88,7 @@ impl RepositoryFiles for GitLabClient {
         }
         match self
             .requester
-            .read_within(&self.raw_file(sha, path)?, Some(budget))
+            .read_lfs_within(&self.raw_file(sha, path)?, Some(budget))
         {
             Ok(response) => Ok(BudgetedRead::Present(response.body)),
             Err(ReadFailure::OverBudget { .. }) => Ok(BudgetedRead::OverBudget),
@@ -122,9 +135,41 @@ impl PolicyProjectFiles for GitLabClient {
 }
 
 impl GitLabClient {
+    /// `GET …/repository/commits/:sha`: `Ok` when GitLab knows the commit; its 404 is an
+    /// error naming the listing (`what`) that cannot be believed empty without it.
+    fn prove_commit(&self, sha: &str, what: &str) -> Result<(), ForgeError> {
+        let endpoint = Commit::builder()
+            .project(self.project_ref())
+            .commit(sha)
+            .build()
+            .map_err(|e| build_error("commit", e))?;
+        let request = self.prepare(&endpoint)?;
+        match self.requester.read(&request) {
+            Ok(_) => Ok(()),
+            Err(ForgeError::Status {
+                method,
+                route,
+                status: 404,
+                message,
+            }) => Err(ForgeError::Status {
+                method,
+                route,
+                status: 404,
+                message: format!(
+                    "{message}: GitLab does not know the commit `{sha}`, so the {what} that read \
+                     as empty proves nothing (GitLab answers a ref it does not know as it answers \
+                     a missing path); check the SHA or ref the run was given"
+                ),
+            }),
+            Err(error) => Err(error),
+        }
+    }
+
     /// `GET …/repository/files/:path/raw?ref=<sha>&lfs=true`: a file stored in Git LFS is
     /// answered with its LFS object, which is what a consumer of the repository reads; any
-    /// other file with its blob (GitLab ignores `lfs` for a file that is no LFS pointer).
+    /// other file with its blob (GitLab ignores `lfs` for a file that is no LFS pointer). Read
+    /// through [`Requester::read_lfs_within`](super::retry::Requester::read_lfs_within): the
+    /// one route whose `302` to object storage is followed.
     fn raw_file(&self, sha: &str, path: &str) -> Result<PreparedRequest, ForgeError> {
         let endpoint = FileRaw::builder()
             .project(self.project_ref())

@@ -6,8 +6,10 @@
 //! 502 counts). Attempts are bounded ([`RetryPolicy::max_attempts`]); between attempts the
 //! delay is the server's `Retry-After` (else `RateLimit-Reset`), capped at
 //! [`RetryPolicy::retry_after_cap`], or else exponential backoff with full jitter: a uniform
-//! random delay in `[0, min(max_backoff, base_delay * 2^retry)]`. A 3xx (redirects are never
-//! followed), another 4xx, or an over-limit body is final at once.
+//! random delay in `[0, min(max_backoff, base_delay * 2^retry)]`. A 3xx, another 4xx, or an
+//! over-limit body is final at once. Redirects are never followed, but for one: a raw file
+//! read with `lfs=true` that GitLab answers with `302` to its object storage
+//! ([`Requester::read_lfs_within`], docs/contract.md#lfs-redirect).
 //!
 //! A **write** (POST/PUT) is never retried blindly. An answer of 2xx is success; 3xx and 4xx
 //! other than 429 are [`ForgeError::Status`] (GitLab refused; nothing was written); 5xx, or no
@@ -309,6 +311,60 @@ impl Requester {
         .map(|(response, ())| response)
     }
 
+    /// [`Requester::read_within`] for a raw file read with `lfs=true`, following the one
+    /// redirect GitLab answers it with when object storage serves LFS objects directly
+    /// (`lib/api/files.rb`, raw route: `present_carrierwave_file!` in `lib/api/helpers.rb`
+    /// redirects unless `proxy_download` is on): a `302` whose `Location` is https, or plain
+    /// http to a loopback host, is fetched once without the token
+    /// ([`Transport::execute_storage_within`](super::transport::Transport::execute_storage_within)),
+    /// within the same budget. Any other redirect, a second hop from the storage, or a target
+    /// that is neither is refused unsent, final. A failed attempt (the storage's 5xx too) is
+    /// retried whole, from GitLab's answer: a signed URL may have expired meanwhile.
+    pub(crate) fn read_lfs_within(
+        &self,
+        request: &PreparedRequest,
+        budget: Option<&ContentBudget>,
+    ) -> Result<RawResponse, ReadFailure> {
+        self.read_with(request, || {
+            let response = self.transport.execute_within(request, budget)?;
+            if response.status != 302 {
+                return Ok((response, Some(())));
+            }
+            let target = storage_target(&request.url, &response)?;
+            let stored = self.transport.execute_storage_within(&target, budget)?;
+            // Either refusal is GitLab's redirect not taken (its 302), never the storage's
+            // status: a storage 404 must not read as a file missing from the repository.
+            if (300..400).contains(&stored.status) {
+                return Err(Failure::Refused {
+                    status: response.status,
+                    message: format!(
+                        "the LFS object storage at {} answered another redirect{}; assent \
+                         follows GitLab's one redirect to its storage, never a second",
+                        location_target(target.as_str()),
+                        stored
+                            .header("location")
+                            .map(|l| format!(" (to {})", location_target(l)))
+                            .unwrap_or_default()
+                    ),
+                });
+            }
+            if (400..500).contains(&stored.status) && stored.status != 429 {
+                return Err(Failure::Refused {
+                    status: response.status,
+                    message: format!(
+                        "the LFS object storage at {} refused the object GitLab redirected to \
+                         with HTTP {}: {}",
+                        location_target(target.as_str()),
+                        stored.status,
+                        error_message(&stored.body)
+                    ),
+                });
+            }
+            Ok((stored, Some(())))
+        })
+        .map(|(response, ())| response)
+    }
+
     /// [`Requester::read_bounded`] with a 2xx body read by `sink` as it arrives
     /// ([`Transport::execute_streamed`](super::transport::Transport::execute_streamed)): a
     /// connection lost mid-body is retried like any transport error, a sink over its bound
@@ -381,6 +437,14 @@ impl Requester {
         match outcome {
             Err(Failure::OverBudget { limit }) => {
                 RetryDecision::Fail(ReadFailure::OverBudget { limit })
+            }
+            Err(Failure::Refused { status, message }) => {
+                RetryDecision::Fail(ReadFailure::Failed(ForgeError::Status {
+                    method,
+                    route,
+                    status,
+                    message: self.transport.redact(message),
+                }))
             }
             Err(failure @ Failure::BodyTooLarge { limit, .. }) => {
                 RetryDecision::Fail(ReadFailure::BodyTooLarge {
@@ -589,6 +653,43 @@ impl Requester {
             message: self.transport.redact(message),
         }
     }
+}
+
+/// Where GitLab's `302` to its LFS object storage points, when assent may follow it: an
+/// absolute or relative `Location`, over https, or plain http to a loopback host (the tests'
+/// storage), without credentials in the URL. Anything else is refused before a byte is sent.
+fn storage_target(request_url: &url::Url, response: &RawResponse) -> Result<url::Url, Failure> {
+    let refused = |message: String| Failure::Refused {
+        status: response.status,
+        message,
+    };
+    let location = response.header("location").ok_or_else(|| {
+        refused("GitLab answered the LFS read with a redirect that names no target".to_owned())
+    })?;
+    let target = request_url.join(location).map_err(|e| {
+        refused(format!(
+            "GitLab redirected the LFS read to {}, which is not a URL: {e}",
+            location_target(location)
+        ))
+    })?;
+    let shown = location_target(target.as_str());
+    let secure = target.scheme() == "https"
+        || (target.scheme() == "http" && super::transport::is_loopback_host(&target));
+    if !secure {
+        return Err(refused(format!(
+            "GitLab redirected the LFS read to {shown}, which is not https: assent follows the \
+             redirect to object storage only over https (plain http to a loopback address in \
+             tests); serve the storage over https, or turn on the object storage's \
+             `proxy_download` so GitLab serves LFS objects itself"
+        )));
+    }
+    if !target.username().is_empty() || target.password().is_some() {
+        return Err(refused(format!(
+            "GitLab redirected the LFS read to {shown} with credentials in the URL, which \
+             assent never sends"
+        )));
+    }
+    Ok(target)
 }
 
 /// A redirect target as quoted in errors: scheme, host and path; no credentials or query.

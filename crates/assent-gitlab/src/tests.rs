@@ -1652,8 +1652,12 @@ fn changed_files_mark_withheld_diffs() {
 #[test]
 fn tree_lists_blobs_and_a_missing_dir_is_empty() {
     // A listing with a subtree and a submodule (which the fake's state cannot hold), then
-    // GitLab's two 404s: a path that is not there, and a project that is not.
-    let fake = FakeGitLab::start(world());
+    // GitLab's two 404s: a path that is not there, and a project that is not. Commit `t1`
+    // exists, so the empty listing is believed once GitLab shows it (`lfs_and_refs_tests`
+    // has a ref GitLab does not know).
+    let mut state = world();
+    state.projects[0].files.entry("t1".into()).or_default();
+    let fake = FakeGitLab::start(state);
     for (n, answer) in [
         json_reply(
             200,
@@ -1701,8 +1705,20 @@ fn tree_lists_blobs_and_a_missing_dir_is_empty() {
     let paths: Vec<Option<String>> = fake
         .requests()
         .iter()
+        .filter(|r| r.route == RouteKind::Tree)
         .map(|r| r.query_param("path"))
         .collect();
+    let commits: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.route == RouteKind::Commit)
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(
+        commits,
+        ["/api/v4/projects/group%2Fsub%2Fproj/repository/commits/t1"],
+        "only the empty listing asks for its commit"
+    );
     assert_eq!(
         paths,
         [
@@ -2169,3 +2185,5 @@ fn a_position_gitlab_refuses_is_a_400_refusal_that_wrote_nothing() {
     );
     assert!(fake.discussions(PROJECT_ID, MR_IID).is_empty());
 }
+
+mod lfs_and_refs_tests;

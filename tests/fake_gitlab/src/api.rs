@@ -414,8 +414,7 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
         }
         (RouteKind::Diffs, "GET") => match p!().mr(route.iid) {
             Some(mr) => {
-                let items = mr
-                    .diffs
+                let items = crate::diff_limits::served_diffs(st, &mr.diffs)
                     .iter()
                     .map(|d| serde_json::to_value(d).map(strip_nulls).expect("diff"))
                     .collect();
@@ -532,8 +531,15 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
                 && p!().lfs_enabled
                 && let Some(oid) = crate::model::lfs_pointer_oid(&content.0)
             {
-                // GitLab answers with the LFS object the pointer names, or 404 without one.
+                // GitLab answers with the LFS object the pointer names, or 404 without one;
+                // from object storage by a redirect unless `proxy_download` is on
+                // (`present_carrierwave_file!`, `crate::lfs_storage`).
                 return match p!().lfs_objects.get(&oid) {
+                    Some(_) if !st.lfs_proxy_download => Response::message(302, "302 Found")
+                        .header(
+                            "Location",
+                            crate::lfs_storage::signed_location(ctx.host, &oid),
+                        ),
                     Some(object) => {
                         Response::bytes(200, "application/octet-stream", object.0.clone())
                     }
@@ -561,6 +567,21 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
                 }),
             )
         }
+        // `lib/api/commits.rb`: `not_found! 'Commit'` for a ref the repository does not know.
+        (RouteKind::Commit, "GET") => match resolve_ref(p!(), &route.name) {
+            Some(sha) => Response::json(
+                200,
+                &json!({
+                    "id": sha, "short_id": &sha[..sha.len().min(8)], "title": "commit",
+                    "message": "commit", "parent_ids": [], "created_at": st.now(),
+                    "author_name": "Fake", "author_email": "fake@example.com",
+                    "authored_date": st.now(), "committer_name": "Fake",
+                    "committer_email": "fake@example.com", "committed_date": st.now(),
+                    "web_url": format!("{}/-/commit/{}", p!().web_url(&st.web_url), sha)
+                }),
+            ),
+            None => Response::message(404, "404 Commit Not Found"),
+        },
         (RouteKind::Branch, "GET") => match p!().branches.get(&route.name) {
             Some(sha) => Response::json(
                 200,

@@ -22,10 +22,12 @@
 mod api;
 mod approvals;
 mod ci;
+pub mod diff_limits;
 pub mod faults;
 pub mod fixtures;
 pub mod hooks;
 mod http;
+pub mod lfs_storage;
 pub mod model;
 pub mod ops;
 pub mod positions;

@@ -56,6 +56,13 @@ pub struct State {
     /// GitLab version answered by `GET /version` (default `18.6.0`). Routes newer than this
     /// version answer 404 like an unknown route (`resource_groups/:key/current_job`: 18.6).
     pub version: String,
+    /// GitLab's `diff_max_patch_bytes` application setting (default 200 KiB): `/diffs`
+    /// withholds patches by it ([`crate::diff_limits`]).
+    pub diff_max_patch_bytes: u64,
+    /// Object storage serves LFS objects through GitLab (`proxy_download: true`): a raw read
+    /// with `lfs=true` answers the object inline. Off (GitLab's default), it answers `302`
+    /// to the fake's storage route, `/__storage/lfs/<oid>`.
+    pub lfs_proxy_download: bool,
     /// Every user.
     pub users: Vec<User>,
     /// Every access token.
@@ -80,6 +87,8 @@ impl Default for State {
             next_on_full_page: false,
             reply_unresolves: false,
             version: "18.6.0".into(),
+            diff_max_patch_bytes: crate::diff_limits::DEFAULT_DIFF_MAX_PATCH_BYTES,
+            lfs_proxy_download: false,
             users: vec![],
             tokens: vec![],
             projects: vec![],

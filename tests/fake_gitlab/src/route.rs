@@ -47,6 +47,9 @@ pub enum RouteKind {
     FileRaw,
     /// `/projects/:id/repository/branches/:branch`
     Branch,
+    /// `/projects/:id/repository/commits/:sha` (GET: the commit, 404 for a ref GitLab does
+    /// not know)
+    Commit,
     /// `/version`
     Version,
     /// `/projects/:id/jobs/:job_id`
@@ -200,6 +203,10 @@ pub(crate) fn parse(raw_path: &str) -> Route {
                 ["repository", "branches", b] if !b.is_empty() => {
                     r.name = decode(b);
                     RouteKind::Branch
+                }
+                ["repository", "commits", c] if !c.is_empty() => {
+                    r.name = decode(c);
+                    RouteKind::Commit
                 }
                 _ => RouteKind::Unknown,
             }

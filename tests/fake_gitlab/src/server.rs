@@ -487,7 +487,14 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
     let mut resp = {
         let mut g = shared.lock();
         let inner = &mut *g;
-        let (resp, user) = api::dispatch(inner, &req, &route, &raw_path, &query, &host);
+        let (resp, user) = match raw_path.strip_prefix(crate::lfs_storage::STORAGE_LFS_PREFIX) {
+            // Object storage, not GitLab: no token is asked for, and one presented is noted.
+            Some(oid) => (
+                crate::lfs_storage::serve(&inner.state, &mut inner.violations, &req, oid),
+                None,
+            ),
+            None => api::dispatch(inner, &req, &route, &raw_path, &query, &host),
+        };
         inner.log[seq as usize].user_id = user;
         resp
     };

@@ -371,7 +371,9 @@ fn merge_request_and_listing_shapes() {
         });
     });
     let diffs = get(&fake, &mr_path("/diffs")).json();
-    assert!(diffs[0].get("too_large").is_none());
+    // `Entities::Diff` exposes both flags on every file (`lib/api/entities/diff.rb`).
+    assert_eq!(diffs[0]["too_large"], false);
+    assert_eq!(diffs[0]["collapsed"], false);
     assert_eq!(diffs[1]["too_large"], true);
     assert_eq!(diffs[1]["new_file"], true);
 }
@@ -1274,12 +1276,37 @@ fn symlinks_submodules_and_lfs_files_answer_as_gitlab_does() {
     assert_eq!(raw("topics%2Flink.yaml", "").body, "../elsewhere.yaml");
     // A submodule is no blob.
     assert_eq!(raw("topics%2Fsub", "").status, 404);
-    // An LFS file is its pointer, or with `lfs=true` its object (404 when GitLab has none).
+    // An LFS file is its pointer, or with `lfs=true` its object (404 when GitLab has none):
+    // a 302 to object storage by default (`present_carrierwave_file!`), the storage being
+    // the fake's own route that wants no token, or inline with `proxy_download`.
     let pointer = raw("topics%2Fbig.yaml", "").body;
     assert_eq!(pointer, fake_gitlab::lfs_pointer(&object));
     assert!(pointer.starts_with("version https://git-lfs.github.com/spec/v1\noid sha256:"));
     let lfs = raw("topics%2Fbig.yaml", "&lfs=true");
+    assert_eq!(lfs.status, 302);
+    let location = lfs.h("location").expect("a storage URL").to_owned();
+    let oid = fake_gitlab::lfs_oid(&object);
+    let storage_path = format!("{}{oid}", fake_gitlab::lfs_storage::STORAGE_LFS_PREFIX);
+    assert!(location.contains(&storage_path), "{location}");
+    let stored = ureq::get(&location)
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_vec()
+        .unwrap();
+    assert_eq!(stored, object);
+    assert!(fake.violations().is_empty(), "{:?}", fake.violations());
+    // A token presented to the storage is a violation: it would have left GitLab.
+    ureq::get(&location)
+        .header("PRIVATE-TOKEN", BOT_TOKEN)
+        .call()
+        .unwrap();
+    assert_eq!(fake.violations().len(), 1, "{:?}", fake.violations());
+    fake.reset_log();
+    fake.with_state(|st| st.lfs_proxy_download = true);
+    let lfs = raw("topics%2Fbig.yaml", "&lfs=true");
     assert_eq!((lfs.status, lfs.body.as_bytes()), (200, &object[..]));
+    fake.with_state(|st| st.lfs_proxy_download = false);
     assert_eq!(raw("topics%2Flost.yaml", "&lfs=true").status, 404);
     // `lfs` is ignored for a file that is no pointer.
     assert!(

@@ -45,14 +45,12 @@ pub(super) fn path_changes(files: Vec<ChangedFileInput>) -> Vec<ChangedFileInput
             new_path: file.old_path,
             base: file.base,
             source: FileContent::Absent,
-            withheld: file.withheld,
         };
         let addition = ChangedFileInput {
             old_path: file.new_path.clone(),
             new_path: file.new_path,
             base: FileContent::Absent,
             source: file.source,
-            withheld: file.withheld,
         };
         for half in [deletion, addition] {
             match index.get(&half.new_path) {
@@ -67,7 +65,6 @@ pub(super) fn path_changes(files: Vec<ChangedFileInput>) -> Vec<ChangedFileInput
                         earlier.source,
                         std::mem::replace(&mut half.source, FileContent::Absent),
                     );
-                    half.withheld |= earlier.withheld;
                 }
                 None => {
                     index.insert(half.new_path.clone(), out.len());
@@ -113,7 +110,6 @@ mod tests {
             new_path: new.into(),
             base,
             source,
-            withheld: false,
         }
     }
 

@@ -217,7 +217,6 @@ fn judged(base: Option<&Value>, source: Option<&Value>) -> (Judged, BTreeSet<Str
             new_path: FILE.into(),
             base: content(base),
             source: content(source),
-            withheld: false,
         }]),
         mr: MrContext::default(),
         limits: Limits::default(),

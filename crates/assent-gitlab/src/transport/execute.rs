@@ -43,6 +43,33 @@ impl Transport {
             .map(|(response, _)| response)
     }
 
+    /// One GET of an LFS object at the storage URL GitLab redirected a raw read to
+    /// (docs/transport.md, "The one followed redirect"): counted as a read, sent **without**
+    /// the token or any other credential (the URL carries its own signed authority, and the
+    /// storage is not GitLab), its body read as [`Transport::execute_within`] reads one,
+    /// within the same limit and budget. Never follows a further redirect either.
+    pub(crate) fn execute_storage_within(
+        &self,
+        url: &url::Url,
+        budget: Option<&ContentBudget>,
+    ) -> Result<RawResponse, Failure> {
+        refuse_when_spent(budget)?;
+        self.count(Method::Get);
+        let mut response = self
+            .agent
+            .get(url.as_str())
+            .call()
+            .map_err(|e| self.classify_error(&e))?;
+        let status = response.status().as_u16();
+        let headers = lowercase_headers(&response);
+        let body = self.read_body(&mut response, status, budget)?;
+        Ok(RawResponse {
+            status,
+            headers,
+            body,
+        })
+    }
+
     /// [`Transport::execute`], except that a 2xx body is not buffered: `sink` reads it as it
     /// arrives, without the body limit (the sink keeps its own bounds), and the response comes
     /// back with an empty body beside what the sink made of it. Any other status is read as

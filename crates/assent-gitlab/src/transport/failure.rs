@@ -20,6 +20,10 @@ pub(crate) enum Failure {
     /// A successful answer's body did not fit in the run's content budget: it was not read
     /// (or not past the point it stopped fitting), and nothing of it stays taken.
     OverBudget { limit: u64 },
+    /// An answer assent does not take, final, never retried: a redirect it does not follow
+    /// (refused before anything was sent to its target), or the LFS object storage's refusal;
+    /// `message` says which.
+    Refused { status: u16, message: String },
 }
 
 impl Failure {
@@ -27,7 +31,9 @@ impl Failure {
     pub(crate) fn cause(&self) -> TransportFailure {
         match self {
             Failure::NotSent(_, cause) | Failure::NoAnswer(_, cause) => *cause,
-            Failure::BodyTooLarge { .. } | Failure::OverBudget { .. } => TransportFailure::Other,
+            Failure::BodyTooLarge { .. } | Failure::OverBudget { .. } | Failure::Refused { .. } => {
+                TransportFailure::Other
+            }
         }
     }
 }
@@ -49,6 +55,7 @@ impl fmt::Display for Failure {
                     "the response body does not fit in the run's {limit}-byte content budget"
                 )
             }
+            Failure::Refused { status, message } => write!(f, "HTTP {status}: {message}"),
         }
     }
 }

@@ -678,7 +678,7 @@ pub fn linked_bodies(change: &HostileChange) {
     assert_eq!(unlinked, without_link);
 }
 
-/// Built-in findings (self-edit, withheld and unreadable files, parse errors) for a file named
+/// Built-in findings (self-edit, unreadable files, parse errors) and a rule's finding for a file named
 /// `name` and a forge reason `reason`: nothing outside code spans of their thread bodies or of
 /// the summary comes from either, and the name shows inside a code span.
 pub fn builtin_bodies(name: &str, reason: &str) {
@@ -688,7 +688,6 @@ pub fn builtin_bodies(name: &str, reason: &str) {
         new_path: path,
         base,
         source,
-        withheld: false,
     };
     let policy = PolicyFile {
         path: ".assent/policies/p.yaml".into(),
@@ -697,10 +696,7 @@ pub fn builtin_bodies(name: &str, reason: &str) {
     let key = serde_json::to_string(name).expect("a string serialises");
     let files = vec![
         file(format!(".assent/{name}"), FileContent::Absent, present("a")),
-        ChangedFileInput {
-            withheld: true,
-            ..file(format!("w/{name}.json"), FileContent::Absent, present("1"))
-        },
+        file(format!("w/{name}.json"), FileContent::Absent, present("1")),
         file(
             format!("u/{name}.json"),
             present("1"),
