@@ -14,7 +14,9 @@
 //! warning (`path:line: warning: …`): the checkout's paths are listed, within caps, without
 //! opening anything ([`list_checkout`]). So is each rule that judges a pointer on some kinds
 //! of change but whose `delete` no rule judges ([`PolicySet::uncovered_deletes`]): deleting
-//! the key would pass unjudged. Warnings never fail the command.
+//! the key would pass unjudged; and, the mirror image, each whose `add` no rule judges
+//! ([`PolicySet::uncovered_adds`]): setting the key where the default applied would pass
+//! unjudged. Warnings never fail the command.
 //!
 //! Exit codes: `0` the policies load (with or without warnings), `1` problems found (refused
 //! entries included), `2` `REPO` or its `.assent/policies` is missing or a file cannot be
@@ -434,6 +436,7 @@ pub fn run(args: &LintArgs) -> CliResult {
                 }
             };
             warnings.extend(set.uncovered_deletes());
+            warnings.extend(set.uncovered_adds());
             warnings.extend(local.unread.iter().cloned());
             if args.format == LintFormat::Junit {
                 crate::out!("{}", junit(&args.repo, &local, &[], &warnings));

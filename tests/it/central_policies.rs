@@ -297,7 +297,7 @@ fn lint_loads_the_central_checkout_beside_the_repository() {
     let (code, out, err) = local("lint", FLOOR);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(
-        out, "ok: 12 rule(s) in 3 file(s)\n",
+        out, "ok: 16 rule(s) in 3 file(s)\n",
         "one more rule, one more file"
     );
     let clash = FLOOR.replace("id: retention-floor", "id: retention-shrink");
@@ -388,10 +388,10 @@ fn the_shipped_central_example_lints_and_tests_with_the_example_registry() {
         "fixtures/repos/platform-policies",
     ];
     let (code, out) = assent(&[&["lint"][..], &both[..]].concat());
-    assert_eq!((code, out.as_str()), (0, "ok: 12 rule(s) in 3 file(s)\n"));
+    assert_eq!((code, out.as_str()), (0, "ok: 16 rule(s) in 3 file(s)\n"));
     let (code, out) = assent(&[&["test"][..], &both[..]].concat());
     assert_eq!(code, 0, "{out}");
-    assert!(out.ends_with("29 passed, 0 failed\n"), "{out}");
+    assert!(out.ends_with("35 passed, 0 failed\n"), "{out}");
     // The central project's own case passes on its own policies.
     let (code, out) = assent(&["test", "fixtures/repos/platform-policies"]);
     assert_eq!(code, 0, "{out}");

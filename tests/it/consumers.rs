@@ -1,6 +1,7 @@
 //! Differential tests against the programs that read a registry after the merge: PyYAML
 //! (`python3-yaml`, YAML 1.1), Go's `gopkg.in/yaml.v3` and Go's `encoding/json`
-//! (`golang-go`, `golang-gopkg-yaml.v3-dev`), and Python's `json`.
+//! (`golang-go`, `golang-gopkg-yaml.v3-dev`), Python's `json`, and Python's `tomllib` (the
+//! TOML reader of Python 3.11 and later).
 //!
 //! For every generated document assent accepts, each reader must read the same value tree
 //! (compared as JSON, numbers by value); every hostile case must be refused; and the tables
@@ -32,7 +33,7 @@ const DEBIAN_PYTHON: &str = "/usr/bin/python3";
 /// value tree or `{"error": …}`. Dates become their ISO text (assent keeps a `YYYY-MM-DD` date
 /// as its string, which is the same date).
 const PYTHON: &str = r#"
-import datetime, json, sys, unicodedata
+import datetime, json, sys, tomllib, unicodedata
 import yaml
 mode = sys.argv[1]
 if mode == "cf":
@@ -43,13 +44,14 @@ def plain(v):
         return {str(k) if not isinstance(k, (bool, type(None))) else json.dumps(k): plain(x) for k, x in v.items()}
     if isinstance(v, list):
         return [plain(x) for x in v]
-    if isinstance(v, (datetime.date, datetime.datetime)):
+    if isinstance(v, (datetime.date, datetime.datetime, datetime.time)):
         return v.isoformat()
     return v
 out = []
 for doc in json.load(sys.stdin):
     try:
-        v = plain(yaml.safe_load(doc) if mode == "yaml" else json.loads(doc))
+        read = {"yaml": yaml.safe_load, "toml": tomllib.loads}.get(mode, json.loads)
+        v = plain(read(doc))
         # What JSON cannot carry (NaN, a lone surrogate) is an error entry, not a bad batch.
         json.dumps(v, allow_nan=False, ensure_ascii=False).encode("utf-8")
         out.append({"ok": v})
@@ -258,21 +260,27 @@ fn assent(format: Format, doc: &str) -> Result<Value, String> {
 }
 
 /// Checks that each reader reads every document assent accepts as assent does; returns how
-/// many were accepted.
+/// many were accepted. TOML has one reader here, Python's `tomllib` (Go's standard library
+/// reads no TOML).
 fn readers_agree(format: Format, docs: &[String]) -> usize {
-    let mode = if format == Format::Yaml {
-        "yaml"
-    } else {
-        "json"
+    let mode = match format {
+        Format::Yaml => "yaml",
+        Format::Json => "json",
+        Format::Toml => "toml",
     };
-    let (py, go) = (read_in_python(mode, docs), read_in_go(mode, docs));
+    let py = read_in_python(mode, docs);
+    let go = match format {
+        Format::Toml => Vec::new(),
+        _ => read_in_go(mode, docs),
+    };
     let mut accepted = 0;
     for (i, doc) in docs.iter().enumerate() {
         let Ok(ours) = assent(format, doc) else {
             continue;
         };
         accepted += 1;
-        for (reader, theirs) in [("Python", &py[i]), ("Go", &go[i])] {
+        let readers = [("Python", py.get(i)), ("Go", go.get(i))];
+        for (reader, theirs) in readers.into_iter().filter_map(|(r, t)| Some((r, t?))) {
             let read = theirs.get("ok");
             assert!(
                 read.is_some_and(|v| same(v, &ours)),
@@ -517,6 +525,110 @@ fn every_accepted_json_document_reads_alike_in_python_and_encoding_json() {
     let accepted = readers_agree(Format::Json, &docs);
     assert!(accepted > docs.len() / 10, "{accepted} of {}", docs.len());
     assert!(accepted < docs.len(), "nothing refused");
+}
+
+/// TOML text of a generated node, as the value of the key `v` (a TOML document is a table):
+/// lists and maps inline, scalars as in [`json_text`] (JSON's string escapes are TOML's).
+fn toml_text(node: &Gen) -> String {
+    fn inline(node: &Gen) -> String {
+        match node {
+            Gen::Scalar(_) => json_text(node),
+            Gen::Seq(items) => format!(
+                "[{}]",
+                items.iter().map(inline).collect::<Vec<_>>().join(", ")
+            ),
+            Gen::Map(entries) => format!(
+                "{{ {} }}",
+                entries
+                    .iter()
+                    .map(|(k, v)| {
+                        let key =
+                            serde_json::from_str::<String>(k).unwrap_or_else(|_| (*k).to_owned());
+                        format!(
+                            "{} = {}",
+                            serde_json::to_string(&key).expect("JSON"),
+                            inline(v)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+    format!("v = {}\n", inline(node))
+}
+
+#[test]
+#[ignore = "needs python3 (3.11 or later, for tomllib)"]
+fn every_accepted_toml_document_reads_alike_in_tomllib() {
+    let mut docs: Vec<String> = generated(600).iter().map(toml_text).collect();
+    docs.extend(
+        [
+            "a = 9007199254740993\nb = -0\nc = 1e3\nd = 0x1F\ne = 0o17\nf = 1_000\n",
+            "day = 1979-05-27\nlocal = 1979-05-27T07:32:00\ntime = 07:32:00\n",
+            "[t]\nx = 1\n[t.u]\ny = [1, \"a\", { z = true }]\n[[list]]\nname = \"a\"\n[[list]]\nname = \"b\"\n",
+            "# a comment with U+2028 \u{2028} and U+0085 \u{85} in it\r\na = \"x\u{2029}y\"\r\n",
+            "a = 1\nA = 2\n",
+            "\"retention\\u200b_days\" = 1\n",
+            "a = 1\na = 2\n",
+            "a = nan\n",
+            "a = 99999999999999999999\n",
+        ]
+        .map(str::to_owned),
+    );
+    let accepted = readers_agree(Format::Toml, &docs);
+    assert!(accepted > docs.len() / 10, "{accepted} of {}", docs.len());
+    assert!(accepted < docs.len(), "nothing refused");
+}
+
+/// Keys a parser library gives a meaning of its own (the `toml` crate's datetime marker,
+/// `serde_spanned`'s span fields, `serde_json`'s private number and raw-value keys), written
+/// in a document beside other keys: every reader reads them as data, and so does assent,
+/// with the other keys of their table.
+const RESERVED_KEYS: &[&str] = &[
+    "$__toml_private_datetime",
+    "$__toml_private_Datetime",
+    "$__serde_spanned_private_start",
+    "$__serde_spanned_private_end",
+    "$__serde_spanned_private_value",
+    "$__serde_spanned_private_Spanned",
+    "$serde_json::private::Number",
+    "$serde_json::private::RawValue",
+];
+
+#[test]
+#[ignore = "needs python3-yaml, golang-go, golang-gopkg-yaml.v3-dev"]
+fn keys_a_parser_library_reserves_read_alike_in_every_reader() {
+    let mut toml = Vec::new();
+    let mut yaml = Vec::new();
+    let mut json = Vec::new();
+    for key in RESERVED_KEYS {
+        for value in ["\"1979-05-27\"", "1979-05-27", "1", "[1, 2]", "{ a = 1 }"] {
+            toml.push(format!("[t]\n\"{key}\" = {value}\nretention_days = 1\n"));
+            toml.push(format!(
+                "t = {{ \"{key}\" = {value}, retention_days = 1 }}\n"
+            ));
+            toml.push(format!("\"{key}\" = {value}\nretention_days = 1\n"));
+        }
+        for value in ["\"1979-05-27\"", "1", "[1, 2]", "{a: 1}"] {
+            yaml.push(format!("t:\n  \"{key}\": {value}\n  retention_days: 1\n"));
+            yaml.push(format!("\"{key}\": {value}\n"));
+        }
+        for value in ["\"1979-05-27\"", "1", "[1, 2]", "{\"a\": 1}"] {
+            json.push(format!(
+                "{{\"t\": {{\"{key}\": {value}, \"retention_days\": 1}}}}"
+            ));
+            json.push(format!("{{\"{key}\": {value}}}"));
+        }
+    }
+    for (format, docs) in [
+        (Format::Toml, toml),
+        (Format::Yaml, yaml),
+        (Format::Json, json),
+    ] {
+        // Never refused, and never read in another shape (a table read as one string).
+        assert_eq!(readers_agree(format, &docs), docs.len(), "{format:?}");
+    }
 }
 
 /// Each hostile case: a registry some reader reads with a risky value while assent, without

@@ -213,6 +213,41 @@ fn yaml_json_and_toml_findings_are_diff_notes_on_the_changed_line_linking_to_the
     world.assert_no_violations();
 }
 
+/// Lines given to GitLab are git's: a lone CR, U+0085, U+2028 and U+2029 in a YAML comment
+/// or quoted value end a line to libyaml but not to git, so they move no DiffNote (or file
+/// link) off the changed line.
+#[test]
+fn line_breaks_only_libyaml_counts_move_no_diff_note_off_the_changed_line() {
+    let world = World::new(BIN);
+    world.put_file(
+        fixtures::TARGET_SHA,
+        ".assent/policies/registry.yaml",
+        REGISTRY_POLICY,
+    );
+    let registry = |days: u32| {
+        format!(
+            "# owners: team-a\r# team-b\u{2028}# team-c\ntopics:\n  - name: t1\n    \
+             note: \"a\u{85} b\u{2029} c\"\n    retention_days: {days}\n"
+        )
+    };
+    let path = "registry/a.yaml";
+    world.put_file(fixtures::BASE_SHA, path, &registry(30));
+    world.push_with_diffs(fixtures::HEAD_SHA, &[(path, registry(7).as_str())]);
+    world.run(&[]).expect_code(1);
+    let shrink = thread_in(&world, "registry-retention-shrink", path);
+    // Git's line 5: libyaml alone would say 9, a line the diff does not show as added.
+    assert_eq!(diff_lines(&shrink), (None, Some(5)));
+    assert!(
+        headline(&shrink).ends_with(&format!(
+            " · [line 5]({PROJECT_URL}/-/blob/{}/{path}#L5)",
+            fixtures::HEAD_SHA
+        )),
+        "{}",
+        headline(&shrink)
+    );
+    world.assert_no_violations();
+}
+
 /// The basic world's MR with its real diff: retention 30 → 7 on line 3.
 fn orders_world() -> World {
     let world = World::new(BIN);

@@ -37,8 +37,8 @@ fn broken(name: &str) -> String {
 fn the_example_repository_lints_clean() {
     let (code, out, err) = assent(&["lint", GOOD], &[]);
     assert_eq!(code, 0, "{out}{err}");
-    // No warning either: the registry judges the delete of every field it guards.
-    assert_eq!(out, "ok: 11 rule(s) in 2 file(s)\n");
+    // No warning either: the registry judges the delete and the add of every field it guards.
+    assert_eq!(out, "ok: 15 rule(s) in 2 file(s)\n");
     assert_eq!(err, "");
 }
 
@@ -122,9 +122,15 @@ fn every_rule_of_the_example_has_a_case_that_fires_it() {
     }
     for rule in [
         "retention-shrink",
-        "new-topic-short-retention",
+        "retention-removed",
+        "retention-set-short",
         "new-file-short-retention",
         "partitions-decrease",
+        "partitions-removed",
+        "partitions-set",
+        "new-topic-without-owner",
+        "owner-set-empty",
+        "cleanup-policy-set",
         "topic-deleted",
         "registry-file-deleted",
         "owner-change",
@@ -256,7 +262,7 @@ fn a_glob_matching_no_file_is_a_warning_not_a_failure() {
         out,
         format!(
             "{repo}/.assent/policies/topics.yaml:7: warning: rule `retention-shrink`: match.files glob `topics/*.yml` matches no file in the checkout, so the rule judges nothing here\n\
-             ok: 3 rule(s) in 1 file(s); 1 warning(s)\n"
+             ok: 4 rule(s) in 1 file(s); 1 warning(s)\n"
         )
     );
     assert_eq!(err, "");
@@ -265,7 +271,7 @@ fn a_glob_matching_no_file_is_a_warning_not_a_failure() {
     copy_dir(&root().join(&repo), dir.path());
     std::fs::write(dir.path().join("topics/legacy.yml"), "topics: []\n").unwrap();
     let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
-    assert_eq!((code, out.as_str()), (0, "ok: 3 rule(s) in 1 file(s)\n"));
+    assert_eq!((code, out.as_str()), (0, "ok: 4 rule(s) in 1 file(s)\n"));
     // A file only under `.assent/` does not count: it is never governed.
     std::fs::remove_file(dir.path().join("topics/legacy.yml")).unwrap();
     std::fs::write(dir.path().join(".assent/topics.yml"), "").unwrap();
@@ -289,21 +295,54 @@ fn a_pointer_judged_without_its_delete_is_a_warning() {
         format!(
             "{file}:10: warning: rule `retention-shrink`: judges `/topics/*/retention_days` in `topics/*.yaml` only on modify, and no rule judges its delete, so a merge request that deletes it passes unjudged; add a rule with `kinds: [delete]` for that pointer\n\
              {file}:46: warning: rule `partitions-decrease`: judges `/topics/*/partitions` in `legacy/*.yaml` only on modify, and no rule judges its delete, so a merge request that deletes it passes unjudged; add a rule with `kinds: [delete]` for that pointer\n\
-             ok: 7 rule(s) in 1 file(s); 2 warning(s)\n"
+             {file}:60: warning: rule `any-field-set`: judges `/**` in `**` only on add, and no rule judges its delete, so a merge request that deletes it passes unjudged; add a rule with `kinds: [delete]` for that pointer\n\
+             ok: 8 rule(s) in 1 file(s); 3 warning(s)\n"
         )
     );
     assert_eq!(err, "");
-    // A rule judging the deletes under a wider glob closes both gaps.
+    // A rule judging the deletes under a wider glob and pointer closes every gap.
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&root().join(&repo), dir.path());
     let policies = dir.path().join(".assent/policies/topics.yaml");
     let mut text = std::fs::read_to_string(&policies).unwrap();
     text.push_str(
-        "  - id: any-field-removed\n    match:\n      files: [\"*/*.yaml\"]\n      pointer: \"/topics/*/*\"\n      kinds: [delete]\n    effect: challenge\n",
+        "  - id: any-field-removed\n    match:\n      files: [\"**\"]\n      pointer: \"/**\"\n      kinds: [delete]\n    effect: challenge\n",
     );
     std::fs::write(&policies, text).unwrap();
     let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
-    assert_eq!((code, out.as_str()), (0, "ok: 8 rule(s) in 1 file(s)\n"));
+    assert_eq!((code, out.as_str()), (0, "ok: 9 rule(s) in 1 file(s)\n"));
+}
+
+/// The mirror image: a rule that judges a pointer on `modify` or `delete` but not on `add`,
+/// when no rule judges its add, is a warning too (exit 0): setting the key where the
+/// default applied (`retention_days: 1` on a topic that had none) would pass unjudged. A
+/// rule on the parent (a new entry) does not cover it; a wider pointer does.
+#[test]
+fn a_pointer_judged_without_its_add_is_a_warning() {
+    let repo = broken("uncovered-add");
+    let (code, out, err) = assent(&["lint", &repo], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let file = format!("{repo}/.assent/policies/topics.yaml");
+    assert_eq!(
+        out,
+        format!(
+            "{file}:10: warning: rule `retention-shrink`: judges `/topics/*/retention_days` in `topics/*.yaml` only on modify, and no rule judges its add, so a merge request that adds it passes unjudged; add a rule with `kinds: [add]` for that pointer\n\
+             {file}:17: warning: rule `retention-removed`: judges `/topics/*/retention_days` in `topics/*.yaml` only on delete, and no rule judges its add, so a merge request that adds it passes unjudged; add a rule with `kinds: [add]` for that pointer\n\
+             ok: 5 rule(s) in 1 file(s); 2 warning(s)\n"
+        )
+    );
+    assert_eq!(err, "");
+    // A rule judging the adds of every field of a topic closes the gap.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join(&repo), dir.path());
+    let policies = dir.path().join(".assent/policies/topics.yaml");
+    let mut text = std::fs::read_to_string(&policies).unwrap();
+    text.push_str(
+        "  - id: any-field-set\n    match:\n      files: [\"topics/*.yaml\"]\n      pointer: \"/topics/*/*\"\n      kinds: [add, delete]\n    effect: comment\n",
+    );
+    std::fs::write(&policies, text).unwrap();
+    let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    assert_eq!((code, out.as_str()), (0, "ok: 6 rule(s) in 1 file(s)\n"));
 }
 
 /// The `when` of every policy the project ships or documents passes the type checks: the
@@ -400,7 +439,7 @@ fn test_cases_pin_both_sides_of_a_rule_s_group_above() {
     let (code, out, err) = assent(&["lint", repo], &[]);
     assert_eq!(
         (code, out.as_str()),
-        (0, "ok: 3 rule(s) in 1 file(s)\n"),
+        (0, "ok: 5 rule(s) in 1 file(s)\n"),
         "{err}"
     );
     let (code, out, err) = assent(&["test", repo], &[]);
@@ -1051,7 +1090,7 @@ fn a_link_to_dev_zero_is_refused_at_once() {
         out.starts_with(&format!("BROKEN {repo}/.assent/tests/zero.yaml\n")),
         "{out}"
     );
-    assert!(out.ends_with("29 passed, 0 failed, 1 broken\n"), "{out}");
+    assert!(out.ends_with("35 passed, 0 failed, 1 broken\n"), "{out}");
     assert!(
         err.starts_with(&format!(
             "error: {repo}/.assent/tests/zero.yaml{LINK_LINE}\n"
@@ -1222,7 +1261,7 @@ fn lint_format_json_reports_problems_and_warnings_as_one_document() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(
         out,
-        "{\"apiVersion\":\"assent/v1\",\"kind\":\"LintReport\",\"ok\":true,\"rules\":11,\"files\":2,\"problems\":[],\"warnings\":[]}\n"
+        "{\"apiVersion\":\"assent/v1\",\"kind\":\"LintReport\",\"ok\":true,\"rules\":15,\"files\":2,\"problems\":[],\"warnings\":[]}\n"
     );
     let (code, out, err) = assent(&["lint", &broken("many-problems"), "--format", "json"], &[]);
     assert_eq!(code, 1, "{out}{err}");

@@ -52,6 +52,12 @@ fn a_pure_rename_of_a_registry_file_deletes_its_topics_at_the_old_path() {
     assert_eq!(
         findings(&r),
         vec![
+            // The new path's topic is an addition, judged by the new path's rules: it has
+            // no owner.
+            pair(
+                "new-topic-without-owner",
+                "topics/orders-v2.yaml#/topics/orders.events.v1"
+            ),
             pair("registry-file-deleted", "topics/orders.yaml#"),
             pair(
                 "retention-removed",

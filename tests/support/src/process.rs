@@ -96,7 +96,10 @@ pub fn desired_slots_b() -> Vec<Slot> {
         slot("retention-shrink", "/topics/orders.audit.v1/retention_days"),
         slot("partitions-decrease", "/topics/orders.events.v1/partitions"),
         slot("owner-change", "/topics/orders.audit.v1/owner"),
-        slot("new-topic-short-retention", "/topics/orders.scratch.v1"),
+        slot(
+            "retention-set-short",
+            "/topics/orders.scratch.v1/retention_days",
+        ),
     ]
 }
 

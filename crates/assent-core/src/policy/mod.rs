@@ -495,20 +495,36 @@ impl PolicySet {
     /// time anyway (an evaluation error is a `block` finding). A rule on a parent
     /// (`/topics/*`) does not cover its children: deleting a key leaves its parent in place.
     pub fn uncovered_deletes(&self) -> Vec<PolicyProblem> {
-        let judges_deletes = |rule: &Rule| {
-            rule.kinds
-                .as_ref()
-                .is_none_or(|k| k.contains(&ChangeKind::Delete))
+        self.uncovered(ChangeKind::Delete)
+    }
+
+    /// The mirror image of [`PolicySet::uncovered_deletes`]: rules that judge a pointer on
+    /// some kinds of change but not on `add`, where no rule judges the add instead, so a
+    /// merge request that sets the key where it was absent (and the default applied) passes
+    /// unjudged. Coverage is decided the same way; a rule on a parent does not cover its
+    /// children here either, since adding a key to an existing entry adds no parent.
+    pub fn uncovered_adds(&self) -> Vec<PolicyProblem> {
+        self.uncovered(ChangeKind::Add)
+    }
+
+    /// The (rule, glob) pairs whose pointer no rule judges on `kind` (see
+    /// [`PolicySet::uncovered_deletes`]).
+    fn uncovered(&self, kind: ChangeKind) -> Vec<PolicyProblem> {
+        let judges = |rule: &Rule| rule.kinds.as_ref().is_none_or(|k| k.contains(&kind));
+        let (verb, participle) = match kind {
+            ChangeKind::Add => ("add", "adds"),
+            ChangeKind::Delete => ("delete", "deletes"),
+            ChangeKind::Modify => ("modify", "modifies"),
         };
         let mut warnings = Vec::new();
         for rule in &self.rules {
             let Some(kinds) = &rule.kinds else { continue };
-            if kinds.contains(&ChangeKind::Delete) {
+            if kinds.contains(&kind) {
                 continue;
             }
             for glob in &rule.files {
                 let covered = self.rules.iter().any(|other| {
-                    judges_deletes(other)
+                    judges(other)
                         && other.pointer.covers(&rule.pointer)
                         && other.files.iter().any(|g| g.covers(glob))
                 });
@@ -521,7 +537,7 @@ impl PolicySet {
                     file: file.clone(),
                     line: *line,
                     message: excerpt::sanitize_message(&format!(
-                        "rule `{}`: judges {} in `{}` only on {}, and no rule judges its delete, so a merge request that deletes it passes unjudged; add a rule with `kinds: [delete]` for that pointer",
+                        "rule `{}`: judges {} in `{}` only on {}, and no rule judges its {verb}, so a merge request that {participle} it passes unjudged; add a rule with `kinds: [{verb}]` for that pointer",
                         rule.id,
                         pointer_shown(rule.pointer.as_str()),
                         glob.as_str(),

@@ -1295,3 +1295,39 @@ fn globs_that_match_no_checkout_path_are_warned_at_their_line() {
             .all(|w| w.message.contains("`.assent/**`"))
     );
 }
+
+/// The mirror image of the delete check: a pointer judged on `modify` or `delete` but whose
+/// `add` no rule judges is a warning, so setting a key where the default applied is never
+/// waved through unnoticed. A rule on the parent does not cover it; a wider pointer does.
+#[test]
+fn a_pointer_judged_without_its_add_is_a_warning() {
+    let rules = |extra: &str| {
+        format!(
+            "apiVersion: assent/v1\nkind: Policy\nrules:\n\
+             - id: shrink\n  match: {{ files: [\"t/*.yaml\"], pointer: \"/t/*/days\", kinds: [modify] }}\n  effect: challenge\n\
+             - id: removed\n  match: {{ files: [\"t/*.yaml\"], pointer: \"/t/*/days\", kinds: [delete] }}\n  effect: challenge\n\
+             - id: new-entry\n  match: {{ files: [\"t/*.yaml\"], pointer: \"/t/*\", kinds: [add, delete] }}\n  effect: comment\n{extra}"
+        )
+    };
+    let adds = |set: &PolicySet| -> Vec<String> {
+        set.uncovered_adds()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    let set = load(&rules(""));
+    assert_eq!(
+        adds(&set),
+        [
+            ".assent/policies/p.yaml:5: rule `shrink`: judges `/t/*/days` in `t/*.yaml` only on modify, and no rule judges its add, so a merge request that adds it passes unjudged; add a rule with `kinds: [add]` for that pointer",
+            ".assent/policies/p.yaml:8: rule `removed`: judges `/t/*/days` in `t/*.yaml` only on delete, and no rule judges its add, so a merge request that adds it passes unjudged; add a rule with `kinds: [add]` for that pointer",
+        ]
+    );
+    // Every delete is judged, so the delete check has nothing to say.
+    assert!(set.uncovered_deletes().is_empty());
+    // A rule without `kinds` on a wider pointer judges the add.
+    let closed = load(&rules(
+        "- id: any\n  match: { files: [\"**\"], pointer: \"/t/**\" }\n  effect: comment\n",
+    ));
+    assert!(adds(&closed).is_empty(), "{:?}", adds(&closed));
+}

@@ -84,8 +84,9 @@ pub(super) struct Budget {
     /// Shared allocations for the keys and short strings of this document.
     texts: RefCell<Interner>,
     lines: Lines,
-    /// Whether a one-entry map keyed [`TOML_DATETIME_FIELD`] is a datetime. Only for TOML: in
-    /// JSON or YAML such a key is ordinary data and must stay a map.
+    /// Whether a one-entry map keyed [`TOML_DATETIME_FIELD`] may be a datetime. Only for TOML
+    /// (and there only when its value comes without a span: [`DatetimeOrSpanned`]); in JSON
+    /// or YAML such a key is ordinary data and must stay a map.
     toml_datetimes: bool,
     /// TOML only: a key refused by [`KeySeed`] (with the line of the earlier key it clashes
     /// with), kept until its value is read, because `toml` places a key's error at its table,
@@ -105,7 +106,7 @@ impl Budget {
 
     /// The budget for parsing TOML `text`.
     pub(super) fn toml(max_depth: usize, max_nodes: usize, text: &str) -> Self {
-        let lines = Lines::Spans(NewlineIndex::new(text));
+        let lines = Lines::Spans(NewlineIndex::new(text.as_bytes()));
         Self::new(max_depth, max_nodes, lines, true)
     }
 
@@ -241,6 +242,51 @@ impl<'de> Visitor<'de> for Spanned<'_> {
     }
 }
 
+/// What `toml` gives under its datetime marker key ([`TOML_DATETIME_FIELD`]).
+enum DatetimeOrValue {
+    /// The RFC 3339 text of a datetime value.
+    Datetime(String),
+    /// The value of a key written so in the document.
+    Value(Node),
+}
+
+/// Reads the value under [`TOML_DATETIME_FIELD`], telling a datetime from a table that holds
+/// that key: `toml` hands a datetime's text over as a bare string, which knows nothing of
+/// spans, while a value from the document always answers the span request with its span.
+/// The key itself cannot tell them apart: any document may write it.
+struct DatetimeOrSpanned<'b>(ValueSeed<'b>);
+
+impl<'de> DeserializeSeed<'de> for DatetimeOrSpanned<'_> {
+    type Value = DatetimeOrValue;
+
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<DatetimeOrValue, D::Error> {
+        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, self)
+    }
+}
+
+impl<'de> Visitor<'de> for DatetimeOrSpanned<'_> {
+    type Value = DatetimeOrValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a TOML datetime or a value with its span")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<DatetimeOrValue, E> {
+        Ok(DatetimeOrValue::Datetime(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<DatetimeOrValue, E> {
+        Ok(DatetimeOrValue::Datetime(v))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<DatetimeOrValue, A::Error> {
+        Spanned(self.0).visit_map(map).map(DatetimeOrValue::Value)
+    }
+}
+
 /// A field of `toml`'s span wrapper, read without allocating (three per TOML value).
 enum SpanField {
     Start,
@@ -363,15 +409,21 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
             let line = self.enter_container()?;
             return Ok(object.finish(line));
         };
-        if self.budget.toml_datetimes && *first == *TOML_DATETIME_FIELD {
-            // A TOML datetime: its value is the RFC 3339 text, which is what we keep.
-            let text: String = map.next_value()?;
-            return self.visit_string(text);
-        }
-        // Counted after its first key but before any value: still the map's place in the
-        // document order of values, which is what JSON's line table is in.
-        let line = self.enter_container()?;
-        let value = map.next_value_seed(self.child())?;
+        let (line, value) = if self.budget.toml_datetimes && *first == *TOML_DATETIME_FIELD {
+            match map.next_value_seed(DatetimeOrSpanned(self.child()))? {
+                // A TOML datetime: its value is the RFC 3339 text, which is what we keep.
+                DatetimeOrValue::Datetime(text) => return self.visit_string(text),
+                // A table with the marker key written in it: data, as to every other TOML
+                // reader, and the rest of the table with it. (TOML lines come from spans, so
+                // counting the table after its first value changes no line.)
+                DatetimeOrValue::Value(value) => (self.enter_container()?, value),
+            }
+        } else {
+            // Counted after its first key but before any value: still the map's place in the
+            // document order of values, which is what JSON's line table is in.
+            let line = self.enter_container()?;
+            (line, map.next_value_seed(self.child())?)
+        };
         self.check_refused_key::<A::Error>(&value)?;
         object.push(first, value);
         while let Some(key) = map.next_key_seed(KeySeed::new(&mut object, self.budget))? {

@@ -3,7 +3,8 @@
 //! `serde_json` tells a visitor nothing about positions, so [`json_value_lines`] scans the
 //! text once before parsing and lists the line of every value in document order, the order
 //! in which the value builder counts them. `toml` gives byte spans, which [`NewlineIndex`]
-//! turns into lines. (libyaml's events carry their own line.)
+//! turns into lines, counting `\n` alone as git does. (libyaml's events carry their own line,
+//! which `yaml/events.rs` turns into git's through the same index where they differ.)
 
 use super::tree::Line;
 
@@ -80,9 +81,10 @@ pub(super) fn json_value_lines(text: &str, max_depth: usize, max_nodes: usize) -
 pub(super) struct NewlineIndex(Vec<usize>);
 
 impl NewlineIndex {
-    pub(super) fn new(text: &str) -> Self {
+    pub(super) fn new(text: &[u8]) -> Self {
         NewlineIndex(
-            text.bytes()
+            text.iter()
+                .copied()
                 .enumerate()
                 .filter(|&(_, b)| b == b'\n')
                 .map(|(i, _)| i)
@@ -133,7 +135,7 @@ mod tests {
 
     #[test]
     fn newline_index_finds_the_line_of_an_offset() {
-        let index = NewlineIndex::new("ab\ncd\n\nef");
+        let index = NewlineIndex::new(b"ab\ncd\n\nef");
         let at = |offset| index.line_of(offset).get();
         assert_eq!(
             [at(0), at(2), at(3), at(5), at(6), at(7), at(99)],

@@ -58,6 +58,17 @@
 //!   their string form (`1: a` is key `"1"`, `true: b` key `"true"`, `null: c` key `"null"`);
 //!   two keys with the same string form are duplicates. Lists or maps as keys are refused.
 //! * **TOML** datetimes become their RFC 3339 strings.
+//! * **Keys a parser library reserves for itself** are data. `toml` hands a datetime over as a
+//!   one-entry map keyed `$__toml_private_datetime`, and a value's span under
+//!   `$__serde_spanned_private_*` fields; a table that has such a key written in it is still
+//!   the table, with all its keys (`build.rs` tells them apart by whether the value comes with
+//!   a span), as it is to Python's `tomllib`. `serde_json`'s `$serde_json::private::*` keys
+//!   are only special with features this build does not enable, and the YAML builder gives no
+//!   key a meaning beyond YAML's own `<<` (refused, above).
+//! * **Lines are git's**: a value's line counts `\n` alone, as git and GitLab's diff positions
+//!   do, whatever else the file holds. libyaml also starts a line at a lone CR, U+0085, U+2028
+//!   and U+2029; where a YAML file holds one, lines are counted from libyaml's byte offsets
+//!   instead (`yaml/events.rs`). JSON and TOML lines already count `\n` alone.
 //!
 //! Error messages are the parsers' own, without the trailing position (it is in
 //! [`ParseError::line`]). YAML content errors are prefixed with the path of the offending node

@@ -462,3 +462,203 @@ proptest! {
         prop_assert!(diff_values(Some(&old), Some(&new), &topics_by_name).is_empty());
     }
 }
+
+/// Keys a parser library gives a meaning of its own to: the `toml` crate's datetime marker and
+/// `serde_spanned`'s span fields, `serde_json`'s number and raw-value markers (features off in
+/// this build, and keys of a map either way). Written in a document, each is data, as it is
+/// to every other reader of the format (`tests/it/consumers.rs` holds that to them).
+const RESERVED_KEYS: &[&str] = &[
+    "$__toml_private_datetime",
+    "$__toml_private_Datetime",
+    "$__serde_spanned_private_start",
+    "$__serde_spanned_private_end",
+    "$__serde_spanned_private_value",
+    "$__serde_spanned_private_Spanned",
+    "$serde_json::private::Number",
+    "$serde_json::private::RawValue",
+];
+
+#[test]
+fn keys_a_parser_library_reserves_are_data_in_every_format() {
+    for &key in RESERVED_KEYS {
+        let expected = json!({"t": {key: "1979-05-27", "other": 1}, "after": true});
+        let json_doc = expected.to_string();
+        let yaml_doc = format!("t:\n  \"{key}\": \"1979-05-27\"\n  other: 1\nafter: true\n");
+        let toml_doc = format!("after = true\n[t]\n\"{key}\" = \"1979-05-27\"\nother = 1\n");
+        for (file, doc) in [
+            ("f.json", json_doc),
+            ("f.yaml", yaml_doc),
+            ("f.toml", toml_doc),
+        ] {
+            assert_eq!(parse(file, &doc).to_value(), expected, "{file}: {doc}");
+        }
+    }
+}
+
+#[test]
+fn a_toml_table_holding_the_datetime_marker_key_is_a_table() {
+    let value = |doc: &str| parse("f.toml", doc).to_value();
+    // Its value may be anything, a real datetime included; the other keys stay in the table.
+    assert_eq!(
+        value("\"$__toml_private_datetime\" = 1979-05-27T07:32:00Z\nx = 1\n"),
+        json!({"$__toml_private_datetime": "1979-05-27T07:32:00Z", "x": 1})
+    );
+    assert_eq!(
+        value("t = { \"$__toml_private_datetime\" = [1, { a = 2 }], b = 1979-05-27 }\n"),
+        json!({"t": {"$__toml_private_datetime": [1, {"a": 2}], "b": "1979-05-27"}})
+    );
+    assert_eq!(
+        value("t = { \"$__toml_private_datetime\" = \"x\" }\n"),
+        json!({"t": {"$__toml_private_datetime": "x"}})
+    );
+    // Real datetimes are still their text, alone or beside the marker key.
+    assert_eq!(
+        value("at = 1979-05-27T07:32:00Z\nday = 1979-05-27\ntime = 07:32:00\n"),
+        json!({"at": "1979-05-27T07:32:00Z", "day": "1979-05-27", "time": "07:32:00"})
+    );
+
+    // So an edit or a new key beside the marker is a change, at its own line.
+    let old = parse(
+        "f.toml",
+        "[topic]\n\"$__toml_private_datetime\" = \"2024-01-01\"\nretention_days = 30\n",
+    );
+    let new = parse(
+        "f.toml",
+        "[topic]\n\"$__toml_private_datetime\" = \"2024-01-01\"\nretention_days = 1\nowner = \"x\"\n",
+    );
+    let changes = diff_documents("f.toml", Some(&old), Some(&new), &no_identity).changes;
+    let seen: Vec<(&str, ChangeKind, Option<usize>)> = changes
+        .iter()
+        .map(|c| (c.pointer.as_str(), c.kind, c.new_line))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("/topic/owner", ChangeKind::Add, Some(4)),
+            ("/topic/retention_days", ChangeKind::Modify, Some(3)),
+        ]
+    );
+}
+
+/// What ends a line to some reader: git and GitLab count `\n` alone; libyaml (YAML 1.1) also
+/// a lone CR, U+0085, U+2028 and U+2029; U+000B and U+000C end a line to Python's
+/// `str.splitlines` and are refused by every format's parser here.
+const BREAKS_ANYWHERE: &[&str] = &["\n", "\r\n"];
+const YAML_BREAKS: &[&str] = &["\n", "\r\n", "\r", "\u{85}", "\u{2028}", "\u{2029}"];
+/// JSON whitespace may hold CR and LF; the other characters only fit inside a string.
+const JSON_WHITESPACE: &[&str] = &["\n", "\r\n", "\r", " "];
+const UNICODE_BREAKS: &[&str] = &["\u{85}", "\u{2028}", "\u{2029}", "\r"];
+
+/// The line git gives to the first occurrence of `needle` in `text`.
+fn git_line(text: &str, needle: &str) -> usize {
+    let at = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} in {text:?}"));
+    1 + text[..at].matches('\n').count()
+}
+
+/// A document in `format` with the keys `k0`…, each set to its value of `values`, and
+/// before each key a comment (YAML, TOML) and a string field `n<i>` holding the line breaks
+/// `picks` chooses, and between them whitespace of line breaks (JSON).
+fn document_with_breaks(format: Format, values: &[u32], picks: &[usize]) -> String {
+    let mut pick = picks.iter().copied().cycle();
+    let mut from = |set: &[&'static str]| set[pick.next().unwrap_or(0) % set.len()];
+    let mut doc = String::new();
+    match format {
+        Format::Yaml => {
+            for (i, v) in values.iter().enumerate() {
+                // Each piece of the comment starts with `#`, so it is a comment whatever
+                // ends the line before it.
+                doc += &format!("# a{}# b{}", from(YAML_BREAKS), from(YAML_BREAKS));
+                doc += &format!("n{i}: \"x{} y\"{}", from(YAML_BREAKS), from(YAML_BREAKS));
+                doc += &format!("k{i}: {v}{}", from(YAML_BREAKS));
+            }
+        }
+        Format::Json => {
+            doc.push('{');
+            for (i, v) in values.iter().enumerate() {
+                let unicode = from(&UNICODE_BREAKS[..3]);
+                doc += &format!("{}\"n{i}\": \"x{unicode}y\",", from(JSON_WHITESPACE));
+                doc += &format!("{}\"k{i}\": {v}", from(JSON_WHITESPACE));
+                doc += if i + 1 < values.len() { "," } else { "" };
+            }
+            doc += &format!("{}}}", from(JSON_WHITESPACE));
+        }
+        Format::Toml => {
+            for (i, v) in values.iter().enumerate() {
+                let (a, b) = (from(&UNICODE_BREAKS[..3]), from(&UNICODE_BREAKS[..3]));
+                doc += &format!("# a{a}b{}", from(BREAKS_ANYWHERE));
+                doc += &format!("n{i} = \"x{b}y\"{}", from(BREAKS_ANYWHERE));
+                doc += &format!("k{i} = {v}{}", from(BREAKS_ANYWHERE));
+            }
+        }
+    }
+    doc
+}
+
+proptest! {
+    /// Lines given to GitLab (DiffNotes, file links, Code Quality) are git's: whatever line
+    /// breaks a file mixes, each change is placed on the line of its key's text.
+    #[test]
+    fn every_change_is_on_the_line_git_gives_its_text(
+        values in prop::collection::vec(0u32..1000, 1..6),
+        old_picks in prop::collection::vec(0usize..64, 1..40),
+        new_picks in prop::collection::vec(0usize..64, 1..40),
+    ) {
+        for (format, file) in [(Format::Yaml, "f.yaml"), (Format::Json, "f.json"), (Format::Toml, "f.toml")] {
+            let old_text = document_with_breaks(format, &values, &old_picks);
+            let new_values: Vec<u32> = values.iter().map(|v| v + 1).collect();
+            let new_text = document_with_breaks(format, &new_values, &new_picks);
+            let read = |text: &str| parse_document(file, format, text.as_bytes(), &Limits::default())
+                .unwrap_or_else(|e| panic!("{e}: {text:?}"));
+            let (old, new) = (read(&old_text), read(&new_text));
+            // The string fields may change too (libyaml folds some breaks and keeps others):
+            // the keys are what is checked.
+            let changes: Vec<Change> = diff_documents(file, Some(&old), Some(&new), &no_identity)
+                .changes
+                .into_iter()
+                .filter(|c| c.pointer.starts_with("/k"))
+                .collect();
+            prop_assert_eq!(changes.len(), values.len(), "{:?}", changes);
+            for change in &changes {
+                let key = change.pointer.trim_start_matches('/');
+                prop_assert_eq!(change.old_line, Some(git_line(&old_text, key)), "{} in {:?}", key, old_text);
+                prop_assert_eq!(change.new_line, Some(git_line(&new_text, key)), "{} in {:?}", key, new_text);
+            }
+        }
+    }
+}
+
+#[test]
+fn yaml_lines_are_git_lines_beside_every_break_libyaml_counts() {
+    for brk in ["\r", "\u{85}", "\u{2028}", "\u{2029}"] {
+        let doc = format!("# one{brk}# still line one\na: \"x{brk} y\"\nb: 2\n");
+        let node = parse("f.yaml", &doc);
+        let lines = (
+            node.get("a").and_then(Node::line),
+            node.get("b").and_then(Node::line),
+        );
+        assert_eq!(lines, (Some(2), Some(3)), "{brk:?}");
+    }
+}
+
+#[test]
+fn a_character_no_format_allows_is_refused_at_its_git_line() {
+    for bad in ["\u{b}", "\u{c}"] {
+        for (format, doc) in [
+            (
+                Format::Yaml,
+                format!("# a\r# b\u{2028}\na: 1\nb: x{bad}y\n"),
+            ),
+            (
+                Format::Json,
+                format!("{{\"a\": 1,\r\n\"c\": \"\u{2028}\",\n\"b\": {bad}1}}"),
+            ),
+            (Format::Toml, format!("# a\u{2028}b\na = 1\nb = {bad}1\n")),
+        ] {
+            let e = parse_document("f", format, doc.as_bytes(), &Limits::default())
+                .expect_err("refused");
+            assert_eq!(e.line, Some(3), "{format:?} {doc:?}: {e}");
+        }
+    }
+}

@@ -8,9 +8,10 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{CStr, c_char};
-use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
+
+use crate::semantic_diff::lines::NewlineIndex;
 
 /// The prefix libyaml expands `!!name` to.
 const CORE_PREFIX: &[u8] = b"tag:yaml.org,2002:";
@@ -84,7 +85,8 @@ pub(super) struct EventReader<'a> {
     raw: NonNull<unsafe_libyaml::yaml_parser_t>,
     /// Set once libyaml has failed or the stream has ended: it must not be driven further.
     finished: bool,
-    _input: PhantomData<&'a [u8]>,
+    lines: GitLines,
+    input: &'a [u8],
 }
 
 impl<'a> EventReader<'a> {
@@ -108,7 +110,8 @@ impl<'a> EventReader<'a> {
         Some(EventReader {
             raw: NonNull::new(raw)?,
             finished: false,
-            _input: PhantomData,
+            lines: GitLines::new(input),
+            input,
         })
     }
 
@@ -132,7 +135,7 @@ impl<'a> EventReader<'a> {
         unsafe {
             if unsafe_libyaml::yaml_parser_parse(parser, event.as_mut_ptr()).fail {
                 self.finished = true;
-                return Err(syntax_error(&*parser));
+                return Err(self.syntax_error(&*parser));
             }
             let event = event.as_mut_ptr();
             let data = &(*event).data;
@@ -165,7 +168,7 @@ impl<'a> EventReader<'a> {
                 unsafe_libyaml::YAML_MAPPING_END_EVENT => EventKind::MappingEnd,
                 _ => EventKind::Other,
             };
-            let line = line_of((*event).start_mark);
+            let line = self.lines.line_of((*event).start_mark);
             unsafe_libyaml::yaml_event_delete(event);
             if kind == EventKind::StreamEnd {
                 self.finished = true;
@@ -205,38 +208,77 @@ unsafe fn tag_of(tag: *const u8) -> Tag {
     }
 }
 
-/// The 1-based line of a libyaml position (which counts from 0).
-fn line_of(mark: unsafe_libyaml::yaml_mark_t) -> usize {
-    usize::try_from(mark.line).unwrap_or(usize::MAX - 1) + 1
-}
+/// Lines as git counts them, from libyaml's positions.
+///
+/// libyaml starts a new line at each of YAML 1.1's line breaks: LF, CR, CRLF, U+0085, U+2028
+/// and U+2029. Git, and so GitLab's diff positions, counts LF alone, so in a file that holds a
+/// lone CR or one of those characters (in a comment or a quoted value, where YAML allows them)
+/// libyaml's line would put a thread beside another line. There a position's line is counted
+/// from its byte offset instead; elsewhere libyaml's count is git's (CRLF is one break to both),
+/// and no index is built.
+struct GitLines(Option<NewlineIndex>);
 
-/// The parser's error, as text and line.
-fn syntax_error(parser: &unsafe_libyaml::yaml_parser_t) -> SyntaxError {
-    let text = |ptr: *const c_char| {
-        // SAFETY: libyaml's problem and context are null or static NUL-terminated strings.
-        (!ptr.is_null()).then(|| {
-            unsafe { CStr::from_ptr(ptr) }
-                .to_string_lossy()
-                .into_owned()
-        })
-    };
-    let problem = text(parser.problem).unwrap_or_else(|| "the YAML parser failed".to_owned());
-    let mut message = problem;
-    if let Some(context) = text(parser.context) {
-        message.push_str(", ");
-        message.push_str(&context);
-        let (at, problem_at) = (parser.context_mark, parser.problem_mark);
-        let known = at.line != 0 || at.column != 0;
-        if known && (at.line, at.column) != (problem_at.line, problem_at.column) {
-            message.push_str(&format!(
-                " at line {} column {}",
-                at.line + 1,
-                at.column + 1
-            ));
+impl GitLines {
+    fn new(input: &[u8]) -> Self {
+        let other_breaks = input.iter().enumerate().any(|(i, &b)| match b {
+            b'\r' => true,
+            0xC2 => input.get(i + 1) == Some(&0x85),
+            0xE2 => {
+                input.get(i + 1) == Some(&0x80) && matches!(input.get(i + 2), Some(0xA8 | 0xA9))
+            }
+            _ => false,
+        });
+        GitLines(other_breaks.then(|| NewlineIndex::new(input)))
+    }
+
+    /// The 1-based line of a libyaml position.
+    fn line_of(&self, mark: unsafe_libyaml::yaml_mark_t) -> usize {
+        match &self.0 {
+            // libyaml counts from 0.
+            None => usize::try_from(mark.line).unwrap_or(usize::MAX - 1) + 1,
+            Some(index) => index
+                .line_of(usize::try_from(mark.index).unwrap_or(usize::MAX))
+                .get()
+                .unwrap_or(1),
         }
     }
-    SyntaxError {
-        line: line_of(parser.problem_mark),
-        message,
+}
+
+impl EventReader<'_> {
+    /// The parser's error, as text and line.
+    fn syntax_error(&self, parser: &unsafe_libyaml::yaml_parser_t) -> SyntaxError {
+        let text = |ptr: *const c_char| {
+            // SAFETY: libyaml's problem and context are null or static NUL-terminated strings.
+            (!ptr.is_null()).then(|| {
+                unsafe { CStr::from_ptr(ptr) }
+                    .to_string_lossy()
+                    .into_owned()
+            })
+        };
+        let problem = text(parser.problem).unwrap_or_else(|| "the YAML parser failed".to_owned());
+        let mut message = problem;
+        if let Some(context) = text(parser.context) {
+            message.push_str(", ");
+            message.push_str(&context);
+            let (at, problem_at) = (parser.context_mark, parser.problem_mark);
+            let known = at.line != 0 || at.column != 0;
+            if known && (at.line, at.column) != (problem_at.line, problem_at.column) {
+                message.push_str(&format!(
+                    " at line {} column {}",
+                    self.lines.line_of(at),
+                    at.column + 1
+                ));
+            }
+        }
+        // A reader error (a byte YAML does not allow, such as U+000B) leaves the marks unset
+        // and says where it is by byte offset.
+        let line = if parser.error == unsafe_libyaml::YAML_READER_ERROR {
+            let offset = usize::try_from(parser.problem_offset).unwrap_or(usize::MAX);
+            let before = &self.input[..offset.min(self.input.len())];
+            1 + before.iter().filter(|&&b| b == b'\n').count()
+        } else {
+            self.lines.line_of(parser.problem_mark)
+        };
+        SyntaxError { line, message }
     }
 }
