@@ -822,3 +822,91 @@ fn the_pre_commit_hooks_run_lint_test_and_check() {
     );
     assert_eq!(by_id("assent-lint")["files"].as_str(), Some("^\\.assent/"));
 }
+
+/// The real framework: `pre-commit try-repo` runs this repository's hooks in an author's
+/// checkout, with `assent` on `PATH`. The author's loop from docs/setup.md: lint and test
+/// pass on the example's policies, a change the gate would challenge passes the pre-push
+/// check (a challenge is assented on the MR), one it would block stops the push.
+///
+/// Opt-in: needs the `pre-commit` package (`python3 -m pip install pre-commit`), which
+/// `.ci/run` installs; run so, a missing framework is a failure, never a pass.
+#[test]
+#[ignore = "needs pre-commit (pip); run: cargo test --test it check_cli::pre_commit -- --ignored"]
+fn pre_commit_try_repo_runs_the_hooks_in_an_authors_checkout() {
+    // The interpreter itself, not a version manager's shim, which would look for its root
+    // under the test's own HOME.
+    let python = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    let python = String::from_utf8(python.stdout).unwrap().trim().to_owned();
+    assert!(!python.is_empty(), "python3 names its executable");
+    let hooks_repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin_dir = Path::new(ASSENT).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+
+    let repo = Repo::new();
+    let (base, head) = registry_with_shrink();
+    repo.commit_tree(&base, "the registry");
+    // An upstream for the pre-push check's base: origin/HEAD at the registry's commit.
+    let origin = repo.home.path().join("origin.git");
+    repo.git_in(
+        repo.home.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            repo.dir.to_str().unwrap(),
+            origin.to_str().unwrap(),
+        ],
+    );
+    repo.git(&["remote", "add", "origin", origin.to_str().unwrap()]);
+    repo.git(&["fetch", "-q", "origin"]);
+    repo.git(&["remote", "set-head", "origin", "main"]);
+
+    let try_repo = |hook: &str, stage: &str| -> (i32, String) {
+        let mut command = Command::new(&python);
+        command
+            .args(["-m", "pre_commit", "try-repo"])
+            .arg(hooks_repo)
+            .args([hook, "--all-files", "--verbose", "--hook-stage", stage])
+            .current_dir(&repo.dir)
+            .env("PATH", &path)
+            .env("PRE_COMMIT_HOME", repo.home.path().join("pre-commit-cache"));
+        repo.env(&mut command);
+        let out = command.output().expect("pre-commit runs");
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            !text.contains("No module named pre_commit"),
+            "pre-commit is not installed: python3 -m pip install pre-commit\n{text}"
+        );
+        (code(&out), text)
+    };
+
+    for hook in ["assent-lint", "assent-test"] {
+        let (code, text) = try_repo(hook, "pre-commit");
+        assert_eq!(code, 0, "{hook}:\n{text}");
+        assert!(text.contains("Passed"), "{hook} ran:\n{text}");
+    }
+
+    // The shrink: REVIEW at the gate, so the push goes on.
+    repo.commit_tree(&head, "retention cut");
+    let (code, text) = try_repo("assent-check", "pre-push");
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("Passed") && text.contains("REVIEW"), "{text}");
+
+    // A registry that does not parse: BLOCK, the hook fails and says why.
+    let mut broken = head.clone();
+    broken.insert("topics/orders.yaml".into(), b"topics: [unclosed\n".to_vec());
+    repo.commit_tree(&broken, "broken registry");
+    let (code, text) = try_repo("assent-check", "pre-push");
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("Failed") && text.contains("assent/parse-error"),
+        "{text}"
+    );
+}
