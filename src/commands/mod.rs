@@ -165,6 +165,28 @@ mod tests {
     }
 
     #[test]
+    fn the_sweeps_help_says_what_each_count_of_its_report_counts() {
+        let help = long_help("sweep");
+        for verdict in [
+            "review-resolved",
+            "verified-other-target",
+            "missing",
+            "reconciling-stuck",
+            "verified-older-head",
+            "verified-no-target",
+        ] {
+            assert!(help.contains(verdict), "{verdict} in {help}");
+        }
+        let refreshed = help
+            .find("  refreshed: M  after a human action")
+            .expect("refreshed explained");
+        let healed = help
+            .find("  healed: N     for runs that were lost")
+            .expect("healed explained");
+        assert!(refreshed < healed, "in the report's order: {help}");
+    }
+
+    #[test]
     fn the_help_of_every_command_talking_to_gitlab_names_every_variable_it_reads() {
         for name in ["run", "sweep", "doctor"] {
             let help = long_help(name);

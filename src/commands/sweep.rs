@@ -27,9 +27,14 @@ changed since that summary and a thread is resolved by a user who may assent. No
 while the head pipeline of the MR's head is still pending or running; GitLab's refusal to
 create one (405, 400) is reported on the MR's line. Never publishes review artifacts itself.
 
-The report lists every MR examined with its verdict and action and ends with `healed: N`, the
-number of pipelines created. In a healthy deployment N stays 0; a persistently non-zero N means
-MR pipelines are being lost.
+The report lists every MR examined with its verdict and action, then two counts of the
+pipelines created:
+  refreshed: M  after a human action: a resolution that may count changed a summary at
+                REVIEW (review-resolved), or the MR was retargeted (verified-other-target).
+                Reviewers make this grow; it is no sign of trouble.
+  healed: N     for runs that were lost or never happened (missing, reconciling-stuck,
+                verified-older-head, verified-no-target). In a healthy deployment N stays 0;
+                a persistently non-zero N means MR pipelines are being lost.
 
 Progress goes to stderr (`progress: ...` lines: the listing, MRs examined k/n); --quiet or
 --format json leave only errors and warnings there.
@@ -60,7 +65,7 @@ pub struct SweepArgs {
     /// Classify and report, create no pipeline (zero writes).
     #[arg(long)]
     pub dry_run: bool,
-    /// Report format on stdout: one line per MR then `healed: N` (`text`), or one JSON document with the same content (`json`).
+    /// Report format on stdout: one line per MR then `refreshed: M` and `healed: N` (`text`), or one JSON document with the same content (`json`).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
     /// Read the discussions of at most this many MRs (in the window first, oldest update first); the rest wait for the next sweep.
