@@ -94,6 +94,11 @@ fn lock(registry: &Mutex<Registry>) -> std::sync::MutexGuard<'_, Registry> {
     registry.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The address a request came from, in its extensions: what a refused delivery's log line
+/// names, so an operator can tell a misconfigured hook from a stranger.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Peer(pub std::net::SocketAddr);
+
 /// Accepts connections and serves `app` on each until aborted.
 pub(super) async fn accept_loop(
     listener: TcpListener,
@@ -112,7 +117,7 @@ pub(super) async fn accept_loop(
                 listener.accept().await
             }
         };
-        let Ok((stream, _)) = accepted else {
+        let Ok((stream, peer)) = accepted else {
             continue;
         };
         // Make room at the bound: cut the oldest connection outside a request, or wait for
@@ -134,7 +139,8 @@ pub(super) async fn accept_loop(
         let in_request = Arc::new(AtomicBool::new(false));
         let inner = TowerToHyperService::new(app.clone());
         let flag = in_request.clone();
-        let service = hyper::service::service_fn(move |req| {
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
+            req.extensions_mut().insert(Peer(peer));
             flag.store(true, Ordering::SeqCst);
             let guard = InRequest(flag.clone());
             let response = inner.call(req);

@@ -539,6 +539,10 @@ async fn webhook_handler(State(shared): State<Arc<Shared>>, request: Request<Bod
             .and_then(|v| v.to_str().ok()),
     );
     let event = kind.as_str();
+    let peer = request
+        .extensions()
+        .get::<connections::Peer>()
+        .map(|p| p.0.to_string());
     let refused = match receive(&shared, kind, request).await {
         Ok((nudge, how)) => {
             shared.wake.notify_one();
@@ -573,9 +577,14 @@ async fn webhook_handler(State(shared): State<Arc<Shared>>, request: Request<Bod
         ("status", u64::from(refused.status.as_u16()).into()),
     ];
     // An authenticated delivery serve could not act on is a warning: its MR is left to the
-    // recheck and the sweep.
+    // recheck and the sweep. A refused one (no or a wrong secret) is a warning naming where
+    // it came from: a hook with an old secret, or a stranger probing the endpoint.
     if refused.status == StatusCode::ACCEPTED {
         shared.log.warn("webhook not queued", &fields);
+    } else if refused.status == StatusCode::UNAUTHORIZED {
+        let remote = [("remote", peer.unwrap_or_default().into())];
+        let with_remote: Vec<(&str, Field)> = fields.into_iter().chain(remote).collect();
+        shared.log.warn("webhook refused", &with_remote);
     } else {
         shared.log.info("webhook", &fields);
     }

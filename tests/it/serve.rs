@@ -408,6 +408,20 @@ fn bad_secrets_bodies_and_routes_get_their_status_and_no_gitlab_request() {
     assert!(metrics.contains("result=\"too_large\"} 1"), "{metrics}");
     let (code, stdout, log) = serve.stop();
     assert_eq!(code, Some(0));
+    // Each refused delivery is a warning naming where it came from (the test's loopback
+    // client), so an operator can tell a hook with an old secret from a stranger.
+    let refused: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("webhook refused"))
+        .collect();
+    assert_eq!(refused.len(), 4, "{log}");
+    for line in &refused {
+        assert!(
+            line.contains("WARN") || line.contains("warn"),
+            "at warn: {line}"
+        );
+        assert!(line.contains("remote=127.0.0.1:"), "{line}");
+    }
     for text in [&stdout, &log, &metrics] {
         assert!(!text.contains(SECRET), "the secret leaked: {text}");
         assert!(
