@@ -54,7 +54,7 @@
 //!   merged into one finding, so the slot holds every reason.
 //! * **Parse errors** name `path:line: message` for each side that fails (base and/or source);
 //!   a file with a parse error is not diffed.
-//! * **Renames** ([`renames`]): a consumer reads by path, so a rename is the deletion of the
+//! * **Renames** (`renames`): a consumer reads by path, so a rename is the deletion of the
 //!   old path's content, judged by the old path's rules, and the addition of the new path's,
 //!   judged by the new path's; a pure rename between governed paths fires the rules a delete
 //!   and an add fire (a rule whose `kinds` or `when` leave them out still does not care).

@@ -14,7 +14,7 @@
 //! changed `.gitattributes` file's content on both sides and the globs that make a path
 //! governed ([`crate::policy::PolicySet::file_globs`]), it finds each line added or removed
 //! (a moved line is both, since order decides which line wins) that assigns an attribute
-//! from [`Effect`] in any state (set, `-unset`, `!unspecified`, `=value`: each undoes
+//! named by `effect_of` in any state (set, `-unset`, `!unspecified`, `=value`: each undoes
 //! another line) to a pattern that can match a governed path. One `challenge` per
 //! `.gitattributes` path, subject `<path>#`; its occurrence covers the lines (as git reads
 //! them, with which side) and the globs they reach, so the same edit keeps its thread on a

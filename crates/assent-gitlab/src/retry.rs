@@ -9,7 +9,7 @@
 //! random delay in `[0, min(max_backoff, base_delay * 2^retry)]`. A 3xx, another 4xx, or an
 //! over-limit body is final at once. Redirects are never followed, but for one: a raw file
 //! read with `lfs=true` that GitLab answers with `302` to its object storage
-//! ([`Requester::read_lfs_within`], docs/contract.md#lfs-redirect).
+//! (`Requester::read_lfs_within`, docs/contract.md#lfs-redirect).
 //!
 //! A **write** (POST/PUT) is never retried blindly. An answer of 2xx is success; 3xx and 4xx
 //! other than 429 are [`ForgeError::Status`] (GitLab refused; nothing was written); 5xx, or no
