@@ -158,10 +158,11 @@ fn the_kubernetes_manifests_validate_against_the_kubernetes_schemas() {
         .filter(|n| n.ends_with(".yaml") && n != "kustomization.yaml")
         .collect();
     files.sort();
-    let mut args = vec!["--strict"];
+    // The module, not its script: a version manager's shim for the script may be missing.
+    let mut args = vec!["-m", "kubernetes_validate", "--strict"];
     args.extend(files.iter().map(String::as_str));
     let out = run_tool(
-        "kubernetes-validate",
+        "python3",
         &args,
         &dir,
         "python3 -m pip install kubernetes-validate",
