@@ -280,16 +280,7 @@ pub fn receipt_findings(desired: &DesiredState) -> Vec<ReceiptFinding> {
             resolved: false,
             assented: false,
             assented_by: None,
-            members: desired
-                .members_of(&f.slot)
-                .iter()
-                .map(|m| ReceiptMember {
-                    subject: m.finding.slot.subject.clone(),
-                    kind: m.kind,
-                    effect: m.finding.effect,
-                    occurrence: m.finding.occurrence.clone(),
-                })
-                .collect(),
+            members: ReceiptMember::all_of(desired, &f.slot),
         })
         .collect();
     findings.sort();

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::model::{ChangeKind, Decision, Effect, Occurrence, Pins};
+use crate::model::{ChangeKind, Decision, DesiredState, Effect, Occurrence, Pins, Slot};
 
 /// The receipt's `apiVersion`.
 pub const API_VERSION: &str = "assent/v1";
@@ -137,6 +137,23 @@ pub struct ReceiptMember {
     /// The member's own occurrence: `sha256:` of `{kind, new, old, rule, subject}` as for an
     /// ungrouped finding, so it names the judged values without repeating them.
     pub occurrence: Occurrence,
+}
+
+impl ReceiptMember {
+    /// The members of the grouped finding at `slot` as the receipt lists them (empty for any
+    /// other finding): one constructor for the run's receipt and `assent check`'s report.
+    pub fn all_of(desired: &DesiredState, slot: &Slot) -> Vec<ReceiptMember> {
+        desired
+            .members_of(slot)
+            .iter()
+            .map(|m| ReceiptMember {
+                subject: m.finding.slot.subject.clone(),
+                kind: m.kind,
+                effect: m.finding.effect,
+                occurrence: m.finding.occurrence.clone(),
+            })
+            .collect()
+    }
 }
 
 /// What the plan did to one finding slot.

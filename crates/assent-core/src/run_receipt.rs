@@ -60,17 +60,7 @@ pub fn receipt_of(facts: RunFacts<'_>) -> Receipt {
                 Assent::Given { by } => Some(by.username.clone()),
                 _ => None,
             },
-            members: facts
-                .desired
-                .members_of(&s.finding.slot)
-                .iter()
-                .map(|m| ReceiptMember {
-                    subject: m.finding.slot.subject.clone(),
-                    kind: m.kind,
-                    effect: m.finding.effect,
-                    occurrence: m.finding.occurrence.clone(),
-                })
-                .collect(),
+            members: ReceiptMember::all_of(facts.desired, &s.finding.slot),
         })
         .collect();
     let actions = facts
