@@ -28,10 +28,10 @@ use crate::core::review_state::unresolved_decision;
 use crate::core::semantic_diff::Limits;
 use crate::core::source_policies::check_source_policies;
 use crate::core::terminal::terminal_safe;
-use crate::git_checkout::GitCheckout;
-use crate::review_input::{
+use crate::engine::run::inputs::{
     CentralPolicies, GOVERNED_CONTENT_BUDGET, POLICY_DIR, ReadBounds, gather_review_inputs_with,
 };
+use crate::git_checkout::GitCheckout;
 
 const EXAMPLES: &str = "\
 Examples:

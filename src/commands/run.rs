@@ -19,12 +19,12 @@ use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt, ReceiptAction};
 use crate::core::semantic_diff::Limits;
 use crate::core::terminal::terminal_safe;
+use crate::engine::observe::Event;
+use crate::engine::run::inputs::PolicyProject;
+use crate::engine::run::reconcile::Staleness;
+use crate::engine::run::review::{RunError, RunReport, RunRequest, run_review_with};
 use crate::forge::PolicyProjectFiles;
 use crate::gitlab::{GitLabClient, GitLabForge};
-use crate::progress::Event;
-use crate::reconcile::Staleness;
-use crate::review_input::PolicyProject;
-use crate::review_run::{RunError, RunReport, RunRequest, run_review_with};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -489,7 +489,7 @@ mod tests {
     use crate::core::model::{DesiredState, Effect, Finding, Occurrence, Slot};
     use crate::core::planner::Plan;
     use crate::core::terminal::is_unsafe;
-    use crate::reconcile::Publication;
+    use crate::engine::run::reconcile::Publication;
     use proptest::prelude::*;
 
     /// A report whose every MR-derived text is `rule`, `subject`, `message` or `warning`.

@@ -9,7 +9,7 @@
 use assent::core::model::Pins;
 use assent::core::policy::MrContext;
 use assent::core::semantic_diff::Limits;
-use assent::review_input::{MAX_READERS, ReadBounds, gather_review_inputs};
+use assent::engine::run::inputs::{MAX_READERS, ReadBounds, gather_review_inputs};
 use assent_test_support::run::{RunResult, World, orders};
 use assent_test_support::{config_for, forge_with, seed_example_policies, start_basic};
 use fake_gitlab::{DiffFile, FileContent, RouteKind, State, fixtures};

@@ -23,7 +23,7 @@ use crate::core::rescan::{WriteRecord, verify_rescan};
 use crate::core::review_state::finding_statuses;
 use crate::core::run_receipt::{RefusalFacts, RunFacts, receipt_of, refusal_receipt_of};
 use crate::forge::{Forge, ForgeError, ForgeErrorKind};
-use crate::progress::{Event, Listing, Progress, Silent};
+use crate::observe::{Event, Listing, Progress, Silent};
 
 /// How many times an ambiguous write may send the executor back to listing and planning.
 const MAX_PLANNING_ROUNDS: usize = 4;
