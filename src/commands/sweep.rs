@@ -12,7 +12,8 @@ use crate::commands::inputs::{
     ConnectionArgs, RATE_LIMIT_ADVICE, RateLimitArgs, process_env, with_gitlab_environment,
 };
 use crate::commands::{CliResult, OutputFormat, UsageError, progress_for};
-use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
+use crate::core::sweep::{SweepDuration, check_window, coverage_warning};
+use crate::core::time::Timestamp;
 use crate::engine::sweep::pass::{SweepSettings, sweep_observed};
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
 

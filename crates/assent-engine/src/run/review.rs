@@ -7,6 +7,7 @@ use crate::core::model::{DesiredState, MergeRequestInfo, Pins};
 use crate::core::placement::{DiffRefs, PlacementContext, place_findings};
 use crate::core::policy::MrContext;
 use crate::core::receipt::RequestCounts;
+use crate::core::refusal::{Refusal, refusal_for};
 use crate::core::render::TargetBranch;
 use crate::core::run_receipt::{RefusalFacts, refusal_receipt_of};
 use crate::core::semantic_diff::Limits;
@@ -18,7 +19,7 @@ use crate::run::inputs::{
     read_central_policies,
 };
 use crate::run::reconcile::{
-    Publication, ReconcileError, Refusal, RunContext, reconcile_with_approval_observed, refusal_for,
+    Publication, ReconcileError, RunContext, reconcile_with_approval_observed,
 };
 
 /// What the pipeline pinned, and how to run.

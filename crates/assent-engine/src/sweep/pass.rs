@@ -38,7 +38,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::core::sweep::{SweepDuration, SweepVerdict, Timestamp, window_start};
+use crate::core::sweep::{SweepDuration, SweepVerdict, window_start};
+use crate::core::time::Timestamp;
 use crate::forge::sweep::{ListedMergeRequest, SweepForge};
 use crate::forge::{ForgeError, RequestCounts};
 use crate::observe::{Event, Progress, Silent};
@@ -504,7 +505,8 @@ mod tests {
     use crate::core::model::{ListedDiscussion, MergeRequestInfo};
     use crate::core::model::{ListedNote, Occurrence};
     use crate::core::resolutions::resolution_fingerprint;
-    use crate::core::sweep::{HeadPipeline, Timestamp};
+    use crate::core::sweep::HeadPipeline;
+    use crate::core::time::Timestamp;
     use crate::forge::sweep::{CreatedPipeline, PipelineCreation};
     use crate::sweep::examine::MrAction;
 
