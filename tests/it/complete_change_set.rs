@@ -1,5 +1,5 @@
 //! What assent judges is what consumers read, all of it, within a bounded memory: the
-//! compiled binary (and `review_input`) against the fake GitLab.
+//! compiled binary (and `engine::run::inputs`) against the fake GitLab.
 //!
 //! Each test is an attack that used to pass `APPROVE`: a governed file replaced by a
 //! symbolic link, a submodule or a Git LFS pointer; a diff listing GitLab truncated or that

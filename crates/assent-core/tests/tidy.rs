@@ -23,6 +23,7 @@ const MODULE_ROOTS: &[&str] = &[
     "src",
     "crates/assent-core/src",
     "crates/assent-forge/src",
+    "crates/assent-engine/src",
     "crates/assent-gitlab/src",
     "tests/fake_gitlab/src",
     "tests/support/src",
@@ -35,6 +36,7 @@ const PATH_PREFIXES: &[(&str, &str)] = &[
     ("fake_gitlab::", "tests/fake_gitlab/src"),
     ("core::", "crates/assent-core/src"),
     ("forge::", "crates/assent-forge/src"),
+    ("engine::", "crates/assent-engine/src"),
     ("gitlab::", "crates/assent-gitlab/src"),
 ];
 
@@ -43,6 +45,7 @@ const PRODUCT_ROOTS: &[&str] = &[
     "src",
     "crates/assent-core/src",
     "crates/assent-forge/src",
+    "crates/assent-engine/src",
     "crates/assent-gitlab/src",
 ];
 
