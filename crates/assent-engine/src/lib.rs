@@ -22,6 +22,8 @@
 //! async or metrics crate, however indirectly. `clippy::print_stdout` and
 //! `clippy::print_stderr` are denied workspace-wide, and nothing here allows them.
 
+#![forbid(unsafe_code)]
+
 pub use assent_core as core;
 pub use assent_forge as forge;
 
