@@ -19,7 +19,20 @@ impl Sandbox {
     /// The example sandbox, and the environment parsed from the `export` lines it prints.
     fn start() -> Sandbox {
         let (target, source) = sandbox::example("topic-registry").expect("the example applies");
-        let fake = FakeGitLab::start(sandbox::state(&target, &source).expect("a sandbox"));
+        Sandbox::of(FakeGitLab::start(
+            sandbox::state(&target, &source).expect("a sandbox"),
+        ))
+    }
+
+    /// The sandbox as `fake-gitlab --example topic-registry` serves it: the policy change MR
+    /// beside, and web URLs that lead to the fake's own pages.
+    fn start_example() -> Sandbox {
+        let fake = FakeGitLab::start(sandbox::example_state("topic-registry").expect("a sandbox"));
+        fake.use_own_web_url();
+        Sandbox::of(fake)
+    }
+
+    fn of(fake: FakeGitLab) -> Sandbox {
         let exports = sandbox::exports(&fake.base_url(), &fake.state());
         let env = exports
             .lines()
@@ -144,6 +157,87 @@ fn the_walkthrough_gates_on_the_challenge_until_a_reviewer_assents() {
     let (code, stdout, stderr) = s.assent(&["sweep", "--interval", "1h", "--lookback", "2h"]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.trim_end().ends_with("healed: 0"), "{stdout}");
+}
+
+/// docs/setup.md, "A policy change": MR !2 rewords a policy; the reviewer's resolution is
+/// not a policy owner's, the Maintainer's is (docs/policies.md, "Changing policies").
+#[test]
+fn the_policy_change_needs_the_maintainer_and_the_page_resolves_as_her() {
+    let mut s = Sandbox::start_example();
+    let policy_mr = s.fake.mr(sandbox::PROJECT_ID, sandbox::POLICY_MR_IID);
+    for (name, value) in &mut s.env {
+        match name.as_str() {
+            "CI_MERGE_REQUEST_IID" => *value = sandbox::POLICY_MR_IID.to_string(),
+            "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA" => value.clone_from(&policy_mr.sha),
+            _ => {}
+        }
+    }
+    let (code, stdout, stderr) = s.assent(&["run"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_eq!(s.decision(), "REVIEW");
+    let self_edit = s
+        .fake
+        .discussions(sandbox::PROJECT_ID, sandbox::POLICY_MR_IID)
+        .into_iter()
+        .find(|d| d.notes[0].body.contains("\"rule\":\"assent/self-edit\""))
+        .expect("the self-edit challenge")
+        .id;
+    let page = format!(
+        "/{}/-/merge_requests/{}",
+        sandbox::PROJECT_PATH,
+        sandbox::POLICY_MR_IID
+    );
+    let resolve = |who: &str, resolved: bool| {
+        let (status, head, _) = http(
+            s.fake.port(),
+            "POST",
+            &format!("{page}/discussions/{self_edit}/resolve"),
+            &format!(
+                "form_token={}&resolved={resolved}&as={who}",
+                s.fake.web_form_token()
+            ),
+        );
+        assert_eq!(status, 303, "{head}");
+    };
+
+    // alice is a Developer: she may assent to data changes, not to a policy change.
+    resolve("alice", true);
+    let (code, stdout, stderr) = s.assent(&["run"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_eq!(s.decision(), "REVIEW");
+
+    // carol is a Maintainer, a policy owner by default.
+    resolve("alice", false);
+    resolve("carol", true);
+    let (code, stdout, stderr) = s.assent(&["run"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_eq!(s.decision(), "APPROVE");
+    let (_, _, html) = http(s.fake.port(), "GET", &page, "");
+    assert!(html.contains("(resolved by @carol)"), "{html}");
+    assert!(html.contains("## assent · APPROVE"), "{html}");
+}
+
+/// docs/setup.md, "Central policies in the sandbox": the example's central project loads
+/// beside the registry's own policies, and the receipt pins it.
+#[test]
+fn the_central_policy_project_is_read_beside_the_projects_own() {
+    let s = Sandbox::start_example();
+    let (code, stdout, stderr) =
+        s.assent(&["run", "--policy-project", sandbox::POLICY_PROJECT_PATH]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    let receipt: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join("assent-receipt.json")).expect("a receipt"),
+    )
+    .expect("json");
+    assert_eq!(receipt["decision"], "REVIEW");
+    assert_eq!(
+        receipt["pins"]["policyProject"],
+        sandbox::POLICY_PROJECT_PATH
+    );
+    assert_eq!(
+        receipt["pins"]["policySha"],
+        s.fake.state().projects[1].branches["main"].as_str()
+    );
 }
 
 #[test]
