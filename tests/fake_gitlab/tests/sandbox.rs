@@ -1,5 +1,8 @@
 //! The sandbox as a user starts it: `fake-gitlab --example topic-registry`.
 
+// Tests may print diagnostics (libtest captures them).
+#![allow(clippy::print_stderr)]
+
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
