@@ -350,10 +350,13 @@ impl fmt::Display for PushError {
 impl std::error::Error for PushError {}
 
 /// Pushes `tree` as a new commit on the source branch of MR `iid` of project `pid`, as
-/// GitLab does for a push to an MR's branch: the branch and the MR's head move, the diff is
-/// the target's tree against the new one, approvals are reset when the project says so, a
-/// system note `added 1 commit` is posted and a merge request pipeline is created. Returns
-/// the new commit's SHA.
+/// GitLab's `app/services/merge_requests/refresh_service.rb` handles a push to an MR's
+/// branch: the branch and the MR's head move and its diff is reloaded (the target's tree
+/// against the new one), approvals are reset when the project says so, a system note
+/// `added 1 commit` is posted (`app/services/system_notes/commit_service.rb`), the Merge
+/// Request Hook follows (`action: update`, from the head's move) and a merge request
+/// pipeline is created (a project whose CI configuration runs MR pipelines). Returns the new
+/// commit's SHA.
 pub fn push(state: &mut State, pid: u64, iid: u64, tree: &Tree) -> Result<String, PushError> {
     let now = state.now();
     let project = state

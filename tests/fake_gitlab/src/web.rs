@@ -18,7 +18,8 @@
 //!   source tree ([`crate::sandbox::push`]); `fake-gitlab push` sends it.
 //!
 //! The forms carry a token drawn when the fake starts, so another site open in the same
-//! browser cannot post them (the fake listens on 127.0.0.1 only).
+//! browser cannot post them, and the pages answer only under the host names of loopback (a
+//! DNS rebinding gets `421`); the fake listens on 127.0.0.1 only.
 
 use std::fmt::Write as _;
 
@@ -80,6 +81,16 @@ pub(crate) fn handle(shared: &Shared, req: &RawRequest, raw_path: &str) -> Optio
         .iter()
         .find(|p| p.path_with_namespace == project_path)?
         .id;
+    // A page reached under another host name is a DNS rebinding of 127.0.0.1: another site
+    // would read the form token from it.
+    let host = req.header("host").unwrap_or("");
+    let hostname = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    if !matches!(hostname, "127.0.0.1" | "localhost" | "[::1]") {
+        return Some(text(
+            421,
+            "421 Misdirected Request: open the sandbox's pages at 127.0.0.1\n".into(),
+        ));
+    }
     let parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let method = req.method.as_str();
     let form: Vec<(String, String)> = form_urlencoded::parse(&req.body).into_owned().collect();

@@ -193,3 +193,33 @@ fn web_urls_lead_to_the_fake_and_pages_of_unknown_things_are_404() {
     );
     assert_eq!(get(&fake, "/no/such/-/merge_requests/1").0, 404);
 }
+
+/// A DNS name rebound to 127.0.0.1 reaches the fake with its own `Host`: the page (and the
+/// form token in it) is not served to it.
+#[test]
+fn pages_answer_only_under_loopback_host_names() {
+    use std::io::{Read, Write};
+    let fake = example();
+    let status = |host: &str| {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", fake.port())).expect("connect");
+        write!(
+            stream,
+            "GET {PAGE} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .expect("send");
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        (
+            answer
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse::<u16>().ok())
+                .unwrap_or(0),
+            answer.contains(&fake.web_form_token()),
+        )
+    };
+    assert_eq!(status("evil.example:80"), (421, false));
+    assert_eq!(status("evil.example"), (421, false));
+    assert_eq!(status(&format!("127.0.0.1:{}", fake.port())), (200, true));
+    assert_eq!(status(&format!("localhost:{}", fake.port())), (200, true));
+}
