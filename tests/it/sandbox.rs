@@ -279,6 +279,16 @@ fn fake_gitlab_binary() -> std::path::PathBuf {
         "{} is missing: build it with `cargo build -p fake-gitlab` (cargo test --workspace does)",
         path.display()
     );
+    // `cargo test --test it` alone does not rebuild it: a binary older than its flags says so.
+    let help = Command::new(&path)
+        .arg("--help")
+        .output()
+        .expect("fake-gitlab --help");
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("--run-pipelines"),
+        "{} is stale: rebuild it with `cargo build -p fake-gitlab`",
+        path.display()
+    );
     path
 }
 
