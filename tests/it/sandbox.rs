@@ -205,6 +205,15 @@ fn the_policy_change_needs_the_maintainer_and_the_page_resolves_as_her() {
     let (code, stdout, stderr) = s.assent(&["run"]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     assert_eq!(s.decision(), "REVIEW");
+    let (_, _, html) = http(s.fake.port(), "GET", &page, "");
+    assert!(
+        html.contains("resolved by `alice`, which does not count as assent")
+            && html.contains("the resolver is a developer"),
+        "the summary says why: {html}"
+    );
+    // Its link to the thread leads to the note on the page.
+    assert!(html.contains("#note_"), "{html}");
+    assert!(html.contains("<p id=\"note_"), "{html}");
 
     // carol is a Maintainer, a policy owner by default.
     resolve("alice", false);

@@ -251,7 +251,7 @@ fn mr_page(
         escape(&mr.target_branch),
         escape(&mr.sha),
     );
-    body.push_str(&pipelines_html(state, p, mr, runs));
+    body.push_str(&pipelines_html(p, mr, runs));
     let _ = writeln!(
         body,
         "<form method=\"post\" action=\"{base}/pipelines\">{}<button>Run pipeline</button></form>",
@@ -302,7 +302,8 @@ fn mr_page(
         for note in &d.notes {
             let _ = writeln!(
                 body,
-                "<p><b>{}</b>{}</p>\n<pre>{}</pre>",
+                "<p id=\"note_{}\"><b>{}</b>{}</p>\n<pre>{}</pre>",
+                note.id,
                 escape(&username(state, note.author_id)),
                 if note.system { " (system note)" } else { "" },
                 escape(&note.body)
@@ -331,12 +332,7 @@ fn mr_page(
     page(&format!("!{iid} {}", mr.title), &body)
 }
 
-fn pipelines_html(
-    state: &State,
-    p: &Project,
-    mr: &MergeRequest,
-    runs: &[crate::hooks::RunnerRun],
-) -> String {
+fn pipelines_html(p: &Project, mr: &MergeRequest, runs: &[crate::hooks::RunnerRun]) -> String {
     let pipelines: Vec<_> = p
         .pipelines
         .iter()
@@ -365,7 +361,6 @@ fn pipelines_html(
         );
     }
     out.push_str("</ul>\n");
-    let _ = state;
     out
 }
 
