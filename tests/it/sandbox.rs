@@ -363,9 +363,9 @@ fn input_value<'a>(html: &'a str, name: &str) -> &'a str {
     &rest[..rest.find('"').expect("a closing quote")]
 }
 
-/// docs/setup.md, "The whole loop in the sandbox": the sandbox binary delivers its webhooks to
-/// `assent serve` and runs each MR pipeline with the `assent` binary; the reviewer only
-/// reads the merge request's page and presses a button there.
+/// docs/setup.md, "The whole loop": the sandbox binary delivers its webhooks to `assent
+/// serve` and runs each MR pipeline with the `assent` binary; the reviewer only reads the
+/// merge request's page and presses a button there, and the author's next commit is a push.
 #[test]
 fn the_sandbox_and_serve_carry_the_loop_from_review_to_approve_through_the_mr_page() {
     use std::io::BufRead;
@@ -587,5 +587,68 @@ fn the_sandbox_and_serve_carry_the_loop_from_review_to_approve_through_the_mr_pa
     .expect("the job's receipt");
     let receipt: serde_json::Value = serde_json::from_str(&receipt).expect("json");
     assert_eq!(receipt["decision"], "APPROVE");
+
+    // 4. The author's next commit (`fake-gitlab push`): retention 14 instead of 7, a value no
+    //    one assented to. The push's own pipeline runs (serve leaves a pending pipeline alone):
+    //    REVIEW again, on a fresh thread.
+    let checkout = tempfile::tempdir().expect("temporary directory");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/repos/topic-registry"),
+        checkout.path(),
+    );
+    let orders = checkout.path().join("topics/orders.yaml");
+    let registry = std::fs::read_to_string(&orders).expect("the registry");
+    std::fs::write(
+        &orders,
+        registry.replacen("retention_days: 30\n", "retention_days: 14\n", 1),
+    )
+    .expect("write");
+    let pushed = Command::new(fake_gitlab_binary())
+        .args(["push", "--url", &api, "--source-tree"])
+        .arg(checkout.path())
+        .output()
+        .expect("fake-gitlab push");
+    assert_eq!(pushed.status.code(), Some(0), "{pushed:?}");
+    let runs_of_1 = || lines().iter().filter(|l| l.contains(" of !1: ")).count();
+    assert!(
+        wait_for(Duration::from_secs(20), || runs_of_1() == 3),
+        "the push's pipeline: {:?}\n{}",
+        lines(),
+        log()
+    );
+    assert!(
+        lines()
+            .last()
+            .is_some_and(|l| l.contains(" of !1: failed (exit code 1)")),
+        "{:?}",
+        lines()
+    );
+    let (_, _, page) = http(port, "GET", page_path, "");
+    assert!(page.contains("## assent · REVIEW"), "{page}");
+    assert!(
+        page.contains("shrinks from `30` to `14` days"),
+        "a fresh thread for the new value: {page}"
+    );
+    // Past serve's settle, nobody created another pipeline for the push.
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert_eq!(runs_of_1(), 3, "{:?}\n{}", lines(), log());
+    assert_eq!(
+        page.matches("(<a href=\"/platform/topic-registry/-/jobs/")
+            .count(),
+        3
+    );
     drop(serve);
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read a folder") {
+        let entry = entry.expect("an entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a type").is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
 }
