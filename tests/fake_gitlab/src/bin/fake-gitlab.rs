@@ -50,7 +50,8 @@ With every form:
   --assent PATH           the assent binary the runner runs (implies --run-pipelines;
                           default: assent on PATH)
   --jobs-dir DIR          the jobs' folders (pipeline-<id>: its receipt), default a temporary one
-  --job-env NAME=VALUE    one more variable for every job (ASSENT_POLICY_PROJECT=…)
+  --job-env NAME=VALUE    one more variable for every job, or another value for one the job
+                          has (ASSENT_POLICY_PROJECT=…; ASSENT_TOKEN=… for a --state file's bot)
 
 push sends DIR as a new commit on the merge request's source branch (--project defaults to
 {}, --mr to 1): the head moves, the MR webhook is sent and a pipeline is created.",
@@ -179,6 +180,7 @@ fn main() {
             ("ASSENT_TOKEN".to_owned(), sandbox::BOT_TOKEN.to_owned()),
             ("ASSENT_ALLOW_HTTP".to_owned(), "1".to_owned()),
         ];
+        // A later value of a variable wins, so --job-env can replace the sandbox's token.
         env.extend(job_env.iter().cloned());
         fake.set_runner(Runner {
             program,
