@@ -154,8 +154,17 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<(DoctorInputs, bool)
         bot_user: first_of(None, &["ASSENT_BOT_USER"], env)
             .map(|name| name.trim().to_owned())
             .filter(|name| !name.is_empty()),
+        today: today_utc(),
     };
     Ok((inputs, strict))
+}
+
+/// Today's date in UTC, from the system clock: the one place doctor reads it.
+fn today_utc() -> chrono::NaiveDate {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400);
+    chrono::NaiveDate::default() + chrono::Days::new(days)
 }
 
 /// `--serve-url`: an `http` or `https` URL with no credentials, query or fragment (the

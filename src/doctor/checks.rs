@@ -341,6 +341,78 @@ pub fn scope_check(answer: &Result<TokenSelf, Failed>) -> Check {
     }
 }
 
+/// From how many days before its expiry date doctor warns about the token: a month leaves
+/// time to rotate it in a maintenance window (docs/setup.md, "Renewing the token").
+pub const TOKEN_EXPIRY_WARNING_DAYS: i64 = 30;
+
+/// How to renew the token without changing its bot user, for the `token-expiry` fixes.
+const ROTATE_FIX: &str = "Rotate it with GitLab's rotation API, which keeps the bot user (POST /projects/:id/access_tokens/:token_id/rotate, or POST /personal_access_tokens/self/rotate with the token itself), and store the new secret as ASSENT_TOKEN: creating a new token instead makes a new bot user (docs/setup.md, \"Renewing the token\")";
+
+/// The `token-expiry` check, from `expires_at` of `GET personal_access_tokens/self`, judged
+/// on `today` (UTC): ✓ with the date when more than [`TOKEN_EXPIRY_WARNING_DAYS`] days
+/// away or never, a warning within them, a failure on or after the date (GitLab stops
+/// accepting a token on its expiry date), and a warning when GitLab does not say.
+pub fn token_expiry_check(answer: &Result<TokenSelf, Failed>, today: chrono::NaiveDate) -> Check {
+    let not_said = |why: String| {
+        Check::unknown(
+            "token-expiry",
+            format!("GitLab does not say when this token expires ({why})"),
+            "Check the token's expiry date in Settings > Access tokens, and rotate it before then.",
+        )
+    };
+    let expires_at = match answer {
+        Err(failed) => {
+            return not_said(format!(
+                "GET /personal_access_tokens/self: {}",
+                failed.error
+            ));
+        }
+        Ok(token) => match &token.expires_at {
+            None => return not_said("the answer has no expires_at".to_owned()),
+            Some(None) => return Check::pass("token-expiry", "the token does not expire"),
+            Some(Some(text)) => text,
+        },
+    };
+    let Some(date) = parse_date(expires_at) else {
+        return not_said(format!(
+            "expires_at is not a date: {:?}",
+            crate::core::terminal::terminal_safe(expires_at)
+        ));
+    };
+    let days = (date - today).num_days();
+    if days <= 0 {
+        Check::fail(
+            "token-expiry",
+            format!("the token expired on {date}"),
+            ROTATE_FIX,
+        )
+    } else if days <= TOKEN_EXPIRY_WARNING_DAYS {
+        Check::unknown(
+            "token-expiry",
+            format!(
+                "the token expires on {date}, in {days} day{}",
+                if days == 1 { "" } else { "s" }
+            ),
+            ROTATE_FIX,
+        )
+    } else {
+        Check::pass(
+            "token-expiry",
+            format!("the token expires on {date}, in {days} days"),
+        )
+    }
+}
+
+/// `YYYY-MM-DD`, as GitLab writes a token's `expires_at`.
+fn parse_date(text: &str) -> Option<chrono::NaiveDate> {
+    let mut parts = text.split('-');
+    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return None;
+    }
+    chrono::NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, d.parse().ok()?)
+}
+
 /// GitLab's name of an access level.
 pub fn role_name(level: u64) -> &'static str {
     match level {

@@ -58,6 +58,9 @@ pub struct DoctorInputs {
     /// The account declared as the bot (`ASSENT_BOT_USER`) where the token's user is a
     /// person's account (a dedicated one, on a tier without project access tokens).
     pub bot_user: Option<String>,
+    /// Today's date (UTC), for the `token-expiry` check: read from the clock by the command,
+    /// so the checks stay pure.
+    pub today: chrono::NaiveDate,
 }
 
 /// Doctor cannot run at all (exit 2): the configuration is unusable before any request.
@@ -97,6 +100,7 @@ const AFTER_API: &[&str] = &[
     "token",
     "identity",
     "scope",
+    "token-expiry",
     "role",
     "threads-setting",
     "pipelines-setting",
@@ -432,9 +436,9 @@ fn usable_token(prober: &Prober<'_>, checks: &mut Vec<Check>) -> Option<CurrentU
         &user,
         prober.inputs.bot_user.as_deref(),
     ));
-    checks.push(checks::scope_check(
-        &prober.get::<TokenSelf>(Route::TokenSelf),
-    ));
+    let token_self = prober.get::<TokenSelf>(Route::TokenSelf);
+    checks.push(checks::scope_check(&token_self));
+    checks.push(checks::token_expiry_check(&token_self, prober.inputs.today));
     Some(user)
 }
 

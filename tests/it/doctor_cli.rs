@@ -247,6 +247,53 @@ fn a_token_variable_every_job_reads_fails_and_one_doctor_cannot_read_is_a_warnin
 
 // ---- everything passes ------------------------------------------------------------------
 
+/// The token's expiry as GitLab answers it on `GET personal_access_tokens/self`
+/// (`expires_at`, a date or `null`): ✓ with the date at 31 days, a warning (exit 0, exit 1
+/// with `--strict`) at 29 days naming the rotation API, ✓ for a token without expiry. An
+/// expired token is refused by GitLab itself (401, the `token` check), so its failure is
+/// judged in the unit test `doctor::checks::tests::token_expiry_verdicts`.
+#[test]
+fn the_token_expiry_warns_within_thirty_days() {
+    let days_since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 86_400;
+    let in_days =
+        |days: u64| chrono::NaiveDate::default() + chrono::Days::new(days_since_epoch + days);
+    for (days, mark) in [(31, "✓"), (29, "?")] {
+        let date = in_days(days).to_string();
+        let mut state = healthy();
+        state.tokens[0] = state.tokens[0].clone().expires_at(&date);
+        let fake = FakeGitLab::start(state);
+        let o = doctor(&fake);
+        assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+        assert_eq!(o.mark("token-expiry"), mark, "{}", o.stdout);
+        let line = o.line("token-expiry");
+        assert!(
+            line.contains(&format!("expires on {date}, in {days} days")),
+            "{line}"
+        );
+        if mark == "?" {
+            assert!(
+                o.fix_after("token-expiry").contains("rotation API"),
+                "{}",
+                o.stdout
+            );
+            let strict = doctor_with(&fake, BOT_TOKEN, &[], &["--strict"]);
+            assert_eq!(strict.code, 1, "{}", strict.stdout);
+        }
+    }
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor(&fake);
+    assert_eq!(o.mark("token-expiry"), "✓", "{}", o.stdout);
+    assert!(
+        o.line("token-expiry").contains("does not expire"),
+        "{}",
+        o.stdout
+    );
+}
+
 #[test]
 fn a_healthy_deployment_passes_every_check_and_is_serialized() {
     let fake = FakeGitLab::start(healthy());
@@ -258,6 +305,7 @@ fn a_healthy_deployment_passes_every_check_and_is_serialized() {
         "token",
         "identity",
         "scope",
+        "token-expiry",
         "role",
         "threads-setting",
         "pipelines-setting",

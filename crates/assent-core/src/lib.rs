@@ -6,6 +6,7 @@
 //! when one is). The ports live in `assent-forge`, the adapters above it.
 
 pub mod assent;
+pub mod bot_identity;
 pub mod canonical_json;
 pub mod coalesce;
 pub mod codequality;

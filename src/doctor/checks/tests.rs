@@ -327,6 +327,7 @@ fn scope_verdicts() {
     let scopes = |s: &[&str]| {
         Ok(TokenSelf {
             scopes: Some(s.iter().map(|x| (*x).to_owned()).collect()),
+            ..TokenSelf::default()
         })
     };
     assert_check(
@@ -356,6 +357,70 @@ fn scope_verdicts() {
         Status::Unknown,
         "does not expose",
     );
+}
+
+/// The token's expiry, judged on a fixed day: ✓ at 31 days, a warning at 30 and 29 days
+/// and at one day, a failure on the date and after it, a warning when GitLab does not say,
+/// ✓ for a token without expiry.
+#[test]
+fn token_expiry_verdicts() {
+    let today = chrono::NaiveDate::from_ymd_opt(2026, 12, 6).unwrap();
+    let expiring = |date: Option<&str>| {
+        Ok(TokenSelf {
+            expires_at: Some(date.map(str::to_owned)),
+            ..TokenSelf::default()
+        })
+    };
+    let check = |date: &str| token_expiry_check(&expiring(Some(date)), today);
+    assert_check(
+        &check("2027-01-06"),
+        "token-expiry",
+        Status::Pass,
+        "the token expires on 2027-01-06, in 31 days",
+    );
+    for (date, days) in [
+        ("2027-01-05", "30 days"),
+        ("2027-01-04", "29 days"),
+        ("2026-12-07", "1 day"),
+    ] {
+        let warning = check(date);
+        assert_check(
+            &warning,
+            "token-expiry",
+            Status::Unknown,
+            &format!("the token expires on {date}, in {days}"),
+        );
+        assert!(fix(&warning).contains("rotation API"), "{warning:?}");
+        assert!(fix(&warning).contains("new bot user"), "{warning:?}");
+    }
+    for date in ["2026-12-06", "2026-11-30"] {
+        let expired = check(date);
+        assert_check(
+            &expired,
+            "token-expiry",
+            Status::Fail,
+            &format!("the token expired on {date}"),
+        );
+        assert!(fix(&expired).contains("/rotate"), "{expired:?}");
+    }
+    assert_check(
+        &token_expiry_check(&expiring(None), today),
+        "token-expiry",
+        Status::Pass,
+        "the token does not expire",
+    );
+    for not_said in [
+        Ok(TokenSelf::default()),
+        expiring(Some("next year")),
+        Err(failed(Diagnosis::NotFound)),
+    ] {
+        assert_check(
+            &token_expiry_check(&not_said, today),
+            "token-expiry",
+            Status::Unknown,
+            "GitLab does not say when this token expires",
+        );
+    }
 }
 
 // ---- role and settings -----------------------------------------------------------------------
@@ -670,6 +735,7 @@ fn inputs_cleartext_and_skipped_checks() {
         policy_project: None,
         serve_url: None,
         bot_user: None,
+        today: chrono::NaiveDate::default(),
     };
     let check = inputs_check(&inputs);
     assert_check(
