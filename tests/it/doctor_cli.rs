@@ -339,7 +339,7 @@ fn json_is_the_typed_report() {
     assert_eq!(v["kind"], "DoctorReport");
     assert_eq!(v["duplicate_prevention"], "single-writer-serialized");
     let checks = v["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 13);
+    assert_eq!(checks.len(), 14);
     assert!(
         checks
             .iter()
@@ -504,7 +504,7 @@ fn warnings_alone_exit_0_and_strict_makes_them_fail() {
     assert_eq!(o.mark("serialization"), "?", "{}", o.stdout);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(
-        o.summary().starts_with("12 passed, 0 failed, 1 warning (not verified; a warning fails doctor only with --strict)"),
+        o.summary().starts_with("13 passed, 0 failed, 1 warning (not verified; a warning fails doctor only with --strict)"),
         "{}",
         o.stdout
     );
@@ -574,7 +574,7 @@ fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
     assert_eq!(
         o.skipped_lines(),
         [
-            "- skipped  token, identity, scope, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, policies, serialization (not checked: the api check failed: GitLab could not be reached)"
+            "- skipped  token, identity, scope, token-expiry, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, policies, serialization (not checked: the api check failed: GitLab could not be reached)"
         ],
         "{}",
         o.stdout
@@ -597,7 +597,7 @@ fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
     assert_eq!(
         o.skipped_lines(),
         [
-            "- skipped  token, identity, scope, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, policies, serialization, policy-project, serve-ready, serve-webhook (not checked: the api check failed: GitLab could not be reached)"
+            "- skipped  token, identity, scope, token-expiry, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, policies, serialization, policy-project, serve-ready, serve-webhook (not checked: the api check failed: GitLab could not be reached)"
         ],
         "{}",
         o.stdout
@@ -673,7 +673,7 @@ fn a_missing_project_is_one_project_failure_and_the_rest_not_checked() {
         "{}",
         o.stdout
     );
-    assert_eq!(o.summary(), "5 passed, 1 failed, 0 warnings, 8 not checked");
+    assert_eq!(o.summary(), "6 passed, 1 failed, 0 warnings, 8 not checked");
     assert_eq!(o.gate(), "threads-only");
     assert!(
         o.stdout
@@ -709,6 +709,7 @@ fn a_rejected_token_fails_the_token_check() {
         [
             "identity",
             "scope",
+            "token-expiry",
             "role",
             "threads-setting",
             "pipelines-setting",
@@ -727,7 +728,7 @@ fn a_rejected_token_fails_the_token_check() {
     );
     assert!(
         o.summary()
-            .starts_with("2 passed, 1 failed, 0 warnings, 10 not checked"),
+            .starts_with("2 passed, 1 failed, 0 warnings, 11 not checked"),
         "{}",
         o.stdout
     );
