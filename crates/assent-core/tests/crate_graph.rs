@@ -3,6 +3,9 @@
 //! system's temporary files or a random source would be a layering break even before any
 //! code used it.
 
+// A test of the repository reads its files; only the library is kept from I/O (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -139,4 +142,31 @@ fn the_check_sees_what_the_application_pulls_in() {
     let app: BTreeSet<String> = ["assent-gitlab".to_owned()].into();
     let all = transitive_dependencies(&app);
     assert!(all.contains("ureq"), "{all:?}");
+}
+
+/// What the dependency list cannot see, clippy does: the core's `clippy.toml` forbids std's
+/// clock, environment, filesystem, processes and sockets (`cargo clippy -D warnings` in CI
+/// turns a use into an error). This keeps that list from losing an entry unnoticed.
+#[test]
+fn clippy_forbids_the_clock_the_environment_and_the_filesystem_in_the_core() {
+    let config = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("clippy.toml"))
+        .expect("crates/assent-core/clippy.toml");
+    for method in [
+        "std::time::SystemTime::now",
+        "std::time::Instant::now",
+        "std::env::var",
+        "std::env::var_os",
+        "std::env::args",
+        "std::fs::read",
+        "std::fs::read_to_string",
+        "std::fs::write",
+        "std::fs::File::open",
+        "std::process::Command::new",
+        "std::net::TcpStream::connect",
+    ] {
+        assert!(
+            config.contains(&format!("path = \"{method}\"")),
+            "clippy.toml no longer forbids `{method}` in the core"
+        );
+    }
 }
