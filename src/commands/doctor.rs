@@ -155,6 +155,9 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<(DoctorInputs, bool)
             .map(|name| name.trim().to_owned())
             .filter(|name| !name.is_empty()),
         today: today_utc(),
+        previous_bot_users: first_of(None, &["ASSENT_PREVIOUS_BOT_USERS"], env)
+            .map(|names| names.split(',').map(|n| n.trim().to_owned()).collect())
+            .unwrap_or_default(),
     };
     Ok((inputs, strict))
 }

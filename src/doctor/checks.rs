@@ -13,6 +13,7 @@ use crate::gitlab::Diagnosis;
 use super::probe::DoctorInputs;
 use super::report::Check;
 use super::single_writer::{Certainty, SingleWriterVerdict};
+use crate::core::bot_identity::{IdentityRefusal, Owners};
 use crate::core::policy::{PolicyFile, PolicySet};
 use crate::forge::{CertificateFailure, ForgeError, TransportFailure};
 use crate::gitlab::doctor::responses::{CurrentUser, MergeRequest, Project, TokenSelf, Version};
@@ -630,6 +631,60 @@ pub fn merge_request_check(mr: Option<(u64, &Result<MergeRequest, Failed>)>) -> 
             "merge-request",
             format!("cannot read MR !{iid}: {}", failed.error),
             "Check that GitLab answers GET /projects/:id/merge_requests/:iid for this token.",
+        ),
+    }
+}
+
+/// What doctor found of other users' assent markers on MR `iid`: whose notes a run there
+/// reads as assent's own, or why it would refuse (`core::bot_identity`).
+pub type MarkerOwners = Result<Result<Owners, IdentityRefusal>, Failed>;
+
+/// The `bot-markers` check: whether `assent run` on MR `iid` would stop because another bot
+/// user's markers are on it (a token renewed by creating a new one), or read them as an
+/// adopted previous bot's. `None`: no MR given, or the MR could not be read.
+pub fn bot_markers_check(mr: Option<(u64, &MarkerOwners)>) -> Check {
+    let Some((iid, found)) = mr else {
+        return Check::skipped(
+            "bot-markers",
+            "no readable MR; pass --mr to check that no other bot user's assent markers are on it",
+        );
+    };
+    match found {
+        Ok(Ok(owners)) if owners.adopted.is_empty() => Check::pass(
+            "bot-markers",
+            format!("no other bot user's assent markers on MR !{iid}"),
+        ),
+        Ok(Ok(owners)) => Check::pass(
+            "bot-markers",
+            format!(
+                "MR !{iid} carries assent markers of the adopted previous bot user(s) {} (ASSENT_PREVIOUS_BOT_USERS): a run reads them as its own",
+                owners
+                    .adopted
+                    .iter()
+                    .map(|id| format!("id {id}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        Ok(Err(
+            refusal @ (IdentityRefusal::PreviousBot { .. } | IdentityRefusal::NamedPerson { .. }),
+        )) => Check::fail(
+            "bot-markers",
+            format!("assent run on MR !{iid} would write nothing and exit 2: {refusal}"),
+            "Follow the run's fix above: adopt the previous bot user with ASSENT_PREVIOUS_BOT_USERS (a CI/CD variable beside ASSENT_TOKEN), never a person; renew tokens with GitLab's rotation API (docs/run.md, \"Renewing the token\").",
+        ),
+        Ok(Err(refusal)) => Check::unknown(
+            "bot-markers",
+            format!("assent run on MR !{iid} would write nothing and exit 2: {refusal}"),
+            "Make the markers' authors readable to the token, or delete the pasted markers' notes.",
+        ),
+        Err(failed) => Check::unknown(
+            "bot-markers",
+            format!(
+                "cannot list MR !{iid}'s discussions or their markers' authors: {}",
+                failed.error
+            ),
+            "Check that GitLab answers GET /projects/:id/merge_requests/:iid/discussions and GET /users/:id for this token.",
         ),
     }
 }

@@ -312,6 +312,7 @@ fn a_healthy_deployment_passes_every_check_and_is_serialized() {
         "outdated-threads-setting",
         "token-variable",
         "merge-request",
+        "bot-markers",
         "policies",
         "serialization",
     ] {
@@ -339,7 +340,7 @@ fn json_is_the_typed_report() {
     assert_eq!(v["kind"], "DoctorReport");
     assert_eq!(v["duplicate_prevention"], "single-writer-serialized");
     let checks = v["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 14);
+    assert_eq!(checks.len(), 15);
     assert!(
         checks
             .iter()
@@ -504,7 +505,7 @@ fn warnings_alone_exit_0_and_strict_makes_them_fail() {
     assert_eq!(o.mark("serialization"), "?", "{}", o.stdout);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(
-        o.summary().starts_with("13 passed, 0 failed, 1 warning (not verified; a warning fails doctor only with --strict)"),
+        o.summary().starts_with("14 passed, 0 failed, 1 warning (not verified; a warning fails doctor only with --strict)"),
         "{}",
         o.stdout
     );
@@ -574,7 +575,7 @@ fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
     assert_eq!(
         o.skipped_lines(),
         [
-            "- skipped  token, identity, scope, token-expiry, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, policies, serialization (not checked: the api check failed: GitLab could not be reached)"
+            "- skipped  token, identity, scope, token-expiry, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, bot-markers, policies, serialization (not checked: the api check failed: GitLab could not be reached)"
         ],
         "{}",
         o.stdout
@@ -597,7 +598,7 @@ fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
     assert_eq!(
         o.skipped_lines(),
         [
-            "- skipped  token, identity, scope, token-expiry, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, policies, serialization, policy-project, serve-ready, serve-webhook (not checked: the api check failed: GitLab could not be reached)"
+            "- skipped  token, identity, scope, token-expiry, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, bot-markers, policies, serialization, policy-project, serve-ready, serve-webhook (not checked: the api check failed: GitLab could not be reached)"
         ],
         "{}",
         o.stdout
@@ -661,6 +662,7 @@ fn a_missing_project_is_one_project_failure_and_the_rest_not_checked() {
             "outdated-threads-setting",
             "token-variable",
             "merge-request",
+            "bot-markers",
             "policies",
             "serialization"
         ],
@@ -673,7 +675,7 @@ fn a_missing_project_is_one_project_failure_and_the_rest_not_checked() {
         "{}",
         o.stdout
     );
-    assert_eq!(o.summary(), "6 passed, 1 failed, 0 warnings, 8 not checked");
+    assert_eq!(o.summary(), "6 passed, 1 failed, 0 warnings, 9 not checked");
     assert_eq!(o.gate(), "threads-only");
     assert!(
         o.stdout
@@ -716,6 +718,7 @@ fn a_rejected_token_fails_the_token_check() {
             "outdated-threads-setting",
             "token-variable",
             "merge-request",
+            "bot-markers",
             "policies",
             "serialization"
         ]
@@ -728,7 +731,7 @@ fn a_rejected_token_fails_the_token_check() {
     );
     assert!(
         o.summary()
-            .starts_with("2 passed, 1 failed, 0 warnings, 11 not checked"),
+            .starts_with("2 passed, 1 failed, 0 warnings, 12 not checked"),
         "{}",
         o.stdout
     );

@@ -206,6 +206,49 @@ fn an_adopted_bots_open_thread_is_superseded_by_the_new_bot() {
     assert!(w.writes().is_empty(), "{:#?}", w.writes());
 }
 
+/// Doctor on the MR says it before a run does: with the new bot's token, `bot-markers`
+/// fails naming the previous bot (exit 1); with it adopted, it passes.
+#[test]
+fn doctor_names_the_previous_bot_on_the_mr() {
+    let w = reviewed_by_the_old_bot();
+    renew_by_a_new_token(&w);
+    w.fake.reset_log();
+    let doctor = |adopt: Option<&str>| {
+        let mut command = std::process::Command::new(ASSENT);
+        command
+            .arg("doctor")
+            .env_clear()
+            .env("CI_API_V4_URL", w.fake.base_url())
+            .env("CI_PROJECT_ID", fixtures::PROJECT_ID.to_string())
+            .env("CI_MERGE_REQUEST_IID", fixtures::MR_IID.to_string())
+            .env("ASSENT_TOKEN", NEW_BOT_TOKEN);
+        if let Some(names) = adopt {
+            command.env("ASSENT_PREVIOUS_BOT_USERS", names);
+        }
+        let out = command.output().unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(!stdout.contains(NEW_BOT_TOKEN));
+        (out.status.code(), stdout)
+    };
+    let line = |stdout: &str| {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some("bot-markers"))
+            .unwrap_or_else(|| panic!("{stdout}"))
+            .to_owned()
+    };
+    let (code, stdout) = doctor(None);
+    assert_eq!(code, Some(1), "{stdout}");
+    let found = line(&stdout);
+    assert!(found.starts_with('✗'), "{found}");
+    assert!(found.contains("assent-bot (id 100)"), "{found}");
+    let (_, stdout) = doctor(Some(BOT_NAME));
+    let adopted = line(&stdout);
+    assert!(adopted.starts_with('✓'), "{adopted}");
+    assert!(adopted.contains("id 100"), "{adopted}");
+    assert_eq!(w.fake.writes(), 0, "doctor writes nothing");
+}
+
 /// A person who pastes assent's marker gains nothing: the marker stays invisible (no
 /// duplicate, no warning), and naming the person as a previous bot is refused with exit 2
 /// and no write.

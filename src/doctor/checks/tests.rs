@@ -423,6 +423,61 @@ fn token_expiry_verdicts() {
     }
 }
 
+#[test]
+fn bot_markers_verdicts() {
+    use crate::core::bot_identity::{IdentityRefusal, Owners};
+    let check = |found: &MarkerOwners| bot_markers_check(Some((7, found)));
+    assert_check(
+        &check(&Ok(Ok(Owners::only(1)))),
+        "bot-markers",
+        Status::Pass,
+        "no other bot user's assent markers on MR !7",
+    );
+    let adopted = Owners {
+        bot: 1,
+        adopted: [9].into(),
+    };
+    assert_check(
+        &check(&Ok(Ok(adopted))),
+        "bot-markers",
+        Status::Pass,
+        "adopted previous bot user(s) id 9",
+    );
+    let previous = check(&Ok(Err(IdentityRefusal::PreviousBot {
+        previous: vec![(Some("old-bot".into()), 9)],
+    })));
+    assert_check(&previous, "bot-markers", Status::Fail, "old-bot (id 9)");
+    assert!(fix(&previous).contains("ASSENT_PREVIOUS_BOT_USERS"));
+    let person = check(&Ok(Err(IdentityRefusal::NamedPerson {
+        username: "alice".into(),
+        id: 200,
+    })));
+    assert_check(
+        &person,
+        "bot-markers",
+        Status::Fail,
+        "alice (id 200) is not a bot",
+    );
+    assert_check(
+        &check(&Ok(Err(IdentityRefusal::TooManyAuthors { authors: 6 }))),
+        "bot-markers",
+        Status::Unknown,
+        "6 users",
+    );
+    assert_check(
+        &check(&Err(failed(Diagnosis::NotFound))),
+        "bot-markers",
+        Status::Unknown,
+        "cannot list MR !7's discussions",
+    );
+    assert_check(
+        &bot_markers_check(None),
+        "bot-markers",
+        Status::Skipped,
+        "pass --mr",
+    );
+}
+
 // ---- role and settings -----------------------------------------------------------------------
 
 #[test]
@@ -736,6 +791,7 @@ fn inputs_cleartext_and_skipped_checks() {
         serve_url: None,
         bot_user: None,
         today: chrono::NaiveDate::default(),
+        previous_bot_users: Vec::new(),
     };
     let check = inputs_check(&inputs);
     assert_check(
