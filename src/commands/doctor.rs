@@ -40,7 +40,10 @@ Doctor also reads:
   CI_ENVIRONMENT_NAME    the environment the assent jobs declare (default assent)
   ASSENT_BOT_USER        the username of a person's account used as the bot where no
                          project or group access token is offered (GitLab.com Free): the
-                         identity check then passes for that account only"))]
+                         identity check then passes for that account only
+  ASSENT_PREVIOUS_BOT_USERS
+                         previous bot users (comma-separated usernames) whose assent
+                         markers on the MR a run adopts, for the bot-markers check"))]
 pub struct DoctorArgs {
     /// Where GitLab is and which project.
     #[command(flatten)]
