@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 const MODULE_ROOTS: &[&str] = &[
     "src",
     "crates/assent-core/src",
+    "crates/assent-semdiff/src",
     "crates/assent-forge/src",
     "crates/assent-gitlab/src",
     "tests/fake_gitlab/src",
@@ -36,6 +37,8 @@ const MODULE_ROOTS: &[&str] = &[
 const PATH_PREFIXES: &[(&str, &str)] = &[
     ("assent_test_support::", "tests/support/src"),
     ("fake_gitlab::", "tests/fake_gitlab/src"),
+    ("semdiff::", "crates/assent-semdiff/src"),
+    ("core::semantic_diff::", "crates/assent-semdiff/src"),
     ("core::", "crates/assent-core/src"),
     ("forge::", "crates/assent-forge/src"),
     ("gitlab::", "crates/assent-gitlab/src"),
@@ -45,6 +48,7 @@ const PATH_PREFIXES: &[(&str, &str)] = &[
 const PRODUCT_ROOTS: &[&str] = &[
     "src",
     "crates/assent-core/src",
+    "crates/assent-semdiff/src",
     "crates/assent-forge/src",
     "crates/assent-gitlab/src",
 ];
