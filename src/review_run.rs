@@ -39,6 +39,9 @@ pub struct RunRequest {
     pub target_branch: Option<String>,
     /// Compute and print the plan, write nothing.
     pub dry_run: bool,
+    /// Usernames of previous bot users whose artifacts are assent's own once GitLab shows
+    /// them to be bots (`--previous-bot-user`, docs/run.md, "Renewing the token").
+    pub previous_bot_users: Vec<String>,
     /// Manage the bot's approval after the verified summary (`--approve`, docs/contract.md#approvals).
     pub approve: bool,
     /// Parser limits for governed files.
@@ -222,6 +225,7 @@ pub fn run_review_with(
             has_policies,
         }),
         requests_before: forge.request_counts().since(start),
+        previous_bot_users: request.previous_bot_users.clone(),
     };
     let publication =
         reconcile_with_approval_observed(forge, &outcome.desired, &ctx, request.approve, progress)?;

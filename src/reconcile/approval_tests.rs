@@ -24,6 +24,7 @@ pub(super) fn ctx(head: &str) -> RunContext {
         mr_author_id: Some(MR_AUTHOR_USER_ID),
         target: None,
         requests_before: Default::default(),
+        previous_bot_users: Vec::new(),
     }
 }
 

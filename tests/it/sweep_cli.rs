@@ -676,6 +676,7 @@ fn run_context() -> RunContext {
             has_policies: true,
         }),
         requests_before: Default::default(),
+        previous_bot_users: Vec::new(),
     }
 }
 

@@ -146,6 +146,11 @@ pub fn duplicate_reply(canonical_forge_id: u64, head_sha: &str) -> String {
     )
 }
 
+/// The reply under a previous bot user's summary once the current bot's summary supersedes
+/// it (`crate::bot_identity`): the token's user cannot edit another user's note, so the old
+/// summary is kept as it was, and this says it no longer tracks the merge request.
+pub const ADOPTED_SUMMARY_REPLY: &str = "Superseded: a renewed token gave assent a new bot user, whose summary on this merge request replaces this one. This earlier summary is kept as it was and no longer tracks the merge request.";
+
 /// The marker-less body a duplicate summary is edited to.
 pub fn collapsed_summary_body(canonical_note_id: u64) -> String {
     format!("assent: superseded by note {canonical_note_id}.")

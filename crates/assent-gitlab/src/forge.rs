@@ -120,6 +120,7 @@ struct ApiMember {
 struct ApiAccount {
     bot: Option<bool>,
     state: Option<String>,
+    username: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -309,6 +310,7 @@ impl Forge for GitLabForge {
                 Ok(Some(Account {
                     bot: account.bot,
                     state: account.state,
+                    username: account.username,
                 }))
             }
             // GitLab answers 404 for a user the token may not see (`lib/api/users.rb`).

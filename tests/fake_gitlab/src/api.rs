@@ -223,7 +223,7 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
                 &json!({
                     "id": 1, "name": t.name, "revoked": false, "created_at": "2024-01-01T00:00:00.000Z",
                     "scopes": t.scopes, "user_id": t.user_id, "last_used_at": st.now(),
-                    "active": true, "expires_at": null
+                    "active": true, "expires_at": t.expires_at
                 }),
             );
         }

@@ -190,6 +190,11 @@ pub struct Token {
     pub access_level: u32,
     /// The token's name.
     pub name: String,
+    /// The date the token expires (`YYYY-MM-DD`, GitLab's `expires_at` on
+    /// `GET personal_access_tokens/self`, `lib/api/entities/personal_access_token.rb`);
+    /// `None` answers `null`: a token without expiry, which GitLab still holds where an
+    /// administrator lifted "require expiration" or for a token older than the 16.0 rule.
+    pub expires_at: Option<String>,
 }
 
 impl Default for Token {
@@ -200,6 +205,7 @@ impl Default for Token {
             scopes: vec!["api".into()],
             access_level: 40,
             name: "token".into(),
+            expires_at: None,
         }
     }
 }
@@ -217,6 +223,11 @@ impl Token {
     /// Sets the project access level of the token's user.
     pub fn access_level(mut self, level: u32) -> Self {
         self.access_level = level;
+        self
+    }
+    /// Sets the date the token expires (`YYYY-MM-DD`).
+    pub fn expires_at(mut self, date: &str) -> Self {
+        self.expires_at = Some(date.into());
         self
     }
 }
