@@ -123,6 +123,10 @@ pub enum TransportFailure {
     Certificate(CertificateFailure),
     /// Another TLS failure (handshake, protocol).
     Tls,
+    /// The API base says `https://` but the server answered the TLS hello in plain HTTP (a
+    /// plain-HTTP GitLab, or its nginx answering `400` to bytes it cannot parse): nothing was
+    /// sent, and asking again cannot help.
+    PlainHttp,
     /// The request timed out after the connection was made.
     Timeout,
     /// The connection broke, or the answer could not be read.
