@@ -501,10 +501,7 @@ mod tests {
             Effect::Block,
             "`topics/a.yaml` does not parse at the source SHA: line 3: duplicate key `name`",
         );
-        insta::assert_snapshot!(
-            "built_in_block_footer",
-            finding_thread_body(&parse_error)
-        );
+        insta::assert_snapshot!("built_in_block_footer", finding_thread_body(&parse_error));
         let attributes = built_in(
             "assent/git-attributes",
             Effect::Challenge,
@@ -516,7 +513,10 @@ mod tests {
         );
         let policy = finding_thread_body(&finding(Effect::Block, "m"));
         assert!(!policy.contains("built into assent"), "{policy}");
-        assert!(policy.contains("the policy on the target branch allows it"), "{policy}");
+        assert!(
+            policy.contains("the policy on the target branch allows it"),
+            "{policy}"
+        );
         for rule in [
             "assent/self-edit",
             "assent/undecidable",
@@ -530,7 +530,10 @@ mod tests {
                 body.ends_with("docs/policies.md, \"Built-in findings\"._"),
                 "{body}"
             );
-            assert!(!body.contains("the policy on the target branch allows it"), "{body}");
+            assert!(
+                !body.contains("the policy on the target branch allows it"),
+                "{body}"
+            );
         }
     }
 
