@@ -176,7 +176,10 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CliResult {
         });
     }
     let report = report.map_err(|e| {
-        if matches!(e, RunError::MergeRequestNotFound { .. }) {
+        if matches!(
+            e,
+            RunError::MergeRequestNotFound { .. } | RunError::NeverAHead { .. }
+        ) {
             // Configuration, not a passing fault: exit 2, which the templates do not retry.
             anyhow::Error::new(UsageError(e.to_string()))
         } else if e.forge_error().is_some_and(|f| f.is_rate_limited()) {
