@@ -2245,7 +2245,7 @@ rules:
         };
         let self_edit = message(RULE_SELF_EDIT, &format!(".assent/{hostile}#"));
         assert!(
-            self_edit.contains("changes ``.assent/@all `x` <img src=x>\\n/close``,"),
+            self_edit.starts_with("Changing ``.assent/@all `x` <img src=x>\\n/close`` needs"),
             "{self_edit}"
         );
         let unreadable = message(RULE_UNDECIDABLE, "topics/orders.yaml#");
