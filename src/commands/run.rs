@@ -205,6 +205,7 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CliResult {
         if matches!(
             e,
             RunError::MergeRequestNotFound { .. }
+                | RunError::NeverAHead { .. }
                 | RunError::Reconcile(crate::reconcile::ReconcileError::BotIdentity(_))
         ) {
             // Configuration, not a passing fault: exit 2, which the templates do not retry.
@@ -345,7 +346,7 @@ pub fn exit_for(receipt: &Receipt, fail_on: FailOn) -> Exit {
 
 /// Writes a report (the receipt, the Code Quality file) atomically: a temporary file beside
 /// it, then a rename, so a crash never leaves half a report.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

@@ -172,6 +172,7 @@ pub fn api_fix(reach: &Reach, diagnosis: Diagnosis) -> String {
             ),
             None => "The TLS handshake with GitLab failed: check that GitLab serves TLS on that port; for a private CA set ASSENT_CA_FILE (or pass --ca-file) to the CA's certificate (PEM).".to_owned(),
         },
+        Diagnosis::NoAnswer(TransportFailure::PlainHttp) => "GitLab's port answered in plain HTTP, not TLS: use http://<host>/api/v4 for --api-url (CI_API_V4_URL), with ASSENT_ALLOW_HTTP=1 for a host that is not loopback, or the port that serves HTTPS.".to_owned(),
         Diagnosis::NoAnswer(TransportFailure::Proxy) => format!(
             "Check HTTPS_PROXY and NO_PROXY: the proxy{} must be reachable from the runner and allow CONNECT to GitLab, or add GitLab's host to NO_PROXY.",
             reach.proxy.as_deref().map(|p| format!(" {p}")).unwrap_or_default()

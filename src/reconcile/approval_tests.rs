@@ -150,6 +150,10 @@ impl Forge for Scripted<'_> {
         self.log("list");
         self.inner.list_discussions()
     }
+    fn version_heads(&self) -> Result<Vec<String>, ForgeError> {
+        self.log("versions");
+        self.inner.version_heads()
+    }
     fn create_thread(
         &self,
         body: &str,

@@ -422,6 +422,36 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
             }
             None => op_err(OpError::MergeRequestNotFound),
         },
+        // `lib/api/merge_request_diffs.rb`: `paginate(merge_request.merge_request_diffs
+        // .order_id_desc)` as `Entities::MergeRequestDiff` (id, head, base and start SHAs,
+        // created_at, merge_request_id, state, real_size, patch_id_sha): one version per
+        // head the MR had, the current one first.
+        (RouteKind::Versions, "GET") => match p!().mr(route.iid) {
+            Some(mr) => {
+                let mr_id = mr.global_id(pid);
+                let heads: Vec<&String> = mr.earlier_heads.iter().chain([&mr.sha]).collect();
+                let items = heads
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(i, head)| {
+                        json!({
+                            "id": mr_id * 100 + i as u64 + 1,
+                            "head_commit_sha": head,
+                            "base_commit_sha": mr.diff_refs.base_sha,
+                            "start_commit_sha": mr.diff_refs.start_sha,
+                            "created_at": mr.created_at,
+                            "merge_request_id": mr_id,
+                            "state": "collected",
+                            "real_size": mr.diffs.len().to_string(),
+                            "patch_id_sha": null,
+                        })
+                    })
+                    .collect();
+                paginate(st, items, ctx)
+            }
+            None => op_err(OpError::MergeRequestNotFound),
+        },
         // The MR with every diff GitLab collected and whether it stopped at its limits.
         (RouteKind::Changes, "GET") => match p!().mr(route.iid) {
             Some(mr) => {

@@ -707,6 +707,11 @@ pub struct MergeRequest {
     /// The MR has no commits (`MergeRequest#has_no_commits?`): GitLab creates no pipeline for
     /// it and answers the pipeline creation `405`.
     pub has_no_commits: bool,
+    /// The heads of the MR's earlier diff versions, oldest first: GitLab keeps a
+    /// `merge_request_diff` per push (`head_commit_sha`), and `GET …/versions` lists them
+    /// with the current head's newest. [`crate::FakeGitLab::set_head`] adds the head it
+    /// replaces.
+    pub earlier_heads: Vec<String>,
 }
 
 impl Default for MergeRequest {
@@ -736,6 +741,7 @@ impl Default for MergeRequest {
             overflow: false,
             changes_count: None,
             has_no_commits: false,
+            earlier_heads: vec![],
         }
     }
 }
