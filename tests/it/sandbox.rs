@@ -281,7 +281,7 @@ fn the_example_repository_is_the_one_in_fixtures() {
 
 /// The sandbox binary beside `assent` in Cargo's target folder (`cargo test --workspace`, or
 /// `cargo build -p fake-gitlab`, builds it).
-fn fake_gitlab_binary() -> std::path::PathBuf {
+pub(crate) fn fake_gitlab_binary() -> std::path::PathBuf {
     let path = Path::new(ASSENT).with_file_name("fake-gitlab");
     assert!(
         path.is_file(),

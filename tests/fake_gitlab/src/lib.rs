@@ -276,7 +276,8 @@ impl FakeGitLab {
             .expect("clone_discussion")
     }
 
-    /// Moves the MR head (`sha` and `diff_refs.head_sha`), as a push would. A push that moves
+    /// Moves the MR head (`sha` and `diff_refs.head_sha`), as a push would, keeping the
+    /// replaced head as an earlier diff version (`GET …/versions`). A push that moves
     /// the head removes the MR's approvals when the project's `reset_approvals_on_push` is on
     /// (GitLab's default).
     pub fn set_head(&self, project: u64, iid: u64, sha: &str) {
@@ -284,6 +285,11 @@ impl FakeGitLab {
             let now = s.now();
             crate::approvals::reset_on_push(s, project, iid, sha);
             let m = s.mr_mut_ref(project, iid).expect("mr");
+            // GitLab keeps the replaced head's diff version (`merge_request_diffs`).
+            if m.sha != sha && !m.sha.is_empty() {
+                let replaced = std::mem::take(&mut m.sha);
+                m.earlier_heads.push(replaced);
+            }
             m.sha = sha.into();
             m.diff_refs.head_sha = sha.into();
             m.updated_at = now;
