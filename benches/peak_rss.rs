@@ -17,7 +17,6 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
-use assent::core::assent::AssentFacts;
 use assent::core::desired_state::{
     ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
 };
@@ -27,6 +26,7 @@ use assent::core::planner::plan_reconciliation;
 use assent::core::policy::{MrContext, PolicyFile};
 use assent::core::review_state::finding_statuses;
 use assent::core::semantic_diff::{Format, Limits, Node, parse_document};
+use assent::core::who_assents::AssentFacts;
 use assent::engine::run::reconcile::reconcile;
 
 /// The system allocator, counting the bytes it holds: the heap a case needs, apart from what

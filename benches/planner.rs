@@ -7,11 +7,11 @@ mod common;
 use std::hint::black_box;
 use std::time::Duration;
 
-use assent::core::assent::AssentFacts;
 use assent::core::inventory::Inventory;
 use assent::core::planner::{Write, plan_reconciliation};
 use assent::core::rescan::{WriteRecord, verify_rescan};
 use assent::core::review_state::finding_statuses;
+use assent::core::who_assents::AssentFacts;
 use assent::engine::run::reconcile::reconcile;
 use assent::forge::Forge;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};

@@ -8,7 +8,6 @@
 
 use std::fmt::Write as _;
 
-use assent::core::assent::AssentFacts;
 use assent::core::inventory::Inventory;
 use assent::core::marker::SummaryState;
 use assent::core::model::{
@@ -17,6 +16,7 @@ use assent::core::model::{
 use assent::core::policy::{PolicyFile, PolicySet};
 use assent::core::render::{self, SummaryContext};
 use assent::core::review_state::finding_statuses;
+use assent::core::who_assents::AssentFacts;
 use assent::engine::run::reconcile::RunContext;
 use assent::forge::memory::InMemoryForge;
 

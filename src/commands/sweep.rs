@@ -14,9 +14,9 @@ use crate::commands::inputs::{
 };
 use crate::commands::run::write_atomically;
 use crate::commands::{CliResult, OutputFormat, UsageError, progress_for};
-use crate::core::sweep::{SweepDuration, check_window, coverage_warning};
+use crate::core::sweep_classification::{SweepDuration, check_window, coverage_warning};
 use crate::core::time::Timestamp;
-use crate::engine::sweep::pass::{SweepReport, SweepSettings, sweep_observed};
+use crate::engine::sweep::pass::{SweepReport, SweepSettings, Unshared, sweep_with};
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
 
 const SWEEP_HELP: &str = "\
@@ -127,7 +127,7 @@ fn write_report_files(args: &SweepArgs, report: &SweepReport, json: &str) -> Cli
 
 fn parse_duration(text: &str) -> Result<SweepDuration, String> {
     text.parse()
-        .map_err(|e: crate::core::sweep::DurationError| {
+        .map_err(|e: crate::core::sweep_classification::DurationError| {
             format!(
                 "{}: {} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)",
                 e.text, e.reason
@@ -167,7 +167,14 @@ pub fn run(args: &SweepArgs) -> CliResult {
         max_mrs: usize::try_from(args.max_mrs).unwrap_or(usize::MAX),
     };
     let progress = progress_for(args.format == OutputFormat::Json, args.quiet);
-    let mut report = sweep_observed(&forge, &project, now(), &settings, progress.as_ref());
+    let mut report = sweep_with(
+        &forge,
+        &project,
+        now(),
+        &settings,
+        progress.as_ref(),
+        &Unshared,
+    );
     if let Some(w) = coverage_warning(args.lookback, args.interval, args.stuck_after) {
         report.warnings.push(w);
         report.warnings.sort();

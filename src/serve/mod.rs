@@ -38,14 +38,14 @@ use self::metrics::{ClassificationLabels, Metrics, PassLabels};
 use self::recheck::Watchlist;
 use self::webhook::{EventKind, Nudge, Reading};
 use crate::core::coalesce::{Accepted, Coalescer, Full};
-use crate::core::sweep::{SweepDuration, SweepVerdict};
+use crate::core::sweep_classification::{SweepDuration, SweepVerdict};
 use crate::core::time::Timestamp;
 use crate::engine::observe::Silent;
 use crate::engine::sweep::examine::{
     Examination, ExamineSettings, MrAction, MrReport, examine_iid,
 };
-use crate::engine::sweep::pass::{MrLock, SweepReport, SweepSettings, sweep_shared};
-use crate::forge::sweep::SweepForge;
+use crate::engine::sweep::pass::{MrLock, SweepReport, SweepSettings, sweep_with};
+use crate::forge::sweep_port::SweepForge;
 use crate::forge::{ForgeError, RequestCounts};
 
 /// The largest webhook body read: GitLab's own limit on what it sends
@@ -963,7 +963,7 @@ async fn sweep_loop(
                 shared: &worker,
                 project: index,
             };
-            sweep_shared(
+            sweep_with(
                 project.forge.as_ref(),
                 &project.name,
                 now,

@@ -15,10 +15,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use assent::core::assent::{ACTIVE_STATE, Account, AssentFacts, judge};
 use assent::core::inventory::Inventory;
 use assent::core::model::ListedDiscussion;
-use assent::core::sweep::HeadPipeline;
+use assent::core::sweep_classification::HeadPipeline;
+use assent::core::who_assents::{ACTIVE_STATE, Account, AssentFacts, judge};
 use assent::engine::fixture::runner::fixture_pins;
 use assent::engine::fixture::schema::FindingSpec;
 use assent::engine::run::reconcile::{RunContext, reconcile};

@@ -816,9 +816,11 @@ fn the_ci_templates_run_one_sweep_at_a_time_on_schedules_with_a_valid_window() {
         .to_owned();
     let words: Vec<&str> = args.split_whitespace().collect();
     let value = |flag: &str| words[words.iter().position(|w| *w == flag).unwrap() + 1];
-    let lookback: assent::core::sweep::SweepDuration = value("--lookback").parse().unwrap();
-    let interval: assent::core::sweep::SweepDuration = value("--interval").parse().unwrap();
-    assert!(assent::core::sweep::check_window(lookback, interval).is_ok());
+    let lookback: assent::core::sweep_classification::SweepDuration =
+        value("--lookback").parse().unwrap();
+    let interval: assent::core::sweep_classification::SweepDuration =
+        value("--interval").parse().unwrap();
+    assert!(assent::core::sweep_classification::check_window(lookback, interval).is_ok());
     for (form, job) in [
         ("component", docs[1]["assent-sweep"].clone()),
         ("classic", {
@@ -1072,12 +1074,12 @@ fn rerun_keeping_review(fake: &FakeGitLab) {
     let forge = forge(fake);
     let inventory = Inventory::from_listing(&forge.list_discussions().unwrap(), BOT_ID);
     let desired = desired();
-    let facts = assent::core::assent::AssentFacts::default();
+    let facts = assent::core::who_assents::AssentFacts::default();
     let statuses: Vec<_> = finding_statuses(&desired, &inventory, &facts)
         .into_iter()
         .map(|mut status| {
             status.resolved = false;
-            status.assent = assent::core::assent::Assent::Open;
+            status.assent = assent::core::who_assents::Assent::Open;
             status
         })
         .collect();

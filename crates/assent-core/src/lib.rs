@@ -10,7 +10,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod assent;
 pub mod bot_identity;
 pub mod canonical_json;
 pub mod coalesce;
@@ -36,12 +35,13 @@ pub mod resolutions;
 pub mod review_state;
 pub mod run_receipt;
 pub mod source_policies;
-pub mod sweep;
+pub mod sweep_classification;
 pub mod switch;
 pub mod terminal;
 #[cfg(test)]
 mod test_support;
 pub mod time;
 pub mod unified_diff;
+pub mod who_assents;
 
 pub use assent_semdiff as semantic_diff;

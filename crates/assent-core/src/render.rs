@@ -35,7 +35,6 @@
 //! is created once and never edited, so the SHA in its link causes no write on a rerun; the
 //! summary names the head anyway and is rewritten when the head moves.
 
-use crate::assent::Assent;
 use crate::canonical_json;
 use crate::commit_sha;
 use crate::desired_state::RULE_SELF_EDIT;
@@ -49,6 +48,7 @@ use crate::model::{
 };
 use crate::resolutions::resolution_fingerprint;
 use crate::review_state::{FindingStatus, decide};
+use crate::who_assents::Assent;
 
 /// What every body assent writes stays under, in characters: well below GitLab's
 /// 1,000,000-character note limit, leaving room for anything GitLab counts differently.
@@ -838,8 +838,8 @@ mod tests {
 
     #[test]
     fn summary_names_who_resolved_without_assent_and_why() {
-        use crate::assent::NotCounted;
         use crate::model::UserRef;
+        use crate::who_assents::NotCounted;
         let desired = DesiredState::new(vec![finding(Effect::Challenge, "Shrinks")]);
         let ctx = SummaryContext {
             pins: &pins(),
@@ -971,7 +971,7 @@ mod tests {
 
     #[test]
     fn the_list_of_resolutions_without_assent_is_capped() {
-        use crate::assent::NotCounted;
+        use crate::who_assents::NotCounted;
         let findings: Vec<Finding> = (0..MAX_SUMMARY_ROWS + 7)
             .map(|i| {
                 let mut f = finding(Effect::Challenge, "m");

@@ -6,10 +6,10 @@
 //! finding fired, else `REVIEW` if any challenge lacks assent (thread open, not yet posted,
 //! or resolved by someone whose resolution does not count), else `APPROVE`.
 
-use crate::assent::{self, Assent, AssentFacts, NotCounted};
 use crate::desired_state::RULE_SELF_EDIT;
 use crate::inventory::{Inventory, ThreadArtifact};
 use crate::model::{Decision, DesiredState, Effect, Finding};
+use crate::who_assents::{self, Assent, AssentFacts, NotCounted};
 
 /// One desired finding and what the forge shows of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +68,7 @@ pub fn finding_statuses<'a>(
             assent: match canonical {
                 Some(thread) if finding.effect == Effect::Challenge => {
                     let judged =
-                        assent::judge(thread, desired.assenters_of(&finding.slot.rule), facts);
+                        who_assents::judge(thread, desired.assenters_of(&finding.slot.rule), facts);
                     if finding.slot.rule == RULE_SELF_EDIT {
                         as_policy_owners(judged)
                     } else {

@@ -2,7 +2,6 @@
 //! facts, this decides what the receipt says ([`receipt_of`] for a run that published or
 //! would publish, [`refusal_receipt_of`] for a designed no-write refusal).
 
-use crate::assent::{Assent, AssentFacts};
 use crate::inventory::Inventory;
 use crate::model::{DesiredState, Pins};
 use crate::planner::Plan;
@@ -11,6 +10,7 @@ use crate::receipt::{
     RequestCounts, Rescan,
 };
 use crate::review_state::{decide, finding_statuses};
+use crate::who_assents::{Assent, AssentFacts};
 
 /// What a run knows when it writes its receipt.
 #[derive(Debug, Clone, Copy)]

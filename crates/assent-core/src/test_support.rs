@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::assent::{Account, AssentFacts};
 use crate::inventory::ThreadArtifact;
 use crate::model::{Effect, Finding, Occurrence, Slot, UserRef};
+use crate::who_assents::{Account, AssentFacts};
 
 /// The bot's user id in core tests.
 pub(crate) const BOT: u64 = 1;

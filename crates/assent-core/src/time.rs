@@ -6,7 +6,7 @@ use std::fmt;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::sweep::SweepDuration;
+use crate::sweep_classification::SweepDuration;
 
 /// An instant, in Unix milliseconds (UTC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

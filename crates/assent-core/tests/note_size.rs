@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use assent_core::assent::{Assent, NotCounted};
 use assent_core::grouping::{DEFAULT_GROUP_ABOVE, Fired, group_findings, group_fired};
 use assent_core::inventory::{Inventory, ThreadArtifact};
 use assent_core::links::MAX_URL_CHARS;
@@ -22,6 +21,7 @@ use assent_core::render::{
     finding_thread_body, finding_thread_body_linked, summary_body,
 };
 use assent_core::review_state::FindingStatus;
+use assent_core::who_assents::{Assent, NotCounted};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

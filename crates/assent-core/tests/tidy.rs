@@ -615,12 +615,12 @@ fn a_codemap_path_that_does_not_exist_is_found() {
     ]);
     let doc = "`assent_test_support::unified_diff`, `fake_gitlab::unified_diff`, \
                `assent_test_support::run`, `tests/it/serve.rs`, `tests/it/gone.rs`, \
-               `gitlab::transport`, `core::sweep::classify`";
+               `gitlab::transport`, `core::sweep_classification::classify`";
     assert_eq!(
         codemap_names_that_do_not_exist(&files, doc),
         [
             "assent_test_support::unified_diff",
-            "core::sweep::classify",
+            "core::sweep_classification::classify",
             "gitlab::transport",
             "tests/it/gone.rs"
         ]

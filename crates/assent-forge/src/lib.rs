@@ -1,7 +1,7 @@
 //! The ports through which assent talks to a forge, and the in-memory adapter.
 //!
 //! [`Forge`] reads and writes review artifacts of one merge request; [`Repository`] reads the
-//! content a run judges; [`sweep::SweepForge`] is the project-level port of the sweep and of
+//! content a run judges; [`sweep_port::SweepForge`] is the project-level port of the sweep and of
 //! serve (open MRs, discussions, head pipeline, MR pipeline creation). The planner and executor never know which adapter they talk to:
 //! [`memory::InMemoryForge`] (replay, tests) or the `assent-gitlab` crate (HTTP).
 //!
@@ -12,13 +12,13 @@
 
 pub mod faults;
 pub mod memory;
-pub mod sweep;
+pub mod sweep_port;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-pub use assent_core::assent::Account;
 use assent_core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo, Role};
+pub use assent_core::who_assents::Account;
 
 /// Why a forge request failed. Texts never contain the token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

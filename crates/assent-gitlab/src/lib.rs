@@ -23,7 +23,7 @@
 //! * [`forge`]: the ports, per merge request, over a client.
 //! * [`project_endpoints`]: the sweep's project-level routes (open MRs in a window, MR
 //!   pipeline creation).
-//! * [`sweep_forge`]: the sweep's port ([`assent_forge::sweep::SweepForge`]) over a client.
+//! * [`sweep_forge`]: the sweep's port ([`assent_forge::sweep_port::SweepForge`]) over a client.
 //! * [`doctor`]: the routes `assent doctor` reads and GitLab's answers to them, typed (a
 //!   missing field is `None`).
 //! * [`health`]: one unauthenticated `GET` of a service beside GitLab (`assent serve`'s

@@ -1,5 +1,5 @@
 //! Project-level routes of the sweep (docs/contract.md#sweep), on [`GitLabClient`], returning the sweep
-//! port's types ([`assent_forge::sweep`]):
+//! port's types ([`assent_forge::sweep_port`]):
 //!
 //! * [`GitLabClient::list_open_merge_requests`]: `GET projects/:id/merge_requests` with
 //!   `state=opened`, `order_by=created_at`, `sort=asc`, every page through the pagination
@@ -37,9 +37,9 @@ use serde::{Deserialize, Deserializer};
 use super::client::GitLabClient;
 use super::client::build_error;
 use super::pagination::list_all;
-use assent_core::sweep::HeadPipeline;
+use assent_core::sweep_classification::HeadPipeline;
 use assent_forge::ForgeError;
-use assent_forge::sweep::{CreatedPipeline, ListedMergeRequest, PipelineCreation};
+use assent_forge::sweep_port::{CreatedPipeline, ListedMergeRequest, PipelineCreation};
 
 /// One entry of the MR listing as GitLab sends it (unknown fields ignored).
 #[derive(Deserialize)]

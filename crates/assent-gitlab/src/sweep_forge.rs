@@ -1,9 +1,9 @@
-//! [`GitLabSweepForge`]: the sweep's port ([`assent_forge::sweep::SweepForge`]) over GitLab.
+//! [`GitLabSweepForge`]: the sweep's port ([`assent_forge::sweep_port::SweepForge`]) over GitLab.
 
 use std::sync::Arc;
 
 use assent_core::model::{ListedDiscussion, MergeRequestInfo};
-use assent_forge::sweep::{ListedMergeRequest, PipelineCreation, SweepForge};
+use assent_forge::sweep_port::{ListedMergeRequest, PipelineCreation, SweepForge};
 use assent_forge::{Forge, ForgeError, RequestCounts};
 
 use crate::{GitLabClient, GitLabForge};

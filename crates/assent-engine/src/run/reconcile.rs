@@ -9,7 +9,6 @@
 
 use std::collections::BTreeSet;
 
-use crate::core::assent::{AssentFacts, accounts_to_read, roles_to_read};
 use crate::core::bot_identity::{
     IdentityRefusal, MAX_MARKER_AUTHORS, MarkerAuthor, Owners, decide_owners,
     foreign_marker_authors,
@@ -27,6 +26,7 @@ use crate::core::render::{self, SummaryContext, TargetBranch};
 use crate::core::rescan::{WriteRecord, verify_rescan};
 use crate::core::review_state::finding_statuses;
 use crate::core::run_receipt::{RefusalFacts, RunFacts, receipt_of, refusal_receipt_of};
+use crate::core::who_assents::{AssentFacts, accounts_to_read, roles_to_read};
 use crate::forge::{Forge, ForgeError, ForgeErrorKind};
 use crate::observe::{Event, Listing, Progress, Silent};
 
@@ -143,7 +143,7 @@ pub fn reconcile(
     desired: &DesiredState,
     ctx: &RunContext,
 ) -> Result<Publication, ReconcileError> {
-    reconcile_observed(forge, desired, ctx, &Silent)
+    reconcile_with(forge, desired, ctx, false, &Silent)
 }
 
 /// Lists the MR's discussions and tells `progress` how many, and in how many requests.
@@ -162,9 +162,9 @@ fn list_observed(
     Ok(discussions)
 }
 
-/// [`reconcile`], reporting its phases (listings, the plan, writes `k/n`, the rescan,
-/// "verified") to `progress`.
-pub fn reconcile_observed(
+/// The reconciliation without the approval step, reporting its phases (listings, the plan,
+/// writes `k/n`, the rescan, "verified") to `progress`.
+fn reconcile_without_approval(
     forge: &dyn Forge,
     desired: &DesiredState,
     ctx: &RunContext,
@@ -274,7 +274,7 @@ impl Reconciliation<'_> {
     fn first_look(&self) -> Result<Seen, ReconcileError> {
         let mut facts = self.ctx.assent_facts(self.bot);
         // One read per run: while pushes resolve outdated diff threads, no DiffNote
-        // challenge's resolution counts (core::assent), whoever GitLab names as its resolver.
+        // challenge's resolution counts (core::who_assents), whoever GitLab names as its resolver.
         facts.push_resolves_diff_threads = self.forge.resolves_outdated_diff_threads()?;
         let mut warnings = BTreeSet::new();
         if let Some(target) = self.ctx.target.as_ref().filter(|t| !t.has_policies) {
@@ -661,8 +661,8 @@ pub fn no_policies_warning(branch: &str) -> String {
 // crash before them leaves a verified review state and an approval the next run settles, never
 // an approval of a state that was not verified.
 
-/// [`reconcile`], then, with `approve` (`assent run --approve`), the approval step: decision
-/// `APPROVE` at the pinned head gives the bot's approval (pinned to the source SHA), any
+/// The reconciliation, its phases reported to `progress`, then, with `approve` (`assent run
+/// --approve`), the approval step: decision `APPROVE` at the pinned head gives the bot's approval (pinned to the source SHA), any
 /// other decision withdraws it, and an approval that already matches costs one read and no
 /// write. Only a published, verified run touches the approval; a dry run and the refusals
 /// leave the receipt's `approval` at `null`.
@@ -672,24 +672,14 @@ pub fn no_policies_warning(branch: &str) -> String {
 /// decides. When the approval cannot be settled at all, the summary goes back to
 /// "reconciling" (so neither a reader nor `assent sweep` trusts a state whose approval is
 /// wrong) and the error is [`ReconcileError::Approval`].
-pub fn reconcile_with_approval(
-    forge: &dyn Forge,
-    desired: &DesiredState,
-    ctx: &RunContext,
-    approve: bool,
-) -> Result<Publication, ReconcileError> {
-    reconcile_with_approval_observed(forge, desired, ctx, approve, &Silent)
-}
-
-/// [`reconcile_with_approval`], reporting the reconciliation's phases to `progress`.
-pub fn reconcile_with_approval_observed(
+pub fn reconcile_with(
     forge: &dyn Forge,
     desired: &DesiredState,
     ctx: &RunContext,
     approve: bool,
     progress: &dyn Progress,
 ) -> Result<Publication, ReconcileError> {
-    let mut publication = reconcile_observed(forge, desired, ctx, progress)?;
+    let mut publication = reconcile_without_approval(forge, desired, ctx, progress)?;
     if !approve
         || ctx.dry_run
         || publication.receipt.outcome != Outcome::Published

@@ -18,9 +18,7 @@ use crate::run::inputs::{
     CentralPolicies, GOVERNED_CONTENT_BUDGET, PolicyProject, ReadBounds, gather_review_inputs_with,
     read_central_policies,
 };
-use crate::run::reconcile::{
-    Publication, ReconcileError, RunContext, reconcile_with_approval_observed,
-};
+use crate::run::reconcile::{Publication, ReconcileError, RunContext, reconcile_with};
 
 /// What the pipeline pinned, and how to run.
 #[derive(Debug, Clone)]
@@ -120,21 +118,12 @@ pub fn run_review(
     repo: &dyn Repository,
     request: &RunRequest,
 ) -> Result<RunReport, RunError> {
-    run_review_observed(forge, repo, request, &Silent)
+    run_review_with(forge, repo, None, request, &Silent)
 }
 
-/// [`run_review`], reporting each phase to `progress`: inputs read, desired state, then the
-/// reconciliation's listings, writes, rescan and "verified".
-pub fn run_review_observed(
-    forge: &dyn Forge,
-    repo: &dyn Repository,
-    request: &RunRequest,
-    progress: &dyn Progress,
-) -> Result<RunReport, RunError> {
-    run_review_with(forge, repo, None, request, progress)
-}
-
-/// [`run_review_observed`] with the central policy project's repository (`central`), which
+/// [`run_review`], reporting each phase to `progress` (inputs read, desired state, then the
+/// reconciliation's listings, writes, rescan and "verified"), with the central policy
+/// project's repository (`central`), which
 /// [`RunRequest::policy_project`] names: its ref is resolved once, its policies read at that
 /// commit and applied beside the project's own (docs/policies.md, "Central policies"). A
 /// request that names a policy project without a repository to read it from is judged as if
@@ -245,8 +234,7 @@ pub fn run_review_with(
         requests_before: forge.request_counts().since(start),
         previous_bot_users: request.previous_bot_users.clone(),
     };
-    let publication =
-        reconcile_with_approval_observed(forge, &outcome.desired, &ctx, request.approve, progress)?;
+    let publication = reconcile_with(forge, &outcome.desired, &ctx, request.approve, progress)?;
     Ok(RunReport {
         publication,
         desired: outcome.desired,

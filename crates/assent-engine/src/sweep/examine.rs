@@ -1,6 +1,6 @@
 //! The examination of one merge request, shared by `assent sweep` and `assent serve`
 //! (docs/sweep.md, docs/serve.md): read its discussions through the sweep's port, classify
-//! its review state with [`crate::core::sweep::classify`], read the single MR when the
+//! its review state with [`crate::core::sweep_classification::classify`], read the single MR when the
 //! classification asks for its head pipeline, and create a pipeline where the state needs
 //! healing. It never publishes a review artifact: the pipeline runs the normal, serialized
 //! `assent run` job, which does the healing.
@@ -23,12 +23,12 @@ use crate::core::inventory::Inventory;
 use crate::core::marker::{self, GateLine};
 use crate::core::model::Decision;
 use crate::core::resolutions::resolution_fingerprint;
-use crate::core::sweep::{
+use crate::core::sweep_classification::{
     Action, ClassifySettings, HeadPipeline, MrFacts, SweepDuration, SweepVerdict, assent_possible,
     classify,
 };
 use crate::core::time::Timestamp;
-use crate::forge::sweep::{ListedMergeRequest, PipelineCreation, SweepForge};
+use crate::forge::sweep_port::{ListedMergeRequest, PipelineCreation, SweepForge};
 
 /// What an examination depends on besides the MR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! One sweep pass (docs/contract.md#sweep), as `assent sweep` and `assent serve`'s embedded sweep run it:
 //! list the project's open MRs, examine each one updated in the window, and each one outside
 //! it whose summary says `REVIEW` ([`crate::sweep::examine`]: read its bot summary, classify it
-//! with [`crate::core::sweep`], create a pipeline where the review state needs healing). The
+//! with [`crate::core::sweep_classification`], create a pipeline where the review state needs healing). The
 //! sweep never publishes a review artifact: the pipeline it creates runs the normal,
 //! serialized `assent run` job, which does the healing.
 //!
@@ -38,14 +38,14 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::core::sweep::{SweepDuration, SweepVerdict, window_start};
+use crate::core::sweep_classification::{SweepDuration, SweepVerdict, window_start};
 use crate::core::time::Timestamp;
-use crate::forge::sweep::{ListedMergeRequest, SweepForge};
+use crate::forge::sweep_port::{ListedMergeRequest, SweepForge};
 use crate::forge::{ForgeError, RequestCounts};
 use crate::observe::{Event, Progress, Silent};
 use crate::sweep::examine::{ExamineSettings, MrAction, MrReport, examine, examine_at_review};
 
-/// The sweep's settings (already checked: see [`crate::core::sweep::check_window`]).
+/// The sweep's settings (already checked: see [`crate::core::sweep_classification::check_window`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SweepSettings {
     /// How far back an MR's last update may lie.
@@ -291,7 +291,7 @@ pub fn sweep(
     now: Timestamp,
     settings: &SweepSettings,
 ) -> SweepReport {
-    sweep_observed(forge, project, now, settings, &Silent)
+    sweep_with(forge, project, now, settings, &Silent, &Unshared)
 }
 
 /// Who else may be examining the project's MRs at the same time (serve's live path): the
@@ -314,19 +314,9 @@ impl MrLock for Unshared {
     fn unlock(&self, _iid: u64) {}
 }
 
-/// [`sweep`], reporting the listing and the MRs examined (`k/n`) to `progress`.
-pub fn sweep_observed(
-    forge: &dyn SweepForge,
-    project: &str,
-    now: Timestamp,
-    settings: &SweepSettings,
-    progress: &dyn Progress,
-) -> SweepReport {
-    sweep_shared(forge, project, now, settings, progress, &Unshared)
-}
-
-/// [`sweep_observed`], examining each MR only while holding its key in `lock`.
-pub fn sweep_shared(
+/// [`sweep`], reporting the listing and the MRs examined (`k/n`) to `progress`, and
+/// examining each MR only while holding its key in `lock` ([`Unshared`] for `assent sweep`).
+pub fn sweep_with(
     forge: &dyn SweepForge,
     project: &str,
     now: Timestamp,
@@ -505,9 +495,9 @@ mod tests {
     use crate::core::model::{ListedDiscussion, MergeRequestInfo};
     use crate::core::model::{ListedNote, Occurrence};
     use crate::core::resolutions::resolution_fingerprint;
-    use crate::core::sweep::HeadPipeline;
+    use crate::core::sweep_classification::HeadPipeline;
     use crate::core::time::Timestamp;
-    use crate::forge::sweep::{CreatedPipeline, PipelineCreation};
+    use crate::forge::sweep_port::{CreatedPipeline, PipelineCreation};
     use crate::sweep::examine::MrAction;
 
     const HEAD: &str = "2222222222222222222222222222222222222222";

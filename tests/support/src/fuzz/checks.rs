@@ -509,15 +509,15 @@ fn summary_of_state(desired: DesiredState) -> String {
             forge_id: Some(100 + i as u64),
             resolved: i % 2 == 1,
             assent: if i % 2 == 1 {
-                assent::core::assent::Assent::NotCounted {
+                assent::core::who_assents::Assent::NotCounted {
                     by: Some(assent::core::model::UserRef {
                         id: 3,
                         username: format!("user{i}"),
                     }),
-                    reason: assent::core::assent::NotCounted::ByAuthor,
+                    reason: assent::core::who_assents::NotCounted::ByAuthor,
                 }
             } else {
-                assent::core::assent::Assent::Open
+                assent::core::who_assents::Assent::Open
             },
         })
         .collect();

@@ -233,7 +233,7 @@ fn publish(
     head: &str,
     approve: bool,
 ) -> Result<Receipt, ReconcileError> {
-    reconcile_with_approval(forge, desired, &ctx(head), approve).map(|p| p.receipt)
+    reconcile_with(forge, desired, &ctx(head), approve, &Silent).map(|p| p.receipt)
 }
 
 fn writes(forge: &InMemoryForge) -> u64 {
@@ -482,7 +482,7 @@ fn a_dry_run_and_a_closed_mr_leave_the_approval_alone() {
         dry_run: true,
         ..ctx(HEAD)
     };
-    let receipt = reconcile_with_approval(&forge, &approvable(), &dry, true)
+    let receipt = reconcile_with(&forge, &approvable(), &dry, true, &Silent)
         .unwrap()
         .receipt;
     assert_eq!(receipt.outcome, Outcome::DryRun);

@@ -3,7 +3,7 @@
 //! `assent_gitlab::GitLabSweepForge`; the application's tests use stubs.
 
 use assent_core::model::{ListedDiscussion, MergeRequestInfo};
-use assent_core::sweep::HeadPipeline;
+use assent_core::sweep_classification::HeadPipeline;
 
 use crate::{ForgeError, RequestCounts};
 
