@@ -36,8 +36,8 @@ impl From<Exit> for std::process::ExitCode {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-impl From<super::inputs::InputError> for UsageError {
-    fn from(error: super::inputs::InputError) -> Self {
+impl From<super::gitlab_inputs::InputError> for UsageError {
+    fn from(error: super::gitlab_inputs::InputError) -> Self {
         UsageError(error.0)
     }
 }

@@ -7,7 +7,7 @@
 
 use clap::Args;
 
-use crate::commands::inputs::{
+use crate::commands::gitlab_inputs::{
     ConnectionArgs, EnvLookup, InputError, first_of, process_env, resolve_mr, switch_input,
     with_gitlab_environment,
 };

@@ -22,7 +22,7 @@ pub mod check;
 pub mod cli_error;
 pub mod completions;
 pub mod doctor;
-pub mod inputs;
+pub mod gitlab_inputs;
 pub mod junit;
 pub mod lint;
 pub mod local_tree;

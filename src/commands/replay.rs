@@ -6,7 +6,7 @@ use clap::Args;
 
 use crate::commands::{CliError, CliResult, report_error};
 use crate::core::terminal::terminal_safe;
-use crate::engine::fixture::runner::FixtureLoadError;
+use crate::engine::fixture::replay::FixtureLoadError;
 use crate::engine::fixture::schema::DEFAULT_HEAD;
 use crate::engine::fixture::{Fixture, InMemoryWorld, parse_fixture, replay_fixture};
 

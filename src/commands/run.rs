@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use anyhow::Context as _;
 
-use crate::commands::inputs::{
+use crate::commands::gitlab_inputs::{
     Connection, ConnectionArgs, EnvLookup, InputError, RATE_LIMIT_ADVICE, RateLimitArgs, first_of,
     process_env, resolve_mr, switch_input, with_gitlab_environment,
 };

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
-use crate::commands::inputs::{ConnectionArgs, RateLimitArgs, process_env};
+use crate::commands::gitlab_inputs::{ConnectionArgs, RateLimitArgs, process_env};
 use crate::commands::{CliResult, UsageError};
 use crate::core::sweep_classification::{SweepDuration, check_window};
 use crate::engine::sweep::pass::SweepSettings;

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
-use crate::commands::inputs::{
+use crate::commands::gitlab_inputs::{
     ConnectionArgs, RATE_LIMIT_ADVICE, RateLimitArgs, process_env, with_gitlab_environment,
 };
 use crate::commands::run::write_atomically;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use assent::core::inventory::Inventory;
 use assent::core::model::DesiredState;
-use assent::engine::fixture::runner::fixture_pins;
+use assent::engine::fixture::replay::fixture_pins;
 use assent::engine::fixture::schema::FindingSpec;
 use assent::engine::run::reconcile::{RunContext, reconcile};
 use assent::forge::{Forge, ForgeError};

@@ -19,7 +19,7 @@ use assent::core::inventory::Inventory;
 use assent::core::model::ListedDiscussion;
 use assent::core::sweep_classification::HeadPipeline;
 use assent::core::who_assents::{ACTIVE_STATE, Account, AssentFacts, judge};
-use assent::engine::fixture::runner::fixture_pins;
+use assent::engine::fixture::replay::fixture_pins;
 use assent::engine::fixture::schema::FindingSpec;
 use assent::engine::run::reconcile::{RunContext, reconcile};
 use assent::forge::{Forge, ForgeError, ForgeErrorKind, PolicyProjectFiles};

@@ -17,7 +17,7 @@ use assent::core::model::{DesiredState, Effect, Finding, ListedDiscussion, Slot}
 use assent::core::policy::{MrContext, PolicyFile};
 use assent::core::render;
 use assent::core::semantic_diff::Limits;
-use assent::engine::fixture::runner::fixture_pins;
+use assent::engine::fixture::replay::fixture_pins;
 use assent::engine::run::reconcile::{RunContext, reconcile};
 use assent::forge::Forge;
 use assent::forge::memory::InMemoryForge;

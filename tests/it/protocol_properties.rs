@@ -13,7 +13,7 @@ use assent::core::inventory::Inventory;
 use assent::core::marker::{self, Marker, SummaryState};
 use assent::core::model::{DesiredState, Effect, Finding, ListedDiscussion, Occurrence, Slot};
 use assent::core::render;
-use assent::engine::fixture::runner::fixture_pins;
+use assent::engine::fixture::replay::fixture_pins;
 use assent::engine::run::reconcile::{RunContext, reconcile};
 use assent::forge::Forge;
 use assent::forge::faults::{FaultPlan, FaultyForge};

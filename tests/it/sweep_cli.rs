@@ -9,7 +9,7 @@ use std::time::Duration;
 use assent::core::marker::{Marker, SummaryState, compose_body};
 use assent::core::model::{DesiredState, Effect, Finding, Occurrence, Slot};
 use assent::core::render::TargetBranch;
-use assent::engine::fixture::runner::fixture_pins;
+use assent::engine::fixture::replay::fixture_pins;
 use assent::engine::run::reconcile::{RunContext, reconcile};
 use assent::gitlab::{GitLabConfig, GitLabForge, Token};
 use fake_gitlab::fixtures::{self, BOT_ID, BOT_TOKEN, HEAD_SHA, HUMAN_ID, PROJECT_ID};

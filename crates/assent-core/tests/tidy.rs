@@ -10,7 +10,11 @@
 //!   of the integration binary (libtest matches a filter anywhere in `module::test_name`), and
 //!   names no test binary but `it`;
 //! * no two public types of the product crates share a name, so a name says which one it is
-//!   (the fake GitLab and the test support mirror GitLab's names and are left out).
+//!   (the fake GitLab and the test support mirror GitLab's names and are left out);
+//! * no two modules of the product crates share a name, but for the few names that mean one
+//!   thing wherever they appear (a command's own name, `SHARED_MODULE_NAMES`);
+//! * no public function is a variant of an entry named for how it reports or locks
+//!   (`_observed`, `_shared`): a use case has a plain function and one `_with` form.
 //!
 //! Each check is a function over (file list, doc text), so the unit tests below can plant a
 //! drift and show the check catches it.
@@ -66,6 +70,30 @@ const CITING_ROOTS: &[&str] = &[
     "ci-templates",
     "fixtures",
     "README.md",
+];
+
+/// The product crates that know no command (the core, the semantic diff, the ports), whose
+/// module names are never shared.
+const COMMANDLESS_ROOTS: &[&str] = &[
+    "crates/assent-core/src",
+    "crates/assent-semdiff/src",
+    "crates/assent-forge/src",
+];
+
+/// Module names more than one product module carries, each with one meaning (the naming rule
+/// in docs/architecture.md): a command's name, kept by its `commands` module, its use case in
+/// the engine and its parts in the application (`run`, `sweep`, `serve`, `doctor`, `replay`);
+/// `report`, what a command found, typed and rendered (`doctor::report`,
+/// `commands::test::report`); `endpoints`, `Endpoint` impls (`gitlab::endpoints`,
+/// `gitlab::doctor::endpoints`).
+const SHARED_MODULE_NAMES: &[&str] = &[
+    "doctor",
+    "endpoints",
+    "replay",
+    "report",
+    "run",
+    "serve",
+    "sweep",
 ];
 
 fn workspace_root() -> PathBuf {
@@ -435,6 +463,57 @@ fn public_type_names_used_twice(files: &[(String, String)]) -> Vec<String> {
         .collect()
 }
 
+/// `name: module, module` for each module name (the last segment of its path) that more than
+/// one product module carries, outside `SHARED_MODULE_NAMES`; a shared name is a command's,
+/// so it never names a module of the crates that know no command (`COMMANDLESS_ROOTS`).
+/// `files` are paths from the workspace root.
+fn module_names_used_twice(files: &[String]) -> Vec<String> {
+    let mut carriers: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for file in files {
+        for root in PRODUCT_ROOTS {
+            let Some(module) = file.strip_prefix(&format!("{root}/")).and_then(module_path) else {
+                continue;
+            };
+            let leaf = module.rsplit("::").next().unwrap_or(&module).to_string();
+            carriers
+                .entry(leaf)
+                .or_default()
+                .push(format!("{root}: {module}"));
+        }
+    }
+    carriers
+        .into_iter()
+        .filter(|(name, modules)| {
+            modules.len() > 1
+                && (!SHARED_MODULE_NAMES.contains(&name.as_str())
+                    || modules.iter().any(|module| {
+                        COMMANDLESS_ROOTS
+                            .iter()
+                            .any(|root| module.starts_with(&format!("{root}: ")))
+                    }))
+        })
+        .map(|(name, modules)| format!("{name}: {}", modules.join(", ")))
+        .collect()
+}
+
+/// `file: name` for each public function named as a variant of another entry by how it
+/// reports or locks (`run_review_observed`, `sweep_shared`).
+fn entry_variants(files: &[(String, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, text) in files {
+        for line in text.lines() {
+            let Some(rest) = line.trim_start().strip_prefix("pub fn ") else {
+                continue;
+            };
+            let name = rest.split(['(', '<']).next().unwrap_or(rest);
+            if name.ends_with("_observed") || name.ends_with("_shared") {
+                found.push(format!("{path}: {name}"));
+            }
+        }
+    }
+    found
+}
+
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -489,6 +568,84 @@ fn no_two_public_types_share_a_name() {
         twice.is_empty(),
         "public types sharing a name (rename one so each says what it is):\n{}",
         twice.join("\n")
+    );
+}
+
+#[test]
+fn every_module_name_means_one_thing() {
+    let root = workspace_root();
+    let files = all_files(&root, PRODUCT_ROOTS);
+    assert!(files.len() > 50, "the walk found the product's sources");
+    let twice = module_names_used_twice(&files);
+    assert!(
+        twice.is_empty(),
+        "modules sharing a name (rename the vaguer one for what it holds, \
+         docs/architecture.md \"Naming\"):\n{}",
+        twice.join("\n")
+    );
+}
+
+#[test]
+fn a_module_name_used_twice_is_found() {
+    let files = [
+        "crates/assent-engine/src/sweep.rs",
+        "src/commands/sweep.rs",
+        "crates/assent-core/src/assent.rs",
+        "src/assent/mod.rs",
+        "crates/assent-core/src/tests.rs",
+        "src/tests.rs",
+        "crates/assent-gitlab/src/lib.rs",
+        "src/lib.rs",
+    ]
+    .map(String::from);
+    assert_eq!(
+        module_names_used_twice(&files),
+        ["assent: crates/assent-core/src: assent, src: assent"]
+    );
+    let core_sweep = [
+        "crates/assent-core/src/sweep.rs",
+        "crates/assent-engine/src/sweep.rs",
+    ]
+    .map(String::from);
+    assert_eq!(
+        module_names_used_twice(&core_sweep),
+        ["sweep: crates/assent-core/src: sweep, crates/assent-engine/src: sweep"]
+    );
+}
+
+#[test]
+fn a_use_case_has_one_plain_entry_and_one_with_form() {
+    let root = workspace_root();
+    let files: Vec<(String, String)> = all_files(&root, PRODUCT_ROOTS)
+        .into_iter()
+        .filter(|path| path.ends_with(".rs"))
+        .map(|path| {
+            let text = read(&root.join(&path));
+            (path, text)
+        })
+        .collect();
+    let variants = entry_variants(&files);
+    assert!(
+        variants.is_empty(),
+        "entry variants (fold them into the plain function or its one `_with` form):\n{}",
+        variants.join("\n")
+    );
+}
+
+#[test]
+fn an_entry_variant_is_found() {
+    let files = [(
+        "crates/assent-engine/src/sweep/pass.rs",
+        "pub fn sweep(a: u8) {}\npub fn sweep_with(a: u8) {}\npub fn sweep_observed(a: u8) {}\n\
+         pub fn sweep_shared<T>(a: T) {}\nfn run_observed() {}\n",
+    )]
+    .map(|(p, t)| (p.to_string(), t.to_string()));
+    assert_eq!(
+        entry_variants(&files),
+        [
+            "crates/assent-engine/src/sweep/pass.rs: sweep_observed",
+            "crates/assent-engine/src/sweep/pass.rs: sweep_shared"
+        ]
     );
 }
 

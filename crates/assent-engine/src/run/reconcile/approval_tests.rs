@@ -18,7 +18,7 @@ pub(super) fn ctx(head: &str) -> RunContext {
     RunContext {
         project: "42".into(),
         mr: 7,
-        pins: crate::fixture::runner::fixture_pins(head),
+        pins: crate::fixture::replay::fixture_pins(head),
         web_url: None,
         dry_run: false,
         mr_author_id: Some(MR_AUTHOR_USER_ID),
