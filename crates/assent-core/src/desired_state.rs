@@ -28,7 +28,7 @@
 //!   as assented only when resolved by a policy owner: the target's `policy_owners:`
 //!   ([`PolicySet::policy_owners`]), or, when the target declares none or its policies do not
 //!   load, [`Assenters::default_policy_owners`]. They are the self-edit rule's entry in
-//!   [`DesiredState::assenters_of`], so `crate::assent` judges them like any `assenters:`.
+//!   [`DesiredState::assenters_of`], so `crate::who_assents` judges them like any `assenters:`.
 //!   Every other change is judged by the target's policies only, never the MR's own.
 //! * **Policy errors**: when the policies do not load, *one* `assent/policy-error` finding lists
 //!   every problem (`file:line: message`). No policy rule is evaluated and no file is known to

@@ -2,7 +2,7 @@
 //!
 //! For each desired finding: its canonical thread (lowest forge id of the current
 //! occurrence), whether that thread is resolved and whether the resolution counts as assent
-//! ([`crate::assent`]), and from those the gate's decision: `BLOCK` if any block
+//! ([`crate::who_assents`]), and from those the gate's decision: `BLOCK` if any block
 //! finding fired, else `REVIEW` if any challenge lacks assent (thread open, not yet posted,
 //! or resolved by someone whose resolution does not count), else `APPROVE`.
 
