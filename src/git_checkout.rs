@@ -148,14 +148,25 @@ impl GitCheckout {
     }
 
     /// The default base: the merge base of `HEAD` with its upstream, else with
-    /// `origin/HEAD` (the remote's default branch), else why there is none.
+    /// `origin/HEAD` (the remote's default branch), else why there is none. An upstream
+    /// that is the current branch's own branch on the remote (a branch pushed with `-u`) is
+    /// where the branch was pushed, not what it merges into: `origin/HEAD` then.
     pub fn default_base(&self) -> Result<String, GitError> {
-        let upstream = ["@{upstream}", "refs/remotes/origin/HEAD"]
-            .into_iter()
+        let own_upstream = self
+            .upstream_branch()
+            .is_some_and(|upstream| Some(upstream) == self.current_branch());
+        let candidates: &[&str] = if own_upstream {
+            &["refs/remotes/origin/HEAD"]
+        } else {
+            &["@{upstream}", "refs/remotes/origin/HEAD"]
+        };
+        let upstream = candidates
+            .iter()
+            .copied()
             .find(|r| self.resolve_commit("--base", r).is_ok())
             .ok_or_else(|| {
                 GitError::NoBase(
-                    "the branch has no upstream and there is no origin/HEAD (`git remote set-head origin --auto` sets it)".to_owned(),
+                    "the branch has no upstream other than its own branch on the remote, and there is no origin/HEAD (`git remote set-head origin --auto` sets it)".to_owned(),
                 )
             })?;
         match self.text(&["merge-base", "HEAD", upstream]) {
@@ -198,7 +209,12 @@ impl GitCheckout {
     /// The branch the current branch's upstream is, on its remote (`origin/main` is `main`).
     pub fn upstream_branch(&self) -> Option<String> {
         let full = self
-            .text(&["rev-parse", "--quiet", "--symbolic-full-name", "@{upstream}"])
+            .text(&[
+                "rev-parse",
+                "--quiet",
+                "--symbolic-full-name",
+                "@{upstream}",
+            ])
             .ok()?;
         branch_of_ref(full.trim())
     }
@@ -665,10 +681,19 @@ mod tests {
     #[test]
     fn a_remote_url_names_its_project_path() {
         for (url, path) in [
-            ("https://gitlab.example.com/platform/policies.git", Some("platform/policies")),
-            ("https://gitlab.example.com/platform/policies", Some("platform/policies")),
+            (
+                "https://gitlab.example.com/platform/policies.git",
+                Some("platform/policies"),
+            ),
+            (
+                "https://gitlab.example.com/platform/policies",
+                Some("platform/policies"),
+            ),
             ("ssh://git@gitlab.example.com:2222/a/b/c.git", Some("a/b/c")),
-            ("git@gitlab.example.com:platform/policies.git", Some("platform/policies")),
+            (
+                "git@gitlab.example.com:platform/policies.git",
+                Some("platform/policies"),
+            ),
             ("/srv/git/policies.git", None),
             ("file:///srv/git/policies.git", None),
             ("./policies", None),
@@ -680,8 +705,14 @@ mod tests {
 
     #[test]
     fn a_full_ref_names_its_branch_on_the_remote() {
-        assert_eq!(branch_of_ref("refs/heads/feature/x").as_deref(), Some("feature/x"));
-        assert_eq!(branch_of_ref("refs/remotes/origin/main").as_deref(), Some("main"));
+        assert_eq!(
+            branch_of_ref("refs/heads/feature/x").as_deref(),
+            Some("feature/x")
+        );
+        assert_eq!(
+            branch_of_ref("refs/remotes/origin/main").as_deref(),
+            Some("main")
+        );
         assert_eq!(branch_of_ref("refs/remotes/origin/HEAD"), None);
         assert_eq!(branch_of_ref("refs/tags/v1"), None);
         assert_eq!(branch_of_ref(""), None);

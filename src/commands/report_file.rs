@@ -114,7 +114,10 @@ mod tests {
         std::fs::write(path.join("inside"), "kept").unwrap();
         assert!(write_atomically(&path, b"[]\n").is_err());
         assert_eq!(entries(dir.path()), ["report.json"]);
-        assert_eq!(std::fs::read_to_string(path.join("inside")).unwrap(), "kept");
+        assert_eq!(
+            std::fs::read_to_string(path.join("inside")).unwrap(),
+            "kept"
+        );
     }
 
     #[test]
