@@ -267,7 +267,8 @@ pub fn mr_fields_read(expr: &IdedExpr) -> BTreeSet<&'static str> {
 
 fn collect_mr_fields(e: &IdedExpr, fields: &mut BTreeSet<&'static str>) {
     match &e.expr {
-        Expr::Select(select) if matches!(&select.operand.expr, Expr::Ident(name) if name == "mr") => {
+        Expr::Select(select) if matches!(&select.operand.expr, Expr::Ident(name) if name == "mr") =>
+        {
             // An unknown field is a load problem, so a loaded predicate names known ones.
             fields.extend(
                 MR_FIELDS
