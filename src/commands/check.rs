@@ -115,13 +115,13 @@ pub struct CheckArgs {
 
 /// The fields of `mr` a check may not know: a new merge request has no iid yet, and its
 /// title, author and labels are the author's to give.
-const MR_FIELD_FLAGS: [(&str, &str); 6] = [
-    ("iid", "(none: a new merge request has no iid yet)"),
-    ("title", "--title"),
-    ("author", "--author"),
-    ("labels", "--label"),
-    ("source_branch", "--source-branch"),
-    ("target_branch", "--target-branch"),
+const MR_FIELD_FLAGS: [(&str, Option<&str>); 6] = [
+    ("iid", None),
+    ("title", Some("--title")),
+    ("author", Some("--author")),
+    ("labels", Some("--label")),
+    ("source_branch", Some("--source-branch")),
+    ("target_branch", Some("--target-branch")),
 ];
 
 /// A rule whose `when` read fields of `mr` the check was not given and could not tell, on
@@ -459,13 +459,20 @@ pub fn describe(report: &CheckReport) -> String {
             .fields
             .iter()
             .filter_map(|f| MR_FIELD_FLAGS.iter().find(|(field, _)| field == f))
-            .map(|(_, flag)| *flag)
+            .filter_map(|(_, flag)| *flag)
             .collect();
+        let mut remedies = Vec::new();
+        if !flags.is_empty() {
+            remedies.push(format!("give {}", flags.join(", ")));
+        }
+        if read.fields.contains(&"iid") {
+            remedies.push("a merge request has no iid before it is opened".to_owned());
+        }
         out.push_str(&format!(
-            "  unknown to check: rule {} reads {}, judged as empty here (give {})\n",
+            "  unknown to check: rule {} reads {}, judged as empty here ({})\n",
             terminal_safe(&read.rule),
             fields.join(", "),
-            flags.join(", ")
+            remedies.join("; ")
         ));
     }
     for finding in &report.desired.findings {
@@ -488,4 +495,69 @@ pub fn describe(report: &CheckReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report_with(unknown_reads: Vec<UnknownRead>) -> CheckReport {
+        CheckReport {
+            pins: Pins {
+                source_sha: "a".repeat(40),
+                target_sha: "b".repeat(40),
+                base_sha: "b".repeat(40),
+                ..Pins::default()
+            },
+            desired: DesiredState::default(),
+            decision: Decision::Approve,
+            has_policies: true,
+            working_tree: true,
+            context: MrContext::default(),
+            unknown_reads,
+        }
+    }
+
+    #[test]
+    fn a_rule_that_read_an_unknown_field_is_named_with_the_flag_that_gives_it() {
+        let text = describe(&report_with(vec![
+            UnknownRead {
+                rule: "gated".into(),
+                fields: vec!["author", "labels"],
+            },
+            UnknownRead {
+                rule: "numbered".into(),
+                fields: vec!["iid", "title"],
+            },
+            UnknownRead {
+                rule: "only-iid".into(),
+                fields: vec!["iid"],
+            },
+        ]));
+        assert_eq!(
+            text.lines().skip(1).collect::<Vec<_>>(),
+            [
+                "  unknown to check: rule gated reads mr.author, mr.labels, judged as empty here (give --author, --label)",
+                "  unknown to check: rule numbered reads mr.iid, mr.title, judged as empty here (give --title; a merge request has no iid before it is opened)",
+                "  unknown to check: rule only-iid reads mr.iid, judged as empty here (a merge request has no iid before it is opened)",
+            ]
+        );
+        assert_eq!(describe(&report_with(Vec::new())).lines().count(), 1);
+    }
+
+    #[test]
+    fn only_the_unknown_fields_a_rule_read_are_named() {
+        let read = BTreeMap::from([
+            ("a".to_owned(), BTreeSet::from(["author", "source_branch"])),
+            ("b".to_owned(), BTreeSet::from(["source_branch"])),
+        ]);
+        let unknown = BTreeSet::from(["author", "iid"]);
+        assert_eq!(
+            unknown_reads(&read, &unknown),
+            [UnknownRead {
+                rule: "a".into(),
+                fields: vec!["author"],
+            }]
+        );
+    }
 }
