@@ -14,6 +14,8 @@
 //! [`git_checkout`] answers the `Repository` port from a local git checkout for `assent check`; [`output`] is the one way text is printed (escaped
 //! for a terminal); and [`commands`] is the thin command layer behind `main.rs`.
 
+#![forbid(unsafe_code)]
+
 pub use assent_core as core;
 pub use assent_forge as forge;
 pub use assent_gitlab as gitlab;

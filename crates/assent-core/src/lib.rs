@@ -2,8 +2,13 @@
 //!
 //! Everything here is a function of its arguments, so the same inputs give byte-identical
 //! plans and receipts. The crate's dependency list is the guarantee: no HTTP, CLI,
-//! file-system or clock crate may be added (the `assent` package's `crate_graph` test fails
-//! when one is). The ports live in `assent-forge`, the adapters above it.
+//! file-system or clock crate may be added (`tests/crate_graph.rs` fails when one is), and
+//! `clippy.toml` forbids std's clock, environment and filesystem. The ports live in
+//! `assent-forge`, the adapters above it. The semantic diff is its own crate
+//! (`assent-semdiff`, re-exported as [`semantic_diff`]), which holds the workspace's only
+//! `unsafe`, so this crate forbids it.
+
+#![forbid(unsafe_code)]
 
 pub mod assent;
 pub mod canonical_json;
@@ -28,7 +33,6 @@ pub mod rescan;
 pub mod resolutions;
 pub mod review_state;
 pub mod run_receipt;
-pub mod semantic_diff;
 pub mod source_policies;
 pub mod sweep;
 pub mod switch;
@@ -36,3 +40,5 @@ pub mod terminal;
 #[cfg(test)]
 mod test_support;
 pub mod unified_diff;
+
+pub use assent_semdiff as semantic_diff;

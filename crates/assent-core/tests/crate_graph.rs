@@ -3,12 +3,16 @@
 //! system's temporary files or a random source would be a layering break even before any
 //! code used it.
 
+// A test of the repository reads its files; only the library is kept from I/O (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// What the core may depend on directly: parsing, hashing, CEL, globbing, errors. Adding a
 /// crate here is an architecture decision; say why in the commit.
 const ALLOWED_DIRECT: &[&str] = &[
+    "assent-semdiff",
     "cel",
     "chrono",
     "globset",
@@ -17,6 +21,14 @@ const ALLOWED_DIRECT: &[&str] = &[
     "serde_json",
     "serde_yaml",
     "sha2",
+    "thiserror",
+];
+
+/// What the semantic diff, a leaf below the core, may depend on: the parsers and serde.
+const SEMDIFF_ALLOWED_DIRECT: &[&str] = &[
+    "serde",
+    "serde_json",
+    "serde_yaml",
     "thiserror",
     "toml",
     "unsafe-libyaml",
@@ -45,6 +57,9 @@ const FORBIDDEN_ANYWHERE: &[&str] = &[
     "assent",
 ];
 
+/// The workspace's crates below the core, and their folders relative to the core's.
+const WORKSPACE_CRATES_BELOW: &[(&str, &str)] = &[("assent-semdiff", "../assent-semdiff")];
+
 fn read_toml(path: &Path) -> toml::Table {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.parse()
@@ -52,7 +67,12 @@ fn read_toml(path: &Path) -> toml::Table {
 }
 
 fn direct_dependencies() -> BTreeSet<String> {
-    let manifest = read_toml(&Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+    direct_dependencies_of(Path::new(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// The normal and build dependencies a package's manifest names (any platform).
+fn direct_dependencies_of(package: &Path) -> BTreeSet<String> {
+    let manifest = read_toml(&package.join("Cargo.toml"));
     let mut names = BTreeSet::new();
     for section in ["dependencies", "build-dependencies"] {
         if let Some(table) = manifest.get(section).and_then(|t| t.as_table()) {
@@ -87,6 +107,15 @@ fn transitive_dependencies(direct: &BTreeSet<String>) -> BTreeSet<String> {
             })
             .unwrap_or_default();
         graph.entry(name).or_default().extend(deps);
+    }
+    // The lock lists a package's dev-dependencies with its normal ones; a workspace crate's
+    // are read from its manifest instead, so its test tools do not count as its dependencies.
+    for (crate_name, folder) in WORKSPACE_CRATES_BELOW {
+        let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+        graph.insert(
+            (*crate_name).to_owned(),
+            direct_dependencies_of(&manifest_dir).into_iter().collect(),
+        );
     }
     let mut seen = BTreeSet::new();
     let mut stack: Vec<String> = direct.iter().cloned().collect();
@@ -139,4 +168,58 @@ fn the_check_sees_what_the_application_pulls_in() {
     let app: BTreeSet<String> = ["assent-gitlab".to_owned()].into();
     let all = transitive_dependencies(&app);
     assert!(all.contains("ureq"), "{all:?}");
+}
+
+/// What the dependency list cannot see, clippy does: the core's `clippy.toml` forbids std's
+/// clock, environment, filesystem, processes and sockets (`cargo clippy -D warnings` in CI
+/// turns a use into an error). This keeps that list from losing an entry unnoticed.
+#[test]
+fn clippy_forbids_the_clock_the_environment_and_the_filesystem_in_the_core() {
+    let config = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("clippy.toml"))
+        .expect("crates/assent-core/clippy.toml");
+    for method in [
+        "std::time::SystemTime::now",
+        "std::time::Instant::now",
+        "std::env::var",
+        "std::env::var_os",
+        "std::env::args",
+        "std::fs::read",
+        "std::fs::read_to_string",
+        "std::fs::write",
+        "std::fs::File::open",
+        "std::process::Command::new",
+        "std::net::TcpStream::connect",
+    ] {
+        assert!(
+            config.contains(&format!("path = \"{method}\"")),
+            "clippy.toml no longer forbids `{method}` in the core"
+        );
+    }
+}
+
+/// The semantic diff is a leaf: parsers and serde, nothing of assent's and nothing that does
+/// I/O, however indirectly.
+#[test]
+fn the_semantic_diff_depends_only_on_parsers() {
+    let semdiff = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assent-semdiff");
+    let direct = direct_dependencies_of(&semdiff);
+    let unexpected: Vec<&String> = direct
+        .iter()
+        .filter(|d| !SEMDIFF_ALLOWED_DIRECT.contains(&d.as_str()))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "assent-semdiff depends on {unexpected:?}: it is a leaf of parsers and serde"
+    );
+    assert!(
+        direct.contains("unsafe-libyaml"),
+        "the manifest was read: {direct:?}"
+    );
+    let all = transitive_dependencies(&direct);
+    let found: Vec<&&str> = FORBIDDEN_ANYWHERE
+        .iter()
+        .chain(["assent-core"].iter())
+        .filter(|f| all.contains(**f))
+        .collect();
+    assert!(found.is_empty(), "assent-semdiff pulls in {found:?}");
 }

@@ -8,6 +8,8 @@
 //! Invariants: this crate names only `assent-core`; nothing here does I/O. A [`ForgeError`]
 //! never carries the token.
 
+#![forbid(unsafe_code)]
+
 pub mod faults;
 pub mod memory;
 pub mod sweep;

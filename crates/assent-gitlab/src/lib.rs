@@ -37,6 +37,8 @@
 //! # Ok::<(), assent_gitlab::GitLabConfigError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod advice;
 pub mod client;
 pub mod config;

@@ -6,7 +6,7 @@ use serde::de::DeserializeSeed;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::semantic_diff::build::{Budget, ValueSeed};
+use crate::build::{Budget, ValueSeed};
 
 fn parse(text: &str) -> Result<Value, YamlError> {
     parse_yaml(text, 128, 1_000_000).map(|node| node.to_value())

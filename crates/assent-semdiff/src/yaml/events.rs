@@ -11,7 +11,7 @@ use std::ffi::{CStr, c_char};
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
-use crate::semantic_diff::lines::NewlineIndex;
+use crate::lines::NewlineIndex;
 
 /// The prefix libyaml expands `!!name` to.
 const CORE_PREFIX: &[u8] = b"tag:yaml.org,2002:";

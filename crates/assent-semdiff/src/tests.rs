@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::model::{Change, ChangeKind};
+use crate::{Change, ChangeKind};
 
 fn topics_by_name(pointer: &str) -> Option<String> {
     (pointer == "/topics").then(|| "name".to_owned())

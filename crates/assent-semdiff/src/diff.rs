@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use super::tree::Node;
-use crate::model::{Change, ChangeKind};
+use crate::{Change, ChangeKind};
 
 /// Escapes one RFC 6901 reference token: `~` becomes `~0`, then `/` becomes `~1`.
 pub fn escape_pointer_token(token: &str) -> String {

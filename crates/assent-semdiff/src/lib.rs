@@ -2,7 +2,7 @@
 //!
 //! A governed file (JSON, YAML or TOML, chosen by [`format_for_path`]) is parsed into a
 //! [`Node`] tree by [`parse_document`]; two trees are compared by [`diff_documents`] into
-//! field-level [`Change`](crate::model::Change)s addressed by RFC 6901 pointers, whose
+//! field-level [`Change`]s addressed by RFC 6901 pointers, whose
 //! values are `serde_json::Value`s. Everything here is pure: no I/O, no clock, no environment.
 //! [`Node`] rather than `Value` because both sides of a large file are held at once: see
 //! `tree.rs` for why it is less than half the size.
@@ -105,6 +105,7 @@
 //!   changed plus one equality pass per level.
 
 mod build;
+mod change;
 mod diff;
 mod keys;
 mod lines;
@@ -115,6 +116,7 @@ mod yaml;
 #[cfg(test)]
 mod tests;
 
+pub use change::{Change, ChangeKind};
 pub use diff::{
     AmbiguousList, Descendants, DocumentDiff, DuplicateIdentity, EntryAt, SideAmbiguity, Unkeyed,
     UnkeyedEntry, diff_documents, diff_documents_with, escape_pointer_token,
