@@ -47,8 +47,14 @@ Examples:
   assent check --base main --head feature
   # The findings as JSON, and GitLab's Code Quality report:
   assent check --format json --codequality gl-code-quality-report.json
+  # Policies that read the merge request (mr.author, mr.labels): what it will carry:
+  assent check --author alice --label retention-approved
+  # With the central policy project's checkout, named as the CI job names it:
+  assent check --policy-project-dir ../policies --policy-project platform/policies
 
 The decision is the gate's before anyone resolves a thread: a challenge counts as REVIEW.
+A rule whose `when` read a field of mr that check was not given (title, author, labels) is
+named in the output: its verdict is the one for an empty field.
 
 Exit codes: 0 decision below --fail-on, 1 decision at or above --fail-on, 2 usage error (not
 a git checkout, an unknown ref, no base), 3 git failed.";
