@@ -10,6 +10,10 @@
 use std::collections::BTreeSet;
 
 use crate::core::assent::{AssentFacts, accounts_to_read, roles_to_read};
+use crate::core::bot_identity::{
+    IdentityRefusal, MAX_MARKER_AUTHORS, MarkerAuthor, Owners, decide_owners,
+    foreign_marker_authors,
+};
 use crate::core::inventory::Inventory;
 use crate::core::marker::SummaryState;
 use crate::core::model::ListedDiscussion;
@@ -50,6 +54,9 @@ pub struct RunContext {
     /// Requests the run made before reconciling (the MR, pins, inputs): the receipt counts
     /// the whole run, so the reconciliation counts from where the run began.
     pub requests_before: RequestCounts,
+    /// Usernames of previous bot users whose artifacts are read as assent's own, once GitLab
+    /// shows them to be bots (`--previous-bot-user`, `core::bot_identity`).
+    pub previous_bot_users: Vec<String>,
 }
 
 impl RunContext {
@@ -74,9 +81,15 @@ impl RunContext {
     }
 }
 
-/// Why a reconciliation did not complete. Every variant maps to exit code 3.
+/// Why a reconciliation did not complete. Every variant maps to exit code 3, but
+/// [`ReconcileError::BotIdentity`]: a configuration to fix, exit 2.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
+    /// Before any write: the merge request holds assent's markers written by another bot
+    /// user than the token's that is not adopted, or an adoption GitLab does not bear out
+    /// (docs/run.md, "Renewing the token").
+    #[error(transparent)]
+    BotIdentity(#[from] IdentityRefusal),
     /// A forge request failed (after retries, for reads).
     #[error(transparent)]
     Forge(#[from] ForgeError),
@@ -176,6 +189,7 @@ pub fn reconcile_observed(
         // The counter as it stood when the run began: every count below covers the whole run.
         start: forge.request_counts().since(ctx.requests_before),
         bot: forge.bot_user_id()?,
+        owners: std::sync::OnceLock::new(),
     };
     let mut seen = run.first_look()?;
     let first_plan = plan_reconciliation(desired, &seen.inventory, run.head());
@@ -281,6 +295,8 @@ struct Reconciliation<'a> {
     start: RequestCounts,
     /// The token's user.
     bot: u64,
+    /// Whose notes are artifacts, decided once from the first listing.
+    owners: std::sync::OnceLock<Owners>,
 }
 
 /// What the run knows of the merge request from its latest listing.
@@ -294,6 +310,12 @@ struct Seen {
 }
 
 impl Reconciliation<'_> {
+    /// Whose notes are artifacts: the first listing decided it (the token's user alone
+    /// until then).
+    fn owners(&self) -> &Owners {
+        self.owners.get_or_init(|| Owners::only(self.bot))
+    }
+
     /// The head the run judged.
     fn head(&self) -> &str {
         &self.ctx.pins.source_sha
@@ -309,7 +331,10 @@ impl Reconciliation<'_> {
         if let Some(target) = self.ctx.target.as_ref().filter(|t| !t.has_policies) {
             warnings.insert(no_policies_warning(&target.name));
         }
-        let inventory = self.list(Listing::Inventory, &mut warnings)?;
+        let listed = list_observed(self.forge, self.progress, Listing::Inventory)?;
+        let owners = owners_of(self.forge, &listed, self.bot, &self.ctx.previous_bot_users)?;
+        let inventory = Inventory::owned_by(&listed, self.owners.get_or_init(|| owners));
+        warnings.extend(inventory.warnings.iter().cloned());
         read_roles(self.forge, self.desired, &inventory, &mut facts)?;
         Ok(Seen {
             inventory,
@@ -325,7 +350,7 @@ impl Reconciliation<'_> {
         warnings: &mut BTreeSet<String>,
     ) -> Result<Inventory, ReconcileError> {
         let listed = list_observed(self.forge, self.progress, listing)?;
-        let inventory = Inventory::from_listing(&listed, self.bot);
+        let inventory = Inventory::owned_by(&listed, self.owners());
         warnings.extend(inventory.warnings.iter().cloned());
         Ok(inventory)
     }
@@ -431,7 +456,7 @@ impl Reconciliation<'_> {
             ));
         }
         let verified = self.summary(&seen.facts, &seen.inventory, SummaryState::Verified);
-        if !mark_verified(self.forge, self.bot, &seen.inventory, &verified)? {
+        if !mark_verified(self.forge, self.owners(), &seen.inventory, &verified)? {
             return Ok(());
         }
         let confirm = self.list(Listing::Confirm, &mut seen.warnings)?;
@@ -446,6 +471,35 @@ impl Reconciliation<'_> {
         let reconciling = self.summary(&seen.facts, &confirm, SummaryState::Reconciling);
         Err(unverify(self.forge, &confirm, &reconciling, mismatches))
     }
+}
+
+/// Whose notes are artifacts in `listed` (`core::bot_identity`): the account of each other
+/// author of a marker is read once, at most [`MAX_MARKER_AUTHORS`] of them, before anything
+/// is written. A read the forge may heal is the run's failure; an account GitLab refuses or
+/// does not show is an author assent cannot place, and the run stops (fail closed).
+fn owners_of(
+    forge: &dyn Forge,
+    listed: &[ListedDiscussion],
+    bot: u64,
+    adopted_names: &[String],
+) -> Result<Owners, ReconcileError> {
+    let authors = foreign_marker_authors(listed, bot);
+    if authors.len() > MAX_MARKER_AUTHORS {
+        return Err(IdentityRefusal::TooManyAuthors {
+            authors: authors.len(),
+        }
+        .into());
+    }
+    let mut read = Vec::with_capacity(authors.len());
+    for id in authors {
+        let account = match forge.user_account(id) {
+            Ok(account) => Ok(account),
+            Err(e) if e.kind() == ForgeErrorKind::Unavailable => return Err(e.into()),
+            Err(e) => Err(format!("GitLab refused to show user {id}: {e}")),
+        };
+        read.push(MarkerAuthor { id, account });
+    }
+    Ok(decide_owners(bot, &read, adopted_names)?)
 }
 
 /// Reads what judging the resolutions in `inventory` needs into `facts`, each at most once
@@ -511,7 +565,7 @@ fn unverify(
 /// take effect.
 fn mark_verified(
     forge: &dyn Forge,
-    bot: u64,
+    owners: &Owners,
     rescan: &Inventory,
     body: &str,
 ) -> Result<bool, ReconcileError> {
@@ -525,7 +579,7 @@ fn mark_verified(
         match forge.edit_note(summary.note_id, body) {
             Ok(()) => return Ok(true),
             Err(err) if err.is_ambiguous_write() => {
-                let listed = Inventory::from_listing(&forge.list_discussions()?, bot);
+                let listed = Inventory::owned_by(&forge.list_discussions()?, owners);
                 match listed
                     .summaries
                     .into_iter()
@@ -837,9 +891,11 @@ fn reopen_summary(
     forge: &dyn Forge,
     desired: &DesiredState,
     ctx: &RunContext,
-) -> Result<(), ForgeError> {
+) -> Result<(), ReconcileError> {
     let bot = forge.bot_user_id()?;
-    let inventory = Inventory::from_listing(&forge.list_discussions()?, bot);
+    let listed = forge.list_discussions()?;
+    let owners = owners_of(forge, &listed, bot, &ctx.previous_bot_users)?;
+    let inventory = Inventory::owned_by(&listed, &owners);
     let Some(summary) = inventory.canonical_summary() else {
         return Ok(());
     };

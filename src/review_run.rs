@@ -14,7 +14,8 @@ use crate::core::source_policies::check_source_policies;
 use crate::forge::{Forge, ForgeError, ForgeErrorKind, PolicyProjectFiles, Repository};
 use crate::progress::{Event, Progress, Silent};
 use crate::reconcile::{
-    Publication, ReconcileError, Refusal, RunContext, reconcile_with_approval_observed, refusal_for,
+    Publication, ReconcileError, Refusal, RunContext, Staleness, reconcile_with_approval_observed,
+    refusal_for,
 };
 use crate::review_input::{
     CentralPolicies, GOVERNED_CONTENT_BUDGET, PolicyProject, ReadBounds, gather_review_inputs_with,
@@ -39,6 +40,9 @@ pub struct RunRequest {
     pub target_branch: Option<String>,
     /// Compute and print the plan, write nothing.
     pub dry_run: bool,
+    /// Usernames of previous bot users whose artifacts are assent's own once GitLab shows
+    /// them to be bots (`--previous-bot-user`, docs/run.md, "Renewing the token").
+    pub previous_bot_users: Vec<String>,
     /// Manage the bot's approval after the verified summary (`--approve`, docs/contract.md#approvals).
     pub approve: bool,
     /// Parser limits for governed files.
@@ -62,6 +66,20 @@ pub enum RunError {
         "the merge request has no diff_refs.base_sha yet and no base SHA was pinned; set CI_MERGE_REQUEST_DIFF_BASE_SHA or pass --base-sha"
     )]
     NoBaseSha,
+    /// The pinned source SHA is not the MR's head and never was one: no diff version of the
+    /// MR has it as its head. The job is not this merge request's pipeline (a configuration
+    /// error: retrying it cannot help), where a real earlier head is a stale pipeline.
+    #[error(
+        "the pinned source SHA {pinned} was never a head of merge request !{mr} (its head is {head}, and none of its diff versions had {pinned} as its head): this job is not the merge request's pipeline, so nothing was written; most likely the job runs in a branch or tag pipeline (CI_COMMIT_SHA is that pipeline's commit) or --mr/CI_MERGE_REQUEST_IID names another merge request: run assent in merge request pipelines only (rules: if: $CI_PIPELINE_SOURCE == \"merge_request_event\"), or pass the MR's head as --source-sha"
+    )]
+    NeverAHead {
+        /// The pinned source SHA.
+        pinned: String,
+        /// The MR's current head.
+        head: String,
+        /// The MR iid.
+        mr: u64,
+    },
     /// GitLab answered 404 to the merge request itself: no such MR in the project, or a
     /// project the token's user cannot see (GitLab answers both alike). A configuration
     /// error: retrying the job cannot help.
@@ -137,6 +155,9 @@ pub fn run_review_with(
         _ => RunError::Forge(e),
     })?;
     if let Some(refused) = refusal_for(&mr, &request.source_sha, request.target_branch.as_deref()) {
+        if refused.stale == Some(Staleness::HeadMoved) {
+            never_a_head(forge, request, &mr)?;
+        }
         return Ok(refused_report(forge, request, &mr, start, refused));
     }
     let target_branch = request
@@ -222,12 +243,36 @@ pub fn run_review_with(
             has_policies,
         }),
         requests_before: forge.request_counts().since(start),
+        previous_bot_users: request.previous_bot_users.clone(),
     };
     let publication =
         reconcile_with_approval_observed(forge, &outcome.desired, &ctx, request.approve, progress)?;
     Ok(RunReport {
         publication,
         desired: outcome.desired,
+    })
+}
+
+/// On the stale path only: a pinned source SHA that no diff version of the MR had as its
+/// head is no stale pipeline but a job that is not this MR's ([`RunError::NeverAHead`]).
+/// The versions listing is read whole or the run fails (exit 3): a SHA is never called an
+/// earlier head, nor a stranger, on a partial listing.
+fn never_a_head(
+    forge: &dyn Forge,
+    request: &RunRequest,
+    mr: &MergeRequestInfo,
+) -> Result<(), RunError> {
+    let heads = forge.version_heads()?;
+    if heads
+        .iter()
+        .any(|head| head.eq_ignore_ascii_case(&request.source_sha))
+    {
+        return Ok(());
+    }
+    Err(RunError::NeverAHead {
+        pinned: request.source_sha.clone(),
+        head: mr.head_sha.clone(),
+        mr: request.mr,
     })
 }
 

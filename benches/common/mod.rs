@@ -209,6 +209,7 @@ pub fn run_context() -> RunContext {
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
         target: None,
         requests_before: Default::default(),
+        previous_bot_users: Vec::new(),
     }
 }
 

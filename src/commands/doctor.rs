@@ -40,7 +40,10 @@ Doctor also reads:
   CI_ENVIRONMENT_NAME    the environment the assent jobs declare (default assent)
   ASSENT_BOT_USER        the username of a person's account used as the bot where no
                          project or group access token is offered (GitLab.com Free): the
-                         identity check then passes for that account only"))]
+                         identity check then passes for that account only
+  ASSENT_PREVIOUS_BOT_USERS
+                         previous bot users (comma-separated usernames) whose assent
+                         markers on the MR a run adopts, for the bot-markers check"))]
 pub struct DoctorArgs {
     /// Where GitLab is and which project.
     #[command(flatten)]
@@ -154,8 +157,20 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<(DoctorInputs, bool)
         bot_user: first_of(None, &["ASSENT_BOT_USER"], env)
             .map(|name| name.trim().to_owned())
             .filter(|name| !name.is_empty()),
+        today: today_utc(),
+        previous_bot_users: first_of(None, &["ASSENT_PREVIOUS_BOT_USERS"], env)
+            .map(|names| names.split(',').map(|n| n.trim().to_owned()).collect())
+            .unwrap_or_default(),
     };
     Ok((inputs, strict))
+}
+
+/// Today's date in UTC, from the system clock: the one place doctor reads it.
+fn today_utc() -> chrono::NaiveDate {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400);
+    chrono::NaiveDate::default() + chrono::Days::new(days)
 }
 
 /// `--serve-url`: an `http` or `https` URL with no credentials, query or fragment (the

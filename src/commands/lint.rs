@@ -12,7 +12,11 @@
 //!
 //! Once the policies load, each `match.files` glob that matches no file of the checkout is a
 //! warning (`path:line: warning: …`): the checkout's paths are listed, within caps, without
-//! opening anything ([`list_checkout`]). So is each rule that judges a pointer on some kinds
+//! opening anything ([`list_checkout`]). So is each `identities` declaration that keys no
+//! list a rule judges ([`PolicySet::unused_identities`]): a file glob matching no file, or
+//! none a rule governs, and a list pattern matching no list in the files its glob matches
+//! (those files are read and parsed for it, within the parser's limits), since a typo there
+//! leaves the lists compared by position and the rules that name entries by key silent. So is each rule that judges a pointer on some kinds
 //! of change but whose `delete` no rule judges ([`PolicySet::uncovered_deletes`]): deleting
 //! the key would pass unjudged; and, the mirror image, each whose `add` no rule judges
 //! ([`PolicySet::uncovered_adds`]): setting the key where the default applied would pass
@@ -37,6 +41,7 @@ use crate::commands::{CliError, CliResult};
 use crate::core::desired_state::{CENTRAL_POLICY_PREFIX, central_policy_path};
 use crate::core::policy::excerpt::escape_controls;
 use crate::core::policy::{PolicyFile, PolicyProblem, PolicySet};
+use crate::core::semantic_diff::{Limits, Node, format_for_path, parse_document};
 use crate::review_input::{POLICY_DIR, is_policy_file_name};
 
 const LINT_EXAMPLES: &str = "\
@@ -47,7 +52,8 @@ Examples:
 Prints every problem as `path:line: message`, then `N problem(s) in M file(s)` or
 `ok: N rule(s) in M file(s)`. Once the policies load, a match.files glob that matches no file
 of the checkout is a `path:line: warning: ...` line, and so is a rule that judges a pointer
-only on some kinds when no rule judges its delete (warnings do not fail).
+only on some kinds when no rule judges its delete, and an identities glob or list pattern
+that keys no list of the checkout (warnings do not fail).
 `--format junit` prints one JUnit test case per policy file for GitLab's test report widget:
   assent lint --format junit > assent-lint.xml
 Exit codes: 0 the policies load, 1 problems found, 2 REPO or REPO/.assent/policies missing.";
@@ -411,6 +417,38 @@ fn junit(
     out
 }
 
+/// Most bytes of the checkout's files read, all together, to find the lists the identity
+/// declarations key: the run's own budget for governed content.
+const IDENTITY_READ_BUDGET: usize = 64 << 20;
+
+/// [`PolicySet::unused_identities`] for the checkout at `repo` whose files are `paths`: the
+/// files an identity glob matches are read (as hostile input, within the parser's limits
+/// and [`IDENTITY_READ_BUDGET`] together) and parsed; one that cannot be read or parsed is
+/// left out, as is every file past the budget.
+fn unused_identities(repo: &Path, set: &PolicySet, paths: &[String]) -> Vec<PolicyProblem> {
+    let limits = Limits::default();
+    let mut budget = IDENTITY_READ_BUDGET;
+    let mut documents: Vec<(&str, Node)> = Vec::new();
+    for path in paths {
+        if path.starts_with(".assent/") || !set.identity_covers(path) {
+            continue;
+        }
+        let Some(format) = format_for_path(path) else {
+            continue;
+        };
+        let Ok(bytes) = read_file(repo, path, limits.max_bytes.min(budget)) else {
+            continue;
+        };
+        budget = budget.saturating_sub(bytes.len());
+        if let Ok(node) = parse_document(path, format, &bytes, &limits) {
+            documents.push((path, node));
+        }
+    }
+    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let documents: Vec<(&str, &Node)> = documents.iter().map(|(p, n)| (*p, n)).collect();
+    set.unused_identities(&paths, &documents)
+}
+
 /// Prints the JSON report on stdout (one line, then a newline).
 fn print_json(report: &JsonReport) {
     let mut json = serde_json::to_string(report).expect("a lint report serialises");
@@ -427,10 +465,14 @@ pub fn run(args: &LintArgs) -> CliResult {
     match local.load() {
         Ok(set) => {
             let mut warnings = match list_checkout(&args.repo) {
-                Ok(paths) => set.unmatched_globs(paths.iter().map(String::as_str)),
+                Ok(paths) => {
+                    let mut warnings = set.unmatched_globs(paths.iter().map(String::as_str));
+                    warnings.extend(unused_identities(&args.repo, &set, &paths));
+                    warnings
+                }
                 Err(CheckoutTooLarge(why)) => {
                     crate::errln!(
-                        "warning: the match.files globs were not checked against the checkout: {why}"
+                        "warning: the match.files globs and identities were not checked against the checkout: {why}"
                     );
                     Vec::new()
                 }

@@ -1,5 +1,5 @@
 //! The one way a command writes a report file (`run`'s receipt and Code Quality report,
-//! `check`'s Code Quality report): whole or not at all.
+//! `check`'s Code Quality report, `sweep`'s report and metrics files): whole or not at all.
 //!
 //! A CI job uploads whatever file is at the path when it ends, and an author's editor or a
 //! later step reads it: a report truncated by a full disk or a killed process would be read

@@ -48,7 +48,8 @@ listings, writes k/n, rescan, verified); --quiet or --format json leave only err
 warnings there.
 
 Exit codes: 0 published and verified (or a stale pipeline / closed MR: nothing written),
-1 decision at or above --fail-on, 2 usage or configuration error (nothing sent),
+1 decision at or above --fail-on, 2 usage or configuration error (nothing written: a
+previous bot user's markers on the MR, not adopted, included),
 3 forge or runtime failure (rate limited past --rate-limit-wait included).";
 
 /// Which decision fails the job.
@@ -119,11 +120,36 @@ pub struct RunArgs {
     /// No progress lines on stderr (errors and warnings still go there).
     #[arg(long)]
     pub quiet: bool,
+    /// After a token renewal that made a new bot user: the previous bot user's username, whose
+    /// threads and summary assent then reads as its own (their assents kept, no duplicates).
+    /// Repeat for several; GitLab must mark each as a bot (a person is refused). Renew with
+    /// GitLab's rotation API to keep the bot user instead (docs/run.md, "Renewing the token")
+    /// [env: ASSENT_PREVIOUS_BOT_USERS=name1,name2].
+    #[arg(long, value_name = "USERNAME")]
+    pub previous_bot_user: Vec<String>,
 }
 
 /// Runs `assent run` with the process environment.
 pub fn run(args: &RunArgs) -> CliResult {
     execute(args, &process_env)
+}
+
+/// The previous bot users' usernames: the flags, else `ASSENT_PREVIOUS_BOT_USERS`
+/// (comma-separated, blanks around names ignored).
+fn previous_bot_users(flags: &[String], env: EnvLookup<'_>) -> Result<Vec<String>, InputError> {
+    let names: Vec<String> = if flags.is_empty() {
+        first_of(None, &["ASSENT_PREVIOUS_BOT_USERS"], env)
+            .map(|list| list.split(',').map(|n| n.trim().to_owned()).collect())
+            .unwrap_or_default()
+    } else {
+        flags.iter().map(|n| n.trim().to_owned()).collect()
+    };
+    if names.iter().any(String::is_empty) {
+        return Err(InputError(
+            "an empty previous bot username in --previous-bot-user or ASSENT_PREVIOUS_BOT_USERS; give GitLab usernames, comma-separated".to_owned(),
+        ));
+    }
+    Ok(names)
 }
 
 fn sha_input(
@@ -176,7 +202,12 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CliResult {
         });
     }
     let report = report.map_err(|e| {
-        if matches!(e, RunError::MergeRequestNotFound { .. }) {
+        if matches!(
+            e,
+            RunError::MergeRequestNotFound { .. }
+                | RunError::NeverAHead { .. }
+                | RunError::Reconcile(crate::reconcile::ReconcileError::BotIdentity(_))
+        ) {
             // Configuration, not a passing fault: exit 2, which the templates do not retry.
             anyhow::Error::new(UsageError(e.to_string()))
         } else if e.forge_error().is_some_and(|f| f.is_rate_limited()) {
@@ -248,6 +279,7 @@ fn resolve_request(
     .map(|text| PolicyProject::parse(&text))
     .transpose()
     .map_err(UsageError)?;
+    let previous_bot_users = previous_bot_users(&args.previous_bot_user, env).map_err(usage)?;
     let request = RunRequest {
         project: connection.project.clone(),
         mr,
@@ -259,6 +291,7 @@ fn resolve_request(
         approve,
         limits: Limits::default(),
         policy_project,
+        previous_bot_users,
     };
     Ok((connection, request))
 }

@@ -4,6 +4,7 @@
 //! The clock is read here, once, and the same instant is handed to the sweep: the window
 //! start and every "reconciling for longer than" judgement use it.
 
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
@@ -11,10 +12,11 @@ use clap::Args;
 use crate::commands::inputs::{
     ConnectionArgs, RATE_LIMIT_ADVICE, RateLimitArgs, process_env, with_gitlab_environment,
 };
+use crate::commands::report_file::write_atomically;
 use crate::commands::{CliResult, OutputFormat, UsageError, progress_for};
 use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
-use crate::sweep_pass::{SweepSettings, sweep_observed};
+use crate::sweep_pass::{SweepReport, SweepSettings, sweep_observed};
 
 const SWEEP_HELP: &str = "\
 Lists the project's open MRs, reads the assent summary of each one updated within --lookback
@@ -39,9 +41,14 @@ pipelines created:
 Progress goes to stderr (`progress: ...` lines: the listing, MRs examined k/n); --quiet or
 --format json leave only errors and warnings there.
 
+--report PATH writes the JSON report to a file too, and --metrics PATH the two counts as
+GitLab metrics (`assent_sweep_healed N`, `assent_sweep_refreshed M`) for the job's
+`artifacts:reports:metrics`; both are written when the sweep ends, also after a failure.
+
 Examples:
   assent sweep --interval 1h --lookback 3h
   assent sweep --interval 24h --lookback 48h --dry-run --format json
+  assent sweep --report assent-sweep.json --metrics assent-sweep.metrics.txt
 
 Exit codes: 0 the sweep ran (whatever N), 2 usage or configuration error (including a look-back
 not wider than the interval), 3 forge failure (the report shows the progress made).";
@@ -77,6 +84,44 @@ pub struct SweepArgs {
     /// No progress lines on stderr (errors and warnings still go there).
     #[arg(long)]
     pub quiet: bool,
+    /// Also write the JSON report (as `--format json` prints it) to this file, for a CI
+    /// artifact; written whole or not at all (a temporary file, then a rename).
+    #[arg(long, value_name = "PATH")]
+    pub report: Option<PathBuf>,
+    /// Also write `healed` and `refreshed` to this file as OpenMetrics text lines
+    /// (`assent_sweep_healed 0`) for GitLab's metrics report
+    /// (`artifacts:reports:metrics`); written whole or not at all.
+    #[arg(long, value_name = "PATH")]
+    pub metrics: Option<PathBuf>,
+}
+
+/// The sweep's counts as GitLab's metrics report reads them (`artifacts:reports:metrics`,
+/// gitlabhq `doc/ci/testing/metrics_reports.md`): one `name value` line each and the
+/// `# EOF` the OpenMetrics text format ends with, so a Prometheus textfile collector reads the
+/// same file. `healed` is the number to alert on; `refreshed` grows with reviewers' work.
+pub fn metrics_text(report: &SweepReport) -> String {
+    format!(
+        "assent_sweep_healed {}\nassent_sweep_refreshed {}\n# EOF\n",
+        report.healed, report.refreshed
+    )
+}
+
+/// Writes the files `--report` and `--metrics` ask for.
+fn write_report_files(args: &SweepArgs, report: &SweepReport, json: &str) -> CliResult {
+    let files = [
+        (args.report.as_deref(), json.to_owned(), "--report"),
+        (args.metrics.as_deref(), metrics_text(report), "--metrics"),
+    ];
+    for (path, text, flag) in files {
+        let Some(path) = path else { continue };
+        write_atomically(path, text.as_bytes()).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot write {flag} {}: {e}; pass a path in a writable directory",
+                path.display()
+            )
+        })?;
+    }
+    Ok(())
 }
 
 fn parse_duration(text: &str) -> Result<SweepDuration, String> {
@@ -126,13 +171,15 @@ pub fn run(args: &SweepArgs) -> CliResult {
         report.warnings.push(w);
         report.warnings.sort();
     }
+    let json = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&report.to_json()).expect("JSON")
+    );
     match args.format {
         OutputFormat::Text => crate::out!("{}", report.to_text()),
-        OutputFormat::Json => crate::output::print_json(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(&report.to_json()).expect("JSON")
-        )),
+        OutputFormat::Json => crate::output::print_json(&json),
     }
+    write_report_files(args, &report, &json)?;
     if let Some(line) = report.failure_line() {
         // The report is printed; the failure is the run's error (exit 3).
         if report.rate_limited {

@@ -13,6 +13,7 @@ use crate::gitlab::Diagnosis;
 use super::probe::DoctorInputs;
 use super::report::Check;
 use super::single_writer::{Certainty, SingleWriterVerdict};
+use crate::core::bot_identity::{IdentityRefusal, Owners};
 use crate::core::policy::{PolicyFile, PolicySet};
 use crate::forge::{CertificateFailure, ForgeError, TransportFailure};
 use crate::gitlab::doctor::responses::{CurrentUser, MergeRequest, Project, TokenSelf, Version};
@@ -171,6 +172,7 @@ pub fn api_fix(reach: &Reach, diagnosis: Diagnosis) -> String {
             ),
             None => "The TLS handshake with GitLab failed: check that GitLab serves TLS on that port; for a private CA set ASSENT_CA_FILE (or pass --ca-file) to the CA's certificate (PEM).".to_owned(),
         },
+        Diagnosis::NoAnswer(TransportFailure::PlainHttp) => "GitLab's port answered in plain HTTP, not TLS: use http://<host>/api/v4 for --api-url (CI_API_V4_URL), with ASSENT_ALLOW_HTTP=1 for a host that is not loopback, or the port that serves HTTPS.".to_owned(),
         Diagnosis::NoAnswer(TransportFailure::Proxy) => format!(
             "Check HTTPS_PROXY and NO_PROXY: the proxy{} must be reachable from the runner and allow CONNECT to GitLab, or add GitLab's host to NO_PROXY.",
             reach.proxy.as_deref().map(|p| format!(" {p}")).unwrap_or_default()
@@ -339,6 +341,79 @@ pub fn scope_check(answer: &Result<TokenSelf, Failed>) -> Check {
             "Check in Settings > Access tokens that the token has the api scope (not read_api).",
         ),
     }
+}
+
+/// From how many days before its expiry date doctor warns about the token: a month leaves
+/// time to rotate it in a maintenance window (docs/setup.md, "Renewing the token").
+pub const TOKEN_EXPIRY_WARNING_DAYS: i64 = 30;
+
+/// How to renew the token without changing its bot user, for the `token-expiry` fixes.
+const ROTATE_FIX: &str = "Rotate it with GitLab's rotation API, which keeps the bot user (POST /projects/:id/access_tokens/:token_id/rotate, or POST /personal_access_tokens/self/rotate with the token itself), and store the new secret as ASSENT_TOKEN: creating a new token instead makes a new bot user (docs/setup.md, \"Renewing the token\")";
+
+/// The `token-expiry` check, from `expires_at` of `GET personal_access_tokens/self`, judged
+/// on `today` (UTC): ✓ with the date when more than [`TOKEN_EXPIRY_WARNING_DAYS`] days
+/// away or never, a warning within them, a failure on or after the date (GitLab stops
+/// accepting a token on its expiry date), and "not checked" when GitLab does not say.
+pub fn token_expiry_check(answer: &Result<TokenSelf, Failed>, today: chrono::NaiveDate) -> Check {
+    // Not checked rather than a warning: the scope check already warns when the route
+    // fails, and a GitLab that leaves the date out is no fault of the setup.
+    let not_said = |why: String| {
+        Check::skipped(
+            "token-expiry",
+            format!("GitLab does not say when this token expires ({why})"),
+        )
+    };
+    let expires_at = match answer {
+        Err(failed) => {
+            return not_said(format!(
+                "GET /personal_access_tokens/self: {}",
+                failed.error
+            ));
+        }
+        Ok(token) => match &token.expires_at {
+            None => return not_said("the answer has no expires_at".to_owned()),
+            Some(None) => return Check::pass("token-expiry", "the token does not expire"),
+            Some(Some(text)) => text,
+        },
+    };
+    let Some(date) = parse_date(expires_at) else {
+        return not_said(format!(
+            "expires_at is not a date: {:?}",
+            crate::core::terminal::terminal_safe(expires_at)
+        ));
+    };
+    let days = (date - today).num_days();
+    if days <= 0 {
+        Check::fail(
+            "token-expiry",
+            format!("the token expired on {date}"),
+            ROTATE_FIX,
+        )
+    } else if days <= TOKEN_EXPIRY_WARNING_DAYS {
+        Check::unknown(
+            "token-expiry",
+            format!(
+                "the token expires on {date}, in {days} day{}",
+                if days == 1 { "" } else { "s" }
+            ),
+            ROTATE_FIX,
+        )
+    } else {
+        Check::pass(
+            "token-expiry",
+            format!("the token expires on {date}, in {days} days"),
+        )
+    }
+}
+
+/// `YYYY-MM-DD`, as GitLab writes a token's `expires_at`.
+fn parse_date(text: &str) -> Option<chrono::NaiveDate> {
+    let mut parts = text.split('-');
+    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return None;
+    }
+    chrono::NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, d.parse().ok()?)
 }
 
 /// GitLab's name of an access level.
@@ -557,6 +632,60 @@ pub fn merge_request_check(mr: Option<(u64, &Result<MergeRequest, Failed>)>) -> 
             "merge-request",
             format!("cannot read MR !{iid}: {}", failed.error),
             "Check that GitLab answers GET /projects/:id/merge_requests/:iid for this token.",
+        ),
+    }
+}
+
+/// What doctor found of other users' assent markers on MR `iid`: whose notes a run there
+/// reads as assent's own, or why it would refuse (`core::bot_identity`).
+pub type MarkerOwners = Result<Result<Owners, IdentityRefusal>, Failed>;
+
+/// The `bot-markers` check: whether `assent run` on MR `iid` would stop because another bot
+/// user's markers are on it (a token renewed by creating a new one), or read them as an
+/// adopted previous bot's. `None`: no MR given, or the MR could not be read.
+pub fn bot_markers_check(mr: Option<(u64, &MarkerOwners)>) -> Check {
+    let Some((iid, found)) = mr else {
+        return Check::skipped(
+            "bot-markers",
+            "no readable MR; pass --mr to check that no other bot user's assent markers are on it",
+        );
+    };
+    match found {
+        Ok(Ok(owners)) if owners.adopted.is_empty() => Check::pass(
+            "bot-markers",
+            format!("no other bot user's assent markers on MR !{iid}"),
+        ),
+        Ok(Ok(owners)) => Check::pass(
+            "bot-markers",
+            format!(
+                "MR !{iid} carries assent markers of the adopted previous bot user(s) {} (ASSENT_PREVIOUS_BOT_USERS): a run reads them as its own",
+                owners
+                    .adopted
+                    .iter()
+                    .map(|id| format!("id {id}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        Ok(Err(
+            refusal @ (IdentityRefusal::PreviousBot { .. } | IdentityRefusal::NamedPerson { .. }),
+        )) => Check::fail(
+            "bot-markers",
+            format!("assent run on MR !{iid} would write nothing and exit 2: {refusal}"),
+            "Follow the run's fix above: adopt the previous bot user with ASSENT_PREVIOUS_BOT_USERS (a CI/CD variable beside ASSENT_TOKEN), never a person; renew tokens with GitLab's rotation API (docs/run.md, \"Renewing the token\").",
+        ),
+        Ok(Err(refusal)) => Check::unknown(
+            "bot-markers",
+            format!("assent run on MR !{iid} would write nothing and exit 2: {refusal}"),
+            "Make the markers' authors readable to the token, or delete the pasted markers' notes.",
+        ),
+        Err(failed) => Check::unknown(
+            "bot-markers",
+            format!(
+                "cannot list MR !{iid}'s discussions or their markers' authors: {}",
+                failed.error
+            ),
+            "Check that GitLab answers GET /projects/:id/merge_requests/:iid/discussions and GET /users/:id for this token.",
         ),
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! * [`report`]: the check model, its text/JSON rendering and what makes doctor fail
 //!   (pure).
-//! * [`checks`]: one pure function per check (api, token, identity, scope, role, the
+//! * [`checks`]: one pure function per check (api, token, identity, scope, token-expiry, role, the
 //!   settings, merge request, policies, serialization), each with its fix, chosen from typed
 //!   facts.
 //! * [`facts`]: GitLab's answers (typed in `gitlab::doctor::responses`) as the facts the

@@ -58,6 +58,12 @@ pub struct DoctorInputs {
     /// The account declared as the bot (`ASSENT_BOT_USER`) where the token's user is a
     /// person's account (a dedicated one, on a tier without project access tokens).
     pub bot_user: Option<String>,
+    /// Today's date (UTC), for the `token-expiry` check: read from the clock by the command,
+    /// so the checks stay pure.
+    pub today: chrono::NaiveDate,
+    /// `ASSENT_PREVIOUS_BOT_USERS`: previous bot users whose markers a run adopts, for the
+    /// `bot-markers` check.
+    pub previous_bot_users: Vec<String>,
 }
 
 /// Doctor cannot run at all (exit 2): the configuration is unusable before any request.
@@ -97,12 +103,14 @@ const AFTER_API: &[&str] = &[
     "token",
     "identity",
     "scope",
+    "token-expiry",
     "role",
     "threads-setting",
     "pipelines-setting",
     "outdated-threads-setting",
     "token-variable",
     "merge-request",
+    "bot-markers",
     "policies",
     "serialization",
 ];
@@ -126,6 +134,32 @@ struct Prober<'a> {
 }
 
 impl Prober<'_> {
+    /// Whose assent markers MR `iid` holds, read as `assent run` reads them: its discussions,
+    /// then each other marker author's account, at most `MAX_MARKER_AUTHORS` of them.
+    fn marker_owners(&self, iid: u64, bot: u64) -> checks::MarkerOwners {
+        use crate::core::bot_identity::{
+            IdentityRefusal, MAX_MARKER_AUTHORS, MarkerAuthor, decide_owners,
+            foreign_marker_authors,
+        };
+        use crate::forge::Forge as _;
+        let forge = crate::gitlab::GitLabForge::over(self.client.clone(), iid);
+        let listed = forge.list_discussions().map_err(Failed::from)?;
+        let authors = foreign_marker_authors(&listed, bot);
+        if authors.len() > MAX_MARKER_AUTHORS {
+            return Ok(Err(IdentityRefusal::TooManyAuthors {
+                authors: authors.len(),
+            }));
+        }
+        let mut read = Vec::with_capacity(authors.len());
+        for id in authors {
+            let account = forge
+                .user_account(id)
+                .map_err(|e| format!("GitLab refused to show user {id}: {e}"));
+            read.push(MarkerAuthor { id, account });
+        }
+        Ok(decide_owners(bot, &read, &self.inputs.previous_bot_users))
+    }
+
     /// Sends a route (reads retried, the lint POST sent once) and decodes its answer.
     fn get<T: DeserializeOwned>(&self, route: Route<'_>) -> Result<T, Failed> {
         let value = self.client.send_json(&DoctorEndpoint {
@@ -385,6 +419,14 @@ pub fn run(inputs: &DoctorInputs) -> Result<Report, SetupError> {
     checks.push(checks::merge_request_check(
         mr.as_ref().map(|(iid, answer)| (*iid, answer)),
     ));
+    let markers = mr
+        .as_ref()
+        .filter(|(_, answer)| answer.is_ok())
+        .zip(user.id)
+        .map(|((iid, _), bot)| (*iid, prober.marker_owners(*iid, bot)));
+    checks.push(checks::bot_markers_check(
+        markers.as_ref().map(|(iid, found)| (*iid, found)),
+    ));
     policy_checks(&prober, mr.as_ref(), &project, &mut checks);
     serve_checks(&prober, &mut checks);
 
@@ -432,20 +474,21 @@ fn usable_token(prober: &Prober<'_>, checks: &mut Vec<Check>) -> Option<CurrentU
         &user,
         prober.inputs.bot_user.as_deref(),
     ));
-    checks.push(checks::scope_check(
-        &prober.get::<TokenSelf>(Route::TokenSelf),
-    ));
+    let token_self = prober.get::<TokenSelf>(Route::TokenSelf);
+    checks.push(checks::scope_check(&token_self));
+    checks.push(checks::token_expiry_check(&token_self, prober.inputs.today));
     Some(user)
 }
 
 /// The checks under the project, not checked when it cannot be read.
-const PROJECT_CHECKS: [&str; 7] = [
+const PROJECT_CHECKS: [&str; 8] = [
     "role",
     "threads-setting",
     "pipelines-setting",
     "outdated-threads-setting",
     "token-variable",
     "merge-request",
+    "bot-markers",
     "policies",
 ];
 

@@ -24,6 +24,7 @@ pub(super) fn ctx(head: &str) -> RunContext {
         mr_author_id: Some(MR_AUTHOR_USER_ID),
         target: None,
         requests_before: Default::default(),
+        previous_bot_users: Vec::new(),
     }
 }
 
@@ -148,6 +149,10 @@ impl Forge for Scripted<'_> {
     fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError> {
         self.log("list");
         self.inner.list_discussions()
+    }
+    fn version_heads(&self) -> Result<Vec<String>, ForgeError> {
+        self.log("versions");
+        self.inner.version_heads()
     }
     fn create_thread(
         &self,

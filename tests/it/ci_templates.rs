@@ -210,6 +210,25 @@ fn assert_sweep(job: &Value, form: &str) {
     assert_eq!(job["variables"]["GIT_STRATEGY"], "none");
     assert_retries_on_exit_3_only(job, form);
     assert_token_environment(job, form);
+    // The number to watch without serve: `healed` as a GitLab metrics report
+    // (`artifacts:reports:metrics`, gitlabhq `doc/ci/testing/metrics_reports.md`), and the
+    // JSON report kept, both also after a failed sweep.
+    let script = script_text(job);
+    assert!(
+        script.contains("--metrics assent-sweep.metrics.txt")
+            && script.contains("--report assent-sweep.json"),
+        "{form}: the sweep writes the files the job declares: {script}"
+    );
+    assert_eq!(
+        job["artifacts"]["reports"]["metrics"], "assent-sweep.metrics.txt",
+        "{form}"
+    );
+    assert_eq!(job["artifacts"]["when"], "always", "{form}");
+    let paths = job["artifacts"]["paths"].as_sequence().unwrap();
+    assert!(
+        paths.iter().any(|p| p == "assent-sweep.json"),
+        "{form}: {paths:?}"
+    );
 }
 
 #[test]

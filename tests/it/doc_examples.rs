@@ -309,3 +309,59 @@ fn a_heading_slug_is_the_one_gitlab_links_to() {
     assert!(found.contains("a") && found.contains("a-1") && found.contains("x-y"));
     assert!(!found.contains("not-a-heading"));
 }
+
+/// The first ```text block after `heading` in `doc`, as lines.
+fn text_block_after(doc: &str, heading: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join(doc)).expect("the document");
+    let section = &text[text.find(heading).expect("the heading")..];
+    let start = section.find("```text\n").expect("a text block") + "```text\n".len();
+    let end = section[start..].find("```").expect("the block's end");
+    section[start..start + end]
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every `127.0.0.1:<port>` in `text` as the docs write it, `127.0.0.1:40123`.
+fn documented_port(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("127.0.0.1:") {
+        out.push_str(&rest[..at + "127.0.0.1:".len()]);
+        rest = rest[at + "127.0.0.1:".len()..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out.push_str("40123");
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn the_sandbox_prints_what_the_setup_guide_shows() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(crate::sandbox::fake_gitlab_binary())
+        .args(["--example", "topic-registry", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start fake-gitlab");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut printed = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("a line");
+        let last = line.starts_with("# Stop the sandbox");
+        printed.push(documented_port(&line));
+        if last {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let expected = text_block_after("docs/setup.md", "## Try it without a GitLab");
+    let printed: Vec<&str> = printed.iter().map(String::as_str).collect();
+    assert!(
+        matches(&expected, &printed),
+        "docs/setup.md's sandbox output is not what `fake-gitlab --example topic-registry` prints:\n{}\n\nthe guide shows:\n{}",
+        printed.join("\n"),
+        expected.join("\n")
+    );
+}

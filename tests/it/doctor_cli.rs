@@ -247,6 +247,53 @@ fn a_token_variable_every_job_reads_fails_and_one_doctor_cannot_read_is_a_warnin
 
 // ---- everything passes ------------------------------------------------------------------
 
+/// The token's expiry as GitLab answers it on `GET personal_access_tokens/self`
+/// (`expires_at`, a date or `null`): ✓ with the date at 31 days, a warning (exit 0, exit 1
+/// with `--strict`) at 29 days naming the rotation API, ✓ for a token without expiry. An
+/// expired token is refused by GitLab itself (401, the `token` check), so its failure is
+/// judged in the unit test `doctor::checks::tests::token_expiry_verdicts`.
+#[test]
+fn the_token_expiry_warns_within_thirty_days() {
+    let days_since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 86_400;
+    let in_days =
+        |days: u64| chrono::NaiveDate::default() + chrono::Days::new(days_since_epoch + days);
+    for (days, mark) in [(31, "✓"), (29, "?")] {
+        let date = in_days(days).to_string();
+        let mut state = healthy();
+        state.tokens[0] = state.tokens[0].clone().expires_at(&date);
+        let fake = FakeGitLab::start(state);
+        let o = doctor(&fake);
+        assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+        assert_eq!(o.mark("token-expiry"), mark, "{}", o.stdout);
+        let line = o.line("token-expiry");
+        assert!(
+            line.contains(&format!("expires on {date}, in {days} days")),
+            "{line}"
+        );
+        if mark == "?" {
+            assert!(
+                o.fix_after("token-expiry").contains("rotation API"),
+                "{}",
+                o.stdout
+            );
+            let strict = doctor_with(&fake, BOT_TOKEN, &[], &["--strict"]);
+            assert_eq!(strict.code, 1, "{}", strict.stdout);
+        }
+    }
+    let fake = FakeGitLab::start(healthy());
+    let o = doctor(&fake);
+    assert_eq!(o.mark("token-expiry"), "✓", "{}", o.stdout);
+    assert!(
+        o.line("token-expiry").contains("does not expire"),
+        "{}",
+        o.stdout
+    );
+}
+
 #[test]
 fn a_healthy_deployment_passes_every_check_and_is_serialized() {
     let fake = FakeGitLab::start(healthy());
@@ -258,12 +305,14 @@ fn a_healthy_deployment_passes_every_check_and_is_serialized() {
         "token",
         "identity",
         "scope",
+        "token-expiry",
         "role",
         "threads-setting",
         "pipelines-setting",
         "outdated-threads-setting",
         "token-variable",
         "merge-request",
+        "bot-markers",
         "policies",
         "serialization",
     ] {
@@ -291,7 +340,7 @@ fn json_is_the_typed_report() {
     assert_eq!(v["kind"], "DoctorReport");
     assert_eq!(v["duplicate_prevention"], "single-writer-serialized");
     let checks = v["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 13);
+    assert_eq!(checks.len(), 15);
     assert!(
         checks
             .iter()
@@ -456,7 +505,7 @@ fn warnings_alone_exit_0_and_strict_makes_them_fail() {
     assert_eq!(o.mark("serialization"), "?", "{}", o.stdout);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(
-        o.summary().starts_with("12 passed, 0 failed, 1 warning (not verified; a warning fails doctor only with --strict)"),
+        o.summary().starts_with("14 passed, 0 failed, 1 warning (not verified; a warning fails doctor only with --strict)"),
         "{}",
         o.stdout
     );
@@ -526,7 +575,7 @@ fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
     assert_eq!(
         o.skipped_lines(),
         [
-            "- skipped  token, identity, scope, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, policies, serialization (not checked: the api check failed: GitLab could not be reached)"
+            "- skipped  token, identity, scope, token-expiry, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, bot-markers, policies, serialization (not checked: the api check failed: GitLab could not be reached)"
         ],
         "{}",
         o.stdout
@@ -549,7 +598,7 @@ fn unreachable_api_fails_the_api_check_and_leaves_the_rest_unverified() {
     assert_eq!(
         o.skipped_lines(),
         [
-            "- skipped  token, identity, scope, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, policies, serialization, policy-project, serve-ready, serve-webhook (not checked: the api check failed: GitLab could not be reached)"
+            "- skipped  token, identity, scope, token-expiry, role, threads-setting, pipelines-setting, outdated-threads-setting, token-variable, merge-request, bot-markers, policies, serialization, policy-project, serve-ready, serve-webhook (not checked: the api check failed: GitLab could not be reached)"
         ],
         "{}",
         o.stdout
@@ -613,6 +662,7 @@ fn a_missing_project_is_one_project_failure_and_the_rest_not_checked() {
             "outdated-threads-setting",
             "token-variable",
             "merge-request",
+            "bot-markers",
             "policies",
             "serialization"
         ],
@@ -625,7 +675,7 @@ fn a_missing_project_is_one_project_failure_and_the_rest_not_checked() {
         "{}",
         o.stdout
     );
-    assert_eq!(o.summary(), "5 passed, 1 failed, 0 warnings, 8 not checked");
+    assert_eq!(o.summary(), "6 passed, 1 failed, 0 warnings, 9 not checked");
     assert_eq!(o.gate(), "threads-only");
     assert!(
         o.stdout
@@ -661,12 +711,14 @@ fn a_rejected_token_fails_the_token_check() {
         [
             "identity",
             "scope",
+            "token-expiry",
             "role",
             "threads-setting",
             "pipelines-setting",
             "outdated-threads-setting",
             "token-variable",
             "merge-request",
+            "bot-markers",
             "policies",
             "serialization"
         ]
@@ -679,7 +731,7 @@ fn a_rejected_token_fails_the_token_check() {
     );
     assert!(
         o.summary()
-            .starts_with("2 passed, 1 failed, 0 warnings, 10 not checked"),
+            .starts_with("2 passed, 1 failed, 0 warnings, 12 not checked"),
         "{}",
         o.stdout
     );

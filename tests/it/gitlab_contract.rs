@@ -255,6 +255,7 @@ fn run_context() -> RunContext {
         mr_author_id: Some(AUTHOR_ID),
         target: None,
         requests_before: Default::default(),
+        previous_bot_users: Vec::new(),
     }
 }
 
@@ -832,6 +833,7 @@ fn check_discussions(forge: &GitLabForge, body: &Value) -> Result<(), String> {
             let person = Account {
                 bot: Some(false),
                 state: Some(ACTIVE_STATE.to_owned()),
+                username: None,
             };
             (id, Ok(person))
         })

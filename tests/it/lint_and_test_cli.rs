@@ -345,6 +345,52 @@ fn a_pointer_judged_without_its_add_is_a_warning() {
     assert_eq!((code, out.as_str()), (0, "ok: 6 rule(s) in 1 file(s)\n"));
 }
 
+/// An `identities` declaration that keys nothing a rule judges is a warning at its line
+/// (exit 0), as a `match.files` glob that matches nothing is: a list pattern that matches
+/// no list of the files its glob matches (`/topic` for `/topics`), a file glob that matches
+/// no file (`topics/*.yml`), and one that matches only files no rule governs. Each leaves
+/// the lists compared by position, so a rule that names entries by key never fires. A
+/// pattern that is not a pointer pattern does not load at all.
+#[test]
+fn an_identity_that_keys_nothing_is_a_warning() {
+    let repo = broken("unused-identity");
+    let (code, out, err) = assent(&["lint", &repo], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let file = format!("{repo}/.assent/policies/topics.yaml");
+    assert_eq!(
+        out,
+        format!(
+            "{file}:5: warning: identities: list pattern `/topic` matches no list in the 1 file(s) `topics/*.yaml` matches (their lists are at `/topics`, `/topics/0/acls`), so the lists it was meant for are compared by position, where a reorder or an insert shifts every entry after it and a rule that names an entry by its key never fires; fix the pattern (one `*` stands for an entry of a list: a list inside each entry of `/topics` is `/topics/*/acls`)\n\
+             {file}:7: warning: identities: file glob `topics/*.yml` matches no file in the checkout, so it keys no list any rule judges: a list it was meant for is compared by position, where a reorder or an insert shifts every entry after it and a rule that names an entry by its key never fires; fix the glob\n\
+             {file}:9: warning: identities: file glob `docs/*.yaml` matches only files no rule's match.files governs, so it keys no list any rule judges: a list it was meant for is compared by position, where a reorder or an insert shifts every entry after it and a rule that names an entry by its key never fires; fix the glob\n\
+             ok: 2 rule(s) in 1 file(s); 3 warning(s)\n"
+        )
+    );
+    assert_eq!(err, "");
+    // Fixed, every declaration keys a list a rule judges (the acls of a topic keyed by its
+    // name are at `/topics/orders.events.v1/acls`), and the warnings are gone.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join(&repo), dir.path());
+    let policies = dir.path().join(".assent/policies/topics.yaml");
+    let text = std::fs::read_to_string(&policies).unwrap();
+    let fixed = text
+        .replace("\"/topic\": name", "\"/topics\": name")
+        .replace("  \"topics/*.yml\": { \"/topics\": name }\n", "")
+        .replace("  \"docs/*.yaml\": { \"/pages\": title }\n", "");
+    std::fs::write(&policies, &fixed).unwrap();
+    let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    assert_eq!((code, out.as_str()), (0, "ok: 2 rule(s) in 1 file(s)\n"));
+    // A list pattern that is no pointer pattern is a problem, not a warning.
+    std::fs::write(
+        &policies,
+        fixed.replace("\"/topics\": name", "\"topics\": name"),
+    )
+    .unwrap();
+    let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(":5: identities: "), "{out}");
+}
+
 /// The `when` of every policy the project ships or documents passes the type checks: the
 /// checker never rejects a predicate people actually write.
 #[test]

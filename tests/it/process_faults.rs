@@ -737,6 +737,7 @@ fn client_timeouts_on_reads_and_writes() {
         approve: false,
         limits: Limits::default(),
         policy_project: None,
+        previous_bot_users: Vec::new(),
     };
     let adapter = |fake: &FakeGitLab| {
         let mut config = support::config_for(

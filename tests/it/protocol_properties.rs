@@ -199,6 +199,7 @@ fn ctx() -> RunContext {
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
         target: None,
         requests_before: Default::default(),
+        previous_bot_users: Vec::new(),
     }
 }
 

@@ -275,6 +275,46 @@ fn each_classification_gets_its_verdict_and_only_the_lost_ones_a_pipeline() {
     );
 }
 
+/// `--metrics` writes the two counts as GitLab's metrics report reads them (one
+/// `name value` line each, gitlabhq `doc/ci/testing/metrics_reports.md`), and `--report`
+/// the JSON report, beside the text report on stdout.
+#[test]
+fn the_metrics_and_report_files_hold_the_counts() {
+    let fake = every_classification();
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = dir.path().join("assent-sweep.metrics.txt");
+    let report = dir.path().join("assent-sweep.json");
+    let out = run_sweep(
+        &fake,
+        &[
+            "--lookback",
+            "48h",
+            "--interval",
+            "24h",
+            "--stuck-after",
+            "1h",
+            "--metrics",
+            metrics.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).ends_with("\nrefreshed: 0\nhealed: 3\n"));
+    assert_eq!(
+        std::fs::read_to_string(&metrics).unwrap(),
+        "assent_sweep_healed 3\nassent_sweep_refreshed 0\n# EOF\n"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(
+        (doc["kind"].as_str(), doc["healed"].as_u64()),
+        (Some("SweepReport"), Some(3))
+    );
+    // Nothing but the two files (no temporary file left behind).
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
+
 #[test]
 fn the_json_report_has_the_same_content() {
     let fake = every_classification();
@@ -676,6 +716,7 @@ fn run_context() -> RunContext {
             has_policies: true,
         }),
         requests_before: Default::default(),
+        previous_bot_users: Vec::new(),
     }
 }
 

@@ -56,6 +56,9 @@ pub struct Account {
     pub bot: Option<bool>,
     /// GitLab's `state`: `active`, `blocked`, `deactivated`, ….
     pub state: Option<String>,
+    /// GitLab's `username`: how an operator names a previous bot user
+    /// (`crate::bot_identity`).
+    pub username: Option<String>,
 }
 
 /// The one account state whose resolutions can count.
@@ -67,6 +70,7 @@ impl Account {
         Account {
             bot: Some(false),
             state: Some(ACTIVE_STATE.to_owned()),
+            username: None,
         }
     }
 }

@@ -872,8 +872,10 @@ fn self_edit_finding(path: &str, sides: Option<&SelfEditSides>) -> Finding {
             Some(&old),
             Some(&new),
         ),
+        // The first line is what a reviewer's notification shows: short, the rest below.
         message: format!(
-            "This merge request changes {}, part of the gate's own configuration. A merge \
+            "Changing {} needs a policy owner's assent: it is part of the gate's own \
+             configuration.\n\nA merge \
              request is never judged under policies it edits itself: its other changes are \
              judged by the target branch's policies, and this change needs a policy owner's \
              assent. A policy owner other than the merge request's author (by default a \
@@ -1159,6 +1161,20 @@ mod spelling_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reviewer's notification shows the first line of a thread's message: the self-edit
+    /// message says there what is needed, in one short line, and the detail below it.
+    #[test]
+    fn the_self_edit_message_starts_with_one_short_line() {
+        let finding = self_edit_finding(".assent/policies/topics.yaml", None);
+        let (first, rest) = finding.message.split_once("\n\n").expect("a first line");
+        assert_eq!(
+            first,
+            "Changing `.assent/policies/topics.yaml` needs a policy owner's assent: it is part of the gate's own configuration."
+        );
+        assert!(first.chars().count() <= 120, "{first}");
+        assert!(rest.contains("resolves this thread"), "{rest}");
+    }
     use crate::model::Role;
     use sha2::Digest;
 
@@ -2229,7 +2245,7 @@ rules:
         };
         let self_edit = message(RULE_SELF_EDIT, &format!(".assent/{hostile}#"));
         assert!(
-            self_edit.contains("changes ``.assent/@all `x` <img src=x>\\n/close``,"),
+            self_edit.starts_with("Changing ``.assent/@all `x` <img src=x>\\n/close`` needs"),
             "{self_edit}"
         );
         let unreadable = message(RULE_UNDECIDABLE, "topics/orders.yaml#");

@@ -28,6 +28,7 @@
 //!   assent cannot tell either from an edit, so such a resolution does not count either (fail
 //!   closed: the thread is retired and a fresh one is posted, to be resolved again).
 
+use crate::bot_identity::Owners;
 use crate::marker::{self, Marker, SummaryState};
 use crate::model::{ListedDiscussion, ListedNote, Occurrence, Slot, UserRef};
 use crate::sweep::Timestamp;
@@ -91,18 +92,45 @@ pub struct Inventory {
     pub summaries: Vec<SummaryArtifact>,
     /// Operator-facing warnings (malformed bot markers), sorted.
     pub warnings: Vec<String>,
+    /// Summary notes of adopted previous bot users (`crate::bot_identity`), ascending note
+    /// id. The token's user cannot edit another user's note (GitLab's `admin_note` is the
+    /// author's alone, `app/policies/note_policy.rb`), so these are never the summary slot:
+    /// the current bot's summary supersedes them, and each gets a reply saying so and is
+    /// resolved (any Developer may resolve a discussion).
+    pub adopted_summaries: Vec<AdoptedSummary>,
+}
+
+/// A summary note an adopted previous bot user posted: kept as it was, superseded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdoptedSummary {
+    /// The note id.
+    pub note_id: u64,
+    /// Its discussion, to reply in and resolve.
+    pub discussion_id: String,
+    /// The token's user already replied in its discussion (the supersession reply).
+    pub superseded: bool,
+    /// It is an unresolved thread (GitLab turns a plain note into one on a reply).
+    pub open_thread: bool,
 }
 
 impl Inventory {
-    /// Reads the artifacts out of a complete listing. The result does not depend on the
-    /// listing's order.
+    /// Reads the artifacts out of a complete listing, the token's user `bot_user_id` their
+    /// only author. The result does not depend on the listing's order.
     pub fn from_listing(listing: &[ListedDiscussion], bot_user_id: u64) -> Inventory {
+        Inventory::owned_by(listing, &Owners::only(bot_user_id))
+    }
+
+    /// Reads the artifacts out of a complete listing whose authors are `owners`: the token's
+    /// user and the adopted previous bot users, whose threads are the bot's own and whose
+    /// resolutions are housekeeping, never assent. The result does not depend on the
+    /// listing's order.
+    pub fn owned_by(listing: &[ListedDiscussion], owners: &Owners) -> Inventory {
         let mut inventory = Inventory::default();
         for discussion in listing {
             let Some(note) = discussion.notes.first() else {
                 continue;
             };
-            if note.author_id != bot_user_id || note.system {
+            if !owners.owns(note.author_id) || note.system {
                 continue;
             }
             match marker::decode_body(&note.body) {
@@ -120,13 +148,13 @@ impl Inventory {
                             occurrence,
                             resolved: note.resolved,
                             resolved_by_bot: note.resolved
-                                && note.resolved_by.as_ref().is_some_and(|u| u.id == bot_user_id),
+                                && note.resolved_by.as_ref().is_some_and(|u| owners.owns(u.id)),
                             resolved_by: note.resolved.then(|| note.resolved_by.clone()).flatten(),
                             edited: note.resolved && !unchanged_since_creation(note),
                             diff_note: note.diff_note,
                             bot_replies: discussion.notes[1..]
                                 .iter()
-                                .filter(|n| n.author_id == bot_user_id && !n.system)
+                                .filter(|n| owners.owns(n.author_id) && !n.system)
                                 .map(|n| n.body.clone())
                                 .collect(),
                         });
@@ -136,6 +164,16 @@ impl Inventory {
                             note.id
                         ));
                     }
+                }
+                Ok(Some(Marker::Summary { .. })) if note.author_id != owners.bot => {
+                    inventory.adopted_summaries.push(AdoptedSummary {
+                        note_id: note.id,
+                        discussion_id: discussion.id.clone(),
+                        superseded: discussion.notes[1..]
+                            .iter()
+                            .any(|n| n.author_id == owners.bot && !n.system),
+                        open_thread: note.resolvable && !note.resolved,
+                    })
                 }
                 Ok(Some(Marker::Summary { occurrence, state, head, .. })) => {
                     inventory.summaries.push(SummaryArtifact {
@@ -158,6 +196,7 @@ impl Inventory {
         }
         inventory.threads.sort_by_key(|t| t.forge_id);
         inventory.summaries.sort_by_key(|s| s.note_id);
+        inventory.adopted_summaries.sort_by_key(|s| s.note_id);
         inventory.warnings.sort();
         inventory.warnings.dedup();
         inventory
@@ -184,6 +223,7 @@ fn unchanged_since_creation(note: &ListedNote) -> bool {
 mod tests {
     use super::*;
     use crate::model::ListedNote;
+    use crate::model::UserRef;
 
     fn note(id: u64, author_id: u64, body: &str) -> ListedNote {
         ListedNote {
@@ -251,6 +291,57 @@ mod tests {
             "{:?}",
             inv.warnings
         );
+    }
+
+    #[test]
+    fn an_adopted_bots_threads_are_artifacts_and_its_summary_is_set_apart() {
+        let summary = marker::encode(&Marker::Summary {
+            occurrence: Occurrence::digest(b"s"),
+            state: SummaryState::Verified,
+            head: "a".repeat(40),
+            target: None,
+        });
+        let mut by_old_bot = note(20, 9, &finding_body("old"));
+        by_old_bot.resolved = true;
+        by_old_bot.resolved_by = Some(UserRef {
+            id: 9,
+            username: "old-bot".into(),
+        });
+        let mut by_reviewer = note(21, 9, &finding_body("kept"));
+        by_reviewer.resolved = true;
+        by_reviewer.resolved_by = Some(UserRef {
+            id: 7,
+            username: "alice".into(),
+        });
+        let mut plain = note(22, 9, &summary);
+        plain.resolvable = false;
+        let listing = vec![
+            disc(20, vec![by_old_bot, note(23, 9, "Outdated as of x.")]),
+            disc(21, vec![by_reviewer]),
+            disc(22, vec![plain]),
+            disc(24, vec![note(24, 7, &finding_body("pasted"))]),
+        ];
+        // Without adoption, none of it is read (the run stops before, `bot_identity`).
+        assert_eq!(Inventory::from_listing(&listing, 1), Inventory::default());
+        let owners = Owners {
+            bot: 1,
+            adopted: [9].into(),
+        };
+        let inv = Inventory::owned_by(&listing, &owners);
+        let ids: Vec<u64> = inv.threads.iter().map(|t| t.forge_id).collect();
+        assert_eq!(ids, [20, 21], "a person's marker stays invisible");
+        assert!(
+            inv.threads[0].resolved_by_bot,
+            "the old bot's resolution is housekeeping"
+        );
+        assert_eq!(inv.threads[0].bot_replies, ["Outdated as of x."]);
+        assert!(
+            !inv.threads[1].resolved_by_bot,
+            "a reviewer's resolution is kept"
+        );
+        assert!(inv.summaries.is_empty(), "the token's user cannot edit it");
+        assert_eq!(inv.adopted_summaries.len(), 1);
+        assert_eq!(inv.adopted_summaries[0].note_id, 22);
     }
 
     #[test]

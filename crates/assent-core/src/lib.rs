@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod assent;
+pub mod bot_identity;
 pub mod canonical_json;
 pub mod coalesce;
 pub mod codequality;

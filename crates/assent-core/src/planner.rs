@@ -177,6 +177,24 @@ pub fn plan_reconciliation(desired: &DesiredState, inventory: &Inventory, head_s
             });
         }
     }
+    // A previous bot's summary cannot be edited by the token's user (only a note's author
+    // may, `app/policies/note_policy.rb`), but any Developer may reply and resolve a
+    // discussion (a reply turns the plain note into a thread): the reply says it is
+    // superseded, and the resolution keeps it from holding up the merge.
+    for adopted in &inventory.adopted_summaries {
+        if !adopted.superseded {
+            plan.writes.push(Write::ReplyAndResolve {
+                discussion_id: adopted.discussion_id.clone(),
+                forge_id: adopted.note_id,
+                reply: render::ADOPTED_SUMMARY_REPLY.to_owned(),
+            });
+        } else if adopted.open_thread {
+            plan.writes.push(Write::Resolve {
+                discussion_id: adopted.discussion_id.clone(),
+                forge_id: adopted.note_id,
+            });
+        }
+    }
     plan.repairs.sort();
     plan
 }
@@ -349,6 +367,7 @@ mod tests {
             threads,
             summaries: vec![],
             warnings: vec![],
+            adopted_summaries: Vec::new(),
         }
     }
 
@@ -580,6 +599,7 @@ mod tests {
             threads: vec![],
             summaries: vec![summary(5), summary(9)],
             warnings: vec![],
+            adopted_summaries: Vec::new(),
         };
         let plan = plan_reconciliation(&DesiredState::default(), &inventory, HEAD);
         assert_eq!(
@@ -669,6 +689,7 @@ mod tests {
             threads: vec![],
             summaries: vec![summary],
             warnings: vec![],
+            adopted_summaries: Vec::new(),
         };
         let plan = plan_reconciliation(&DesiredState::default(), &inventory, HEAD);
         assert!(matches!(

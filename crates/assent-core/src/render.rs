@@ -54,6 +54,10 @@ use crate::review_state::{FindingStatus, decide};
 /// 1,000,000-character note limit, leaving room for anything GitLab counts differently.
 pub const BODY_BUDGET_CHARS: usize = 900_000;
 
+/// What every built-in rule id starts with (`assent/self-edit`, `assent/parse-error`, …); a
+/// user rule id cannot contain `/`.
+const BUILT_IN_PREFIX: &str = "assent/";
+
 /// A thread's message is cut after this many characters.
 pub const MAX_MESSAGE_CHARS: usize = 100_000;
 
@@ -76,6 +80,7 @@ pub fn finding_thread_body_linked(finding: &Finding, link: Option<&FileLink>) ->
         slot: finding.slot.clone(),
         occurrence: finding.occurrence.clone(),
     };
+    let built_in = finding.slot.rule.starts_with(BUILT_IN_PREFIX);
     let advice = match finding.effect {
         Effect::Challenge if finding.slot.rule == RULE_SELF_EDIT => {
             "_A policy owner other than the merge request's author assents by resolving this thread; anyone else's resolution does not count. Pushing the file again keeps this thread._"
@@ -83,13 +88,29 @@ pub fn finding_thread_body_linked(finding: &Finding, link: Option<&FileLink>) ->
         Effect::Challenge => {
             "_A reviewer other than the merge request's author assents by resolving this thread; the author's own resolution does not count. A later change to the judged value opens a fresh thread._"
         }
+        // A built-in block is no policy's verdict: no policy can allow it, and no
+        // resolution assents to it; only what the message names being fixed clears it.
+        Effect::Block if built_in => {
+            "_This blocks the merge request until what it names is fixed: assent blocks rather than guess, and resolving this thread does not assent to it._"
+        }
         Effect::Block => {
             "_This blocks the merge request until the change is reverted or the policy on the target branch allows it._"
         }
         Effect::Comment => "_For information; assent resolves this thread itself._",
     };
+    // A policy finding's rule is in the target branch's `.assent/policies/`, where a
+    // reviewer can read it; a built-in one is in no file of the repository, so its footer
+    // says where it is documented.
+    let documented = if built_in {
+        format!(
+            "\n\n_{} is built into assent and always on: what it checks and how to clear it is in assent's docs/policies.md, \"Built-in findings\"._",
+            inert::code(&finding.slot.rule)
+        )
+    } else {
+        String::new()
+    };
     let text = format!(
-        "**{} {}** · {} · {}{}\n\n{}\n\n{}",
+        "**{} {}** · {} · {}{}\n\n{}\n\n{}{documented}",
         effect_icon(finding.effect, false),
         finding.effect.as_str(),
         inert::code(&finding.slot.rule),
@@ -145,6 +166,11 @@ pub fn duplicate_reply(canonical_forge_id: u64, head_sha: &str) -> String {
         "Duplicate of the thread starting at note {canonical_forge_id}; resolved as of {head_sha}."
     )
 }
+
+/// The reply under a previous bot user's summary once the current bot's summary supersedes
+/// it (`crate::bot_identity`): the token's user cannot edit another user's note, so the old
+/// summary is kept as it was, and this says it no longer tracks the merge request.
+pub const ADOPTED_SUMMARY_REPLY: &str = "Superseded: a renewed token gave assent a new bot user, whose summary on this merge request replaces this one. This earlier summary is kept as it was and no longer tracks the merge request.";
 
 /// The marker-less body a duplicate summary is edited to.
 pub fn collapsed_summary_body(canonical_note_id: u64) -> String {
@@ -457,6 +483,62 @@ mod tests {
             effect,
             occurrence: Occurrence::digest(b"x"),
             message: message.into(),
+        }
+    }
+
+    fn built_in(rule: &str, effect: Effect, message: &str) -> Finding {
+        Finding {
+            slot: Slot {
+                rule: rule.into(),
+                subject: "topics/a.yaml#".into(),
+            },
+            ..finding(effect, message)
+        }
+    }
+
+    /// A built-in finding ends with a footer saying it is built in and where it is
+    /// documented, since no policy file of the repository holds it; a built-in block does
+    /// not send the reviewer to a policy that could allow it. A policy finding has neither.
+    #[test]
+    fn built_in_findings_end_with_where_they_are_documented() {
+        let parse_error = built_in(
+            "assent/parse-error",
+            Effect::Block,
+            "`topics/a.yaml` does not parse at the source SHA: line 3: duplicate key `name`",
+        );
+        insta::assert_snapshot!("built_in_block_footer", finding_thread_body(&parse_error));
+        let attributes = built_in(
+            "assent/git-attributes",
+            Effect::Challenge,
+            "`.gitattributes` line 2 gives `topics/*.yaml` `export-ignore`.",
+        );
+        insta::assert_snapshot!(
+            "built_in_challenge_footer",
+            finding_thread_body(&attributes)
+        );
+        let policy = finding_thread_body(&finding(Effect::Block, "m"));
+        assert!(!policy.contains("built into assent"), "{policy}");
+        assert!(
+            policy.contains("the policy on the target branch allows it"),
+            "{policy}"
+        );
+        for rule in [
+            "assent/self-edit",
+            "assent/undecidable",
+            "assent/policy-error",
+            "assent/policy-broken",
+            "assent/policy-test-failed",
+            "assent/ambiguous-identity",
+        ] {
+            let body = finding_thread_body(&built_in(rule, Effect::Block, "m"));
+            assert!(
+                body.ends_with("docs/policies.md, \"Built-in findings\"._"),
+                "{body}"
+            );
+            assert!(
+                !body.contains("the policy on the target branch allows it"),
+                "{body}"
+            );
         }
     }
 

@@ -37,6 +37,16 @@ pub fn verify_rescan(
     let mut mismatches = Vec::new();
     let summary_ids: Vec<u64> = rescan.summaries.iter().map(|s| s.note_id).collect();
     if let Some(open) = rescan
+        .adopted_summaries
+        .iter()
+        .find(|s| s.open_thread && writes.resolved.contains(&s.note_id))
+    {
+        mismatches.push(format!(
+            "a previous bot's summary note {} was resolved by this run but is an open thread",
+            open.note_id
+        ));
+    }
+    if let Some(open) = rescan
         .summaries
         .iter()
         .find(|s| s.open_thread.is_some() && writes.resolved.contains(&s.note_id))
@@ -197,6 +207,7 @@ mod tests {
             threads: vec![thread(10, false)],
             summaries: vec![summary(1)],
             warnings: vec![],
+            adopted_summaries: Vec::new(),
         };
         assert!(verify_rescan(&desired(Effect::Challenge), &inv, &record()).is_empty());
     }
@@ -222,6 +233,7 @@ mod tests {
                 threads: vec![thread(10, false), extra],
                 summaries: vec![summary(1)],
                 warnings: vec![],
+                adopted_summaries: Vec::new(),
             };
             let m = verify_rescan(&desired(Effect::Challenge), &inv, &record());
             assert_eq!(m.len(), 1, "{m:?}");
@@ -232,6 +244,7 @@ mod tests {
             threads: vec![foreign.clone()],
             summaries: vec![summary(1)],
             warnings: vec![],
+            adopted_summaries: Vec::new(),
         };
         let none = WriteRecord {
             summary_note_id: Some(1),
@@ -256,6 +269,7 @@ mod tests {
             ],
             summaries: vec![summary(1)],
             warnings: vec![],
+            adopted_summaries: Vec::new(),
         };
         assert!(verify_rescan(&desired(Effect::Challenge), &inv, &record()).is_empty());
     }
@@ -266,6 +280,7 @@ mod tests {
             threads: vec![thread(10, true)],
             summaries: vec![summary(1)],
             warnings: vec![],
+            adopted_summaries: Vec::new(),
         };
         assert!(verify_rescan(&desired(Effect::Challenge), &inv, &record()).is_empty());
     }
@@ -276,6 +291,7 @@ mod tests {
             threads: vec![],
             summaries: vec![summary(1), summary(2)],
             warnings: vec![],
+            adopted_summaries: Vec::new(),
         };
         let m = verify_rescan(&desired(Effect::Challenge), &empty, &record());
         assert_eq!(m.len(), 3, "{m:?}");
@@ -283,6 +299,7 @@ mod tests {
             threads: vec![thread(10, false), thread(11, false)],
             summaries: vec![summary(1)],
             warnings: vec![],
+            adopted_summaries: Vec::new(),
         };
         let m = verify_rescan(&desired(Effect::Challenge), &raced, &record());
         assert_eq!(
@@ -297,6 +314,7 @@ mod tests {
             threads: vec![thread(10, false)],
             summaries: vec![summary(1)],
             warnings: vec![],
+            adopted_summaries: Vec::new(),
         };
         assert_eq!(
             verify_rescan(&desired(Effect::Comment), &inv, &record()).len(),
@@ -334,6 +352,7 @@ mod tests {
             ],
             summaries: vec![summary(1)],
             warnings: vec![],
+            adopted_summaries: Vec::new(),
         };
         let rec = WriteRecord {
             summary_note_id: Some(1),

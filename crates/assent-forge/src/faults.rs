@@ -94,6 +94,11 @@ impl Forge for FaultyForge<'_> {
         self.inner.list_discussions()
     }
 
+    fn version_heads(&self) -> Result<Vec<String>, ForgeError> {
+        self.check_alive()?;
+        self.inner.version_heads()
+    }
+
     fn create_thread(
         &self,
         body: &str,

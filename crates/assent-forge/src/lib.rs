@@ -125,6 +125,10 @@ pub enum TransportFailure {
     Certificate(CertificateFailure),
     /// Another TLS failure (handshake, protocol).
     Tls,
+    /// The API base says `https://` but the server answered the TLS hello in plain HTTP (a
+    /// plain-HTTP GitLab, or its nginx answering `400` to bytes it cannot parse): nothing was
+    /// sent, and asking again cannot help.
+    PlainHttp,
     /// The request timed out after the connection was made.
     Timeout,
     /// The connection broke, or the answer could not be read.
@@ -253,6 +257,13 @@ pub trait Forge: Send + Sync {
     /// Every discussion of the merge request, all pages, notes oldest first; an error when
     /// the listing cannot be proven complete.
     fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError>;
+    /// The head commit of every diff version the forge keeps of the merge request, newest
+    /// first (GitLab: `GET …/versions`, `head_commit_sha` of each, one version per push):
+    /// every SHA that was ever the merge request's head. An error when the listing cannot be
+    /// proven complete. Read only when a pipeline's source SHA is not the current head, to
+    /// tell an earlier head (a stale pipeline) from a SHA that never was one (a job that is
+    /// not this merge request's pipeline).
+    fn version_heads(&self) -> Result<Vec<String>, ForgeError>;
     /// Creates a resolvable thread whose first note has `body`: a general thread, or with a
     /// `position` a thread on that line of the merge request's diff (a GitLab DiffNote,
     /// docs/contract.md#diffnotes). A position the forge does not accept is refused with 400 before anything

@@ -93,6 +93,9 @@ struct State {
     reset_approvals_on_push: bool,
     /// GitLab's "automatically resolve threads that become outdated" (off by default).
     resolve_outdated_diff_discussions: bool,
+    /// The heads [`InMemoryForge::set_head`] replaced, oldest first (GitLab's earlier diff
+    /// versions).
+    earlier_heads: Vec<String>,
 }
 
 /// A stateful in-memory merge request. All methods take `&self`; state sits behind a mutex.
@@ -152,6 +155,7 @@ impl InMemoryForge {
                 approved_by: BTreeSet::new(),
                 reset_approvals_on_push: true,
                 resolve_outdated_diff_discussions: false,
+                earlier_heads: Vec::new(),
             }),
         }
     }
@@ -180,12 +184,17 @@ impl InMemoryForge {
         self.lock().order = order;
     }
 
-    /// Moves the MR's head (a new push). A push that moves the head removes every approval
+    /// Moves the MR's head (a new push), keeping the replaced head as an earlier diff version
+    /// ([`Forge::version_heads`]). A push that moves the head removes every approval
     /// unless [`InMemoryForge::set_reset_approvals_on_push`] turned that off, as on GitLab.
     pub fn set_head(&self, head_sha: &str) {
         let mut state = self.lock();
         if state.mr.head_sha != head_sha && state.reset_approvals_on_push {
             state.approved_by.clear();
+        }
+        if state.mr.head_sha != head_sha {
+            let replaced = std::mem::take(&mut state.mr.head_sha);
+            state.earlier_heads.push(replaced);
         }
         state.mr.head_sha = head_sha.to_owned();
         // GitLab computes a new diff version for the new head.
@@ -557,6 +566,14 @@ impl Forge for InMemoryForge {
             changes_count: state.changes_count.clone().unwrap_or(counted),
             ..state.mr.clone()
         })
+    }
+
+    fn version_heads(&self) -> Result<Vec<String>, ForgeError> {
+        let mut state = self.lock();
+        state.counts.reads += 1;
+        let mut heads = vec![state.mr.head_sha.clone()];
+        heads.extend(state.earlier_heads.iter().rev().cloned());
+        Ok(heads)
     }
 
     fn resolves_outdated_diff_threads(&self) -> Result<bool, ForgeError> {

@@ -109,6 +109,9 @@ fn transport_advice(cause: TransportFailure) -> Option<&'static str> {
         TransportFailure::Certificate(_) | TransportFailure::Tls => Some(
             "TLS verification failed: for a private CA set ASSENT_CA_FILE to the CA's certificate (PEM), not the server's own certificate; `assent doctor` shows which CA file is in use",
         ),
+        TransportFailure::PlainHttp => Some(
+            "GitLab's port answered in plain HTTP, not TLS: set CI_API_V4_URL (--api-url) to http://<host>/api/v4 (and ASSENT_ALLOW_HTTP=1 for a host that is not loopback), or to the port that serves HTTPS; `assent doctor` checks it",
+        ),
         TransportFailure::UnknownHost | TransportFailure::ConnectFailed => Some(
             "GitLab could not be reached: check CI_API_V4_URL (--api-url) and the network path; `assent doctor` checks it",
         ),

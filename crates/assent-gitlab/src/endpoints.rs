@@ -6,6 +6,7 @@
 //! * [`CreateMergeRequestDiscussionNote`]:
 //!   `POST projects/:id/merge_requests/:iid/discussions/:discussion_id/notes` (form `body`)
 //! * [`MergeRequestNote`]: `GET projects/:id/merge_requests/:iid/notes/:note_id`
+//! * [`MergeRequestVersions`]: `GET projects/:id/merge_requests/:iid/versions` (paginated)
 //!
 //! Path segments go through `gitlab::api::common::path_escaped`, as the crate's own builders
 //! do, so a project path `group/sub/proj` is the single segment `group%2Fsub%2Fproj`.
@@ -103,6 +104,30 @@ impl Endpoint for MergeRequestNote<'_> {
         format!(
             "projects/{}/merge_requests/{}/notes/{}",
             self.project, self.merge_request, self.note
+        )
+        .into()
+    }
+}
+
+/// The diff versions of a merge request, newest first (`lib/api/merge_request_diffs.rb`:
+/// `paginate(merge_request.merge_request_diffs.order_id_desc)`).
+#[derive(Debug, Clone)]
+pub struct MergeRequestVersions<'a> {
+    /// The project id or path.
+    pub project: NameOrId<'a>,
+    /// The merge request IID.
+    pub merge_request: u64,
+}
+
+impl Endpoint for MergeRequestVersions<'_> {
+    fn method(&self) -> Method {
+        Method::GET
+    }
+
+    fn endpoint(&self) -> Cow<'static, str> {
+        format!(
+            "projects/{}/merge_requests/{}/versions",
+            self.project, self.merge_request
         )
         .into()
     }

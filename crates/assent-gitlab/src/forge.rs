@@ -25,7 +25,8 @@ use super::client::{GitLabClient, build_error};
 use super::config::GitLabConfig;
 use super::discussion_stream;
 use super::endpoints::{
-    CreateMergeRequestDiscussionNote, MergeRequestNote, ResolveMergeRequestDiscussion,
+    CreateMergeRequestDiscussionNote, MergeRequestNote, MergeRequestVersions,
+    ResolveMergeRequestDiscussion,
 };
 use super::pagination::{list_all, list_all_with};
 use super::retry::{ReadFailure, Sleeper, ThreadSleeper};
@@ -120,6 +121,7 @@ struct ApiMember {
 struct ApiAccount {
     bot: Option<bool>,
     state: Option<String>,
+    username: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -309,6 +311,7 @@ impl Forge for GitLabForge {
                 Ok(Some(Account {
                     bot: account.bot,
                     state: account.state,
+                    username: account.username,
                 }))
             }
             // GitLab answers 404 for a user the token may not see (`lib/api/users.rb`).
@@ -382,6 +385,29 @@ impl Forge for GitLabForge {
                 _ => None,
             }),
         })
+    }
+
+    fn version_heads(&self) -> Result<Vec<String>, ForgeError> {
+        /// The one field read of `Entities::MergeRequestDiff`.
+        #[derive(Deserialize)]
+        struct ApiVersion {
+            head_commit_sha: Option<String>,
+        }
+        let endpoint = MergeRequestVersions {
+            project: self.client.project_ref(),
+            merge_request: self.mr_iid,
+        };
+        let what = format!("diff versions of merge request {}", self.mr_iid);
+        let versions: Vec<ApiVersion> = list_all(
+            &self.client.requester,
+            self.client.prepare(&endpoint)?,
+            &self.client.listing(&what, false),
+        )?;
+        // A version without a head (GitLab's `empty` diff state) names no head.
+        Ok(versions
+            .into_iter()
+            .filter_map(|v| v.head_commit_sha)
+            .collect())
     }
 
     fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError> {

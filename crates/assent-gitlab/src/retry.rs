@@ -49,7 +49,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::transport::{
     Failure, PreparedRequest, RawResponse, StreamSink, Transport, error_message,
 };
-use assent_forge::{ContentBudget, ForgeError, RateLimited};
+use assent_forge::{ContentBudget, ForgeError, RateLimited, TransportFailure};
 
 /// Waits between read attempts. Implementations must be thread-safe.
 pub trait Sleeper: Send + Sync {
@@ -455,6 +455,15 @@ impl Requester {
                         message: failure.to_string(),
                     },
                 })
+            }
+            // The server speaks plain HTTP on that port: every attempt would get the same.
+            Err(failure @ Failure::NotSent(_, TransportFailure::PlainHttp)) => {
+                RetryDecision::Fail(ReadFailure::Failed(ForgeError::Transport {
+                    method,
+                    route,
+                    message: self.transport.redact(failure.to_string()),
+                    cause: failure.cause(),
+                }))
             }
             Err(failure) => RetryDecision::Retry {
                 error: ForgeError::Transport {

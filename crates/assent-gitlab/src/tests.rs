@@ -2190,3 +2190,5 @@ fn a_position_gitlab_refuses_is_a_400_refusal_that_wrote_nothing() {
 }
 
 mod lfs_and_refs_tests;
+mod tls_to_plain_http_tests;
+mod token_and_users_tests;

@@ -327,6 +327,7 @@ fn scope_verdicts() {
     let scopes = |s: &[&str]| {
         Ok(TokenSelf {
             scopes: Some(s.iter().map(|x| (*x).to_owned()).collect()),
+            ..TokenSelf::default()
         })
     };
     assert_check(
@@ -355,6 +356,125 @@ fn scope_verdicts() {
         "scope",
         Status::Unknown,
         "does not expose",
+    );
+}
+
+/// The token's expiry, judged on a fixed day: ✓ at 31 days, a warning at 30 and 29 days
+/// and at one day, a failure on the date and after it, "not checked" when GitLab does not
+/// say, ✓ for a token without expiry.
+#[test]
+fn token_expiry_verdicts() {
+    let today = chrono::NaiveDate::from_ymd_opt(2026, 12, 6).unwrap();
+    let expiring = |date: Option<&str>| {
+        Ok(TokenSelf {
+            expires_at: Some(date.map(str::to_owned)),
+            ..TokenSelf::default()
+        })
+    };
+    let check = |date: &str| token_expiry_check(&expiring(Some(date)), today);
+    assert_check(
+        &check("2027-01-06"),
+        "token-expiry",
+        Status::Pass,
+        "the token expires on 2027-01-06, in 31 days",
+    );
+    for (date, days) in [
+        ("2027-01-05", "30 days"),
+        ("2027-01-04", "29 days"),
+        ("2026-12-07", "1 day"),
+    ] {
+        let warning = check(date);
+        assert_check(
+            &warning,
+            "token-expiry",
+            Status::Unknown,
+            &format!("the token expires on {date}, in {days}"),
+        );
+        assert!(fix(&warning).contains("rotation API"), "{warning:?}");
+        assert!(fix(&warning).contains("new bot user"), "{warning:?}");
+    }
+    for date in ["2026-12-06", "2026-11-30"] {
+        let expired = check(date);
+        assert_check(
+            &expired,
+            "token-expiry",
+            Status::Fail,
+            &format!("the token expired on {date}"),
+        );
+        assert!(fix(&expired).contains("/rotate"), "{expired:?}");
+    }
+    assert_check(
+        &token_expiry_check(&expiring(None), today),
+        "token-expiry",
+        Status::Pass,
+        "the token does not expire",
+    );
+    for not_said in [
+        Ok(TokenSelf::default()),
+        expiring(Some("next year")),
+        Err(failed(Diagnosis::NotFound)),
+    ] {
+        assert_check(
+            &token_expiry_check(&not_said, today),
+            "token-expiry",
+            Status::Skipped,
+            "GitLab does not say when this token expires",
+        );
+    }
+}
+
+#[test]
+fn bot_markers_verdicts() {
+    use crate::core::bot_identity::{IdentityRefusal, Owners};
+    let check = |found: &MarkerOwners| bot_markers_check(Some((7, found)));
+    assert_check(
+        &check(&Ok(Ok(Owners::only(1)))),
+        "bot-markers",
+        Status::Pass,
+        "no other bot user's assent markers on MR !7",
+    );
+    let adopted = Owners {
+        bot: 1,
+        adopted: [9].into(),
+    };
+    assert_check(
+        &check(&Ok(Ok(adopted))),
+        "bot-markers",
+        Status::Pass,
+        "adopted previous bot user(s) id 9",
+    );
+    let previous = check(&Ok(Err(IdentityRefusal::PreviousBot {
+        previous: vec![(Some("old-bot".into()), 9)],
+    })));
+    assert_check(&previous, "bot-markers", Status::Fail, "old-bot (id 9)");
+    assert!(fix(&previous).contains("ASSENT_PREVIOUS_BOT_USERS"));
+    let person = check(&Ok(Err(IdentityRefusal::NamedPerson {
+        username: "alice".into(),
+        id: 200,
+    })));
+    assert_check(
+        &person,
+        "bot-markers",
+        Status::Fail,
+        "alice (id 200) is not a bot",
+    );
+    assert_check(
+        &check(&Ok(Err(IdentityRefusal::TooManyAuthors { authors: 6 }))),
+        "bot-markers",
+        Status::Unknown,
+        "6 users",
+    );
+    assert_check(
+        &check(&Err(failed(Diagnosis::NotFound))),
+        "bot-markers",
+        Status::Unknown,
+        "cannot list MR !7's discussions",
+    );
+    assert_check(
+        &bot_markers_check(None),
+        "bot-markers",
+        Status::Skipped,
+        "pass --mr",
     );
 }
 
@@ -670,6 +790,8 @@ fn inputs_cleartext_and_skipped_checks() {
         policy_project: None,
         serve_url: None,
         bot_user: None,
+        today: chrono::NaiveDate::default(),
+        previous_bot_users: Vec::new(),
     };
     let check = inputs_check(&inputs);
     assert_check(

@@ -223,7 +223,7 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
                 &json!({
                     "id": 1, "name": t.name, "revoked": false, "created_at": "2024-01-01T00:00:00.000Z",
                     "scopes": t.scopes, "user_id": t.user_id, "last_used_at": st.now(),
-                    "active": true, "expires_at": null
+                    "active": true, "expires_at": t.expires_at
                 }),
             );
         }
@@ -417,6 +417,36 @@ fn route_request(st: &mut State, method: &str, route: &Route, ctx: &Ctx) -> Resp
                 let items = crate::diff_limits::served_diffs(st, &mr.diffs)
                     .iter()
                     .map(|d| serde_json::to_value(d).map(strip_nulls).expect("diff"))
+                    .collect();
+                paginate(st, items, ctx)
+            }
+            None => op_err(OpError::MergeRequestNotFound),
+        },
+        // `lib/api/merge_request_diffs.rb`: `paginate(merge_request.merge_request_diffs
+        // .order_id_desc)` as `Entities::MergeRequestDiff` (id, head, base and start SHAs,
+        // created_at, merge_request_id, state, real_size, patch_id_sha): one version per
+        // head the MR had, the current one first.
+        (RouteKind::Versions, "GET") => match p!().mr(route.iid) {
+            Some(mr) => {
+                let mr_id = mr.global_id(pid);
+                let heads: Vec<&String> = mr.earlier_heads.iter().chain([&mr.sha]).collect();
+                let items = heads
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(i, head)| {
+                        json!({
+                            "id": mr_id * 100 + i as u64 + 1,
+                            "head_commit_sha": head,
+                            "base_commit_sha": mr.diff_refs.base_sha,
+                            "start_commit_sha": mr.diff_refs.start_sha,
+                            "created_at": mr.created_at,
+                            "merge_request_id": mr_id,
+                            "state": "collected",
+                            "real_size": mr.diffs.len().to_string(),
+                            "patch_id_sha": null,
+                        })
+                    })
                     .collect();
                 paginate(st, items, ctx)
             }

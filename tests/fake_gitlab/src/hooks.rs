@@ -170,6 +170,10 @@ pub struct RunnerRun {
     pub pipeline_id: u64,
     /// The MR.
     pub iid: u64,
+    /// The command line it ran.
+    pub command: String,
+    /// The folder it ran in.
+    pub dir: std::path::PathBuf,
     /// The exit code (`None` when killed by a signal or not started).
     pub exit_code: Option<i32>,
     /// Its stdout.
@@ -194,6 +198,8 @@ pub struct Hooks {
     pipelines: BTreeMap<(u64, u64), String>,
     deliveries: Vec<Delivery>,
     runner: Option<Runner>,
+    /// Each job runs in a folder of its own under the runner's (`pipeline-<id>`).
+    job_dirs: bool,
     runs: Vec<RunnerRun>,
     seq: u64,
 }
@@ -555,9 +561,22 @@ fn run_job(shared: &Arc<Shared>, runner: &Runner, project: u64, iid: u64, pipeli
         ]
     };
     set_status(shared, project, pipeline, "running");
+    let job_dirs = shared
+        .hooks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .job_dirs;
+    // As GitLab Runner gives each job a build folder of its own, jobs that overlap never
+    // write the same files.
+    let dir = if job_dirs {
+        runner.dir.join(format!("pipeline-{pipeline}"))
+    } else {
+        runner.dir.clone()
+    };
+    let _ = std::fs::create_dir_all(&dir);
     let output = std::process::Command::new(&runner.program)
         .args(&runner.args)
-        .current_dir(&runner.dir)
+        .current_dir(&dir)
         .env_clear()
         .envs(runner.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
@@ -576,6 +595,11 @@ fn run_job(shared: &Arc<Shared>, runner: &Runner, project: u64, iid: u64, pipeli
         .unwrap_or_else(|e| e.into_inner())
         .runs
         .push(RunnerRun {
+            command: std::iter::once(runner.program.as_str())
+                .chain(runner.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            dir,
             pipeline_id: pipeline,
             iid,
             exit_code,
@@ -623,6 +647,17 @@ impl crate::FakeGitLab {
         self.hooks_baseline();
     }
 
+    /// Runs each job in a folder of its own, `pipeline-<id>` under the runner's, as GitLab
+    /// Runner gives each job its own build folder (off by default: the job runs in the
+    /// runner's folder).
+    pub fn set_runner_job_dirs(&self, on: bool) {
+        self.shared
+            .hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .job_dirs = on;
+    }
+
     fn hooks_baseline(&self) {
         let mut hooks = self.shared.hooks.lock().unwrap_or_else(|e| e.into_inner());
         let targets = std::mem::take(&mut hooks.targets);
@@ -658,6 +693,16 @@ impl crate::FakeGitLab {
             .runs
             .clone()
     }
+}
+
+/// The jobs the runner ran so far (takes the hooks' lock: never call it holding the state's).
+pub(crate) fn runs(shared: &Shared) -> Vec<RunnerRun> {
+    shared
+        .hooks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .runs
+        .clone()
 }
 
 /// Shared handle type re-exported for the server.

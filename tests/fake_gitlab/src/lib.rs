@@ -14,7 +14,8 @@
 //! need no token: `GET /__fake/state`, `GET /__fake/transcript` (every MR's notes as text),
 //! `GET /__fake/log`, `POST /__fake/log/reset`,
 //! `POST /__fake/faults` (a JSON [`FaultRule`]), `DELETE /__fake/faults`,
-//! `POST /__fake/release`.
+//! `POST /__fake/release`, `POST /__fake/push` (a new source tree, see [`web`]). The web
+//! pages of [`web`] answer under each project's path.
 //!
 //! With the cargo feature `tls`, `tls::TlsFront` serves the fake over HTTPS with a given
 //! certificate, for the tests of certificate handling.
@@ -39,6 +40,7 @@ pub mod time;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod unified_diff;
+pub mod web;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -95,6 +97,18 @@ impl FakeGitLab {
     /// `http://127.0.0.1:PORT`
     pub fn root_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Makes every `web_url` the fake serves point at the fake itself, whose pages
+    /// ([`web`]) answer them: a sandbox whose links a reviewer follows.
+    pub fn use_own_web_url(&self) {
+        let root = self.root_url();
+        self.with_state(|s| s.web_url = root);
+    }
+
+    /// The token the web pages' forms must carry.
+    pub fn web_form_token(&self) -> String {
+        self.shared.web_token.clone()
     }
 
     /// The port the fake listens on.
@@ -262,7 +276,8 @@ impl FakeGitLab {
             .expect("clone_discussion")
     }
 
-    /// Moves the MR head (`sha` and `diff_refs.head_sha`), as a push would. A push that moves
+    /// Moves the MR head (`sha` and `diff_refs.head_sha`), as a push would, keeping the
+    /// replaced head as an earlier diff version (`GET …/versions`). A push that moves
     /// the head removes the MR's approvals when the project's `reset_approvals_on_push` is on
     /// (GitLab's default).
     pub fn set_head(&self, project: u64, iid: u64, sha: &str) {
@@ -270,6 +285,11 @@ impl FakeGitLab {
             let now = s.now();
             crate::approvals::reset_on_push(s, project, iid, sha);
             let m = s.mr_mut_ref(project, iid).expect("mr");
+            // GitLab keeps the replaced head's diff version (`merge_request_diffs`).
+            if m.sha != sha && !m.sha.is_empty() {
+                let replaced = std::mem::take(&mut m.sha);
+                m.earlier_heads.push(replaced);
+            }
             m.sha = sha.into();
             m.diff_refs.head_sha = sha.into();
             m.updated_at = now;

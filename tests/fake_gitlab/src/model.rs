@@ -190,6 +190,11 @@ pub struct Token {
     pub access_level: u32,
     /// The token's name.
     pub name: String,
+    /// The date the token expires (`YYYY-MM-DD`, GitLab's `expires_at` on
+    /// `GET personal_access_tokens/self`, `lib/api/entities/personal_access_token.rb`);
+    /// `None` answers `null`: a token without expiry, which GitLab still holds where an
+    /// administrator lifted "require expiration" or for a token older than the 16.0 rule.
+    pub expires_at: Option<String>,
 }
 
 impl Default for Token {
@@ -200,6 +205,7 @@ impl Default for Token {
             scopes: vec!["api".into()],
             access_level: 40,
             name: "token".into(),
+            expires_at: None,
         }
     }
 }
@@ -217,6 +223,11 @@ impl Token {
     /// Sets the project access level of the token's user.
     pub fn access_level(mut self, level: u32) -> Self {
         self.access_level = level;
+        self
+    }
+    /// Sets the date the token expires (`YYYY-MM-DD`).
+    pub fn expires_at(mut self, date: &str) -> Self {
+        self.expires_at = Some(date.into());
         self
     }
 }
@@ -696,6 +707,11 @@ pub struct MergeRequest {
     /// The MR has no commits (`MergeRequest#has_no_commits?`): GitLab creates no pipeline for
     /// it and answers the pipeline creation `405`.
     pub has_no_commits: bool,
+    /// The heads of the MR's earlier diff versions, oldest first: GitLab keeps a
+    /// `merge_request_diff` per push (`head_commit_sha`), and `GET …/versions` lists them
+    /// with the current head's newest. [`crate::FakeGitLab::set_head`] adds the head it
+    /// replaces.
+    pub earlier_heads: Vec<String>,
 }
 
 impl Default for MergeRequest {
@@ -725,6 +741,7 @@ impl Default for MergeRequest {
             overflow: false,
             changes_count: None,
             has_no_commits: false,
+            earlier_heads: vec![],
         }
     }
 }

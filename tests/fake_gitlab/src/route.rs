@@ -34,6 +34,9 @@ pub enum RouteKind {
     Note,
     /// `/projects/:id/merge_requests/:iid/diffs`
     Diffs,
+    /// `/projects/:id/merge_requests/:iid/versions` (GET: the MR's diff versions, newest
+    /// first)
+    Versions,
     /// `/projects/:id/merge_requests/:iid/changes` (deprecated by GitLab for `diffs`; the MR
     /// with its `changes` and `overflow`)
     Changes,
@@ -161,6 +164,7 @@ pub(crate) fn parse(raw_path: &str) -> Route {
                                 None => RouteKind::Unknown,
                             },
                             ["diffs"] => RouteKind::Diffs,
+                            ["versions"] => RouteKind::Versions,
                             ["changes"] => RouteKind::Changes,
                             ["pipelines"] => RouteKind::Pipelines,
                             ["approvals"] => RouteKind::MrApprovals,

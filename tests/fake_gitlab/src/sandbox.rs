@@ -1,12 +1,20 @@
 //! The local sandbox: a repository as a GitLab project with one open merge request, so that
-//! `assent doctor`, `assent run` and `assent sweep` can be tried on a machine with no GitLab.
+//! `assent doctor`, `assent run`, `assent sweep` and `assent serve` can be tried on a machine
+//! with no GitLab.
 //!
 //! The target branch `main` holds one directory tree, the MR's source branch `feature` another;
 //! the MR's changed files are the paths whose bytes differ. Commit SHAs are derived from the
-//! trees' contents, so the same trees give the same SHAs on every start.
+//! trees' contents, so the same trees give the same SHAs on every start. A push
+//! ([`push`]) replaces the source branch's tree, as a new commit would.
 //!
-//! Users: `assent-bot` (the token assent uses), `alice` (a reviewer whose resolutions count as
-//! assent) and `bob` (the MR's author, whose own resolutions do not).
+//! Users: `assent-bot` (the token assent uses), `alice` (a Developer reviewer whose
+//! resolutions count as assent), `bob` (the MR's author, whose own resolutions do not) and
+//! `carol` (a Maintainer: a policy owner, whose resolution assents to a change of `.assent/`).
+//! A second project, `platform/assent-policies`, holds central policies
+//! (`--policy-project platform/assent-policies`).
+//!
+//! The examples are embedded in the library at build time (`build.rs`), so the binary runs
+//! from any folder.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -34,9 +42,39 @@ pub const BOT_ID: u64 = 2;
 pub const REVIEWER_ID: u64 = 3;
 /// The author's user id.
 pub const AUTHOR_ID: u64 = 4;
+/// The Maintainer's token: a policy owner, whose resolution assents to a policy change.
+pub const MAINTAINER_TOKEN: &str = "glpat-sandbox-carol";
+/// The Maintainer's user id.
+pub const MAINTAINER_ID: u64 = 5;
+/// The users a reviewer can resolve a thread as on the merge request's page: the reviewer,
+/// the author and the Maintainer.
+pub const PEOPLE: &[(&str, u64)] = &[
+    ("alice", REVIEWER_ID),
+    ("bob", AUTHOR_ID),
+    ("carol", MAINTAINER_ID),
+];
+/// The central policy project's id.
+pub const POLICY_PROJECT_ID: u64 = 2;
+/// The central policy project's path: what `--policy-project` names.
+pub const POLICY_PROJECT_PATH: &str = "platform/assent-policies";
+/// The example's second MR, which changes a policy (an `assent/self-edit` challenge).
+pub const POLICY_MR_IID: u64 = 2;
 
 /// The examples `--example` knows.
 pub const EXAMPLES: &[&str] = &["topic-registry"];
+
+// `EMBEDDED`: every file of the example repositories, written by `build.rs`.
+include!(concat!(env!("OUT_DIR"), "/examples.rs"));
+
+/// The embedded example repository `name` (`topic-registry`, `platform-policies`), empty when
+/// there is none by that name.
+pub fn embedded(name: &str) -> Tree {
+    EMBEDDED
+        .iter()
+        .filter(|(example, _, _)| *example == name)
+        .map(|(_, path, content)| ((*path).to_owned(), content.to_vec()))
+        .collect()
+}
 
 /// More files or bytes than a sandbox tree may hold: a guard against pointing it at `/`.
 const MAX_FILES: usize = 5_000;
@@ -132,18 +170,13 @@ pub fn read_tree(root: &Path) -> Result<Tree, SandboxError> {
     Ok(tree)
 }
 
-/// The example repositories' folder in this source tree.
-pub fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/repos")
-}
-
 /// The example `name`: its repository as the target branch, and as the MR's source the same
 /// tree with a retention that shrinks (a challenge) and an owner that changes (a comment).
 pub fn example(name: &str) -> Result<(Tree, Tree), SandboxError> {
     if !EXAMPLES.contains(&name) {
         return Err(SandboxError::UnknownExample(name.into()));
     }
-    let target = read_tree(&examples_dir().join(name))?;
+    let target = embedded(name);
     let mut source = target.clone();
     let file = "topics/orders.yaml";
     let edits = [
@@ -183,8 +216,18 @@ fn tree_sha(salt: &str, tree: &Tree) -> String {
     hex::encode(hash.finalize())[..40].to_owned()
 }
 
+/// A project holding `tree` at commit `sha`.
+fn with_tree(mut project: Project, sha: &str, tree: &Tree) -> Project {
+    project = project.commit(sha);
+    for (path, content) in tree {
+        project = project.file(sha, path, content.clone());
+    }
+    project
+}
+
 /// The sandbox: a project whose `main` is `target` and whose open MR !1 from `feature` makes
-/// it `source`. Both merge checks are on, as the setup guide asks.
+/// it `source`. Both merge checks are on, as the setup guide asks. Beside it, the central
+/// policy project `platform/assent-policies` with the example central policies on `main`.
 pub fn state(target: &Tree, source: &Tree) -> Result<State, SandboxError> {
     let diffs = DiffFile::listing(target, source);
     if diffs.is_empty() {
@@ -194,37 +237,171 @@ pub fn state(target: &Tree, source: &Tree) -> Result<State, SandboxError> {
     let head_sha = tree_sha("feature", source);
     let mut project = Project::new(PROJECT_ID, PROJECT_PATH)
         .branch("main", &base_sha)
-        .branch("feature", &head_sha)
-        .commit(&base_sha)
-        .commit(&head_sha);
+        .branch("feature", &head_sha);
     project.only_allow_merge_if_all_discussions_are_resolved = true;
     project.only_allow_merge_if_pipeline_succeeds = true;
-    for (path, content) in target {
-        project = project.file(&base_sha, path, content.clone());
-    }
-    for (path, content) in source {
-        project = project.file(&head_sha, path, content.clone());
-    }
+    project = with_tree(project, &base_sha, target);
+    project = with_tree(project, &head_sha, source);
     let mut mr =
         MergeRequest::new(MR_IID, AUTHOR_ID, &head_sha, &base_sha).branches("feature", "main");
     mr.title = "Shorten retention of orders.events.v1".into();
     for diff in diffs {
         mr = mr.diff(diff);
     }
+    let central = embedded("platform-policies");
+    let central_sha = tree_sha("main", &central);
+    let policies = with_tree(
+        Project::new(POLICY_PROJECT_ID, POLICY_PROJECT_PATH).branch("main", &central_sha),
+        &central_sha,
+        &central,
+    );
     Ok(State {
         users: vec![
             User::new(BOT_ID, "assent-bot").bot(true),
             User::new(REVIEWER_ID, "alice"),
             User::new(AUTHOR_ID, "bob"),
+            User::new(MAINTAINER_ID, "carol"),
         ],
         tokens: vec![
             Token::new(BOT_TOKEN, BOT_ID, &["api"]).access_level(30),
             Token::new(REVIEWER_TOKEN, REVIEWER_ID, &["api"]).access_level(30),
             Token::new(AUTHOR_TOKEN, AUTHOR_ID, &["api"]).access_level(30),
+            Token::new(MAINTAINER_TOKEN, MAINTAINER_ID, &["api"]).access_level(40),
         ],
-        projects: vec![project.merge_request(mr)],
+        projects: vec![project.merge_request(mr), policies],
         ..State::default()
     })
+}
+
+/// The example's policy change: MR !2 from `policy-message` by `bob`, which rewords the
+/// retention rule's message (an `assent/self-edit` challenge only a policy owner, `carol`,
+/// can assent to).
+pub fn add_policy_mr(state: &mut State) -> Result<(), SandboxError> {
+    let file = ".assent/policies/topics.yaml";
+    let (from, to) = (
+        "consumers that lag behind lose data.\"\n",
+        "consumers that lag behind lose data; check their lag first.\"\n",
+    );
+    let project = state
+        .project_mut(PROJECT_ID)
+        .expect("the sandbox's project");
+    let base_sha = project.branches["main"].clone();
+    let target: Tree = project.files[&base_sha]
+        .iter()
+        .map(|(path, content)| (path.clone(), content.0.clone()))
+        .collect();
+    let mut source = target.clone();
+    let text =
+        String::from_utf8_lossy(source.get(file).map_or(&[][..], |c| c.as_slice())).into_owned();
+    if !text.contains(from) {
+        return Err(SandboxError::EditDoesNotApply {
+            file: file.into(),
+            text: from.into(),
+        });
+    }
+    source.insert(file.into(), text.replacen(from, to, 1).into_bytes());
+    let head_sha = tree_sha("policy-message", &source);
+    let mut mr = MergeRequest::new(POLICY_MR_IID, AUTHOR_ID, &head_sha, &base_sha)
+        .branches("policy-message", "main");
+    mr.title = "Reword the retention-shrink message".into();
+    for diff in DiffFile::listing(&target, &source) {
+        mr = mr.diff(diff);
+    }
+    let taken = std::mem::replace(project, Project::new(0, ""));
+    *project = with_tree(
+        taken.branch("policy-message", &head_sha),
+        &head_sha,
+        &source,
+    )
+    .merge_request(mr);
+    Ok(())
+}
+
+/// The sandbox of example `name`: [`state`] of its trees and the policy change MR
+/// ([`add_policy_mr`]).
+pub fn example_state(name: &str) -> Result<State, SandboxError> {
+    let (target, source) = example(name)?;
+    let mut state = state(&target, &source)?;
+    add_policy_mr(&mut state)?;
+    Ok(state)
+}
+
+/// Why a push was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PushError {
+    /// No project or merge request by that id.
+    NotFound(String),
+    /// The tree is the MR's head already: there is nothing to commit.
+    NothingToCommit,
+}
+
+impl fmt::Display for PushError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PushError::NotFound(what) => write!(f, "{what} not found"),
+            PushError::NothingToCommit => write!(
+                f,
+                "nothing to commit: the tree is the merge request's head already"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PushError {}
+
+/// Pushes `tree` as a new commit on the source branch of MR `iid` of project `pid`, as
+/// GitLab's `app/services/merge_requests/refresh_service.rb` handles a push to an MR's
+/// branch: the branch and the MR's head move and its diff is reloaded (the target's tree
+/// against the new one), approvals are reset when the project says so, a system note
+/// `added 1 commit` is posted (`app/services/system_notes/commit_service.rb`), the Merge
+/// Request Hook follows (`action: update`, from the head's move) and a merge request
+/// pipeline is created (a project whose CI configuration runs MR pipelines). Returns the new
+/// commit's SHA.
+pub fn push(state: &mut State, pid: u64, iid: u64, tree: &Tree) -> Result<String, PushError> {
+    let now = state.now();
+    let project = state
+        .project(pid)
+        .ok_or_else(|| PushError::NotFound(format!("project {pid}")))?;
+    let mr = project
+        .mr(iid)
+        .ok_or_else(|| PushError::NotFound(format!("merge request !{iid}")))?;
+    let read = |sha: &str| -> Tree {
+        project
+            .files
+            .get(sha)
+            .map(|files| {
+                files
+                    .iter()
+                    .map(|(path, content)| (path.clone(), content.0.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    if read(&mr.sha) == *tree {
+        return Err(PushError::NothingToCommit);
+    }
+    let diffs = DiffFile::listing(&read(&mr.diff_refs.base_sha), tree);
+    // The previous head is part of the commit, so pushing an earlier tree again is a new
+    // commit (as in git), never the old SHA.
+    let sha = tree_sha(&format!("{}:{}", mr.source_branch, mr.sha), tree);
+    let (branch, author) = (mr.source_branch.clone(), mr.author_id);
+    crate::approvals::reset_on_push(state, pid, iid, &sha);
+    let project = state.project_mut(pid).expect("found above");
+    let taken = std::mem::replace(project, Project::new(0, ""));
+    *project = with_tree(taken.branch(&branch, &sha), &sha, tree);
+    let mr = project.mr_mut(iid).expect("found above");
+    mr.sha = sha.clone();
+    mr.diff_refs.head_sha = sha.clone();
+    mr.diffs = diffs;
+    mr.updated_at = now;
+    let body = format!("added 1 commit\n\n* {} - push from fake-gitlab", &sha[..8]);
+    state
+        .create_note(pid, iid, author, &body, true)
+        .map_err(|e| PushError::NotFound(format!("{e:?}")))?;
+    state
+        .create_pipeline(pid, iid)
+        .map_err(|e| PushError::NotFound(format!("{e:?}")))?;
+    Ok(sha)
 }
 
 /// The environment a CI merge request job would have, as `export` lines for a shell.
@@ -258,19 +435,41 @@ pub fn guide(api_base: &str, state: &State) -> String {
         "$CI_API_V4_URL/projects/{}/merge_requests/{}/discussions",
         project.id, mr.iid
     );
-    format!(
+    let mut out = format!(
         "\
 # Then, in that shell:
 assent doctor                  # checks the setup; serialization is a warning outside a CI job
 assent run --dry-run           # the plan, no write
 assent run                     # posts the threads and the summary, writes assent-receipt.json
-curl -s {root}/__fake/transcript   # what was posted, as a reviewer reads it
-# A reviewer (alice) assents by resolving a thread (ID from the transcript), then run again:
+# The merge request's page: each thread as a reviewer reads it, and buttons to resolve it
+# as alice (a reviewer: her resolution is assent), bob (the author: his is not) or carol:
+#   {root}/{path}/-/merge_requests/{iid}
+curl -s {root}/__fake/transcript   # the same as text
+# Or through the API, as a script would (the thread's ID is on the page):
 curl -s -X PUT -H 'PRIVATE-TOKEN: {REVIEWER_TOKEN}' \"{discussions}/ID?resolved=true\"
-# The author (bob, token {AUTHOR_TOKEN}) can resolve too; assent does not count it.
 assent sweep --interval 1h --lookback 2h   # the scheduled safety net
-"
-    )
+",
+        path = project.path_with_namespace,
+        iid = mr.iid,
+    );
+    if let Some(policy_mr) = project.mr(POLICY_MR_IID) {
+        out.push_str(&format!(
+            "\
+# !{iid} changes a policy: only a Maintainer (carol) can assent, on
+#   {root}/{path}/-/merge_requests/{iid}   (CI_MERGE_REQUEST_IID={iid},
+#   CI_MERGE_REQUEST_SOURCE_BRANCH_SHA={sha})
+",
+            iid = policy_mr.iid,
+            path = project.path_with_namespace,
+            sha = policy_mr.sha,
+        ));
+    }
+    if state.project(POLICY_PROJECT_ID).is_some() {
+        out.push_str(&format!(
+            "# Central policies: assent run --policy-project {POLICY_PROJECT_PATH}\n"
+        ));
+    }
+    out
 }
 
 /// Every merge request's notes as a reviewer reads them: each discussion with its state and

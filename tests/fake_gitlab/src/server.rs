@@ -86,6 +86,8 @@ pub(crate) struct Shared {
     pub conns: Mutex<HashMap<u64, TcpStream>>,
     pub conn_seq: AtomicU64,
     pub hooks: crate::hooks::HooksCell,
+    /// The token the web pages' forms carry (drawn at start, see `web`).
+    pub web_token: String,
 }
 
 impl Shared {
@@ -112,6 +114,7 @@ pub(crate) fn new_shared(mut state: State) -> Arc<Shared> {
         conns: Mutex::new(HashMap::new()),
         conn_seq: AtomicU64::new(0),
         hooks: Default::default(),
+        web_token: crate::hooks::new_uuid(),
     })
 }
 
@@ -330,6 +333,9 @@ pub(crate) fn handle(shared: &Shared, req: RawRequest) -> Outcome {
     };
     if raw_path.starts_with("/__fake/") {
         return Outcome::Respond(control(shared, &req, &raw_path, &query));
+    }
+    if let Some(page) = crate::web::handle(shared, &req, &raw_path) {
+        return Outcome::Respond(page);
     }
     let route = route::parse(&raw_path);
     let write = !matches!(req.method.as_str(), "GET" | "HEAD");
@@ -566,6 +572,7 @@ fn control(shared: &Shared, req: &RawRequest, raw_path: &str, _query: &str) -> R
             g.windows.clear();
             Response::json(200, &serde_json::json!({}))
         }
+        ("POST", "/__fake/push") => crate::web::push(shared, &req.body),
         ("POST", "/__fake/release") => {
             shared.lock().release_epoch += 1;
             shared.cv.notify_all();

@@ -606,6 +606,33 @@ fn params_from_query_form_or_json() {
     assert_eq!(r.json()["notes"][0]["resolved"], true);
 }
 
+/// `GET …/versions` (gitlabhq `lib/api/merge_request_diffs.rb`): one diff version per head
+/// the MR had, newest first, paginated; a push adds one.
+#[test]
+fn versions_list_every_head_newest_first() {
+    let fake = FakeGitLab::start(basic());
+    let heads = |fake: &FakeGitLab| -> Vec<String> {
+        let r = get(fake, &mr_path("/versions"));
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(r.h("x-total").is_some(), "paginated");
+        r.json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["head_commit_sha"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(heads(&fake), [HEAD_SHA]);
+    let newer = "4444444444444444444444444444444444444444";
+    fake.set_head(PROJECT_ID, MR_IID, newer);
+    fake.set_head(PROJECT_ID, MR_IID, newer);
+    assert_eq!(heads(&fake), [newer, HEAD_SHA]);
+    let r = get(&fake, &mr_path("/versions"));
+    let first = &r.json()[0];
+    assert_eq!(first["state"], "collected");
+    assert_eq!(first["base_commit_sha"], BASE_SHA);
+}
+
 #[test]
 fn human_actions_and_inspection() {
     let fake = FakeGitLab::start(basic());

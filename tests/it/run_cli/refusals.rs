@@ -27,6 +27,67 @@ fn a_stale_pipeline_writes_nothing() {
     r.assert_no_token();
 }
 
+/// A SHA no diff version of the MR ever had as its head (`GET …/versions`,
+/// `head_commit_sha` of each: gitlabhq `lib/api/merge_request_diffs.rb`) is no stale
+/// pipeline: the job is not this MR's. Exit 2 (configuration, not retried), both SHAs named,
+/// nothing written, no receipt; an earlier head stays the quiet stale pipeline above.
+#[test]
+fn a_source_sha_that_was_never_a_head_is_a_configuration_error() {
+    const STRANGER: &str = "9999999999999999999999999999999999999999";
+    let w = World::new(ASSENT);
+    w.push(NEW_SHA, &[("topics/orders.yaml", ORDERS_BASE)]);
+    let r = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", STRANGER)
+        .run();
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains(&format!(
+            "the pinned source SHA {STRANGER} was never a head of merge request !{}",
+            mr()
+        )) && r.stderr.contains(&format!("its head is {NEW_SHA}"))
+            && r.stderr.contains("not the merge request's pipeline"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(w.writes().len(), 0);
+    assert!(
+        r.receipt_text.is_none(),
+        "no receipt of a run that is not the MR's"
+    );
+    let versions = w
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.route == RouteKind::Versions)
+        .count();
+    assert_eq!(versions, 1);
+    r.assert_no_token();
+    // The head it replaced (the fixture's first head) was one: a quiet stale pipeline.
+    let r = w.run(&[]);
+    r.expect_code(0);
+    assert_refusal(&r.receipt(), "stale-pipeline");
+    assert_eq!(w.writes().len(), 0);
+}
+
+/// A versions listing that cannot be read whole fails closed: exit 3, nothing written,
+/// never a guess either way.
+#[test]
+fn an_unreadable_versions_listing_fails_closed() {
+    let w = World::new(ASSENT);
+    w.fake.set_head(project(), mr(), NEW_SHA);
+    w.fake.inject(
+        FaultRule::new(FaultAction::ServerError)
+            .method("GET")
+            .route(RouteKind::Versions),
+    );
+    let r = w.run(&[]);
+    r.expect_code(3);
+    assert!(r.stderr.contains("versions"), "{}", r.stderr);
+    assert_eq!(w.writes().len(), 0);
+    assert!(r.receipt_text.is_none());
+}
+
 #[test]
 fn a_closed_or_merged_mr_writes_nothing() {
     for state in [MrState::Closed, MrState::Merged] {

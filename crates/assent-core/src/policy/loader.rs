@@ -224,6 +224,8 @@ impl Loader {
                         file: file.clone(),
                         list,
                         field: field.clone(),
+                        defined_at: (path.to_owned(), line),
+                        glob_line,
                     });
                 }
             }

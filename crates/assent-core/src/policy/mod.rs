@@ -61,6 +61,7 @@ use sha2::{Digest, Sha256};
 pub use crate::grouping::DEFAULT_GROUP_ABOVE;
 use crate::inert;
 use crate::model::{Assenters, Change, ChangeKind, Effect, Finding, Occurrence, Slot};
+use crate::semantic_diff::{Node, escape_pointer_token};
 
 use cel_eval::{Bindings, EvalError, Predicate};
 
@@ -192,6 +193,10 @@ struct Identity {
     file: FileGlob,
     list: PointerPattern,
     field: String,
+    /// The policy file and the line of the list pattern.
+    defined_at: (String, Option<usize>),
+    /// The line of the file glob.
+    glob_line: Option<usize>,
 }
 
 /// Compiled rules and identity declarations from all policy files.
@@ -565,6 +570,146 @@ impl PolicySet {
             }
         }
         warnings
+    }
+
+    /// Whether some identity declaration's file glob matches `path`: the files whose lists
+    /// [`PolicySet::unused_identities`] needs to see.
+    pub fn identity_covers(&self, path: &str) -> bool {
+        self.identities.iter().any(|i| i.file.is_match(path))
+    }
+
+    /// A warning for each identity declaration that keys nothing in a checkout, at its line,
+    /// in load order: a typo there is silent at run time, since a list no declaration keys
+    /// is compared by position, and a rule that names entries by their key
+    /// (`/topics/orders.events.v1/…`, matched by `/topics/*/…`) then never fires.
+    ///
+    /// * its file glob matches none of `paths` (the checkout's files, `/`-separated; paths
+    ///   under `.assent/` do not count), or only files no rule's `match.files` matches
+    ///   (one warning per glob and policy file);
+    /// * its list pattern matches no list in `documents` (the parsed files its glob matches,
+    ///   each with its path), each list's pointer taken as changes carry it (an entry of a
+    ///   keyed list by its key). Not raised when no file its glob matches could be parsed.
+    pub fn unused_identities(
+        &self,
+        paths: &[&str],
+        documents: &[(&str, &Node)],
+    ) -> Vec<PolicyProblem> {
+        let paths: Vec<&str> = paths
+            .iter()
+            .copied()
+            .filter(|p| !p.starts_with(".assent/"))
+            .collect();
+        let mut lists: Vec<(&str, Vec<String>)> = Vec::new();
+        for (path, document) in documents {
+            let mut found = Vec::new();
+            let mut pointer = String::new();
+            self.collect_lists(path, document, &mut pointer, &mut found);
+            lists.push((path, found));
+        }
+        let mut warnings = Vec::new();
+        let mut globs_warned: BTreeSet<(&str, &str)> = BTreeSet::new();
+        for identity in &self.identities {
+            let (policy, line) = &identity.defined_at;
+            let glob = identity.file.as_str();
+            let matched: Vec<&str> = paths
+                .iter()
+                .copied()
+                .filter(|p| identity.file.is_match(p))
+                .collect();
+            let governed = matched.iter().any(|p| {
+                self.rules
+                    .iter()
+                    .any(|r| r.files.iter().any(|g| g.is_match(p)))
+            });
+            if matched.is_empty() || !governed {
+                if globs_warned.insert((policy.as_str(), glob)) {
+                    let why = if matched.is_empty() {
+                        "matches no file in the checkout"
+                    } else {
+                        "matches only files no rule's match.files governs"
+                    };
+                    warnings.push(PolicyProblem {
+                        file: policy.clone(),
+                        line: identity.glob_line,
+                        message: excerpt::sanitize_message(&format!(
+                            "identities: file glob `{glob}` {why}, so it keys no list any rule judges: a list it was meant for is compared by position, where a reorder or an insert shifts every entry after it and a rule that names an entry by its key never fires; fix the glob"
+                        )),
+                    });
+                }
+                continue;
+            }
+            let parsed: Vec<&(&str, Vec<String>)> = lists
+                .iter()
+                .filter(|(path, _)| identity.file.is_match(path))
+                .collect();
+            if parsed.is_empty() {
+                continue;
+            }
+            let used = parsed
+                .iter()
+                .any(|(_, found)| found.iter().any(|p| identity.list.is_match(p)));
+            if !used {
+                let shown: Vec<String> = {
+                    let mut all: Vec<&String> =
+                        parsed.iter().flat_map(|(_, found)| found.iter()).collect();
+                    all.sort();
+                    all.dedup();
+                    all.iter().take(3).map(|p| pointer_shown(p)).collect()
+                };
+                let there = if shown.is_empty() {
+                    "they hold no list".to_owned()
+                } else {
+                    format!("their lists are at {}", shown.join(", "))
+                };
+                warnings.push(PolicyProblem {
+                    file: policy.clone(),
+                    line: *line,
+                    message: excerpt::sanitize_message(&format!(
+                        "identities: list pattern {} matches no list in the {} file(s) `{glob}` matches ({there}), so the lists it was meant for are compared by position, where a reorder or an insert shifts every entry after it and a rule that names an entry by its key never fires; fix the pattern (one `*` stands for an entry of a list: a list inside each entry of `/topics` is `/topics/*/acls`)",
+                        pointer_shown(identity.list.as_str()),
+                        parsed.len()
+                    )),
+                });
+            }
+        }
+        warnings
+    }
+
+    /// Every list in `node` at `pointer` of file `path`, each pointer as changes carry it:
+    /// an entry of a list this set keys is named by its key (string or integer), any other
+    /// entry by its index.
+    fn collect_lists(&self, path: &str, node: &Node, pointer: &mut String, out: &mut Vec<String>) {
+        let len = pointer.len();
+        match node {
+            Node::Object(entries, _) => {
+                for (key, value) in entries.iter() {
+                    pointer.push('/');
+                    pointer.push_str(&escape_pointer_token(key.as_ref()));
+                    self.collect_lists(path, value, pointer, out);
+                    pointer.truncate(len);
+                }
+            }
+            Node::Array(items, _) => {
+                out.push(pointer.clone());
+                let field = self.identity_for(path, pointer);
+                for (index, item) in items.iter().enumerate() {
+                    let key = field.as_deref().and_then(|f| match item.get(f) {
+                        Some(Node::String(text, _)) => Some(text.to_string()),
+                        Some(Node::Number(number, _)) if number.is_i64() || number.is_u64() => {
+                            Some(number.to_string())
+                        }
+                        _ => None,
+                    });
+                    pointer.push('/');
+                    pointer.push_str(&escape_pointer_token(
+                        &key.unwrap_or_else(|| index.to_string()),
+                    ));
+                    self.collect_lists(path, item, pointer, out);
+                    pointer.truncate(len);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Rule ids in load order.

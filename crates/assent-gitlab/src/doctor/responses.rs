@@ -26,11 +26,25 @@ pub struct CurrentUser {
     pub bot: Option<bool>,
 }
 
-/// `GET personal_access_tokens/self`.
+/// `GET personal_access_tokens/self` (`lib/api/personal_access_tokens/self_information.rb`,
+/// `Entities::PersonalAccessToken`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct TokenSelf {
     /// The token's scopes (`api`, `read_api`, …).
     pub scopes: Option<Vec<String>>,
+    /// The date the token expires (`YYYY-MM-DD`): `None` when the answer has no such field,
+    /// `Some(None)` when GitLab answers `null` (a token without expiry).
+    #[serde(default, deserialize_with = "present")]
+    pub expires_at: Option<Option<String>>,
+}
+
+/// A field that is present, `null` or not: `Some` of its value, told apart from a field left
+/// out (`None`, by `#[serde(default)]`).
+fn present<'de, D>(deserializer: D) -> Result<Option<Option<String>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Option::<String>::deserialize(deserializer).map(Some)
 }
 
 /// `GET projects/:id`.

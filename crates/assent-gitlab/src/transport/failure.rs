@@ -76,6 +76,22 @@ impl Transport {
             ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::ConnectionRefused,
             _ => false,
         };
+        if let Some(rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::InvalidContentType
+            | rustls::InvalidMessage::UnknownProtocolVersion,
+        )) = rustls_error(error)
+        {
+            // A TLS record starts with its content type (22 for a handshake); `H` (72), the
+            // first byte of `HTTP/1.1 400`, is none. The hello carried nothing of the request.
+            return Failure::NotSent(
+                format!(
+                    "{} answered in plain HTTP, not TLS: use http:// (and {}) or the HTTPS port",
+                    self.host_port(),
+                    super::ALLOW_HTTP_VAR
+                ),
+                TransportFailure::PlainHttp,
+            );
+        }
         if connecting {
             // Through a proxy, every connect-phase failure is the proxy's to report: the
             // runner only ever connects to the proxy itself.
@@ -89,6 +105,26 @@ impl Transport {
             } else {
                 TransportFailure::ConnectFailed
             };
+            if matches!(error, ureq::Error::Timeout(Timeout::Connect))
+                && !self.proxied
+                && self.base.scheme() == "https"
+            {
+                // ureq's connect timeout covers the TLS handshake too, so a port that takes
+                // the connection and never answers the hello (a plain-HTTP server waiting
+                // for the rest of a request line) ends here, not in DNS.
+                return Failure::NotSent(
+                    format!(
+                        "{}: no TCP connection or TLS handshake within the {} s connect timeout; \
+                         a port that accepts connections but never answers the TLS hello does \
+                         not speak TLS (use http:// (and {}) for a plain-HTTP GitLab, or the \
+                         HTTPS port), otherwise check the network path",
+                        self.host_port(),
+                        self.connect_timeout.as_secs_f64(),
+                        super::ALLOW_HTTP_VAR
+                    ),
+                    cause,
+                );
+            }
             return Failure::NotSent(message, cause);
         }
         if let ureq::Error::BodyExceedsLimit(_) = error {

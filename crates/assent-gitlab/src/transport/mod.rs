@@ -95,6 +95,8 @@ pub(crate) struct Transport {
     base: Url,
     token: Token,
     body_limit: u64,
+    /// Covers the TCP connection and the TLS handshake (ureq's connect phase).
+    connect_timeout: Duration,
     /// Requests go through a proxy: a failure to connect is the proxy's.
     proxied: bool,
     reads: AtomicU64,
@@ -143,6 +145,7 @@ impl Transport {
             base,
             token,
             body_limit: settings.body_limit,
+            connect_timeout: settings.connect_timeout,
             proxied,
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
@@ -152,6 +155,16 @@ impl Transport {
     /// The API base URL, ending in `/`.
     pub(crate) fn base(&self) -> &Url {
         &self.base
+    }
+
+    /// The API base's `host:port` (the scheme's port when none is written), as an error
+    /// about the connection names the server.
+    pub(crate) fn host_port(&self) -> String {
+        let host = self.base.host_str().unwrap_or_default();
+        match self.base.port_or_known_default() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        }
     }
 
     /// Requests attempted so far.
