@@ -48,7 +48,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use assent::review_input::MAX_READERS;
+use assent::engine::run::inputs::MAX_READERS;
 use assent_test_support::perf_world;
 use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, LoggedRequest, RouteKind, fixtures};
 use perf_world::{Expected, Scenario, discussion_count, expected_first_run, expected_rerun};

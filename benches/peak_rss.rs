@@ -27,7 +27,7 @@ use assent::core::planner::plan_reconciliation;
 use assent::core::policy::{MrContext, PolicyFile};
 use assent::core::review_state::finding_statuses;
 use assent::core::semantic_diff::{Format, Limits, Node, parse_document};
-use assent::reconcile::reconcile;
+use assent::engine::run::reconcile::reconcile;
 
 /// The system allocator, counting the bytes it holds: the heap a case needs, apart from what
 /// the allocator's fragmentation adds to the RSS.

@@ -12,8 +12,8 @@ use assent::core::inventory::Inventory;
 use assent::core::planner::{Write, plan_reconciliation};
 use assent::core::rescan::{WriteRecord, verify_rescan};
 use assent::core::review_state::finding_statuses;
+use assent::engine::run::reconcile::reconcile;
 use assent::forge::Forge;
-use assent::reconcile::reconcile;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
 use common::{BOT, DISCUSSIONS, FINDINGS, HEAD};

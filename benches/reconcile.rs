@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
+use assent::engine::run::reconcile::reconcile;
 use assent::forge::Forge;
-use assent::reconcile::reconcile;
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 
 use common::{DISCUSSIONS, FINDINGS};

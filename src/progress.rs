@@ -1,10 +1,10 @@
 //! Progress of `assent run` and `assent sweep` (docs/contract.md#progress): what a long run is doing, one
 //! line per phase on stderr, for the person watching a CI log.
 //!
-//! The run and sweep layers report [`Event`]s to a [`Progress`] observer passed in; they
-//! never print. The command layer passes a [`Lines`] printer (stderr), or [`Silent`] under
-//! `--format json` and `--quiet`, where stderr carries only errors and warnings. The pure
-//! core knows nothing of this.
+//! The engine's run and sweep report [`Event`]s to a [`Progress`] observer passed in
+//! (`engine::observe`); they never print. The command layer passes this module's [`Lines`]
+//! printer (stderr, with the time since it was made), or `Silent` under `--format json`
+//! and `--quiet`, where stderr carries only errors and warnings.
 //!
 //! Writes are reported one event per request, and [`Lines`] keeps the log readable: a write
 //! line at every tenth of the planned writes, at the last one, and whenever
@@ -16,106 +16,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::core::terminal::terminal_safe;
-
-/// Which listing of the merge request's discussions an [`Event::Listed`] reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Listing {
-    /// Step 2: the artifacts the plan is made from.
-    Inventory,
-    /// After a write whose outcome is unknown: the listing decides, and the plan is made again.
-    AfterAmbiguousWrite,
-    /// Step 9: the rescan after the writes.
-    Rescan,
-    /// The listing that confirms the "verified" edit (docs/contract.md#verified-means-verified).
-    Confirm,
-}
-
-/// One thing worth telling the operator. Counts only: no bodies, no token, nothing a
-/// contributor wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event<'a> {
-    /// The run's inputs are read: policy files at the target SHA, the change set, the
-    /// governed contents.
-    InputsRead {
-        /// Policy files read.
-        policy_files: usize,
-        /// Files the MR changes (`None`: the change set could not be listed completely).
-        changed_files: Option<usize>,
-        /// Requests the reading took.
-        requests: u64,
-    },
-    /// The desired state is computed.
-    DesiredState {
-        /// Desired findings.
-        findings: usize,
-        /// Distinct rules among them.
-        rules: usize,
-    },
-    /// A listing of the MR's discussions is complete.
-    Listed {
-        /// Which one.
-        listing: Listing,
-        /// Discussions listed.
-        discussions: usize,
-        /// Requests (pages, and retries) it took.
-        requests: u64,
-    },
-    /// A round's writes are planned (the summary's included).
-    Planned {
-        /// Requests the round will send.
-        writes: usize,
-    },
-    /// A write of the round was sent and answered.
-    Wrote {
-        /// Writes done in this round.
-        done: usize,
-        /// Writes planned for this round.
-        total: usize,
-    },
-    /// The rescan matched and the summary says "verified".
-    Verified {
-        /// The head the review state is verified for.
-        head: &'a str,
-    },
-    /// The run met GitLab's rate limits (reported once, at the end, when it did).
-    RateLimits {
-        /// Writes GitLab refused with 429 (each sent again, or the last one given up on).
-        refused_writes: u64,
-        /// Total wait for rate limits: 429s on reads and writes, and pacing.
-        waited: Duration,
-    },
-    /// The sweep listed the open merge requests of its window.
-    MergeRequestsListed {
-        /// Open MRs in the window.
-        count: usize,
-        /// Requests the listing took.
-        requests: u64,
-    },
-    /// The sweep examined one more merge request.
-    Examined {
-        /// MRs examined so far.
-        done: usize,
-        /// MRs the sweep will examine.
-        total: usize,
-        /// Pipelines created (or, in a dry run, that would be) so far.
-        healed: usize,
-    },
-}
-
-/// Receives the [`Event`]s of a run or a sweep. Implementations must be cheap: events come
-/// from the executor between requests.
-pub trait Progress: Send + Sync {
-    /// One event, in the order things happen.
-    fn event(&self, event: &Event<'_>);
-}
-
-/// Reports nothing (`--quiet`, `--format json`, the library's default).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Silent;
-
-impl Progress for Silent {
-    fn event(&self, _: &Event<'_>) {}
-}
+use crate::engine::observe::{Event, Listing, Progress};
 
 /// Prints events as `progress: …` lines, each with the time since the printer was made.
 pub struct Lines<W: Write + Send> {

@@ -17,8 +17,8 @@ use assent::core::model::{
 use assent::core::policy::{PolicyFile, PolicySet};
 use assent::core::render::{self, SummaryContext};
 use assent::core::review_state::finding_statuses;
+use assent::engine::run::reconcile::RunContext;
 use assent::forge::memory::InMemoryForge;
-use assent::reconcile::RunContext;
 
 /// The bot's user id in every generated listing.
 pub const BOT: u64 = 1000;

@@ -30,11 +30,11 @@ use crate::core::review_state::unresolved_decision;
 use crate::core::semantic_diff::Limits;
 use crate::core::source_policies::check_source_policies;
 use crate::core::terminal::terminal_safe;
-use crate::git_checkout::{GitCheckout, origin_project_path};
-use crate::review_input::{
+use crate::engine::run::inputs::{
     CentralPolicies, GOVERNED_CONTENT_BUDGET, POLICY_DIR, PolicyProject, ReadBounds,
     gather_review_inputs_with,
 };
+use crate::git_checkout::{GitCheckout, origin_project_path};
 
 const EXAMPLES: &str = "\
 Examples:

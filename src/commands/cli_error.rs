@@ -8,8 +8,8 @@
 //! the condition that fails it as its [`CliError`].
 
 use crate::core::terminal::terminal_safe;
+use crate::engine::run::review::RunError;
 use crate::forge::ForgeError;
-use crate::review_run::RunError;
 
 /// Exit codes shared by every command (docs/contract.md#commands).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use crate::commands::{CliError, CliResult, OutputFormat};
 use crate::doctor::checks::missing_inputs_check;
 use crate::doctor::enforcement::EnforcementVerdict;
 use crate::doctor::{self, Check, DoctorInputs, DuplicatePrevention, Report};
-use crate::review_input::PolicyProject;
+use crate::engine::run::inputs::PolicyProject;
 
 /// Arguments of `assent doctor`.
 #[derive(Debug, Args)]

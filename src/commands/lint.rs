@@ -42,7 +42,7 @@ use crate::core::desired_state::{CENTRAL_POLICY_PREFIX, central_policy_path};
 use crate::core::policy::excerpt::escape_controls;
 use crate::core::policy::{PolicyFile, PolicyProblem, PolicySet};
 use crate::core::semantic_diff::{Limits, Node, format_for_path, parse_document};
-use crate::review_input::{POLICY_DIR, is_policy_file_name};
+use crate::engine::run::inputs::{POLICY_DIR, is_policy_file_name};
 
 const LINT_EXAMPLES: &str = "\
 Examples:

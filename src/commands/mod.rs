@@ -41,7 +41,8 @@ pub use cli_error::{
     CliError, CliResult, Exit, UsageError, error_lines, exit_of, finish, help_for, report_error,
 };
 
-use crate::progress::{Lines, Progress, Silent};
+use crate::engine::observe::{Progress, Silent};
+use crate::progress::Lines;
 
 /// What a command prints on stdout, for `--format`: one enum for every command, each
 /// command's flag says what its JSON document is.

@@ -1,14 +1,14 @@
 //! `assent replay PATH...`: run protocol fixtures against the in-memory forge.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use crate::commands::{CliError, CliResult, report_error};
 use crate::core::terminal::terminal_safe;
-use crate::fixture::runner::collect_fixture_files;
-use crate::fixture::schema::DEFAULT_HEAD;
-use crate::fixture::{InMemoryWorld, load_fixture, replay_fixture};
+use crate::engine::fixture::runner::FixtureLoadError;
+use crate::engine::fixture::schema::DEFAULT_HEAD;
+use crate::engine::fixture::{Fixture, InMemoryWorld, parse_fixture, replay_fixture};
 
 /// Arguments of `assent replay`.
 #[derive(Debug, Args)]
@@ -84,4 +84,46 @@ pub fn run(args: &ReplayArgs) -> CliResult {
     } else {
         Ok(())
     }
+}
+
+/// Adds `path` (a file) or every `*.yaml`/`*.yml` below it (a folder), sorted. Hidden
+/// entries and policy repositories (folders holding `.assent/`, such as the example
+/// repositories under `fixtures/repos/`) are not fixtures and are skipped.
+pub fn collect_fixture_files(path: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if path.is_file() {
+        files.push(path.to_owned());
+        return Ok(());
+    }
+    if path.join(".assent").is_dir() {
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    entries.sort();
+    for entry in entries {
+        if entry
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        {
+            continue;
+        }
+        if entry.is_dir() {
+            collect_fixture_files(&entry, files)?;
+        } else if entry.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            files.push(entry);
+        }
+    }
+    Ok(())
+}
+
+/// Reads and validates one fixture file (the engine parses: `engine::fixture::parse_fixture`).
+pub fn load_fixture(path: &Path) -> Result<Fixture, FixtureLoadError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| FixtureLoadError {
+        path: shown.clone(),
+        line: None,
+        message: e.to_string(),
+    })?;
+    parse_fixture(&shown, &text)
 }

@@ -17,14 +17,14 @@ use crate::core::commit_sha::{self, parse_commit_sha};
 use crate::core::model::{Decision, Effect};
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt, ReceiptAction};
+use crate::core::refusal::Staleness;
 use crate::core::semantic_diff::Limits;
 use crate::core::terminal::terminal_safe;
+use crate::engine::observe::Event;
+use crate::engine::run::inputs::PolicyProject;
+use crate::engine::run::review::{RunError, RunReport, RunRequest, run_review_with};
 use crate::forge::PolicyProjectFiles;
 use crate::gitlab::{GitLabClient, GitLabForge};
-use crate::progress::Event;
-use crate::reconcile::Staleness;
-use crate::review_input::PolicyProject;
-use crate::review_run::{RunError, RunReport, RunRequest, run_review_with};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -206,7 +206,9 @@ fn execute(args: &RunArgs, env: EnvLookup<'_>) -> CliResult {
             e,
             RunError::MergeRequestNotFound { .. }
                 | RunError::NeverAHead { .. }
-                | RunError::Reconcile(crate::reconcile::ReconcileError::BotIdentity(_))
+                | RunError::Reconcile(crate::engine::run::reconcile::ReconcileError::BotIdentity(
+                    _
+                ))
         ) {
             // Configuration, not a passing fault: exit 2, which the templates do not retry.
             anyhow::Error::new(UsageError(e.to_string()))
@@ -502,7 +504,7 @@ mod tests {
     use crate::core::model::{DesiredState, Effect, Finding, Occurrence, Slot};
     use crate::core::planner::Plan;
     use crate::core::terminal::is_unsafe;
-    use crate::reconcile::Publication;
+    use crate::engine::run::reconcile::Publication;
     use proptest::prelude::*;
 
     /// A report whose every MR-derived text is `rule`, `subject`, `message` or `warning`.

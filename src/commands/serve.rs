@@ -11,10 +11,10 @@ use clap::Args;
 use crate::commands::inputs::{ConnectionArgs, RateLimitArgs, process_env};
 use crate::commands::{CliResult, UsageError};
 use crate::core::sweep::{SweepDuration, check_window};
+use crate::engine::sweep::pass::SweepSettings;
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
 use crate::serve::log::{Log, LogFormat};
 use crate::serve::{ServeConfig, ServedProject, parse_listen};
-use crate::sweep_pass::SweepSettings;
 
 const SERVE_HELP: &str = "\
 Receives GitLab webhooks (Merge Request, Note, Emoji and Pipeline Hooks) on POST /webhook and,

@@ -1,5 +1,5 @@
 //! `assent sweep`: the scheduled safety net (docs/contract.md#sweep). Flags and environment in, one call
-//! into [`crate::sweep_pass::sweep`], the report out, an exit code back.
+//! into [`crate::engine::sweep::pass::sweep`], the report out, an exit code back.
 //!
 //! The clock is read here, once, and the same instant is handed to the sweep: the window
 //! start and every "reconciling for longer than" judgement use it.
@@ -14,9 +14,10 @@ use crate::commands::inputs::{
 };
 use crate::commands::report_file::write_atomically;
 use crate::commands::{CliResult, OutputFormat, UsageError, progress_for};
-use crate::core::sweep::{SweepDuration, Timestamp, check_window, coverage_warning};
+use crate::core::sweep::{SweepDuration, check_window, coverage_warning};
+use crate::core::time::Timestamp;
+use crate::engine::sweep::pass::{SweepReport, SweepSettings, sweep_observed};
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
-use crate::sweep_pass::{SweepReport, SweepSettings, sweep_observed};
 
 const SWEEP_HELP: &str = "\
 Lists the project's open MRs, reads the assent summary of each one updated within --lookback

@@ -15,9 +15,9 @@ use super::report::Check;
 use super::single_writer::{Certainty, SingleWriterVerdict};
 use crate::core::bot_identity::{IdentityRefusal, Owners};
 use crate::core::policy::{PolicyFile, PolicySet};
+use crate::engine::run::inputs::{CentralPolicies, POLICY_DIR};
 use crate::forge::{CertificateFailure, ForgeError, TransportFailure};
 use crate::gitlab::doctor::responses::{CurrentUser, MergeRequest, Project, TokenSelf, Version};
-use crate::review_input::{CentralPolicies, POLICY_DIR};
 
 /// Developer: may post notes and resolve threads.
 const DEVELOPER: u64 = 30;
@@ -740,7 +740,7 @@ pub fn policies_check(branch: Option<&str>, read: Option<&PolicyRead>) -> Check 
 
 /// The `policy-project` check: the central policy project (`--policy-project`) reads and its
 /// policies load, exactly as a run reads them; `read` is what
-/// [`read_central_policies`](crate::review_input::read_central_policies) gave, or why it
+/// [`read_central_policies`](crate::engine::run::inputs::read_central_policies) gave, or why it
 /// could not be asked.
 pub fn policy_project_check(project: &str, read: &Result<CentralPolicies, String>) -> Check {
     const ID: &str = "policy-project";

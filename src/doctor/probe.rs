@@ -19,6 +19,7 @@ use super::report::{Check, Report};
 use super::single_writer::{
     ConfigFacts, JobFacts, Probe, SingleWriterEvidence, expected_key, judge,
 };
+use crate::engine::run::inputs::{PolicyProject, read_central_policies, read_policy_files};
 use crate::forge::RepositoryFiles;
 use crate::gitlab::doctor::responses::{
     Access, ApprovalRule, ApprovalSettings, CurrentUser, HoldingJob, Job, Lint, MergeRequest,
@@ -28,7 +29,6 @@ use crate::gitlab::doctor::{DoctorEndpoint, Route};
 use crate::gitlab::retry::RetryPolicy;
 use crate::gitlab::transport::{Token, allow_http, cleartext_warning, select_proxy};
 use crate::gitlab::{GitLabClient, GitLabConfig, GitLabConfigError};
-use crate::review_input::{PolicyProject, read_central_policies, read_policy_files};
 
 /// What doctor needs; resolved by the command layer.
 #[derive(Debug, Clone)]

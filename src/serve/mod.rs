@@ -1,6 +1,6 @@
 //! `assent serve` (docs/serve.md): a long-lived process that receives GitLab webhooks and,
-//! for the MR an event names, runs the sweep's own examination ([`crate::examination`])
-//! within seconds, plus the embedded sweep ([`crate::sweep_pass`]) per project as the safety
+//! for the MR an event names, runs the sweep's own examination ([`crate::engine::sweep::examine`])
+//! within seconds, plus the embedded sweep ([`crate::engine::sweep::pass`]) per project as the safety
 //! net. It never publishes: where a pipeline is needed it creates one, and the CI job stays
 //! the one publisher.
 //!
@@ -38,12 +38,15 @@ use self::metrics::{ClassificationLabels, Metrics, PassLabels};
 use self::recheck::Watchlist;
 use self::webhook::{EventKind, Nudge, Reading};
 use crate::core::coalesce::{Accepted, Coalescer, Full};
-use crate::core::sweep::{SweepDuration, SweepVerdict, Timestamp};
-use crate::examination::{Examination, ExamineSettings, MrAction, MrReport, examine_iid};
+use crate::core::sweep::{SweepDuration, SweepVerdict};
+use crate::core::time::Timestamp;
+use crate::engine::observe::Silent;
+use crate::engine::sweep::examine::{
+    Examination, ExamineSettings, MrAction, MrReport, examine_iid,
+};
+use crate::engine::sweep::pass::{MrLock, SweepReport, SweepSettings, sweep_shared};
 use crate::forge::sweep::SweepForge;
 use crate::forge::{ForgeError, RequestCounts};
-use crate::progress::Silent;
-use crate::sweep_pass::{MrLock, SweepReport, SweepSettings, sweep_shared};
 
 /// The largest webhook body read: GitLab's own limit on what it sends
 /// (`REQUEST_BODY_SIZE_LIMIT`, 25 MB, in `app/services/web_hook_service.rb`). A larger body

@@ -1,5 +1,5 @@
 //! What assent judges is what consumers read, all of it, within a bounded memory: the
-//! compiled binary (and `review_input`) against the fake GitLab.
+//! compiled binary (and `engine::run::inputs`) against the fake GitLab.
 //!
 //! Each test is an attack that used to pass `APPROVE`: a governed file replaced by a
 //! symbolic link, a submodule or a Git LFS pointer; a diff listing GitLab truncated or that
@@ -9,7 +9,7 @@
 use assent::core::model::Pins;
 use assent::core::policy::MrContext;
 use assent::core::semantic_diff::Limits;
-use assent::review_input::{MAX_READERS, ReadBounds, gather_review_inputs};
+use assent::engine::run::inputs::{MAX_READERS, ReadBounds, gather_review_inputs};
 use assent_test_support::run::{RunResult, World, orders};
 use assent_test_support::{config_for, forge_with, seed_example_policies, start_basic};
 use fake_gitlab::{DiffFile, FileContent, RouteKind, State, fixtures};

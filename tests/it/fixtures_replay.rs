@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use assent::fixture::runner::collect_fixture_files;
-use assent::fixture::schema::DEFAULT_HEAD;
-use assent::fixture::{InMemoryWorld, load_fixture, replay_fixture};
+use assent::commands::replay::{collect_fixture_files, load_fixture};
+use assent::engine::fixture::schema::DEFAULT_HEAD;
+use assent::engine::fixture::{InMemoryWorld, replay_fixture};
 
 #[test]
 fn every_fixture_passes_and_its_receipts_match_their_snapshots() {

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use assent::core::inventory::Inventory;
 use assent::core::model::DesiredState;
-use assent::fixture::runner::fixture_pins;
-use assent::fixture::schema::FindingSpec;
+use assent::engine::fixture::runner::fixture_pins;
+use assent::engine::fixture::schema::FindingSpec;
+use assent::engine::run::reconcile::{RunContext, reconcile};
 use assent::forge::{Forge, ForgeError};
 use assent::gitlab::ThreadSleeper;
-use assent::reconcile::{RunContext, reconcile};
 use assent_test_support::{config_for, forge_for, forge_with, start_basic};
 use fake_gitlab::{FakeGitLab, FaultAction, FaultRule, RouteKind, fixtures};
 
@@ -201,7 +201,7 @@ fn a_rate_limit_outlasting_the_budget_fails_the_run_with_the_summary_reconciling
     assert!(
         matches!(
             err,
-            assent::reconcile::ReconcileError::Forge(ForgeError::RateLimited(_))
+            assent::engine::run::reconcile::ReconcileError::Forge(ForgeError::RateLimited(_))
         ),
         "{err:?}"
     );
@@ -358,7 +358,9 @@ fn a_lost_ack_during_reconcile_leaves_no_duplicate_after_the_run_and_a_rerun() {
 /// whose client gave up. `write_settle` (GitLab's request timeout plus margin, scaled down
 /// here) makes the ambiguous write wait until the server is done with it, so the listing
 /// that decides sees the late thread and nothing is created twice.
-fn late_applied_thread_run(write_settle: Duration) -> (FakeGitLab, assent::reconcile::Publication) {
+fn late_applied_thread_run(
+    write_settle: Duration,
+) -> (FakeGitLab, assent::engine::run::reconcile::Publication) {
     let fake = start_basic();
     fake.inject(
         FaultRule::new(FaultAction::Hold {

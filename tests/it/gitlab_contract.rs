@@ -19,11 +19,11 @@ use assent::core::assent::{ACTIVE_STATE, Account, AssentFacts, judge};
 use assent::core::inventory::Inventory;
 use assent::core::model::ListedDiscussion;
 use assent::core::sweep::HeadPipeline;
-use assent::fixture::runner::fixture_pins;
-use assent::fixture::schema::FindingSpec;
+use assent::engine::fixture::runner::fixture_pins;
+use assent::engine::fixture::schema::FindingSpec;
+use assent::engine::run::reconcile::{RunContext, reconcile};
 use assent::forge::{Forge, ForgeError, ForgeErrorKind, PolicyProjectFiles};
 use assent::gitlab::GitLabForge;
-use assent::reconcile::{RunContext, reconcile};
 use assent_test_support::{forge_for, start_basic};
 use fake_gitlab::fixtures::{self, AUTHOR_ID, BOT_ID, HEAD_SHA, HUMAN_ID, MR_IID, PROJECT_ID};
 use fake_gitlab::{

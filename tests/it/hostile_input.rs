@@ -17,10 +17,10 @@ use assent::core::model::{DesiredState, Effect, Finding, ListedDiscussion, Slot}
 use assent::core::policy::{MrContext, PolicyFile};
 use assent::core::render;
 use assent::core::semantic_diff::Limits;
-use assent::fixture::runner::fixture_pins;
+use assent::engine::fixture::runner::fixture_pins;
+use assent::engine::run::reconcile::{RunContext, reconcile};
 use assent::forge::Forge;
 use assent::forge::memory::InMemoryForge;
-use assent::reconcile::{RunContext, reconcile};
 
 const BOT: u64 = 1;
 const CONTRIBUTOR: u64 = 2;

@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use assent::commands::replay::{collect_fixture_files, load_fixture};
 use assent::core::model::ListedDiscussion;
-use assent::fixture::runner::collect_fixture_files;
-use assent::fixture::schema::DEFAULT_HEAD;
-use assent::fixture::{
-    Fixture, FixtureReport, FixtureWorld, InMemoryWorld, load_fixture, replay_fixture,
+use assent::engine::fixture::schema::DEFAULT_HEAD;
+use assent::engine::fixture::{
+    Fixture, FixtureReport, FixtureWorld, InMemoryWorld, replay_fixture,
 };
 use assent::forge::Forge;
 use assent_test_support::http_world::{BOT_TOKEN, FakeGitLabWorld};

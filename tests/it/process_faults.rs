@@ -721,7 +721,7 @@ fn concurrent_unserialized_runs_converge_after_one_more_run() {
 #[test]
 fn client_timeouts_on_reads_and_writes() {
     use assent::core::semantic_diff::Limits;
-    use assent::review_run::{RunRequest, run_review};
+    use assent::engine::run::review::{RunRequest, run_review};
     use fake_gitlab::fixtures;
 
     let reference = reference();

@@ -13,11 +13,11 @@ use assent::core::inventory::Inventory;
 use assent::core::marker::{self, Marker, SummaryState};
 use assent::core::model::{DesiredState, Effect, Finding, ListedDiscussion, Occurrence, Slot};
 use assent::core::render;
-use assent::fixture::runner::fixture_pins;
+use assent::engine::fixture::runner::fixture_pins;
+use assent::engine::run::reconcile::{RunContext, reconcile};
 use assent::forge::Forge;
 use assent::forge::faults::{FaultPlan, FaultyForge};
 use assent::forge::memory::{InMemoryForge, ListingOrder};
-use assent::reconcile::{RunContext, reconcile};
 use proptest::prelude::*;
 
 const BOT: u64 = 1;

@@ -9,9 +9,9 @@ use std::time::Duration;
 use assent::core::marker::{Marker, SummaryState, compose_body};
 use assent::core::model::{DesiredState, Effect, Finding, Occurrence, Slot};
 use assent::core::render::TargetBranch;
-use assent::fixture::runner::fixture_pins;
+use assent::engine::fixture::runner::fixture_pins;
+use assent::engine::run::reconcile::{RunContext, reconcile};
 use assent::gitlab::{GitLabConfig, GitLabForge, Token};
-use assent::reconcile::{RunContext, reconcile};
 use fake_gitlab::fixtures::{self, BOT_ID, BOT_TOKEN, HEAD_SHA, HUMAN_ID, PROJECT_ID};
 use fake_gitlab::time::{format_ms, system_ms};
 use fake_gitlab::{

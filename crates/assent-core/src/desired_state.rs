@@ -1,6 +1,6 @@
 //! The desired review state of a merge request, computed from already-read inputs (docs/contract.md#desired-state).
 //!
-//! [`compute_desired_state`] is pure: the caller (see `crate::review_input`) reads policy
+//! [`compute_desired_state`] is pure: the caller (see `assent_engine::run::inputs`) reads policy
 //! files, the change set and file contents at pinned SHAs, and this module judges them. The
 //! result is a function of its inputs only; the order in which files are given does not matter.
 //!

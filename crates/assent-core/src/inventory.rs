@@ -31,7 +31,7 @@
 use crate::bot_identity::Owners;
 use crate::marker::{self, Marker, SummaryState};
 use crate::model::{ListedDiscussion, ListedNote, Occurrence, Slot, UserRef};
-use crate::sweep::Timestamp;
+use crate::time::Timestamp;
 
 /// A finding thread assent posted earlier.
 #[derive(Debug, Clone, PartialEq, Eq)]

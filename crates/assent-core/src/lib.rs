@@ -29,6 +29,7 @@ pub mod planner;
 pub mod policy;
 pub mod policy_cases;
 pub mod receipt;
+pub mod refusal;
 pub mod render;
 pub mod rescan;
 pub mod resolutions;
@@ -40,6 +41,7 @@ pub mod switch;
 pub mod terminal;
 #[cfg(test)]
 mod test_support;
+pub mod time;
 pub mod unified_diff;
 
 pub use assent_semdiff as semantic_diff;

@@ -53,6 +53,7 @@ const FORBIDDEN_ANYWHERE: &[&str] = &[
     "tokio",
     "ureq",
     "assent-forge",
+    "assent-engine",
     "assent-gitlab",
     "assent",
 ];

@@ -27,6 +27,7 @@ const MODULE_ROOTS: &[&str] = &[
     "crates/assent-core/src",
     "crates/assent-semdiff/src",
     "crates/assent-forge/src",
+    "crates/assent-engine/src",
     "crates/assent-gitlab/src",
     "tests/fake_gitlab/src",
     "tests/support/src",
@@ -41,6 +42,7 @@ const PATH_PREFIXES: &[(&str, &str)] = &[
     ("core::semantic_diff::", "crates/assent-semdiff/src"),
     ("core::", "crates/assent-core/src"),
     ("forge::", "crates/assent-forge/src"),
+    ("engine::", "crates/assent-engine/src"),
     ("gitlab::", "crates/assent-gitlab/src"),
 ];
 
@@ -50,6 +52,7 @@ const PRODUCT_ROOTS: &[&str] = &[
     "crates/assent-core/src",
     "crates/assent-semdiff/src",
     "crates/assent-forge/src",
+    "crates/assent-engine/src",
     "crates/assent-gitlab/src",
 ];
 

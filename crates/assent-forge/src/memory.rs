@@ -25,7 +25,7 @@ use assent_core::model::{
     DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
     Role, UserRef,
 };
-use assent_core::sweep::Timestamp;
+use assent_core::time::Timestamp;
 use assent_core::unified_diff::changed_lines;
 
 /// GitLab's answer to a DiffNote whose position is not a line of the merge request's diff

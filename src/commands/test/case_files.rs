@@ -10,7 +10,7 @@ use crate::commands::local_tree::{
     ListError, MAX_FILE_BYTES, ReadError, RefusedEntry, list_folder, read_file,
 };
 use crate::core::policy_cases::{BrokenCase, TestCase, parse_case};
-use crate::review_input::{TEST_DIR, is_policy_file_name};
+use crate::engine::run::inputs::{TEST_DIR, is_policy_file_name};
 
 /// Reads and parses the case file at repository path `case_path` of `repo`, under the
 /// limits of [`crate::commands::local_tree`] (no link, regular file, at most

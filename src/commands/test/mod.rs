@@ -47,7 +47,7 @@ use crate::commands::local_tree::RefusedEntry;
 use crate::commands::{CliError, CliResult, report_error};
 use crate::core::policy::PolicyFile;
 use crate::core::policy::excerpt::excerpt;
-use crate::review_input::TEST_DIR;
+use crate::engine::run::inputs::TEST_DIR;
 
 use case_files::list_case_files;
 pub use case_files::load_case;

@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use assent::core::model::{DiffLine, DiffPosition, ListedDiscussion, Role};
-use assent::fixture::FixtureWorld;
-use assent::fixture::schema::DiffSpec;
+use assent::engine::fixture::FixtureWorld;
+use assent::engine::fixture::schema::DiffSpec;
 use assent::forge::Forge;
 use assent::forge::memory::{ListingOrder, MR_AUTHOR_USER_ID};
 use assent::gitlab::GitLabForge;

@@ -12,7 +12,7 @@
 //!
 //! * [`start_basic`] / [`forge_for`]: the fake's `fixtures::basic()` world (project 42
 //!   `group/sub/proj`, MR !7, bot user 100) and an adapter for it.
-//! * [`http_world::FakeGitLabWorld`]: a [`assent::fixture::FixtureWorld`] over HTTP, so the
+//! * [`http_world::FakeGitLabWorld`]: a [`assent::engine::fixture::FixtureWorld`] over HTTP, so the
 //!   protocol fixtures replay against the fake exactly as they do in memory.
 //! * [`run`]: the compiled `assent run` against the basic world, one [`run::World`] per test.
 //! * [`process`]: the binary as a real process under faults, and the forge state it leaves;

@@ -34,7 +34,7 @@ use assent::commands::local_tree::{MAX_ENTRIES, MAX_FILE_BYTES, MAX_TOTAL_BYTES,
 use assent::commands::test::load_case;
 use assent::core::policy::excerpt::MAX_MESSAGE_CHARS;
 use assent::core::policy_cases::run_case;
-use assent::review_input::is_policy_file_name;
+use assent::engine::run::inputs::is_policy_file_name;
 
 /// What a followed link would leak: found in a message, it was followed.
 const SECRET: &str = "S3CR3T-0d9c7a-from-outside-the-repository";

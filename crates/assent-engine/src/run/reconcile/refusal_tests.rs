@@ -4,6 +4,8 @@
 
 use super::approval_tests::challenged;
 use super::*;
+use crate::core::model::{MergeRequestInfo, MergeRequestState};
+use crate::core::refusal::retargeted_warning;
 use crate::forge::memory::InMemoryForge;
 
 const BOT: u64 = 1;

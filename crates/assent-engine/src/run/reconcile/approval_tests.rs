@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use super::*;
-use crate::core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo};
+use crate::core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo, MergeRequestState};
 use crate::core::model::{Effect, Finding, Occurrence, Slot};
 use crate::core::receipt::ApprovalOutcome;
 use crate::forge::memory::{HUMAN_USER_ID, InMemoryForge, MR_AUTHOR_USER_ID};

@@ -17,17 +17,18 @@ use crate::core::bot_identity::{
 use crate::core::inventory::Inventory;
 use crate::core::marker::SummaryState;
 use crate::core::model::ListedDiscussion;
-use crate::core::model::{Decision, DesiredState, MergeRequestInfo, MergeRequestState, Pins, Role};
+use crate::core::model::{Decision, DesiredState, Pins, Role};
 use crate::core::planner::{Plan, Write, plan_reconciliation};
 use crate::core::receipt::{
     ApprovalOutcome, Outcome, Receipt, ReceiptRepair, RequestCounts, Rescan,
 };
+use crate::core::refusal::{Staleness, refusal_for};
 use crate::core::render::{self, SummaryContext, TargetBranch};
 use crate::core::rescan::{WriteRecord, verify_rescan};
 use crate::core::review_state::finding_statuses;
 use crate::core::run_receipt::{RefusalFacts, RunFacts, receipt_of, refusal_receipt_of};
 use crate::forge::{Forge, ForgeError, ForgeErrorKind};
-use crate::progress::{Event, Listing, Progress, Silent};
+use crate::observe::{Event, Listing, Progress, Silent};
 
 /// How many times an ambiguous write may send the executor back to listing and planning.
 const MAX_PLANNING_ROUNDS: usize = 4;
@@ -136,18 +137,6 @@ pub struct Publication {
     pub stale: Option<Staleness>,
 }
 
-/// What made a pipeline stale.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Staleness {
-    /// The MR's head is no longer the pinned source SHA; nothing was written.
-    HeadMoved,
-    /// The MR targets another branch than the pinned one; nothing was written.
-    Retargeted,
-    /// The forge refused the approval for the pinned head: the review was published for
-    /// that head, not approved.
-    HeadMovedBeforeApproval,
-}
-
 /// Reconciles the merge request behind `forge` towards `desired`.
 pub fn reconcile(
     forge: &dyn Forge,
@@ -232,46 +221,6 @@ pub fn reconcile_observed(
     }
     check_writer_role(forge, run.bot)?;
     run.publish(seen, first_plan)
-}
-
-/// Why a run must not publish for the merge request as it is now, and what it says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// `mr-not-open` or `stale-pipeline`.
-    pub outcome: Outcome,
-    /// Why a `stale-pipeline` is stale.
-    pub stale: Option<Staleness>,
-    /// The receipt's warning, when the reason needs one.
-    pub warning: Option<String>,
-}
-
-/// The one classification of a run that must not publish, asked at its start and again
-/// right before its first write: the MR is closed or merged; it targets another branch than
-/// the pinned one (`pinned_target`, `None` pins none); its head is no longer `head`.
-pub fn refusal_for(
-    mr: &MergeRequestInfo,
-    head: &str,
-    pinned_target: Option<&str>,
-) -> Option<Refusal> {
-    if mr.state != MergeRequestState::Opened {
-        return Some(Refusal {
-            outcome: Outcome::MrNotOpen,
-            stale: None,
-            warning: None,
-        });
-    }
-    if let Some(pinned) = pinned_target.filter(|pinned| *pinned != mr.target_branch) {
-        return Some(Refusal {
-            outcome: Outcome::StalePipeline,
-            stale: Some(Staleness::Retargeted),
-            warning: Some(retargeted_warning(pinned, &mr.target_branch)),
-        });
-    }
-    (mr.head_sha != head).then_some(Refusal {
-        outcome: Outcome::StalePipeline,
-        stale: Some(Staleness::HeadMoved),
-        warning: None,
-    })
 }
 
 impl Publication {
@@ -703,13 +652,6 @@ fn execute_round(
 pub fn no_policies_warning(branch: &str) -> String {
     format!(
         "no policies on `{branch}`: the target branch has no .assent/policies/, so no policy judged this merge request"
-    )
-}
-
-/// The receipt warning of a stale pipeline whose MR was retargeted (docs/contract.md#pinned-target).
-pub fn retargeted_warning(pinned: &str, current: &str) -> String {
-    format!(
-        "the merge request now targets `{current}`, not `{pinned}` as this pipeline pinned: stale pipeline, nothing written (a pipeline for the new target publishes)"
     )
 }
 

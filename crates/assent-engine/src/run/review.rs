@@ -7,19 +7,19 @@ use crate::core::model::{DesiredState, MergeRequestInfo, Pins};
 use crate::core::placement::{DiffRefs, PlacementContext, place_findings};
 use crate::core::policy::MrContext;
 use crate::core::receipt::RequestCounts;
+use crate::core::refusal::{Refusal, Staleness, refusal_for};
 use crate::core::render::TargetBranch;
 use crate::core::run_receipt::{RefusalFacts, refusal_receipt_of};
 use crate::core::semantic_diff::Limits;
 use crate::core::source_policies::check_source_policies;
 use crate::forge::{Forge, ForgeError, ForgeErrorKind, PolicyProjectFiles, Repository};
-use crate::progress::{Event, Progress, Silent};
-use crate::reconcile::{
-    Publication, ReconcileError, Refusal, RunContext, Staleness, reconcile_with_approval_observed,
-    refusal_for,
-};
-use crate::review_input::{
+use crate::observe::{Event, Progress, Silent};
+use crate::run::inputs::{
     CentralPolicies, GOVERNED_CONTENT_BUDGET, PolicyProject, ReadBounds, gather_review_inputs_with,
     read_central_policies,
+};
+use crate::run::reconcile::{
+    Publication, ReconcileError, RunContext, reconcile_with_approval_observed,
 };
 
 /// What the pipeline pinned, and how to run.

@@ -1,6 +1,6 @@
 //! One sweep pass (docs/contract.md#sweep), as `assent sweep` and `assent serve`'s embedded sweep run it:
 //! list the project's open MRs, examine each one updated in the window, and each one outside
-//! it whose summary says `REVIEW` ([`crate::examination`]: read its bot summary, classify it
+//! it whose summary says `REVIEW` ([`crate::sweep::examine`]: read its bot summary, classify it
 //! with [`crate::core::sweep`], create a pipeline where the review state needs healing). The
 //! sweep never publishes a review artifact: the pipeline it creates runs the normal,
 //! serialized `assent run` job, which does the healing.
@@ -38,11 +38,12 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::core::sweep::{SweepDuration, SweepVerdict, Timestamp, window_start};
-use crate::examination::{ExamineSettings, MrAction, MrReport, examine, examine_at_review};
+use crate::core::sweep::{SweepDuration, SweepVerdict, window_start};
+use crate::core::time::Timestamp;
 use crate::forge::sweep::{ListedMergeRequest, SweepForge};
 use crate::forge::{ForgeError, RequestCounts};
-use crate::progress::{Event, Progress, Silent};
+use crate::observe::{Event, Progress, Silent};
+use crate::sweep::examine::{ExamineSettings, MrAction, MrReport, examine, examine_at_review};
 
 /// The sweep's settings (already checked: see [`crate::core::sweep::check_window`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -504,9 +505,10 @@ mod tests {
     use crate::core::model::{ListedDiscussion, MergeRequestInfo};
     use crate::core::model::{ListedNote, Occurrence};
     use crate::core::resolutions::resolution_fingerprint;
-    use crate::core::sweep::{HeadPipeline, Timestamp};
-    use crate::examination::MrAction;
+    use crate::core::sweep::HeadPipeline;
+    use crate::core::time::Timestamp;
     use crate::forge::sweep::{CreatedPipeline, PipelineCreation};
+    use crate::sweep::examine::MrAction;
 
     const HEAD: &str = "2222222222222222222222222222222222222222";
     const OLD: &str = "1111111111111111111111111111111111111111";
