@@ -20,6 +20,7 @@ use crate::commands::{CliError, CliResult, OutputFormat, UsageError};
 use crate::core::codequality::codequality_report;
 use crate::core::commit_sha;
 use crate::core::desired_state::{central_policy_path, compute_desired_state};
+use crate::core::commit_sha::CommitSha;
 use crate::core::model::{Decision, DesiredState, Pins};
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
 use crate::core::policy::{MrContext, PolicyFile, PolicyProblem};
@@ -175,8 +176,11 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, CliError> {
             true,
         ),
     };
+    // git printed it; a text that is not a SHA means an unexpected git, not a guess to judge.
+    let source_sha = CommitSha::parse(&head)
+        .map_err(|e| CliError::from(anyhow::anyhow!("git named the checked commit oddly: {e}")))?;
     let mut pins = Pins {
-        source_sha: head.clone(),
+        source_sha,
         target_sha: base.clone(),
         base_sha: base.clone(),
         policy_digest: String::new(),
@@ -310,7 +314,7 @@ pub fn describe(report: &CheckReport) -> String {
     let head = if report.working_tree {
         "the working tree".to_owned()
     } else {
-        commit_sha::short(&report.pins.source_sha).to_owned()
+        report.pins.source_sha.short().to_owned()
     };
     let count = report.desired.findings.len();
     let mut out = format!(
