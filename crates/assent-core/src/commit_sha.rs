@@ -39,9 +39,11 @@ impl CommitSha {
     /// Reads a commit SHA: surrounding case is normalised to GitLab's lowercase; refused
     /// when it is not 40 or 64 hex digits.
     pub fn parse(text: &str) -> Result<CommitSha, NotACommitSha> {
-        parse_commit_sha(text).map(CommitSha).ok_or_else(|| NotACommitSha {
-            text: text.to_owned(),
-        })
+        parse_commit_sha(text)
+            .map(CommitSha)
+            .ok_or_else(|| NotACommitSha {
+                text: text.to_owned(),
+            })
     }
 
     /// The SHA as GitLab spells it (lowercase hex).

@@ -2,8 +2,8 @@
 //! pins, inputs, desired state, reconciliation. The command layer only parses flags and prints; this is where the steps
 //! are put in order.
 
-use crate::core::desired_state::compute_desired_state;
 use crate::core::commit_sha::CommitSha;
+use crate::core::desired_state::compute_desired_state;
 use crate::core::model::{DesiredState, MergeRequestInfo, Pins};
 use crate::core::placement::{DiffRefs, PlacementContext, place_findings};
 use crate::core::policy::MrContext;
@@ -155,7 +155,11 @@ pub fn run_review_with(
         },
         _ => RunError::Forge(e),
     })?;
-    if let Some(refused) = refusal_for(&mr, request.source_sha.as_str(), request.target_branch.as_deref()) {
+    if let Some(refused) = refusal_for(
+        &mr,
+        request.source_sha.as_str(),
+        request.target_branch.as_deref(),
+    ) {
         if refused.stale == Some(Staleness::HeadMoved) {
             never_a_head(forge, request, &mr)?;
         }
