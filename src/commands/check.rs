@@ -514,10 +514,12 @@ mod tests {
     fn report_with(unknown_reads: Vec<UnknownRead>) -> CheckReport {
         CheckReport {
             pins: Pins {
-                source_sha: "a".repeat(40),
+                source_sha: CommitSha::parse(&"a".repeat(40)).unwrap(),
                 target_sha: "b".repeat(40),
                 base_sha: "b".repeat(40),
-                ..Pins::default()
+                policy_digest: String::new(),
+                policy_project: None,
+                policy_sha: None,
             },
             desired: DesiredState::default(),
             decision: Decision::Approve,
