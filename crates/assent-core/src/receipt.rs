@@ -591,6 +591,21 @@ mod tests {
     }
 
     #[test]
+    fn a_receipt_naming_a_malformed_source_sha_fails_to_load() {
+        let (findings, actions, repairs, warnings) = realistic_parts();
+        let json = realistic(findings, actions, repairs, warnings).to_json();
+        let loaded: Receipt = serde_json::from_str(&json).unwrap();
+        assert_eq!(loaded.to_json(), json);
+        let sha = "a".repeat(40);
+        assert!(json.contains(&format!(r#""sourceSha":"{sha}""#)), "{json}");
+        for bad in ["", "abc123", &"g".repeat(40)] {
+            let tampered = json.replace(&sha, bad);
+            let error = serde_json::from_str::<Receipt>(&tampered).unwrap_err();
+            assert!(error.to_string().contains("is not a commit SHA"), "{error}");
+        }
+    }
+
+    #[test]
     fn refusal_receipt_writes_null_decision_and_empty_arrays() {
         let receipt = crate::run_receipt::refusal_receipt_of(crate::run_receipt::RefusalFacts {
             project: "42",
