@@ -6,8 +6,12 @@
 // A test of the repository reads its files; only the library is kept from I/O (clippy.toml).
 #![allow(clippy::disallowed_methods)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
+
+mod dependency_graph;
+
+use dependency_graph::{manifest_dependencies, transitive_dependencies, workspace_root};
 
 /// What the core may depend on directly: parsing, hashing, CEL, globbing, errors. Adding a
 /// crate here is an architecture decision; say why in the commit.
@@ -58,74 +62,8 @@ const FORBIDDEN_ANYWHERE: &[&str] = &[
     "assent",
 ];
 
-/// The workspace's crates below the core, and their folders relative to the core's.
-const WORKSPACE_CRATES_BELOW: &[(&str, &str)] = &[("assent-semdiff", "../assent-semdiff")];
-
-fn read_toml(path: &Path) -> toml::Table {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.parse()
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn direct_dependencies() -> BTreeSet<String> {
-    direct_dependencies_of(Path::new(env!("CARGO_MANIFEST_DIR")))
-}
-
-/// The normal and build dependencies a package's manifest names (any platform).
-fn direct_dependencies_of(package: &Path) -> BTreeSet<String> {
-    let manifest = read_toml(&package.join("Cargo.toml"));
-    let mut names = BTreeSet::new();
-    for section in ["dependencies", "build-dependencies"] {
-        if let Some(table) = manifest.get(section).and_then(|t| t.as_table()) {
-            names.extend(table.keys().cloned());
-        }
-    }
-    if let Some(targets) = manifest.get("target").and_then(|t| t.as_table()) {
-        for platform in targets.values() {
-            if let Some(table) = platform.get("dependencies").and_then(|t| t.as_table()) {
-                names.extend(table.keys().cloned());
-            }
-        }
-    }
-    names
-}
-
-/// Every package the core's normal dependencies pull in, per the workspace's `Cargo.lock`
-/// (all platforms: a dependency on one platform is a dependency).
-fn transitive_dependencies(direct: &BTreeSet<String>) -> BTreeSet<String> {
-    let lock = read_toml(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock"));
-    let mut graph: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for package in lock["package"].as_array().expect("[[package]] entries") {
-        let name = package["name"].as_str().expect("name").to_owned();
-        let deps = package
-            .get("dependencies")
-            .and_then(|d| d.as_array())
-            .map(|deps| {
-                deps.iter()
-                    .filter_map(|d| d.as_str())
-                    .map(|d| d.split(' ').next().unwrap_or(d).to_owned())
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
-        graph.entry(name).or_default().extend(deps);
-    }
-    // The lock lists a package's dev-dependencies with its normal ones; a workspace crate's
-    // are read from its manifest instead, so its test tools do not count as its dependencies.
-    for (crate_name, folder) in WORKSPACE_CRATES_BELOW {
-        let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
-        graph.insert(
-            (*crate_name).to_owned(),
-            direct_dependencies_of(&manifest_dir).into_iter().collect(),
-        );
-    }
-    let mut seen = BTreeSet::new();
-    let mut stack: Vec<String> = direct.iter().cloned().collect();
-    while let Some(name) = stack.pop() {
-        if seen.insert(name.clone()) {
-            stack.extend(graph.get(&name).cloned().unwrap_or_default());
-        }
-    }
-    seen
+    manifest_dependencies(&Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
 }
 
 #[test]
@@ -202,8 +140,7 @@ fn clippy_forbids_the_clock_the_environment_and_the_filesystem_in_the_core() {
 /// I/O, however indirectly.
 #[test]
 fn the_semantic_diff_depends_only_on_parsers() {
-    let semdiff = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assent-semdiff");
-    let direct = direct_dependencies_of(&semdiff);
+    let direct = manifest_dependencies(&workspace_root().join("crates/assent-semdiff/Cargo.toml"));
     let unexpected: Vec<&String> = direct
         .iter()
         .filter(|d| !SEMDIFF_ALLOWED_DIRECT.contains(&d.as_str()))
