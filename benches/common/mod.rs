@@ -189,7 +189,7 @@ pub fn listing(discussions: usize, findings: usize) -> Vec<ListedDiscussion> {
 /// The pins every generated run uses.
 pub fn pins() -> Pins {
     Pins {
-        source_sha: HEAD.to_owned(),
+        source_sha: assent::core::commit_sha::CommitSha::parse(HEAD).unwrap(),
         target_sha: "1111111111111111111111111111111111111111".to_owned(),
         base_sha: "2222222222222222222222222222222222222222".to_owned(),
         policy_digest: format!("sha256:{}", "3".repeat(64)),

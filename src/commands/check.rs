@@ -26,6 +26,7 @@ use crate::commands::run::FailOn;
 use crate::commands::{CliError, CliResult, OutputFormat, UsageError};
 use crate::core::codequality::codequality_report;
 use crate::core::commit_sha;
+use crate::core::commit_sha::CommitSha;
 use crate::core::desired_state::{central_policy_path, compute_desired_state};
 use crate::core::model::{Decision, DesiredState, Pins};
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
@@ -244,8 +245,11 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, CliError> {
             true,
         ),
     };
+    // git printed it; a text that is not a SHA means an unexpected git, not a guess to judge.
+    let source_sha = CommitSha::parse(&head)
+        .map_err(|e| CliError::from(anyhow::anyhow!("git named the checked commit oddly: {e}")))?;
     let mut pins = Pins {
-        source_sha: head.clone(),
+        source_sha,
         target_sha: base.clone(),
         base_sha: base.clone(),
         policy_digest: String::new(),
@@ -452,7 +456,7 @@ pub fn describe(report: &CheckReport) -> String {
     let head = if report.working_tree {
         "the working tree".to_owned()
     } else {
-        commit_sha::short(&report.pins.source_sha).to_owned()
+        report.pins.source_sha.short().to_owned()
     };
     let count = report.desired.findings.len();
     let mut out = format!(
@@ -515,10 +519,12 @@ mod tests {
     fn report_with(unknown_reads: Vec<UnknownRead>) -> CheckReport {
         CheckReport {
             pins: Pins {
-                source_sha: "a".repeat(40),
+                source_sha: CommitSha::parse(&"a".repeat(40)).unwrap(),
                 target_sha: "b".repeat(40),
                 base_sha: "b".repeat(40),
-                ..Pins::default()
+                policy_digest: String::new(),
+                policy_project: None,
+                policy_sha: None,
             },
             desired: DesiredState::default(),
             decision: Decision::Approve,

@@ -13,7 +13,7 @@ use crate::commands::gitlab_inputs::{
 use crate::commands::report_file::write_atomically;
 use crate::commands::{CliError, CliResult, Exit, OutputFormat, UsageError, progress_for};
 use crate::core::codequality::codequality_report;
-use crate::core::commit_sha::{self, parse_commit_sha};
+use crate::core::commit_sha::CommitSha;
 use crate::core::model::{Decision, Effect};
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
 use crate::core::receipt::{ApprovalOutcome, Outcome, Receipt, ReceiptAction};
@@ -157,12 +157,12 @@ fn sha_input(
     vars: &[&str],
     env: EnvLookup<'_>,
     what: &str,
-) -> Result<Option<String>, InputError> {
+) -> Result<Option<CommitSha>, InputError> {
     match first_of(flag, vars, env) {
         None => Ok(None),
-        Some(sha) => match parse_commit_sha(&sha) {
-            Some(sha) => Ok(Some(sha)),
-            None => Err(InputError(format!(
+        Some(sha) => match CommitSha::parse(&sha) {
+            Ok(sha) => Ok(Some(sha)),
+            Err(_) => Err(InputError(format!(
                 "{what} is not a commit SHA (40 or 64 hex digits): {sha:?}"
             ))),
         },
@@ -405,7 +405,7 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
 /// The one line of a run that refused to publish: why, and who publishes instead.
 fn refusal_line(report: &RunReport) -> String {
     let receipt = &report.publication.receipt;
-    let short = commit_sha::short(&receipt.pins.source_sha);
+    let short = receipt.pins.source_sha.short();
     match (receipt.outcome, report.publication.stale) {
         (Outcome::StalePipeline, Some(Staleness::HeadMovedBeforeApproval)) => format!(
             "assent: stale pipeline: the MR head moved past {short} before the approval; published for that head, not approved (the newer pipeline decides)\n"
@@ -433,7 +433,7 @@ fn publication_lines(report: &RunReport) -> String {
     let mut out = format!(
         "assent: {decision} for !{} at {} ({} finding{}); {verb}\n",
         receipt.mr,
-        commit_sha::short(&receipt.pins.source_sha),
+        receipt.pins.source_sha.short(),
         receipt.findings.len(),
         if receipt.findings.len() == 1 { "" } else { "s" }
     );

@@ -290,7 +290,7 @@ fn many_registries(count: usize) -> fake_gitlab::FakeGitLab {
 
 fn pins() -> Pins {
     Pins {
-        source_sha: fixtures::HEAD_SHA.into(),
+        source_sha: assent::core::commit_sha::CommitSha::parse(fixtures::HEAD_SHA).unwrap(),
         target_sha: fixtures::TARGET_SHA.into(),
         base_sha: fixtures::BASE_SHA.into(),
         policy_digest: String::new(),

@@ -720,6 +720,7 @@ fn concurrent_unserialized_runs_converge_after_one_more_run() {
 /// with a 1 s timeout and a sleeper that does not sleep.
 #[test]
 fn client_timeouts_on_reads_and_writes() {
+    use assent::core::commit_sha::CommitSha;
     use assent::core::semantic_diff::Limits;
     use assent::engine::run::review::{RunRequest, run_review};
     use fake_gitlab::fixtures;
@@ -729,9 +730,9 @@ fn client_timeouts_on_reads_and_writes() {
     let request = RunRequest {
         project: fixtures::PROJECT_PATH.to_owned(),
         mr: fixtures::MR_IID,
-        source_sha: head.to_owned(),
-        target_sha: Some(fixtures::TARGET_SHA.to_owned()),
-        base_sha: Some(fixtures::BASE_SHA.to_owned()),
+        source_sha: CommitSha::parse(head).unwrap(),
+        target_sha: Some(CommitSha::parse(fixtures::TARGET_SHA).unwrap()),
+        base_sha: Some(CommitSha::parse(fixtures::BASE_SHA).unwrap()),
         target_branch: None,
         dry_run: false,
         approve: false,

@@ -13,6 +13,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::canonical_json::{self, Sink};
+use crate::commit_sha::CommitSha;
 
 /// How strongly a finding gates the merge request. Ordered: `Comment < Challenge < Block`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -615,11 +616,14 @@ impl Decision {
 }
 
 /// The pinned inputs a run was computed from (receipt `pins`, summary footer).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+///
+/// No `Default`: the head a run judged is always known before its pins are built. The
+/// target and base stay text because a run refused before pinning them records `""`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Pins {
     /// The MR's source head SHA the run judged.
-    pub source_sha: String,
+    pub source_sha: CommitSha,
     /// The target branch SHA policies were read from.
     pub target_sha: String,
     /// The diff base SHA.

@@ -385,7 +385,7 @@ mod tests {
 
     fn pins() -> Pins {
         Pins {
-            source_sha: "a".repeat(40),
+            source_sha: crate::commit_sha::CommitSha::parse(&"a".repeat(40)).unwrap(),
             target_sha: "b".repeat(40),
             base_sha: "c".repeat(40),
             policy_digest: Occurrence::digest(b"policies").to_string(),
@@ -531,7 +531,7 @@ mod tests {
             "group/configs".into(),
             7,
             Pins {
-                source_sha: "s".into(),
+                source_sha: crate::commit_sha::CommitSha::parse(&"5".repeat(40)).unwrap(),
                 target_sha: "t".into(),
                 base_sha: "b".into(),
                 policy_digest: "sha256:p".into(),
@@ -553,7 +553,7 @@ mod tests {
         let expected = format!(
             concat!(
                 r#"{{"apiVersion":"assent/v1","kind":"PublicationReceipt","project":"group/configs","mr":7,"#,
-                r#""pins":{{"sourceSha":"s","targetSha":"t","baseSha":"b","policyDigest":"sha256:p"}},"#,
+                r#""pins":{{"sourceSha":"5555555555555555555555555555555555555555","targetSha":"t","baseSha":"b","policyDigest":"sha256:p"}},"#,
                 r#""outcome":"published","decision":"REVIEW","#,
                 r#""findings":[{{"rule":"r","subject":"f#/x","effect":"challenge","occurrence":"{occ}","forgeId":123,"resolved":false,"assented":false}}],"#,
                 r#""actions":[{{"rule":"r","subject":"f#/x","action":"create","forgeId":123}}],"#,
@@ -591,11 +591,26 @@ mod tests {
     }
 
     #[test]
+    fn a_receipt_naming_a_malformed_source_sha_fails_to_load() {
+        let (findings, actions, repairs, warnings) = realistic_parts();
+        let json = realistic(findings, actions, repairs, warnings).to_json();
+        let loaded: Receipt = serde_json::from_str(&json).unwrap();
+        assert_eq!(loaded.to_json(), json);
+        let sha = "a".repeat(40);
+        assert!(json.contains(&format!(r#""sourceSha":"{sha}""#)), "{json}");
+        for bad in ["", "abc123", &"g".repeat(40)] {
+            let tampered = json.replace(&sha, bad);
+            let error = serde_json::from_str::<Receipt>(&tampered).unwrap_err();
+            assert!(error.to_string().contains("is not a commit SHA"), "{error}");
+        }
+    }
+
+    #[test]
     fn refusal_receipt_writes_null_decision_and_empty_arrays() {
         let receipt = crate::run_receipt::refusal_receipt_of(crate::run_receipt::RefusalFacts {
             project: "42",
             mr: 7,
-            pins: &Pins::default(),
+            pins: &crate::test_support::pins(),
             outcome: Outcome::StalePipeline,
             warnings: Vec::new(),
             reads: 1,

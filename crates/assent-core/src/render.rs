@@ -232,9 +232,9 @@ pub fn summary_body(
 ) -> String {
     let head = &ctx.pins.source_sha;
     let marker = Marker::Summary {
-        occurrence: summary_occurrence(desired, head),
+        occurrence: summary_occurrence(desired, head.as_str()),
         state,
-        head: head.clone(),
+        head: head.to_string(),
         target: ctx.target.map(|t| t.name.clone()),
     };
     let decision = decide(statuses);
@@ -289,9 +289,9 @@ pub fn summary_body(
     let state_line = match state {
         SummaryState::Reconciling => format!(
             "Reconciling {}: assent is updating this merge request's threads; a later pipeline finishes the job if this one stops.",
-            inert::code(commit_sha::short(head))
+            inert::code(head.short())
         ),
-        SummaryState::Verified => format!("Verified for {}.", inert::code(commit_sha::short(head))),
+        SummaryState::Verified => format!("Verified for {}.", inert::code(head.short())),
     };
     text.push_str(&format!(
         "\n{} Target {} · base {} · policies {}\n",
@@ -465,7 +465,7 @@ mod tests {
 
     fn pins() -> Pins {
         Pins {
-            source_sha: "1".repeat(40),
+            source_sha: crate::commit_sha::CommitSha::parse(&"1".repeat(40)).unwrap(),
             target_sha: "2".repeat(40),
             base_sha: "3".repeat(40),
             policy_digest: format!("sha256:{}", "a".repeat(64)),

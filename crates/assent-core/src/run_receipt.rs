@@ -154,7 +154,7 @@ mod tests {
         ]);
         let inventory = Inventory::default();
         let plan = plan_reconciliation(&desired, &inventory, "1111");
-        let pins = Pins::default();
+        let pins = crate::test_support::pins();
         let warnings = vec!["z".to_owned(), "a".to_owned(), "a".to_owned()];
         let receipt = receipt_of(RunFacts {
             project: "42",
@@ -215,7 +215,7 @@ mod tests {
         let facts = RunFacts {
             project: "42",
             mr: 7,
-            pins: &Pins::default(),
+            pins: &crate::test_support::pins(),
             outcome: Outcome::DryRun,
             desired: &desired,
             inventory: &inventory,

@@ -61,3 +61,15 @@ pub(crate) fn facts() -> AssentFacts {
         accounts: BTreeMap::from([(REVIEWER, Ok(Account::active_human()))]),
     }
 }
+
+/// Pins of a run judging `"1" * 40` against `"2" * 40` from base `"3" * 40`.
+pub(crate) fn pins() -> crate::model::Pins {
+    crate::model::Pins {
+        source_sha: crate::commit_sha::CommitSha::parse(&"1".repeat(40)).unwrap(),
+        target_sha: "2".repeat(40),
+        base_sha: "3".repeat(40),
+        policy_digest: String::new(),
+        policy_project: None,
+        policy_sha: None,
+    }
+}

@@ -331,7 +331,7 @@ fn check_every_body(desired: &DesiredState, choices: &[u8], username: &str, bran
         })
         .collect();
     let pins = Pins {
-        source_sha: head.clone(),
+        source_sha: assent_core::commit_sha::CommitSha::parse(&head).unwrap(),
         target_sha: "e".repeat(64),
         base_sha: "d".repeat(64),
         policy_digest: format!("sha256:{}", "a".repeat(64)),

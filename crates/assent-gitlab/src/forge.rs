@@ -31,6 +31,7 @@ use super::endpoints::{
 use super::pagination::{list_all, list_all_with};
 use super::retry::{ReadFailure, Sleeper, ThreadSleeper};
 use super::transport::PreparedRequest;
+use assent_core::commit_sha::CommitSha;
 use assent_core::model::{
     DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
     Role, UserRef,
@@ -356,9 +357,17 @@ impl Forge for GitLabForge {
                 )));
             }
         };
-        let head_sha = mr
-            .sha
-            .filter(|s| !s.is_empty())
+        // Parsed here, at the edge: a SHA GitLab spells oddly is a decode error naming its
+        // field, never a head the run pins, compares or writes into a marker.
+        let commit_sha = |field: &str, text: Option<String>| {
+            text.map(|text| {
+                CommitSha::parse(&text)
+                    .map(|sha| sha.to_string())
+                    .map_err(|e| decode_error(format!("the merge request's `{field}`: {e}")))
+            })
+            .transpose()
+        };
+        let head_sha = commit_sha("sha", mr.sha.filter(|s| !s.is_empty()))?
             .ok_or_else(|| decode_error("the merge request has no head sha".into()))?;
         let refs = mr.diff_refs.unwrap_or(ApiDiffRefs {
             base_sha: None,
@@ -368,9 +377,9 @@ impl Forge for GitLabForge {
         Ok(MergeRequestInfo {
             state,
             head_sha,
-            base_sha: refs.base_sha,
-            start_sha: refs.start_sha,
-            diff_head_sha: refs.head_sha,
+            base_sha: commit_sha("diff_refs.base_sha", refs.base_sha)?,
+            start_sha: commit_sha("diff_refs.start_sha", refs.start_sha)?,
+            diff_head_sha: commit_sha("diff_refs.head_sha", refs.head_sha)?,
             target_branch: mr.target_branch,
             head_pipeline_status: mr.head_pipeline.and_then(|p| p.status),
             web_url: mr.web_url,

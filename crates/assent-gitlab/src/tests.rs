@@ -1608,11 +1608,13 @@ fn merge_request_info_is_mapped() {
     let bare = FakeGitLab::start(world());
     bare.inject(FaultRule::new(json_reply(
             200,
-            json!({"state": "merged", "sha": "h", "diff_refs": null, "target_branch": "main", "head_pipeline": null}),
+            json!({"state": "merged", "sha": "ABCDEF0123456789ABCDEF0123456789ABCDEF01", "diff_refs": null, "target_branch": "main", "head_pipeline": null}),
         )),
     );
     let mr = forge_with(config(&bare)).0.merge_request().unwrap();
     assert_eq!(mr.state, MergeRequestState::Merged);
+    // GitLab spells SHAs in lowercase; the one parser normalises a head given otherwise.
+    assert_eq!(mr.head_sha, "abcdef0123456789abcdef0123456789abcdef01");
     assert_eq!(
         (mr.base_sha, mr.head_pipeline_status, mr.web_url),
         (None, None, None)
@@ -2192,3 +2194,44 @@ fn a_position_gitlab_refuses_is_a_400_refusal_that_wrote_nothing() {
 mod lfs_and_refs_tests;
 mod tls_to_plain_http_tests;
 mod token_and_users_tests;
+
+/// A SHA GitLab reports in a form that is no commit SHA (a merge request's `sha`, its
+/// `diff_head_sha` in lib/api/entities/merge_request_basic.rb, or one of its `diff_refs`) is
+/// a decode error naming the field: the run never pins, compares or marks a head it could
+/// not read.
+#[test]
+fn a_malformed_sha_from_gitlab_is_a_decode_error_naming_the_field() {
+    let good = fixtures::HEAD_SHA;
+    for (field, body) in [
+        (
+            "`sha`",
+            json!({"state": "opened", "sha": "not-a-sha", "diff_refs": null, "target_branch": "main", "head_pipeline": null}),
+        ),
+        (
+            "`diff_refs.base_sha`",
+            json!({"state": "opened", "sha": good, "diff_refs": {"base_sha": "1234", "start_sha": good, "head_sha": good}, "target_branch": "main", "head_pipeline": null}),
+        ),
+        (
+            "`diff_refs.start_sha`",
+            json!({"state": "opened", "sha": good, "diff_refs": {"base_sha": good, "start_sha": "g".repeat(40), "head_sha": good}, "target_branch": "main", "head_pipeline": null}),
+        ),
+        (
+            "`diff_refs.head_sha`",
+            json!({"state": "opened", "sha": good, "diff_refs": {"base_sha": good, "start_sha": good, "head_sha": format!("{good} ")}, "target_branch": "main", "head_pipeline": null}),
+        ),
+    ] {
+        let fake = FakeGitLab::start(world());
+        fake.inject(FaultRule::new(json_reply(200, body)));
+        let error = forge_with(config(&fake)).0.merge_request().unwrap_err();
+        assert!(
+            matches!(error, ForgeError::Decode { .. }),
+            "{field}: {error:?}"
+        );
+        let message = error.to_string();
+        assert!(message.contains(field), "{field}: {message}");
+        assert!(
+            message.contains("is not a commit SHA"),
+            "{field}: {message}"
+        );
+    }
+}

@@ -284,7 +284,7 @@ fn read_source_policies_if_touched(
                 .iter()
                 .any(|f| is_assent_path(&f.old_path) || is_assent_path(&f.new_path)) =>
         {
-            Ok(Some(read_source_policies(repo, &pins.source_sha)?))
+            Ok(Some(read_source_policies(repo, pins.source_sha.as_str())?))
         }
         _ => Ok(None),
     }
@@ -804,7 +804,7 @@ mod tests {
 
     const TARGET: &str = "t0000000";
     const BASE: &str = "b0000000";
-    const SOURCE: &str = "s0000000";
+    const SOURCE: &str = "5000000000000000000000000000000000000000";
 
     const POLICY: &str = "apiVersion: assent/v1\nkind: Policy\nidentities:\n  \"topics/*.yaml\": { \"/topics\": name }\nrules:\n  - id: retention-shrink\n    match:\n      files: [\"topics/*.yaml\"]\n      pointer: \"/topics/*/retention_days\"\n      kinds: [modify]\n    when: \"int(new) < int(old)\"\n    effect: challenge\n";
 
@@ -812,7 +812,7 @@ mod tests {
         Pins {
             target_sha: TARGET.into(),
             base_sha: BASE.into(),
-            source_sha: SOURCE.into(),
+            source_sha: crate::core::commit_sha::CommitSha::parse(SOURCE).unwrap(),
             policy_digest: String::new(),
             policy_project: None,
             policy_sha: None,

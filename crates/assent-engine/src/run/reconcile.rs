@@ -267,7 +267,7 @@ impl Reconciliation<'_> {
 
     /// The head the run judged.
     fn head(&self) -> &str {
-        &self.ctx.pins.source_sha
+        self.ctx.pins.source_sha.as_str()
     }
 
     /// The first listing, and what the run reads once besides it.
@@ -691,7 +691,11 @@ pub fn reconcile_with(
         return Ok(publication);
     };
     let start = forge.request_counts();
-    let settled = settle_approval(forge, decision == Decision::Approve, &ctx.pins.source_sha);
+    let settled = settle_approval(
+        forge,
+        decision == Decision::Approve,
+        ctx.pins.source_sha.as_str(),
+    );
     let used = forge.request_counts();
     let receipt = &mut publication.receipt;
     receipt.requests.reads += used.reads - start.reads;

@@ -2,6 +2,7 @@
 //! pins, inputs, desired state, reconciliation. The command layer only parses flags and prints; this is where the steps
 //! are put in order.
 
+use crate::core::commit_sha::CommitSha;
 use crate::core::desired_state::compute_desired_state;
 use crate::core::model::{DesiredState, MergeRequestInfo, Pins};
 use crate::core::placement::{DiffRefs, PlacementContext, place_findings};
@@ -28,11 +29,11 @@ pub struct RunRequest {
     /// The MR IID.
     pub mr: u64,
     /// The source head the pipeline runs for.
-    pub source_sha: String,
+    pub source_sha: CommitSha,
     /// The target SHA policies are read from; `None` reads the target branch tip once.
-    pub target_sha: Option<String>,
+    pub target_sha: Option<CommitSha>,
     /// The diff base; `None` takes the MR's `diff_refs.base_sha`.
-    pub base_sha: Option<String>,
+    pub base_sha: Option<CommitSha>,
     /// The target branch the pipeline runs for; `None` pins the MR's `target_branch` as read
     /// at start. An MR that targets another branch than the pinned one is a stale pipeline.
     pub target_branch: Option<String>,
@@ -143,7 +144,11 @@ pub fn run_review_with(
         },
         _ => RunError::Forge(e),
     })?;
-    if let Some(refused) = refusal_for(&mr, &request.source_sha, request.target_branch.as_deref()) {
+    if let Some(refused) = refusal_for(
+        &mr,
+        request.source_sha.as_str(),
+        request.target_branch.as_deref(),
+    ) {
         if refused.stale == Some(Staleness::HeadMoved) {
             never_a_head(forge, request, &mr)?;
         }
@@ -201,7 +206,7 @@ pub fn run_review_with(
     let placements = place_findings(
         &outcome.desired,
         &PlacementContext {
-            source_sha: &pins.source_sha,
+            source_sha: pins.source_sha.as_str(),
             base_sha: &pins.base_sha,
             diff_refs: DiffRefs::of(&mr).as_ref(),
             files: &gathered.diffs,
@@ -253,12 +258,12 @@ fn never_a_head(
     let heads = forge.version_heads()?;
     if heads
         .iter()
-        .any(|head| head.eq_ignore_ascii_case(&request.source_sha))
+        .any(|head| head.eq_ignore_ascii_case(request.source_sha.as_str()))
     {
         return Ok(());
     }
     Err(RunError::NeverAHead {
-        pinned: request.source_sha.clone(),
+        pinned: request.source_sha.to_string(),
         head: mr.head_sha.clone(),
         mr: request.mr,
     })
@@ -275,10 +280,15 @@ fn refused_report(
 ) -> RunReport {
     let pins = Pins {
         source_sha: request.source_sha.clone(),
-        target_sha: request.target_sha.clone().unwrap_or_default(),
+        target_sha: request
+            .target_sha
+            .as_ref()
+            .map(CommitSha::to_string)
+            .unwrap_or_default(),
         base_sha: request
             .base_sha
-            .clone()
+            .as_ref()
+            .map(CommitSha::to_string)
             .or_else(|| mr.base_sha.clone())
             .unwrap_or_default(),
         policy_digest: String::new(),
@@ -313,12 +323,13 @@ fn pin(
     target_branch: &str,
 ) -> Result<Pins, RunError> {
     let target_sha = match &request.target_sha {
-        Some(sha) => sha.clone(),
+        Some(sha) => sha.to_string(),
         None => repo.branch_head(target_branch)?,
     };
     let base_sha = request
         .base_sha
-        .clone()
+        .as_ref()
+        .map(CommitSha::to_string)
         .or_else(|| mr.base_sha.clone())
         .ok_or(RunError::NoBaseSha)?;
     Ok(Pins {

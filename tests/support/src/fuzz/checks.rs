@@ -522,7 +522,7 @@ fn summary_of_state(desired: DesiredState) -> String {
         })
         .collect();
     let pins = Pins {
-        source_sha: "1".repeat(40),
+        source_sha: assent::core::commit_sha::CommitSha::parse(&"1".repeat(40)).unwrap(),
         target_sha: "2".repeat(40),
         base_sha: "3".repeat(40),
         policy_digest: format!("sha256:{}", "a".repeat(64)),
