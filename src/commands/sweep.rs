@@ -1,11 +1,10 @@
 //! `assent sweep`: the scheduled safety net (docs/contract.md#sweep). Flags and environment in, one call
 //! into [`crate::engine::sweep::pass::sweep`], the report out, an exit code back.
 //!
-//! The clock is read here, once, and the same instant is handed to the sweep: the window
+//! The clock is read here (`crate::clock::now`), once, and the same instant is handed to the sweep: the window
 //! start and every "reconciling for longer than" judgement use it.
 
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
@@ -15,7 +14,6 @@ use crate::commands::inputs::{
 use crate::commands::run::write_atomically;
 use crate::commands::{CliResult, OutputFormat, UsageError, progress_for};
 use crate::core::sweep::{SweepDuration, check_window, coverage_warning};
-use crate::core::time::Timestamp;
 use crate::engine::sweep::pass::{SweepReport, SweepSettings, sweep_observed};
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
 
@@ -135,15 +133,6 @@ fn parse_duration(text: &str) -> Result<SweepDuration, String> {
         })
 }
 
-/// The current time, read once.
-fn now() -> Timestamp {
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    Timestamp::from_unix_millis(millis)
-}
-
 /// Runs `assent sweep`.
 pub fn run(args: &SweepArgs) -> CliResult {
     check_window(args.lookback, args.interval).map_err(|e| UsageError(e.to_string()))?;
@@ -167,7 +156,13 @@ pub fn run(args: &SweepArgs) -> CliResult {
         max_mrs: usize::try_from(args.max_mrs).unwrap_or(usize::MAX),
     };
     let progress = progress_for(args.format == OutputFormat::Json, args.quiet);
-    let mut report = sweep_observed(&forge, &project, now(), &settings, progress.as_ref());
+    let mut report = sweep_observed(
+        &forge,
+        &project,
+        crate::clock::now(),
+        &settings,
+        progress.as_ref(),
+    );
     if let Some(w) = coverage_warning(args.lookback, args.interval, args.stuck_after) {
         report.warnings.push(w);
         report.warnings.sort();
