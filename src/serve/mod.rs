@@ -1046,6 +1046,9 @@ pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
 }
 
 #[cfg(test)]
+mod router_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
