@@ -21,6 +21,7 @@ pub use assent_engine as engine;
 pub use assent_forge as forge;
 pub use assent_gitlab as gitlab;
 
+pub mod clock;
 pub mod commands;
 pub mod doctor;
 pub mod git_checkout;

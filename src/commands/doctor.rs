@@ -165,11 +165,9 @@ fn resolve(args: &DoctorArgs, env: EnvLookup<'_>) -> Result<(DoctorInputs, bool)
     Ok((inputs, strict))
 }
 
-/// Today's date in UTC, from the system clock: the one place doctor reads it.
+/// Today's date in UTC, from `crate::clock::now`: the one place doctor reads it.
 fn today_utc() -> chrono::NaiveDate {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400);
+    let days = u64::try_from(crate::clock::now().unix_millis() / 86_400_000).unwrap_or(0);
     chrono::NaiveDate::default() + chrono::Days::new(days)
 }
 

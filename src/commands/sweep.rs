@@ -1,11 +1,10 @@
 //! `assent sweep`: the scheduled safety net (docs/contract.md#sweep). Flags and environment in, one call
 //! into [`crate::engine::sweep::pass::sweep`], the report out, an exit code back.
 //!
-//! The clock is read here, once, and the same instant is handed to the sweep: the window
+//! The clock is read here (`crate::clock::now`), once, and the same instant is handed to the sweep: the window
 //! start and every "reconciling for longer than" judgement use it.
 
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
@@ -15,7 +14,6 @@ use crate::commands::gitlab_inputs::{
 use crate::commands::report_file::write_atomically;
 use crate::commands::{CliResult, OutputFormat, UsageError, progress_for};
 use crate::core::sweep_classification::{SweepDuration, check_window, coverage_warning};
-use crate::core::time::Timestamp;
 use crate::engine::sweep::pass::{SweepReport, SweepSettings, Unshared, sweep_with};
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
 
@@ -135,15 +133,6 @@ fn parse_duration(text: &str) -> Result<SweepDuration, String> {
         })
 }
 
-/// The current time, read once.
-fn now() -> Timestamp {
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    Timestamp::from_unix_millis(millis)
-}
-
 /// Runs `assent sweep`.
 pub fn run(args: &SweepArgs) -> CliResult {
     check_window(args.lookback, args.interval).map_err(|e| UsageError(e.to_string()))?;
@@ -170,7 +159,7 @@ pub fn run(args: &SweepArgs) -> CliResult {
     let mut report = sweep_with(
         &forge,
         &project,
-        now(),
+        crate::clock::now(),
         &settings,
         progress.as_ref(),
         &Unshared,

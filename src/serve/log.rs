@@ -3,9 +3,6 @@
 //! a payload, the secret or the token.
 
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use crate::core::time::Timestamp;
 
 /// `--log-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -55,14 +52,6 @@ pub struct Log {
     format: LogFormat,
 }
 
-fn now() -> Timestamp {
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    Timestamp::from_unix_millis(millis)
-}
-
 impl Log {
     /// A logger writing `format` lines to stderr.
     pub fn new(format: LogFormat) -> Self {
@@ -71,7 +60,7 @@ impl Log {
 
     /// The line for `msg` with `fields`, as it is written.
     pub fn line(&self, level: &str, msg: &str, fields: &[(&str, Field)]) -> String {
-        let ts = now().to_rfc3339();
+        let ts = crate::clock::now().to_rfc3339();
         match self.format {
             LogFormat::Json => {
                 let mut doc = serde_json::Map::new();

@@ -8,8 +8,8 @@
 //! its request head evicted at the bound) serving an `axum` router; a dispatcher that hands
 //! keys due in the [`Coalescer`] to a small pool of blocking workers (the GitLab client is the
 //! blocking `ureq` one); a recheck task re-examining the MRs left at `REVIEW`
-//! ([`recheck::Watchlist`]); one sweep task per project. The clock is read here and handed to
-//! the pure parts.
+//! ([`recheck::Watchlist`]); one sweep task per project. The clock is read here (through
+//! [`crate::clock::now`]) and handed to the pure parts.
 
 pub mod connections;
 pub mod log;
@@ -20,7 +20,7 @@ pub mod webhook;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -133,14 +133,6 @@ struct Shared {
     /// `--recheck-interval` is not `off`: only then are MRs watched.
     rechecking: bool,
     body_budget: Arc<Semaphore>,
-}
-
-fn now_ts() -> Timestamp {
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    Timestamp::from_unix_millis(millis)
 }
 
 impl Shared {
@@ -812,7 +804,7 @@ async fn classify(shared: Arc<Shared>, key: (usize, u64), trigger: Trigger) {
             project.forge.as_ref(),
             worker.bot,
             iid,
-            now_ts(),
+            crate::clock::now(),
             &worker.examine,
         )
     })
@@ -950,7 +942,7 @@ async fn sweep_loop(
             _ = stop.changed() => return,
         }
         wait = Duration::from_secs(interval.as_secs());
-        let now = now_ts();
+        let now = crate::clock::now();
         let lookback = widened_lookback(settings.lookback, now, last_complete_start, last_failed);
         let pass_settings = SweepSettings {
             lookback,
@@ -1052,6 +1044,9 @@ pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
     text.parse()
         .map_err(|_| format!("{text:?} is not an address and port (e.g. 127.0.0.1:8080)"))
 }
+
+#[cfg(test)]
+mod router_tests;
 
 #[cfg(test)]
 mod tests {

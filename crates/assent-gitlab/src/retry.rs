@@ -135,7 +135,7 @@ impl RetryPolicy {
 
     /// The delay a 429/5xx answer asks for, capped; `None` when it asks for none.
     pub(crate) fn requested_delay(&self, response: &RawResponse) -> Option<Duration> {
-        requested_delay(response, SystemTime::now()).map(|d| d.min(self.retry_after_cap))
+        requested_delay(response, wall_clock()).map(|d| d.min(self.retry_after_cap))
     }
 
     /// The wait before a write refused with 429 for the `refusal`-th time in a row (0 =
@@ -153,6 +153,12 @@ impl RetryPolicy {
         let millis = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX);
         Duration::from_millis(fastrand::u64(millis / 2..=millis))
     }
+}
+
+/// The crate's one reading of the time of day: what an HTTP date in `Retry-After` and a
+/// `RateLimit-Reset` epoch are measured against (waits themselves are `Instant`s).
+fn wall_clock() -> SystemTime {
+    SystemTime::now()
 }
 
 /// How long to hold the next write when `response` says the rate-limit window is nearly
@@ -499,7 +505,7 @@ impl Requester {
         if response.status == 429 {
             return;
         }
-        if let Some(pause) = pace_after(response, SystemTime::now(), self.policy.retry_after_cap) {
+        if let Some(pause) = pace_after(response, wall_clock(), self.policy.retry_after_cap) {
             self.lock_limits().pace = Some((Instant::now(), pause));
         }
     }

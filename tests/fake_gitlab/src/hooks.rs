@@ -86,11 +86,8 @@ pub fn new_uuid() -> String {
     use std::sync::atomic::AtomicU64;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let digest = Sha256::digest(format!("{n}:{nanos}:{}", std::process::id()));
+    let millis = crate::time::system_ms();
+    let digest = Sha256::digest(format!("{n}:{millis}:{}", std::process::id()));
     let mut b = [0u8; 16];
     b.copy_from_slice(&digest[..16]);
     b[6] = (b[6] & 0x0f) | 0x40;

@@ -1,6 +1,7 @@
 //! Minimal UTC timestamp handling (GitLab's `2024-01-02T03:04:05.678Z` format).
 
-/// The system clock in milliseconds since the Unix epoch.
+/// The system clock in milliseconds since the Unix epoch: the one place the fake, and the
+/// tests that share its clock, read the time of day.
 pub fn system_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

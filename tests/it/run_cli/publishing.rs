@@ -11,24 +11,9 @@ fn first_run_publishes_a_thread_and_a_verified_summary() {
     let r = w.run(&["--fail-on", "block"]);
     r.expect_code(0);
     assert_eq!(r.stderr, "", "a successful run is quiet on stderr");
-    assert!(
-        r.stdout
-            .starts_with("assent: REVIEW for !7 at 22222222 (1 finding); published\n"),
-        "{}",
-        r.stdout
-    );
-    assert!(
-        r.stdout.contains(&format!(
-            "create  challenge  {RETENTION} @ {RETENTION_SUBJECT}"
-        )),
-        "{}",
-        r.stdout
-    );
-    assert!(
-        r.stdout.contains("requests: ") && r.stdout.contains(" 3 writes; rescan verified"),
-        "{}",
-        r.stdout
-    );
+    // The whole text report: the decision line, each action, the request counts and the
+    // rescan.
+    insta::assert_snapshot!("first_run_text", r.stdout);
 
     // The fake: one unresolved challenge thread and one verified summary, both the bot's.
     let thread = w.thread(RETENTION);
@@ -168,11 +153,8 @@ fn a_rerun_writes_nothing_and_its_receipt_is_byte_identical() {
         receipt["actions"][0]["action"], "leave-untouched",
         "{receipt}"
     );
-    assert!(
-        second.stdout.contains(" 0 writes; rescan verified"),
-        "{}",
-        second.stdout
-    );
+    // The rerun's text report: every action left untouched, zero writes, verified.
+    insta::assert_snapshot!("rerun_text", second.stdout);
 
     // Apart from the actions' verbs, the rerun's receipt says what the first one did.
     let mut a = first.receipt_without_requests();
