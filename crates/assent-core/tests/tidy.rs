@@ -10,7 +10,10 @@
 //!   of the integration binary (libtest matches a filter anywhere in `module::test_name`), and
 //!   names no test binary but `it`;
 //! * no two public types of the product crates share a name, so a name says which one it is
-//!   (the fake GitLab and the test support mirror GitLab's names and are left out).
+//!   (the fake GitLab and the test support mirror GitLab's names and are left out);
+//! * no two modules of a product crate import each other, directly or around a circle
+//!   (`use crate::…`, `crate::…` and `super::…` paths outside tests), but the few circles of
+//!   `ALLOWED_CIRCLES`, each with its reason.
 //!
 //! Each check is a function over (file list, doc text), so the unit tests below can plant a
 //! drift and show the check catches it.
@@ -678,4 +681,349 @@ fn a_test_filter_that_selects_nothing_is_found() {
             "docs/a.md:1: `cargo test --test it run_cli::approves_at` selects no test",
         ]
     );
+}
+
+// ---- no import circles between a crate's modules -----------------------------------------------
+
+/// The circles between modules that stay, each as `root: module, module, …` (the modules of
+/// one strongly connected part of the crate's import graph, sorted) with why.
+const ALLOWED_CIRCLES: &[(&str, &str)] = &[
+    ("src: doctor::checks, doctor::probe", "not yet untangled"),
+    (
+        "crates/assent-core/src: assent, bot_identity, inventory, sweep, time",
+        "not yet untangled",
+    ),
+    (
+        "crates/assent-core/src: planner, receipt, run_receipt",
+        "not yet untangled",
+    ),
+    (
+        "crates/assent-core/src: policy::cel_cost, policy::cel_eval, policy::cel_limits, policy::cel_types",
+        "not yet untangled",
+    ),
+    ("crates/assent-semdiff/src: keys, tree", "not yet untangled"),
+    (
+        "crates/assent-gitlab/src: client, config, pagination",
+        "not yet untangled",
+    ),
+    (
+        "crates/assent-gitlab/src: discussion_stream, forge",
+        "not yet untangled",
+    ),
+];
+
+/// A module's path inside its crate for the import graph: like [`module_path`], but the crate
+/// root is `""` and a unit-test module is `None`; a binary beside a library (`main.rs`,
+/// `bin/`) is another crate and left out.
+fn graph_module(relative: &str, has_lib: bool) -> Option<String> {
+    let stem = relative.strip_suffix(".rs")?;
+    let stem = stem.strip_suffix("/mod").unwrap_or(stem);
+    if stem == "lib" || (stem == "main" && !has_lib) {
+        return Some(String::new());
+    }
+    if stem == "main" || stem.starts_with("bin/") {
+        return None;
+    }
+    module_path(relative)
+}
+
+/// The text the compiler sees outside tests: comment lines dropped (a doc link is resolved by
+/// rustdoc, it is no dependency of the code), and each `#[cfg(test)]` item skipped to its
+/// closing brace or semicolon.
+fn non_test_code(text: &str) -> String {
+    let mut kept = String::new();
+    let mut skipping = false;
+    let mut depth = 0i64;
+    let mut opened = false;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        if trimmed.starts_with("#[cfg(test)]") {
+            (skipping, depth, opened) = (true, 0, false);
+            continue;
+        }
+        if skipping {
+            if trimmed.starts_with("#[") {
+                continue;
+            }
+            depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+            opened |= line.contains('{');
+            if depth <= 0 && (opened || trimmed.ends_with(';')) {
+                skipping = false;
+            }
+            continue;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    kept
+}
+
+/// The paths a `crate::`/`super::` path names from `at` (just after its `::`): one for a
+/// plain path, one per leaf of a `{…}` group; each as segments after `prefix`.
+fn paths_from(text: &[u8], mut at: usize, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+    let mut segments = prefix.to_vec();
+    loop {
+        while at < text.len() && text[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        if text.get(at) == Some(&b'{') {
+            at += 1;
+            loop {
+                while at < text.len() && (text[at].is_ascii_whitespace() || text[at] == b',') {
+                    at += 1;
+                }
+                if at >= text.len() || text[at] == b'}' {
+                    return at + 1;
+                }
+                at = paths_from(text, at, &segments, out);
+            }
+        }
+        let start = at;
+        while at < text.len() && (text[at].is_ascii_alphanumeric() || text[at] == b'_') {
+            at += 1;
+        }
+        if at == start {
+            if text.get(at) == Some(&b'*') {
+                at += 1;
+            }
+            out.push(segments);
+            return at;
+        }
+        let word = String::from_utf8_lossy(&text[start..at]).into_owned();
+        if word != "self" {
+            segments.push(word);
+        }
+        if text[at..].starts_with(b"::") {
+            at += 2;
+            continue;
+        }
+        out.push(segments);
+        // `… as Alias`: the alias names nothing of the crate.
+        let rest = &text[at..];
+        let spaces = rest.iter().take_while(|b| b.is_ascii_whitespace()).count();
+        if rest[spaces..].starts_with(b"as ") {
+            at += spaces + 3;
+            while at < text.len() && text[at].is_ascii_whitespace() {
+                at += 1;
+            }
+            while at < text.len() && (text[at].is_ascii_alphanumeric() || text[at] == b'_') {
+                at += 1;
+            }
+        }
+        return at;
+    }
+}
+
+/// The import graph of one crate's modules: `module → modules it names` through `crate::`
+/// and `super::` paths in non-test code. A path names the longest module it starts with
+/// (`crate::marker::GateLine` → `marker`). An edge between a module and its own ancestor or
+/// descendant does not count: a parent declares its children (`mod x;`) and so always
+/// depends on them, and a child reaching its parent's items is how Rust's privacy is meant
+/// to be used; the circles worth closing are between modules that are not nested.
+fn import_graph(
+    files: &[(String, String)],
+) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let has_lib = files.iter().any(|(path, _)| path == "lib.rs");
+    let modules: std::collections::BTreeMap<String, &str> = files
+        .iter()
+        .filter_map(|(path, text)| Some((graph_module(path, has_lib)?, text.as_str())))
+        .collect();
+    let nested = |a: &str, b: &str| {
+        a.is_empty()
+            || b.is_empty()
+            || a.starts_with(&format!("{b}::"))
+            || b.starts_with(&format!("{a}::"))
+    };
+    let mut graph = std::collections::BTreeMap::<String, BTreeSet<String>>::new();
+    for (module, text) in &modules {
+        let code = non_test_code(text);
+        let bytes = code.as_bytes();
+        let here: Vec<String> = module
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
+        for keyword in ["crate::", "super::"] {
+            for (found, _) in code.match_indices(keyword) {
+                let before = bytes[..found].last().copied();
+                if before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    || code[..found].ends_with("in ")
+                {
+                    continue;
+                }
+                if keyword == "super::" && code[..found].ends_with("super::") {
+                    continue; // counted from the first `super::` of the chain
+                }
+                let mut base = if keyword == "crate::" {
+                    Vec::new()
+                } else {
+                    here[..here.len().saturating_sub(1)].to_vec()
+                };
+                let mut at = found + keyword.len();
+                while code[at..].starts_with("super::") {
+                    base.pop();
+                    at += "super::".len();
+                }
+                let mut named = Vec::new();
+                paths_from(bytes, at, &base, &mut named);
+                for path in named {
+                    let target = (1..=path.len())
+                        .rev()
+                        .map(|len| path[..len].join("::"))
+                        .find(|candidate| modules.contains_key(candidate))
+                        .unwrap_or_default();
+                    if target != *module && !nested(module, &target) {
+                        graph.entry(module.clone()).or_default().insert(target);
+                    }
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// The circles of a graph: each strongly connected part of more than one module, sorted.
+fn circles(graph: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Tarjan<'g> {
+        graph: &'g std::collections::BTreeMap<String, BTreeSet<String>>,
+        index: std::collections::HashMap<&'g str, (usize, usize)>,
+        stack: Vec<&'g str>,
+        on_stack: BTreeSet<&'g str>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'g> Tarjan<'g> {
+        fn visit(&mut self, node: &'g str) {
+            let order = self.index.len();
+            self.index.insert(node, (order, order));
+            self.stack.push(node);
+            self.on_stack.insert(node);
+            for next in self.graph.get(node).into_iter().flatten() {
+                let next = next.as_str();
+                let low = if let Some(&(next_order, _)) = self.index.get(next) {
+                    if !self.on_stack.contains(next) {
+                        continue;
+                    }
+                    next_order
+                } else {
+                    self.visit(next);
+                    self.index[next].1
+                };
+                let entry = self.index.get_mut(node).expect("visited");
+                entry.1 = entry.1.min(low);
+            }
+            let (order, low) = self.index[node];
+            if order == low {
+                let mut part = Vec::new();
+                while let Some(member) = self.stack.pop() {
+                    self.on_stack.remove(member);
+                    part.push(member.to_string());
+                    if member == node {
+                        break;
+                    }
+                }
+                if part.len() > 1 {
+                    part.sort();
+                    self.found.push(part);
+                }
+            }
+        }
+    }
+    let mut tarjan = Tarjan {
+        graph,
+        index: Default::default(),
+        stack: Vec::new(),
+        on_stack: Default::default(),
+        found: Vec::new(),
+    };
+    for node in graph.keys() {
+        if !tarjan.index.contains_key(node.as_str()) {
+            tarjan.visit(node);
+        }
+    }
+    tarjan.found.sort();
+    tarjan.found
+}
+
+/// `root: module, module, …` for each circle of each product crate.
+fn import_circles(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for crate_root in PRODUCT_ROOTS {
+        let mut files = Vec::new();
+        files_under(root, crate_root, &mut files);
+        let files: Vec<(String, String)> = files
+            .into_iter()
+            .filter(|path| path.ends_with(".rs"))
+            .map(|path| {
+                let text = read(&root.join(&path));
+                let relative = path[crate_root.len() + 1..].to_string();
+                (relative, text)
+            })
+            .collect();
+        for circle in circles(&import_graph(&files)) {
+            found.push(format!("{crate_root}: {}", circle.join(", ")));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_import_circle_between_modules() {
+    let found = import_circles(&workspace_root());
+    let allowed: BTreeSet<&str> = ALLOWED_CIRCLES.iter().map(|(circle, _)| *circle).collect();
+    let new: Vec<&String> = found
+        .iter()
+        .filter(|c| !allowed.contains(c.as_str()))
+        .collect();
+    let gone: Vec<&&str> = allowed
+        .iter()
+        .filter(|c| !found.iter().any(|f| f == **c))
+        .collect();
+    assert!(
+        new.is_empty() && gone.is_empty(),
+        "import circles between modules (move the shared definition down to its natural home, \
+         a small vocabulary module where none fits):\n{}\nallowed circles that are gone (drop \
+         them from ALLOWED_CIRCLES):\n{}",
+        new.iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        gone.iter().map(|c| **c).collect::<Vec<_>>().join("\n"),
+    );
+}
+
+#[test]
+fn an_import_circle_is_found() {
+    let files = [
+        ("lib.rs", "pub mod a;\npub mod b;\npub mod c;\npub mod d;\n"),
+        ("a.rs", "use crate::b::{Thing, other::Deep};\n"),
+        (
+            "b.rs",
+            "use crate::{c::Leaf as L, d::inner::Y};\n/// [`crate::a::Doc`]\n",
+        ),
+        ("c.rs", "pub struct Leaf;\n"),
+        ("d/mod.rs", "mod inner;\npub(in crate::a) fn f() {}\n"),
+        ("d/inner.rs", "use super::super::a::X;\nuse super::f;\n"),
+        ("b_tests.rs", "use crate::a::X;\n"),
+    ]
+    .map(|(p, t)| (p.to_string(), t.to_string()));
+    let graph = import_graph(&files);
+    assert_eq!(graph["a"], BTreeSet::from(["b".to_string()]));
+    assert_eq!(
+        graph["b"],
+        BTreeSet::from(["c".to_string(), "d::inner".to_string()])
+    );
+    // `super::f` names the parent: no edge, a child reaching its parent is no circle.
+    assert_eq!(graph["d::inner"], BTreeSet::from(["a".to_string()]));
+    assert_eq!(
+        circles(&graph),
+        [["a", "b", "d::inner"].map(String::from).to_vec()]
+    );
+
+    // A use inside test code, or in a doc comment, is no edge.
+    let mut files = files.to_vec();
+    files[5].1 = "#[cfg(test)]\nmod tests {\n    use super::super::a::X;\n}\n// crate::a\n".into();
+    assert!(circles(&import_graph(&files)).is_empty());
 }
