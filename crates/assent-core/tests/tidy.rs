@@ -705,10 +705,6 @@ const ALLOWED_CIRCLES: &[(&str, &str)] = &[
         "crates/assent-gitlab/src: client, config, pagination",
         "not yet untangled",
     ),
-    (
-        "crates/assent-gitlab/src: discussion_stream, forge",
-        "not yet untangled",
-    ),
 ];
 
 /// A module's path inside its crate for the import graph: like [`module_path`], but the crate
