@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use crate::gitlab::Diagnosis;
 
-use super::probe::DoctorInputs;
+use super::inputs::DoctorInputs;
 use super::report::Check;
 use super::single_writer::{Certainty, SingleWriterVerdict};
 use crate::core::bot_identity::{IdentityRefusal, Owners};
