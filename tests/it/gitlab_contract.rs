@@ -15,9 +15,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use assent::core::assent::{ACTIVE_STATE, Account, AssentFacts, judge};
+use assent::core::assent::{AssentFacts, judge};
 use assent::core::inventory::Inventory;
 use assent::core::model::ListedDiscussion;
+use assent::core::model::{ACTIVE_STATE, Account};
 use assent::core::sweep::HeadPipeline;
 use assent::engine::fixture::runner::fixture_pins;
 use assent::engine::fixture::schema::FindingSpec;

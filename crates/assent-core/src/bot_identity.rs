@@ -29,9 +29,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::assent::Account;
 use crate::marker::MARKER_PREFIX;
-use crate::model::ListedDiscussion;
+use crate::model::{Account, ListedDiscussion};
 
 /// How many distinct authors of foreign markers a run reads at most. A renewal leaves one
 /// previous bot per renewal, so a handful covers every honest history; more authors than
@@ -221,7 +220,7 @@ pub fn decide_owners(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::assent::ACTIVE_STATE;
+    use crate::model::ACTIVE_STATE;
     use crate::model::ListedNote;
 
     fn account(name: &str, bot: Option<bool>) -> Result<Option<Account>, String> {

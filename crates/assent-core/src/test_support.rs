@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::assent::{Account, AssentFacts};
+use crate::assent::AssentFacts;
 use crate::inventory::ThreadArtifact;
+use crate::model::Account;
 use crate::model::{Effect, Finding, Occurrence, Slot, UserRef};
 
 /// The bot's user id in core tests.

@@ -17,7 +17,7 @@ pub mod sweep;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-pub use assent_core::assent::Account;
+pub use assent_core::model::Account;
 use assent_core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo, Role};
 
 /// Why a forge request failed. Texts never contain the token.
