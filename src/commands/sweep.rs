@@ -14,7 +14,8 @@ use crate::commands::inputs::{
 };
 use crate::commands::run::write_atomically;
 use crate::commands::{CliResult, OutputFormat, UsageError, progress_for};
-use crate::core::sweep::{SweepDuration, check_window, coverage_warning};
+use crate::core::sweep::{check_window, coverage_warning};
+use crate::core::time::SweepDuration;
 use crate::core::time::Timestamp;
 use crate::engine::sweep::pass::{SweepReport, SweepSettings, sweep_observed};
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
@@ -127,7 +128,7 @@ fn write_report_files(args: &SweepArgs, report: &SweepReport, json: &str) -> Cli
 
 fn parse_duration(text: &str) -> Result<SweepDuration, String> {
     text.parse()
-        .map_err(|e: crate::core::sweep::DurationError| {
+        .map_err(|e: crate::core::time::DurationError| {
             format!(
                 "{}: {} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)",
                 e.text, e.reason
