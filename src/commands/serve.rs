@@ -152,13 +152,12 @@ pub enum SweepInterval {
 }
 
 fn parse_sweep_duration(text: &str) -> Result<SweepDuration, String> {
-    text.parse()
-        .map_err(|e: crate::core::time::DurationError| {
-            format!(
-                "{}: {} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)",
-                e.text, e.reason
-            )
-        })
+    text.parse().map_err(|e: crate::core::time::DurationError| {
+        format!(
+            "{}: {} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)",
+            e.text, e.reason
+        )
+    })
 }
 
 fn parse_interval(text: &str) -> Result<SweepInterval, String> {

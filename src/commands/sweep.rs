@@ -127,13 +127,12 @@ fn write_report_files(args: &SweepArgs, report: &SweepReport, json: &str) -> Cli
 }
 
 fn parse_duration(text: &str) -> Result<SweepDuration, String> {
-    text.parse()
-        .map_err(|e: crate::core::time::DurationError| {
-            format!(
-                "{}: {} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)",
-                e.text, e.reason
-            )
-        })
+    text.parse().map_err(|e: crate::core::time::DurationError| {
+        format!(
+            "{}: {} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)",
+            e.text, e.reason
+        )
+    })
 }
 
 /// The current time, read once.
