@@ -148,14 +148,25 @@ impl GitCheckout {
     }
 
     /// The default base: the merge base of `HEAD` with its upstream, else with
-    /// `origin/HEAD` (the remote's default branch), else why there is none.
+    /// `origin/HEAD` (the remote's default branch), else why there is none. An upstream
+    /// that is the current branch's own branch on the remote (a branch pushed with `-u`) is
+    /// where the branch was pushed, not what it merges into: `origin/HEAD` then.
     pub fn default_base(&self) -> Result<String, GitError> {
-        let upstream = ["@{upstream}", "refs/remotes/origin/HEAD"]
-            .into_iter()
+        let own_upstream = self
+            .upstream_branch()
+            .is_some_and(|upstream| Some(upstream) == self.current_branch());
+        let candidates: &[&str] = if own_upstream {
+            &["refs/remotes/origin/HEAD"]
+        } else {
+            &["@{upstream}", "refs/remotes/origin/HEAD"]
+        };
+        let upstream = candidates
+            .iter()
+            .copied()
             .find(|r| self.resolve_commit("--base", r).is_ok())
             .ok_or_else(|| {
                 GitError::NoBase(
-                    "the branch has no upstream and there is no origin/HEAD (`git remote set-head origin --auto` sets it)".to_owned(),
+                    "the branch has no upstream other than its own branch on the remote, and there is no origin/HEAD (`git remote set-head origin --auto` sets it)".to_owned(),
                 )
             })?;
         match self.text(&["merge-base", "HEAD", upstream]) {
@@ -165,6 +176,55 @@ impl GitCheckout {
                 self.shallow_note()
             ))),
         }
+    }
+
+    /// The branch `HEAD` is on, `None` when detached.
+    pub fn current_branch(&self) -> Option<String> {
+        self.text(&["symbolic-ref", "--quiet", "--short", "HEAD"])
+            .ok()
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+    }
+
+    /// The branch a revision as given names, by its name on the remote where it is a
+    /// remote-tracking ref (`origin/main` is `main`); `HEAD` is the current branch. `None`
+    /// for anything else (a SHA, a tag, `HEAD~1`): no branch to name.
+    pub fn branch_named(&self, name: &str) -> Option<String> {
+        if name == "HEAD" || name == "@" {
+            return self.current_branch();
+        }
+        let full = self
+            .text(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--symbolic-full-name",
+                "--end-of-options",
+                name,
+            ])
+            .ok()?;
+        branch_of_ref(full.trim())
+    }
+
+    /// The branch the current branch's upstream is, on its remote (`origin/main` is `main`).
+    pub fn upstream_branch(&self) -> Option<String> {
+        let full = self
+            .text(&[
+                "rev-parse",
+                "--quiet",
+                "--symbolic-full-name",
+                "@{upstream}",
+            ])
+            .ok()?;
+        branch_of_ref(full.trim())
+    }
+
+    /// The remote's default branch, as `origin/HEAD` names it.
+    pub fn origin_default_branch(&self) -> Option<String> {
+        let full = self
+            .text(&["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"])
+            .ok()?;
+        branch_of_ref(full.trim())
     }
 
     /// The working tree (tracked changes, and new files that are not ignored) as a tree
@@ -439,6 +499,58 @@ fn lfs_pointer(bytes: &[u8]) -> Option<(String, u64)> {
     Some((oid, size?))
 }
 
+/// The branch a full ref names: `refs/heads/<b>` is `<b>`, `refs/remotes/<remote>/<b>` is
+/// `<b>` (a remote's name has no `/` in practice); anything else names no branch.
+fn branch_of_ref(full: &str) -> Option<String> {
+    let branch = match full.strip_prefix("refs/heads/") {
+        Some(branch) => branch,
+        None => full.strip_prefix("refs/remotes/")?.split_once('/')?.1,
+    };
+    (!branch.is_empty() && branch != "HEAD").then(|| branch.to_owned())
+}
+
+/// The GitLab project path of the checkout at `dir` (its top-level folder, never a folder
+/// inside another checkout), from its `origin` remote's URL: `https://host/group/project.git`,
+/// `ssh://git@host:22/group/project.git` and `git@host:group/project.git` are all
+/// `group/project`. `None` when `dir` is no checkout's top level, has no `origin`, or its URL
+/// is a local path.
+pub fn origin_project_path(dir: &Path) -> Option<String> {
+    let checkout = GitCheckout::open(dir).ok()?;
+    let top = std::fs::canonicalize(checkout.root()).ok()?;
+    if std::fs::canonicalize(dir).ok()? != top {
+        return None;
+    }
+    let url = checkout
+        .text(&["config", "--get", "remote.origin.url"])
+        .ok()?;
+    project_path_of_url(url.trim())
+}
+
+/// The project path in a remote URL (see [`origin_project_path`]).
+fn project_path_of_url(url: &str) -> Option<String> {
+    let path = if let Some((scheme, rest)) = url.split_once("://") {
+        if !matches!(scheme, "https" | "http" | "ssh" | "git") {
+            return None;
+        }
+        rest.split_once('/')?.1
+    } else {
+        // scp-like `user@host:path`; a local path has no `:` before its first `/`.
+        let (host, path) = url.split_once(':')?;
+        if host.is_empty() || host.contains('/') {
+            return None;
+        }
+        path
+    };
+    let path = path.trim_matches('/');
+    let path = path.strip_suffix(".git").unwrap_or(path);
+    let valid = !path.is_empty()
+        && !path.contains("//")
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
+    valid.then(|| path.to_owned())
+}
+
 /// `git diff-tree -r -z --raw` output as changed files: `:<old mode> <new mode> <old oid>
 /// <new oid> <status>[score]` NUL `<path>` NUL, and a second path for a rename or copy.
 fn parse_raw_diff(out: &[u8]) -> Result<Vec<ChangedFile>, ForgeError> {
@@ -564,6 +676,46 @@ mod tests {
         );
         let no_size = pointer.replace("size 12345\n", "");
         assert_eq!(lfs_pointer(no_size.as_bytes()), None);
+    }
+
+    #[test]
+    fn a_remote_url_names_its_project_path() {
+        for (url, path) in [
+            (
+                "https://gitlab.example.com/platform/policies.git",
+                Some("platform/policies"),
+            ),
+            (
+                "https://gitlab.example.com/platform/policies",
+                Some("platform/policies"),
+            ),
+            ("ssh://git@gitlab.example.com:2222/a/b/c.git", Some("a/b/c")),
+            (
+                "git@gitlab.example.com:platform/policies.git",
+                Some("platform/policies"),
+            ),
+            ("/srv/git/policies.git", None),
+            ("file:///srv/git/policies.git", None),
+            ("./policies", None),
+            ("https://gitlab.example.com/", None),
+        ] {
+            assert_eq!(project_path_of_url(url).as_deref(), path, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_full_ref_names_its_branch_on_the_remote() {
+        assert_eq!(
+            branch_of_ref("refs/heads/feature/x").as_deref(),
+            Some("feature/x")
+        );
+        assert_eq!(
+            branch_of_ref("refs/remotes/origin/main").as_deref(),
+            Some("main")
+        );
+        assert_eq!(branch_of_ref("refs/remotes/origin/HEAD"), None);
+        assert_eq!(branch_of_ref("refs/tags/v1"), None);
+        assert_eq!(branch_of_ref(""), None);
     }
 
     #[test]

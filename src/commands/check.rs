@@ -8,6 +8,7 @@
 //! thread ([`unresolved_decision`]). The policies are read at the base, as the gate reads
 //! them from the target branch.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -15,6 +16,7 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::commands::lint::read_local_policies;
+use crate::commands::report_file::write_atomically;
 use crate::commands::run::FailOn;
 use crate::commands::{CliError, CliResult, OutputFormat, UsageError};
 use crate::core::codequality::codequality_report;
@@ -22,16 +24,17 @@ use crate::core::commit_sha;
 use crate::core::desired_state::{central_policy_path, compute_desired_state};
 use crate::core::model::{Decision, DesiredState, Pins};
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
-use crate::core::policy::{MrContext, PolicyFile, PolicyProblem};
+use crate::core::policy::{MrContext, PolicyFile, PolicyProblem, PolicySet};
 use crate::core::receipt::{ReceiptFinding, ReceiptMember};
 use crate::core::review_state::unresolved_decision;
 use crate::core::semantic_diff::Limits;
 use crate::core::source_policies::check_source_policies;
 use crate::core::terminal::terminal_safe;
 use crate::engine::run::inputs::{
-    CentralPolicies, GOVERNED_CONTENT_BUDGET, POLICY_DIR, ReadBounds, gather_review_inputs_with,
+    CentralPolicies, GOVERNED_CONTENT_BUDGET, POLICY_DIR, PolicyProject, ReadBounds,
+    gather_review_inputs_with,
 };
-use crate::git_checkout::GitCheckout;
+use crate::git_checkout::{GitCheckout, origin_project_path};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -44,8 +47,14 @@ Examples:
   assent check --base main --head feature
   # The findings as JSON, and GitLab's Code Quality report:
   assent check --format json --codequality gl-code-quality-report.json
+  # Policies that read the merge request (mr.author, mr.labels): what it will carry:
+  assent check --author alice --label retention-approved
+  # With the central policy project's checkout, named as the CI job names it:
+  assent check --policy-project-dir ../policies --policy-project platform/policies
 
 The decision is the gate's before anyone resolves a thread: a challenge counts as REVIEW.
+A rule whose `when` read a field of mr that check was not given (title, author, labels) is
+named in the output: its verdict is the one for an empty field.
 
 Exit codes: 0 decision below --fail-on, 1 decision at or above --fail-on, 2 usage error (not
 a git checkout, an unknown ref, no base), 3 git failed.";
@@ -78,9 +87,58 @@ pub struct CheckArgs {
     /// `assent lint --policy-project-dir` reads it).
     #[arg(long, value_name = "DIR")]
     pub policy_project_dir: Option<PathBuf>,
-    /// Also write GitLab's Code Quality report of the findings (JSON) here.
+    /// The central policy project `--policy-project-dir` is a checkout of, as `assent run
+    /// --policy-project` names it (an `@REF` is accepted and ignored: the folder is read as
+    /// it is), so findings and the policy digest name its policies as the gate does
+    /// [default: the path in the checkout's `origin` URL, else the folder as given].
+    #[arg(long, value_name = "ID_OR_PATH[@REF]", requires = "policy_project_dir")]
+    pub policy_project: Option<String>,
+    /// Also write GitLab's Code Quality report of the findings (JSON) here (whole or not at
+    /// all, as `assent run` writes it).
     #[arg(long, value_name = "PATH")]
     pub codequality: Option<PathBuf>,
+    /// The merge request's title, for a `when` that reads `mr.title` [default: none: a
+    /// rule that reads it is named in the output].
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// The merge request author's GitLab username, for `mr.author` [default: none: a rule
+    /// that reads it is named in the output].
+    #[arg(long, value_name = "USERNAME")]
+    pub author: Option<String>,
+    /// A label the merge request will carry, for `mr.labels`; repeat for each [default:
+    /// none, as a new merge request has, and a rule that reads them is named in the output].
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// The source branch, for `mr.source_branch` [default: the branch `--head` names, else
+    /// the current branch].
+    #[arg(long, value_name = "BRANCH")]
+    pub source_branch: Option<String>,
+    /// The target branch, for `mr.target_branch` [default: the branch `--base` names, else
+    /// the upstream's branch when it is not the source branch's own, else origin/HEAD's].
+    #[arg(long, value_name = "BRANCH")]
+    pub target_branch: Option<String>,
+}
+
+/// The fields of `mr` a check may not know: a new merge request has no iid yet, and its
+/// title, author and labels are the author's to give.
+const MR_FIELD_FLAGS: [(&str, Option<&str>); 6] = [
+    ("iid", None),
+    ("title", Some("--title")),
+    ("author", Some("--author")),
+    ("labels", Some("--label")),
+    ("source_branch", Some("--source-branch")),
+    ("target_branch", Some("--target-branch")),
+];
+
+/// A rule whose `when` read fields of `mr` the check was not given and could not tell, on
+/// a change it matched: its verdict there is the one for a merge request whose fields are
+/// empty (`""`, `[]`, `0`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnknownRead {
+    /// The rule's id.
+    pub rule: String,
+    /// The fields of `mr` it read that were not known, as `mr` names them.
+    pub fields: Vec<&'static str>,
 }
 
 /// What `assent check` judged: the pins, the findings and the decision.
@@ -97,6 +155,10 @@ pub struct CheckReport {
     pub has_policies: bool,
     /// Whether the head is the working tree.
     pub working_tree: bool,
+    /// The `mr` the policies saw.
+    pub context: MrContext,
+    /// The rules whose verdict read a field of `mr` the check did not know.
+    pub unknown_reads: Vec<UnknownRead>,
 }
 
 /// The `--format json` document: the receipt's pins and findings, `outcome: "check"`.
@@ -109,13 +171,15 @@ struct CheckDocument<'a> {
     pins: &'a Pins,
     decision: Decision,
     findings: Vec<ReceiptFinding>,
+    /// Each rule whose `when` read a field of `mr` the check did not know.
+    unknown_mr_fields: &'a [UnknownRead],
 }
 
 /// Runs `assent check`.
 pub fn run(args: &CheckArgs) -> CliResult {
     let report = check(args)?;
     if let Some(path) = &args.codequality {
-        std::fs::write(path, codequality_report(&report.desired).as_bytes()).with_context(
+        write_atomically(path, codequality_report(&report.desired).as_bytes()).with_context(
             || format!("cannot write the Code Quality report to {}", path.display()),
         )?;
     }
@@ -183,16 +247,17 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, CliError> {
         policy_project: None,
         policy_sha: None,
     };
+    let (context, unknown) = mr_context(args, &checkout);
     let repo = checkout
         .between(base, head)
         .context("cannot list the change")?;
-    let context = MrContext {
-        iid: 0,
-        title: String::new(),
-        source_branch: String::new(),
-        target_branch: String::new(),
-        author: String::new(),
-        labels: Vec::new(),
+    let central = match &args.policy_project_dir {
+        Some(dir) => {
+            let project = central_project_name(dir, args.policy_project.as_deref())?;
+            pins.policy_project = Some(project.clone());
+            central_policies(dir, &project)?
+        }
+        None => CentralPolicies::default(),
     };
     let bounds = ReadBounds {
         changes_count: Some(repo.changes_count().to_string()),
@@ -201,14 +266,20 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, CliError> {
     let gathered = gather_review_inputs_with(
         &repo,
         &pins,
-        central_policies(args.policy_project_dir.as_deref())?,
-        context,
+        central,
+        context.clone(),
         Limits::default(),
         &bounds,
     )
     .context("cannot read the checkout")?;
     let has_policies = !gathered.inputs.policy_files.is_empty();
+    // Loaded again only to ask which rules read `mr`: a set that does not load judges
+    // nothing but its problems, which read no field.
+    let policies = PolicySet::load(&gathered.inputs.policy_files).ok();
     let mut outcome = compute_desired_state(gathered.inputs);
+    let unknown_reads = policies
+        .map(|set| unknown_reads(&set.mr_fields_read(&outcome.changes), &unknown))
+        .unwrap_or_default();
     if let Some(source) = &gathered.source_policies {
         // The change's own policies are checked, never used to judge it, as in a run.
         outcome.desired = outcome.desired.with_findings(check_source_policies(source));
@@ -221,20 +292,85 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, CliError> {
         decision,
         has_policies,
         working_tree,
+        context,
+        unknown_reads,
     })
 }
 
-/// The central policies of a checkout of the policy project, named as a run names them
-/// (`central:<project>/<path>`, the folder standing for the project); an entry `lint` refuses,
-/// or a checkout without any policy file, is a problem of the policies, as in a run: never
-/// judged without the policies asked for.
-fn central_policies(dir: Option<&Path>) -> Result<CentralPolicies, CliError> {
-    let Some(dir) = dir else {
-        return Ok(CentralPolicies::default());
+/// The `mr` the policies see, and the fields of it the check does not know (see
+/// [`CheckArgs`]: each flag, else what git tells, else unknown and empty).
+fn mr_context(args: &CheckArgs, checkout: &GitCheckout) -> (MrContext, BTreeSet<&'static str>) {
+    let source_branch = args.source_branch.clone().or_else(|| match &args.head {
+        Some(head) => checkout.branch_named(head),
+        None => checkout.current_branch(),
+    });
+    let target_branch = args.target_branch.clone().or_else(|| match &args.base {
+        Some(base) => checkout.branch_named(base),
+        // The upstream of a pushed feature branch is usually its own branch on the remote,
+        // which is no target: then the remote's default branch, as GitLab proposes.
+        None => checkout
+            .upstream_branch()
+            .filter(|upstream| Some(upstream) != source_branch.as_ref())
+            .or_else(|| checkout.origin_default_branch()),
+    });
+    let mut unknown: BTreeSet<&'static str> = BTreeSet::from(["iid"]);
+    if args.labels.is_empty() {
+        unknown.insert("labels");
+    }
+    let mut known = |field: &'static str, value: Option<String>| {
+        if value.is_none() {
+            unknown.insert(field);
+        }
+        value.unwrap_or_default()
     };
-    let local = read_local_policies(dir).map_err(|e| UsageError(e.0))?;
+    let context = MrContext {
+        iid: 0,
+        title: known("title", args.title.clone()),
+        source_branch: known("source_branch", source_branch),
+        target_branch: known("target_branch", target_branch),
+        author: known("author", args.author.clone()),
+        labels: args.labels.clone(),
+    };
+    (context, unknown)
+}
+
+/// The rules of `read` that read a field in `unknown`, with those fields.
+fn unknown_reads(
+    read: &BTreeMap<String, BTreeSet<&'static str>>,
+    unknown: &BTreeSet<&'static str>,
+) -> Vec<UnknownRead> {
+    read.iter()
+        .filter_map(|(rule, fields)| {
+            let fields: Vec<&'static str> = fields.intersection(unknown).copied().collect();
+            (!fields.is_empty()).then(|| UnknownRead {
+                rule: rule.clone(),
+                fields,
+            })
+        })
+        .collect()
+}
+
+/// The name of the central policy project `dir` is a checkout of: `--policy-project` (its
+/// `@REF` dropped), else the path of the checkout's `origin` remote, else the folder as
+/// given.
+fn central_project_name(dir: &Path, given: Option<&str>) -> Result<String, CliError> {
+    if let Some(text) = given {
+        let project = PolicyProject::parse(text).map_err(UsageError)?;
+        return Ok(project.project);
+    }
+    if let Some(path) = origin_project_path(dir) {
+        return Ok(path);
+    }
     let shown = dir.display().to_string();
-    let project = shown.trim_end_matches('/');
+    Ok(shown.trim_end_matches('/').to_owned())
+}
+
+/// The central policies of a checkout of the policy project, named as a run names them
+/// (`central:<project>/<path>`); an entry `lint` refuses, or a checkout without any policy
+/// file, is a problem of the policies, as in a run: never judged without the policies asked
+/// for.
+fn central_policies(dir: &Path, project: &str) -> Result<CentralPolicies, CliError> {
+    let local = read_local_policies(dir).map_err(|e| UsageError(e.0))?;
     let files: Vec<PolicyFile> = local
         .files
         .into_iter()
@@ -295,6 +431,7 @@ fn to_json(report: &CheckReport) -> String {
         pins: &report.pins,
         decision: report.decision,
         findings: receipt_findings(&report.desired),
+        unknown_mr_fields: &report.unknown_reads,
     };
     let mut json = serde_json::to_string(&document).expect("plain data serializes");
     json.push('\n');
@@ -322,6 +459,28 @@ pub fn describe(report: &CheckReport) -> String {
     if !report.has_policies {
         out.push_str("  no policies at the base (.assent/policies/): nothing but the built-in rules judged\n");
     }
+    for read in &report.unknown_reads {
+        let fields: Vec<String> = read.fields.iter().map(|f| format!("mr.{f}")).collect();
+        let flags: Vec<&str> = read
+            .fields
+            .iter()
+            .filter_map(|f| MR_FIELD_FLAGS.iter().find(|(field, _)| field == f))
+            .filter_map(|(_, flag)| *flag)
+            .collect();
+        let mut remedies = Vec::new();
+        if !flags.is_empty() {
+            remedies.push(format!("give {}", flags.join(", ")));
+        }
+        if read.fields.contains(&"iid") {
+            remedies.push("a merge request has no iid before it is opened".to_owned());
+        }
+        out.push_str(&format!(
+            "  unknown to check: rule {} reads {}, judged as empty here ({})\n",
+            terminal_safe(&read.rule),
+            fields.join(", "),
+            remedies.join("; ")
+        ));
+    }
     for finding in &report.desired.findings {
         let location = report
             .desired
@@ -342,4 +501,69 @@ pub fn describe(report: &CheckReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report_with(unknown_reads: Vec<UnknownRead>) -> CheckReport {
+        CheckReport {
+            pins: Pins {
+                source_sha: "a".repeat(40),
+                target_sha: "b".repeat(40),
+                base_sha: "b".repeat(40),
+                ..Pins::default()
+            },
+            desired: DesiredState::default(),
+            decision: Decision::Approve,
+            has_policies: true,
+            working_tree: true,
+            context: MrContext::default(),
+            unknown_reads,
+        }
+    }
+
+    #[test]
+    fn a_rule_that_read_an_unknown_field_is_named_with_the_flag_that_gives_it() {
+        let text = describe(&report_with(vec![
+            UnknownRead {
+                rule: "gated".into(),
+                fields: vec!["author", "labels"],
+            },
+            UnknownRead {
+                rule: "numbered".into(),
+                fields: vec!["iid", "title"],
+            },
+            UnknownRead {
+                rule: "only-iid".into(),
+                fields: vec!["iid"],
+            },
+        ]));
+        assert_eq!(
+            text.lines().skip(1).collect::<Vec<_>>(),
+            [
+                "  unknown to check: rule gated reads mr.author, mr.labels, judged as empty here (give --author, --label)",
+                "  unknown to check: rule numbered reads mr.iid, mr.title, judged as empty here (give --title; a merge request has no iid before it is opened)",
+                "  unknown to check: rule only-iid reads mr.iid, judged as empty here (a merge request has no iid before it is opened)",
+            ]
+        );
+        assert_eq!(describe(&report_with(Vec::new())).lines().count(), 1);
+    }
+
+    #[test]
+    fn only_the_unknown_fields_a_rule_read_are_named() {
+        let read = BTreeMap::from([
+            ("a".to_owned(), BTreeSet::from(["author", "source_branch"])),
+            ("b".to_owned(), BTreeSet::from(["source_branch"])),
+        ]);
+        let unknown = BTreeSet::from(["author", "iid"]);
+        assert_eq!(
+            unknown_reads(&read, &unknown),
+            [UnknownRead {
+                rule: "a".into(),
+                fields: vec!["author"],
+            }]
+        );
+    }
 }

@@ -27,6 +27,7 @@ pub mod junit;
 pub mod lint;
 pub mod local_tree;
 pub mod replay;
+pub mod report_file;
 pub mod run;
 pub mod serve;
 pub mod sweep;

@@ -1,6 +1,5 @@
 //! `assent run`: the MR pipeline job.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
@@ -11,6 +10,7 @@ use crate::commands::inputs::{
     Connection, ConnectionArgs, EnvLookup, InputError, RATE_LIMIT_ADVICE, RateLimitArgs, first_of,
     process_env, resolve_mr, switch_input, with_gitlab_environment,
 };
+use crate::commands::report_file::write_atomically;
 use crate::commands::{CliError, CliResult, Exit, OutputFormat, UsageError, progress_for};
 use crate::core::codequality::codequality_report;
 use crate::core::commit_sha::{self, parse_commit_sha};
@@ -344,26 +344,6 @@ pub fn exit_for(receipt: &Receipt, fail_on: FailOn) -> Exit {
     } else {
         Exit::Success
     }
-}
-
-/// Writes a report (the receipt, the Code Quality file) atomically: a temporary file beside
-/// it, then a rename, so a crash never leaves half a report.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report".into());
-    let temporary = dir.join(format!(".{name}.tmp"));
-    {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-    }
-    std::fs::rename(&temporary, path)
 }
 
 /// Most lines of a finding's message a dry run prints under its plan line.

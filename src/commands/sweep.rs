@@ -12,7 +12,7 @@ use clap::Args;
 use crate::commands::inputs::{
     ConnectionArgs, RATE_LIMIT_ADVICE, RateLimitArgs, process_env, with_gitlab_environment,
 };
-use crate::commands::run::write_atomically;
+use crate::commands::report_file::write_atomically;
 use crate::commands::{CliResult, OutputFormat, UsageError, progress_for};
 use crate::core::sweep::{check_window, coverage_warning};
 use crate::core::time::SweepDuration;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use assent_test_support::run::World;
-use fake_gitlab::{DiffFile, FileContent, fixtures, lfs_oid, lfs_pointer};
+use fake_gitlab::{DiffFile, FileContent, Project, fixtures, lfs_oid, lfs_pointer};
 use serde_json::Value;
 
 use crate::ASSENT;
@@ -364,6 +364,48 @@ fn a_central_policy_checkout_applies_beside_the_repositorys_own() {
         )),
         "{doc}"
     );
+    // Named as the gate names the project: by --policy-project (its @REF dropped), else
+    // the folder as given, when it is no checkout of its own (here a folder inside this
+    // repository, whose origin is not the policy project's).
+    assert_eq!(
+        doc["pins"]["policyProject"],
+        central.to_str().unwrap(),
+        "{doc}"
+    );
+    let named = json(&repo.check(&[
+        "--base",
+        "main",
+        "--format",
+        "json",
+        "--policy-project-dir",
+        central.to_str().unwrap(),
+        "--policy-project",
+        "platform/policies@main",
+    ]));
+    assert_eq!(named["pins"]["policyProject"], "platform/policies");
+    assert_eq!(slots(&named), slots(&doc));
+    assert_ne!(
+        named["pins"]["policyDigest"], doc["pins"]["policyDigest"],
+        "the digest covers the central policies' paths, which name the project"
+    );
+    let alone = repo.check(&["--base", "main", "--policy-project", "platform/policies"]);
+    assert_eq!(code(&alone), 2, "{}", stderr(&alone));
+    assert!(
+        stderr(&alone).contains("--policy-project-dir"),
+        "{}",
+        stderr(&alone)
+    );
+    assert_usage_error(
+        &repo.check(&[
+            "--base",
+            "main",
+            "--policy-project-dir",
+            central.to_str().unwrap(),
+            "--policy-project",
+            "/not a path",
+        ]),
+        "is not a project id or path",
+    );
     // A folder that is no policy checkout is a usage error; one without a policy file is
     // never judged as if it had none.
     let empty = repo.home.path().join("empty-central");
@@ -389,6 +431,231 @@ fn a_central_policy_checkout_applies_beside_the_repositorys_own() {
             .iter()
             .any(|(r, _, _)| r == "assent/policy-error"),
         "{doc}"
+    );
+}
+
+// ---- the merge request's fields -----------------------------------------------------------
+
+/// The registry with [`MR_GATED`] at the base, on branch `feature` with the shrink committed.
+fn gated_repo() -> Repo {
+    let repo = Repo::new();
+    let (mut base, mut head) = registry_with_shrink();
+    for tree in [&mut base, &mut head] {
+        tree.insert(
+            ".assent/policies/mr-gated.yaml".into(),
+            MR_GATED.as_bytes().to_vec(),
+        );
+    }
+    repo.commit_tree(&base, "base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.commit_tree(&head, "shrink");
+    repo
+}
+
+fn unknown_fields(doc: &Value) -> Vec<(String, Vec<String>)> {
+    doc["unknownMrFields"]
+        .as_array()
+        .expect("unknownMrFields")
+        .iter()
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap().to_owned(),
+                r["fields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f.as_str().unwrap().to_owned())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_rule_reading_a_field_of_mr_check_was_not_given_is_named_never_silently_false() {
+    let repo = gated_repo();
+    // The branches come from git (HEAD is on `feature`, --base names `main`); the title,
+    // the author and the labels are the author's to give.
+    let out = repo.check(&["--base", "main", "--format", "json"]);
+    let doc = json(&out);
+    assert_eq!(
+        unknown_fields(&doc),
+        [
+            (
+                "authored-edit".to_owned(),
+                vec!["author".to_owned(), "title".to_owned()]
+            ),
+            (
+                "shrink-unless-approved".to_owned(),
+                vec!["labels".to_owned()]
+            ),
+        ],
+        "{doc}"
+    );
+    let text = stdout(&repo.check(&["--base", "main"]));
+    assert!(
+        text.contains(
+            "unknown to check: rule authored-edit reads mr.author, mr.title, judged as empty here (give --author, --title)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "unknown to check: rule shrink-unless-approved reads mr.labels, judged as empty here (give --label)"
+        ),
+        "{text}"
+    );
+    // Given, they decide, and nothing is left unknown: the label lifts the block, the
+    // author and title (with the branches git told) fire the challenge.
+    let given = repo.check(&[
+        "--base",
+        "main",
+        "--format",
+        "json",
+        "--author",
+        "bob",
+        "--title",
+        "MR 1",
+        "--label",
+        "retention-approved",
+    ]);
+    let doc = json(&given);
+    assert_eq!(unknown_fields(&doc), []);
+    assert_eq!(doc["decision"], "REVIEW", "{doc}");
+    assert!(
+        slots(&doc)
+            .iter()
+            .any(|(r, _, e)| r == "authored-edit" && e == "challenge"),
+        "{doc}"
+    );
+    assert!(
+        !slots(&doc)
+            .iter()
+            .any(|(r, _, _)| r == "shrink-unless-approved"),
+        "{doc}"
+    );
+    let text = stdout(&repo.check(&[
+        "--base",
+        "main",
+        "--author",
+        "bob",
+        "--title",
+        "MR 1",
+        "--label",
+        "retention-approved",
+    ]));
+    assert!(!text.contains("unknown to check"), "{text}");
+    // A rule reading mr that matches no change of this one is not named: its `when` was
+    // never asked.
+    let none = json(&repo.check(&["--base", "main", "--head", "main", "--format", "json"]));
+    assert_eq!(unknown_fields(&none), []);
+}
+
+#[test]
+fn the_branches_come_from_git_the_target_from_origin_head_when_the_upstream_is_the_branch_itself() {
+    let origin = gated_repo();
+    origin.git(&["checkout", "-q", "main"]);
+    let clone = origin.home.path().join("clone");
+    origin.git_in(
+        origin.home.path(),
+        &[
+            "clone",
+            "-q",
+            origin.dir.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    // A feature branch pushed with -u: its upstream is origin/feature, no target.
+    origin.git_in(&clone, &["checkout", "-q", "feature"]);
+    let out = origin.check_in(
+        &clone,
+        &[
+            "--format", "json", "--author", "bob", "--title", "MR 1", "--label", "x",
+        ],
+    );
+    let doc = json(&out);
+    assert_eq!(unknown_fields(&doc), [], "{doc}");
+    assert!(
+        slots(&doc).iter().any(|(r, _, _)| r == "authored-edit"),
+        "source feature and target main: {doc}"
+    );
+    // Named otherwise, the rule does not fire.
+    let other = json(&origin.check_in(
+        &clone,
+        &[
+            "--format",
+            "json",
+            "--author",
+            "bob",
+            "--title",
+            "MR 1",
+            "--label",
+            "x",
+            "--target-branch",
+            "release",
+        ],
+    ));
+    assert!(
+        !slots(&other).iter().any(|(r, _, _)| r == "authored-edit"),
+        "{other}"
+    );
+}
+
+// ---- the text a person reads ---------------------------------------------------------------
+
+/// The text report with the base's abbreviated SHA replaced (it changes with every commit
+/// date), for a snapshot.
+fn text_snapshot(repo: &Repo, args: &[&str]) -> String {
+    let out = repo.check(args);
+    let text = stdout(&out);
+    let base = repo.git(&["rev-parse", "main"]);
+    let short = regex::Regex::new(r"against ([0-9a-f]{7,40}) ").unwrap();
+    let shown = short
+        .captures(&text)
+        .unwrap_or_else(|| panic!("no base in {text}"))[1]
+        .to_owned();
+    assert!(base.starts_with(&shown), "{shown} is not main's {base}");
+    format!("exit {}\n{}", code(&out), text.replace(&shown, "<base>"))
+}
+
+#[test]
+fn the_text_report_of_a_typical_change() {
+    let repo = Repo::new();
+    let (base, head) = registry_with_shrink();
+    repo.commit_tree(&base, "base");
+    repo.write("topics/orders.yaml", &head["topics/orders.yaml"]);
+    let payments = String::from_utf8(base["topics/payments.yaml"].clone()).unwrap();
+    repo.write(
+        "topics/payments.yaml",
+        payments
+            .replacen("retention_days:", "# retention_days:", 1)
+            .as_bytes(),
+    );
+    insta::assert_snapshot!(
+        "check_text_typical",
+        text_snapshot(&repo, &["--base", "main"])
+    );
+}
+
+#[test]
+fn the_text_report_of_a_policy_change() {
+    let repo = Repo::new();
+    let (base, head) = registry_with_shrink();
+    repo.commit_tree(&base, "base");
+    repo.write("topics/orders.yaml", &head["topics/orders.yaml"]);
+    // The shrink rule relaxed to a comment: its own test cases now fail, and the change
+    // edits the policies, so it waits for a policy owner.
+    let topics = String::from_utf8(base[".assent/policies/topics.yaml"].clone()).unwrap();
+    let relaxed = topics.replacen(
+        "    when: \"int(new) < int(old)\"\n    effect: challenge",
+        "    when: \"int(new) < int(old)\"\n    effect: comment",
+        1,
+    );
+    assert_ne!(relaxed, topics);
+    repo.write(".assent/policies/topics.yaml", relaxed.as_bytes());
+    insta::assert_snapshot!(
+        "check_text_policy_change",
+        text_snapshot(&repo, &["--base", "main"])
     );
 }
 
@@ -480,6 +747,11 @@ struct Case {
     renames: Vec<(String, String)>,
     /// LFS objects both GitLab and the checkout's LFS store hold.
     lfs_objects: Vec<Vec<u8>>,
+    /// The merge request's labels (GitLab's) and the `--label`s check is given.
+    labels: Vec<String>,
+    /// A central policy project's files: the project `platform/policies` on GitLab, a
+    /// checkout of it (its `origin` on GitLab) for check.
+    central: Option<BTreeMap<String, Vec<u8>>>,
 }
 
 /// A change of a tree, returning the renames GitLab would list as one entry.
@@ -511,6 +783,8 @@ fn cases() -> Vec<Case> {
                 head,
                 renames,
                 lfs_objects: Vec::new(),
+                labels: Vec::new(),
+                central: None,
             });
         };
         edit("retention cut everywhere", &|head| {
@@ -645,9 +919,82 @@ fn cases() -> Vec<Case> {
             head,
             renames,
             lfs_objects,
+            labels: Vec::new(),
+            central: None,
         });
     }
+    cases.extend(mr_and_central_cases());
     cases
+}
+
+/// A policy of the topic registry's whose rules read `mr`: a shrink blocks unless the merge
+/// request carries `retention-approved`; an edit by `bob` (the fake's author) into `main`
+/// from `feature`, titled `MR …`, is challenged.
+const MR_GATED: &str = r#"apiVersion: assent/v1
+kind: Policy
+rules:
+  - id: shrink-unless-approved
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/retention_days", kinds: [modify] }
+    when: "int(new) < int(old) && !('retention-approved' in mr.labels)"
+    effect: block
+    message: "Retention of {{ entry }} shrinks: label the merge request retention-approved."
+  - id: authored-edit
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/retention_days" }
+    when: "mr.author == 'bob' && mr.target_branch == 'main' && mr.source_branch == 'feature' && mr.title.startsWith('MR ')"
+    effect: challenge
+    message: "{{ entry }} edited by bob."
+"#;
+
+/// The cases that need the merge request's fields and a central policy project.
+fn mr_and_central_cases() -> Vec<Case> {
+    let (mut base, mut head) = registry_with_shrink();
+    base.insert(
+        ".assent/policies/mr-gated.yaml".into(),
+        MR_GATED.as_bytes().to_vec(),
+    );
+    head.insert(
+        ".assent/policies/mr-gated.yaml".into(),
+        MR_GATED.as_bytes().to_vec(),
+    );
+    let gated = |labels: &[&str]| Case {
+        name: format!("topic-registry: a shrink gated on mr, labels {labels:?}"),
+        base: base.clone(),
+        head: head.clone(),
+        renames: vec![],
+        lfs_objects: vec![],
+        labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+        central: None,
+    };
+    let central = fixture_tree("platform-policies");
+    let mut broken_central = central.clone();
+    broken_central.insert(
+        ".assent/policies/broken.yaml".into(),
+        b"apiVersion: nonsense\n".to_vec(),
+    );
+    let (registry, mut zero) = registry_with_shrink();
+    let orders = String::from_utf8(zero["topics/orders.yaml"].clone()).unwrap();
+    zero.insert(
+        "topics/orders.yaml".into(),
+        orders
+            .replacen("retention_days: 7", "retention_days: 0", 1)
+            .into_bytes(),
+    );
+    let with_central = |name: &str, central: &BTreeMap<String, Vec<u8>>| Case {
+        name: format!("topic-registry: {name}"),
+        base: registry.clone(),
+        head: zero.clone(),
+        renames: vec![],
+        lfs_objects: vec![],
+        labels: vec![],
+        central: Some(central.clone()),
+    };
+    vec![
+        gated(&[]),
+        gated(&["retention-approved"]),
+        gated(&["other", "retention-approved"]),
+        with_central("central policies applied", &central),
+        with_central("a central policy that does not load", &broken_central),
+    ]
 }
 
 /// The gate's dry-run receipt for `case`, from the fake GitLab: the base tree at the base
@@ -704,17 +1051,31 @@ fn gate_receipt(case: &Case, base_sha: &str, head_sha: &str) -> Value {
                 .insert(lfs_oid(object), FileContent(object.clone()));
         }
         project.branches.insert("feature".into(), head_sha.into());
-        project.mr_mut(fixtures::MR_IID).expect("mr").diffs = listing;
+        let mr = project.mr_mut(fixtures::MR_IID).expect("mr");
+        mr.diffs = listing;
+        mr.labels = case.labels.clone();
+        if let Some(files) = &case.central {
+            state.projects.push(Project {
+                id: CENTRAL_ID,
+                path_with_namespace: CENTRAL_PATH.into(),
+                branches: [("main".to_owned(), CENTRAL_SHA.to_owned())].into(),
+                files: [(CENTRAL_SHA.to_owned(), tree(files))].into(),
+                ..Project::default()
+            });
+        }
     });
     w.fake
         .set_head(fixtures::PROJECT_ID, fixtures::MR_IID, head_sha);
-    let r = w
+    let mut invocation = w
         .invocation()
         .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", head_sha)
         .env("CI_MERGE_REQUEST_TARGET_BRANCH_SHA", base_sha)
         .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", base_sha)
-        .args(&["--dry-run", "--format", "json"])
-        .run();
+        .args(&["--dry-run", "--format", "json"]);
+    if case.central.is_some() {
+        invocation = invocation.args(&["--policy-project", CENTRAL_PATH]);
+    }
+    let r = invocation.run();
     assert!(
         matches!(r.code, Some(0 | 1)),
         "{}: {}{}",
@@ -725,15 +1086,67 @@ fn gate_receipt(case: &Case, base_sha: &str, head_sha: &str) -> Value {
     r.receipt()
 }
 
-/// What must agree: each finding's rule, subject, effect and occurrence, and the decision.
-fn verdict(doc: &Value) -> (Value, Vec<Value>) {
+/// What must agree: each finding's rule, subject, effect and occurrence, the decision, and
+/// the policies judged by (the digest covers their paths, so the central ones' names too)
+/// and the central project named.
+fn verdict(doc: &Value) -> (Value, Vec<Value>, Value) {
     let findings = doc["findings"]
         .as_array()
         .expect("findings")
         .iter()
         .map(|f| serde_json::json!([f["rule"], f["subject"], f["effect"], f["occurrence"]]))
         .collect();
-    (doc["decision"].clone(), findings)
+    let policies = serde_json::json!([doc["pins"]["policyDigest"], doc["pins"]["policyProject"]]);
+    (doc["decision"].clone(), findings, policies)
+}
+
+/// The central policy project of the differential cases, on GitLab.
+const CENTRAL_ID: u64 = 77;
+const CENTRAL_PATH: &str = "platform/policies";
+const CENTRAL_SHA: &str = "c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1";
+
+/// A checkout of the central policy project holding `files`, its `origin` the project on a
+/// GitLab server (never fetched: only its path is read).
+fn central_checkout(repo: &Repo, files: &BTreeMap<String, Vec<u8>>) -> PathBuf {
+    let dir = repo.home.path().join("policies");
+    std::fs::create_dir(&dir).unwrap();
+    repo.git_in(&dir, &["init", "-q", "-b", "main"]);
+    repo.git_in(
+        &dir,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &format!("https://gitlab.example.com/{CENTRAL_PATH}.git"),
+        ],
+    );
+    for (path, content) in files {
+        let file = dir.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, content).unwrap();
+    }
+    dir
+}
+
+/// The merge request's fields as the fake's MR has them: !7 by `bob` from `feature` into
+/// `main`, titled `MR 7`, and the case's labels.
+fn mr_flags(case: &Case) -> Vec<String> {
+    let mut flags: Vec<String> = [
+        "--title",
+        "MR 7",
+        "--author",
+        "bob",
+        "--source-branch",
+        "feature",
+        "--target-branch",
+        "main",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    for label in &case.labels {
+        flags.extend(["--label".to_owned(), label.clone()]);
+    }
+    flags
 }
 
 #[test]
@@ -754,7 +1167,19 @@ fn check_gives_the_gates_findings_and_decision_on_every_fixture_repository() {
             std::fs::write(store.join(&oid), object).unwrap();
         }
         let gate = verdict(&gate_receipt(&case, &base, &head));
-        let out = repo.check(&["--base", &base, "--head", &head, "--format", "json"]);
+        let mut args: Vec<String> = ["--base", &base, "--head", &head, "--format", "json"]
+            .map(str::to_owned)
+            .to_vec();
+        args.extend(mr_flags(&case));
+        if let Some(files) = &case.central {
+            let dir = central_checkout(&repo, files);
+            args.extend([
+                "--policy-project-dir".to_owned(),
+                dir.to_str().unwrap().to_owned(),
+            ]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = repo.check(&args);
         assert!(
             matches!(code(&out), 0 | 1),
             "{}: {}",
@@ -778,6 +1203,17 @@ fn check_gives_the_gates_findings_and_decision_on_every_fixture_repository() {
         }
         if case.name.ends_with("a governed file made a link") {
             assert_eq!(gate.0, "BLOCK", "{}: {gate:?}", case.name);
+        }
+        // The fields of mr decide: without the label the shrink blocks, with it the
+        // author's edit is only challenged; the central floor blocks a retention of 0.
+        if case.name.ends_with("labels []") || case.central.is_some() {
+            assert_eq!(gate.0, "BLOCK", "{}: {gate:?}", case.name);
+        }
+        if case.name.contains("\"retention-approved\"") {
+            assert_eq!(gate.0, "REVIEW", "{}: {gate:?}", case.name);
+        }
+        if case.central.is_some() {
+            assert_eq!(gate.2[1], CENTRAL_PATH, "{}: {gate:?}", case.name);
         }
         if local != gate {
             mismatches.push(format!(

@@ -33,9 +33,10 @@ use crate::marker::MARKER_PREFIX;
 use crate::model::{Account, ListedDiscussion};
 
 /// How many distinct authors of foreign markers a run reads at most. A renewal leaves one
-/// previous bot per renewal, so a handful covers every honest history; more authors than
-/// this fail closed instead of costing a request each.
-pub const MAX_MARKER_AUTHORS: usize = 5;
+/// previous bot per renewal, so a handful covers every honest history; people who paste a
+/// marker count too, so the bound is wide enough that a few commenters cannot stop an MR's
+/// gate by pasting, and past it the run fails closed instead of paying a request per author.
+pub const MAX_MARKER_AUTHORS: usize = 20;
 
 /// Whose first notes are assent's artifacts: the token's user and the adopted previous bot
 /// users.

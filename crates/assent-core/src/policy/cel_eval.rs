@@ -58,7 +58,7 @@
 //! that always fail) is checked by [`super::cel_types`]; [`Predicate::compile_all`] reports
 //! every such problem of a predicate.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::cel_cost::{self, Sizes, within_budget};
@@ -200,6 +200,11 @@ impl Predicate {
         } else {
             Err(errors)
         }
+    }
+
+    /// The fields of `mr` this predicate reads ([`cel_types::mr_fields_read`]).
+    pub fn mr_fields(&self) -> BTreeSet<&'static str> {
+        cel_types::mr_fields_read(self.program.expression())
     }
 
     /// The worst-case cost of one evaluation with variables of the given sizes (see the

@@ -29,6 +29,7 @@
 //! here is bounded by [`super::cel_shared::MAX_DEPTH`]. [`PredicateError`], why a predicate
 //! is refused at load time, is here, where most of its kinds are found.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, operators};
@@ -320,6 +321,39 @@ pub fn check(env: &Arc<Env>, expr: &IdedExpr) -> Vec<PredicateError> {
     }
     checker.constants(expr);
     checker.errors
+}
+
+/// The fields of `mr` the predicate `expr` reads, as named in [`MR_FIELDS`]: each
+/// `mr.<field>` (a `has(mr.<field>)` test too), and every field when `mr` is read any other
+/// way (`mr["title"]`, `"title" in mr`, `mr == {}`), since which one is then unknown. A
+/// comprehension variable named `mr` counts as `mr`: more fields, never fewer.
+pub fn mr_fields_read(expr: &IdedExpr) -> BTreeSet<&'static str> {
+    let mut fields = BTreeSet::new();
+    collect_mr_fields(expr, &mut fields);
+    fields
+}
+
+fn collect_mr_fields(e: &IdedExpr, fields: &mut BTreeSet<&'static str>) {
+    match &e.expr {
+        Expr::Select(select) if matches!(&select.operand.expr, Expr::Ident(name) if name == "mr") =>
+        {
+            // An unknown field is a load problem, so a loaded predicate names known ones.
+            fields.extend(
+                MR_FIELDS
+                    .iter()
+                    .map(|(field, _)| *field)
+                    .filter(|field| *field == select.field),
+            );
+        }
+        Expr::Ident(name) if name == "mr" => {
+            fields.extend(MR_FIELDS.iter().map(|(field, _)| *field));
+        }
+        _ => {
+            for child in children(e) {
+                collect_mr_fields(child, fields);
+            }
+        }
+    }
 }
 
 struct Checker<'e> {
@@ -718,6 +752,28 @@ mod tests {
         "timestamp('2020-01-01T00:00:00Z') < timestamp('2021-01-01T00:00:00Z') && duration('1h') > duration('1m')",
         "dyn(new) == 1",
     ];
+
+    #[test]
+    fn the_mr_fields_a_predicate_reads_are_named() {
+        let read = |source: &str| {
+            let predicate = Predicate::compile(&Arc::new(Env::stdlib()), source)
+                .unwrap_or_else(|e| panic!("{source}: {e}"));
+            predicate.mr_fields().into_iter().collect::<Vec<_>>()
+        };
+        assert_eq!(read("int(new) < int(old)"), Vec::<&str>::new());
+        assert_eq!(
+            read("mr.author != 'bot' && !('ok' in mr.labels)"),
+            ["author", "labels"]
+        );
+        assert_eq!(read("has(mr.title) && kind == 'add'"), ["title"]);
+        assert_eq!(
+            read("[1].exists(x, mr.target_branch == 'main')"),
+            ["target_branch"]
+        );
+        // `mr` read whole: any field may be read.
+        assert_eq!(read("'title' in mr").len(), MR_FIELDS.len());
+        assert_eq!(read("mr['author'] == 'bot'").len(), MR_FIELDS.len());
+    }
 
     #[test]
     fn every_valid_predicate_loads() {

@@ -385,6 +385,24 @@ impl PolicySet {
         }
     }
 
+    /// For each rule with a `when` that reads fields of `mr` and that `match`es one of
+    /// `changes` (so its `when` was asked about it), the fields it reads, by rule id. What
+    /// a caller that could not fill every field of [`MrContext`] (`assent check`, before the
+    /// merge request exists) must say its verdict depended on.
+    pub fn mr_fields_read(&self, changes: &[Change]) -> BTreeMap<String, BTreeSet<&'static str>> {
+        let mut read: BTreeMap<String, BTreeSet<&'static str>> = BTreeMap::new();
+        for rule in &self.rules {
+            let Some(predicate) = &rule.when else {
+                continue;
+            };
+            let fields = predicate.mr_fields();
+            if !fields.is_empty() && changes.iter().any(|c| rule.matches(c)) {
+                read.entry(rule.id.clone()).or_default().extend(fields);
+            }
+        }
+        read
+    }
+
     /// Whether some rule could judge a change of a kind at a pointer of `file`: its
     /// `match.files`, `match.pointer` and `match.kinds` accept it (`when` is not asked). What
     /// a run spells out of the values under a reported change ([`crate::semantic_diff::Descendants`]):

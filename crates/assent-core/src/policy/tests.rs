@@ -1331,3 +1331,41 @@ fn a_pointer_judged_without_its_add_is_a_warning() {
     ));
     assert!(adds(&closed).is_empty(), "{:?}", adds(&closed));
 }
+
+#[test]
+fn the_mr_fields_read_are_those_of_rules_matching_a_change() {
+    let set = load(
+        r#"apiVersion: assent/v1
+kind: Policy
+rules:
+  - id: unless-approved
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/retention_days" }
+    when: "int(new) < int(old) && !('retention-approved' in mr.labels) && mr.author != 'bot'"
+    effect: challenge
+  - id: owners-on-main
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/owner" }
+    when: "mr.target_branch == 'main'"
+    effect: challenge
+  - id: no-mr
+    match: { files: ["topics/*.yaml"], pointer: "/topics/*/retention_days" }
+    when: "int(new) < 1"
+    effect: block
+"#,
+    );
+    let retention = change(
+        "topics/a.yaml",
+        "/topics/orders/retention_days",
+        ChangeKind::Modify,
+        Some(serde_json::json!(30)),
+        Some(serde_json::json!(7)),
+    );
+    let read = set.mr_fields_read(std::slice::from_ref(&retention));
+    assert_eq!(
+        read.iter()
+            .map(|(rule, fields)| (rule.as_str(), fields.iter().copied().collect::<Vec<_>>()))
+            .collect::<Vec<_>>(),
+        [("unless-approved", vec!["author", "labels"])],
+        "owners-on-main matches no change here; no-mr reads no field of mr"
+    );
+    assert!(set.mr_fields_read(&[]).is_empty());
+}

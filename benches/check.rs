@@ -1,0 +1,292 @@
+//! `assent check` as an author runs it: the release binary on a local git checkout, against
+//! the engine's own desired-state time on the same inputs (docs/performance.md, "`assent
+//! check`").
+//!
+//! ```text
+//! cargo build --release --bin assent
+//! cargo bench --bench check                          # 10 runs of each case
+//! cargo bench --bench check -- --runs 20 --bin /path/to/another/assent
+//! ```
+//!
+//! Cases, each in a temporary git repository (no configuration of the user's read):
+//!
+//! * the example registry (`fixtures/repos/topic-registry`) with one retention cut in the
+//!   working tree: `assent check --base main`, the author's loop;
+//! * the generated 10 MB registry (`common::topic_registry`, the benchmark policy
+//!   `common::POLICY`), the change committed on `feature`: `assent check --base main --head
+//!   feature`, and the same change as the working tree (`git add --all` and `write-tree`
+//!   through a temporary index on top);
+//! * the engine alone: `compute_desired_state` in this process on the same two texts and
+//!   policy, the inputs already in memory (what `compute_desired_state/10MB` of
+//!   `benches/semantic_diff.rs` measures).
+//!
+//! Each prints the median and the range of its wall times; the 10 MB cases their ratio to
+//! the engine's median. A check's findings are asserted to be the engine's, so a fast wrong
+//! answer cannot pass for a fast right one.
+
+// A benchmark reports on the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod common;
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use assent::core::desired_state::{
+    ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
+};
+use assent::core::policy::{MrContext, PolicyFile};
+use assent::core::semantic_diff::Limits;
+
+const REGISTRY: &str = "topics/registry.yaml";
+const POLICY_PATH: &str = ".assent/policies/topics.yaml";
+
+struct Options {
+    bin: PathBuf,
+    runs: usize,
+}
+
+fn options() -> Options {
+    let mut options = Options {
+        bin: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/assent"),
+        runs: 10,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--bin" => options.bin = PathBuf::from(args.next().expect("--bin PATH")),
+            "--runs" => options.runs = args.next().and_then(|n| n.parse().ok()).expect("--runs N"),
+            // What `cargo bench` passes to every bench target.
+            "--bench" => {}
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    assert!(
+        options.bin.is_file(),
+        "{} is not built: cargo build --release --bin assent",
+        options.bin.display()
+    );
+    options
+}
+
+/// A temporary repository and the git environment every command in it runs with.
+struct Repo {
+    home: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+impl Repo {
+    fn new() -> Repo {
+        let home = tempfile::tempdir().expect("temporary directory");
+        std::fs::write(home.path().join("gitconfig"), "").expect("empty config");
+        let dir = home.path().join("repo");
+        std::fs::create_dir(&dir).expect("repo folder");
+        let repo = Repo { home, dir };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.git(&["config", "user.name", "Bench"]);
+        repo.git(&["config", "user.email", "bench@example.com"]);
+        repo
+    }
+
+    fn env(&self, command: &mut Command) {
+        command
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path())
+            .env("GIT_CONFIG_GLOBAL", self.home.path().join("gitconfig"));
+    }
+
+    fn git(&self, args: &[&str]) {
+        let mut command = Command::new("git");
+        command.arg("-C").arg(&self.dir).args(args);
+        self.env(&mut command);
+        let out = command.output().expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn write(&self, path: &str, content: &[u8]) {
+        let file = self.dir.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, content).unwrap();
+    }
+
+    fn commit(&self, message: &str) {
+        self.git(&["add", "--all"]);
+        self.git(&["commit", "-q", "-m", message]);
+    }
+
+    fn check(&self, bin: &Path, args: &[&str]) -> Output {
+        let mut command = Command::new(bin);
+        command.arg("check").args(args).current_dir(&self.dir);
+        self.env(&mut command);
+        let out = command.output().expect("assent runs");
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "assent check {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+}
+
+/// Wall times of `runs` calls of `f`, sorted.
+fn times(runs: usize, mut f: impl FnMut()) -> Vec<Duration> {
+    let mut all: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+fn median(times: &[Duration]) -> Duration {
+    times[times.len() / 2]
+}
+
+fn report(name: &str, times: &[Duration]) -> Duration {
+    let m = median(times);
+    println!(
+        "{name:<58} median {:>8.1} ms  ({:.1}–{:.1} ms, {} runs)",
+        m.as_secs_f64() * 1e3,
+        times[0].as_secs_f64() * 1e3,
+        times[times.len() - 1].as_secs_f64() * 1e3,
+        times.len()
+    );
+    m
+}
+
+fn findings_of(out: &Output) -> usize {
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a CheckReport");
+    doc["findings"].as_array().expect("findings").len()
+}
+
+/// Every file of `fixtures/repos/<name>` written into `repo`.
+fn copy_fixture(repo: &Repo, name: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/repos")
+        .join(name);
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(&root).unwrap().to_string_lossy();
+                repo.write(&rel, &std::fs::read(&path).unwrap());
+            }
+        }
+    }
+}
+
+fn example_registry(options: &Options) {
+    let repo = Repo::new();
+    copy_fixture(&repo, "topic-registry");
+    repo.commit("the example registry");
+    let orders = std::fs::read_to_string(repo.dir.join("topics/orders.yaml")).unwrap();
+    repo.write(
+        "topics/orders.yaml",
+        orders
+            .replacen("retention_days: 30", "retention_days: 7", 1)
+            .as_bytes(),
+    );
+    let out = repo.check(&options.bin, &["--base", "main", "--format", "json"]);
+    assert_eq!(findings_of(&out), 1, "the retention cut is challenged");
+    report(
+        "example registry, working tree (assent check --base main)",
+        &times(options.runs, || {
+            repo.check(&options.bin, &["--base", "main"]);
+        }),
+    );
+}
+
+fn ten_megabytes(options: &Options) {
+    let (old, new) = common::topic_registry(10_000_000);
+    println!(
+        "10 MB registry: {} bytes at the base, {} at the head",
+        old.len(),
+        new.len()
+    );
+    let repo = Repo::new();
+    repo.write(POLICY_PATH, common::POLICY.as_bytes());
+    repo.write(REGISTRY, old.as_bytes());
+    repo.commit("base");
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    repo.write(REGISTRY, new.as_bytes());
+    repo.commit("head");
+
+    let inputs = ReviewInputs {
+        policy_files: vec![PolicyFile {
+            path: POLICY_PATH.to_owned(),
+            bytes: common::POLICY.as_bytes().to_vec(),
+        }],
+        policy_problems: Vec::new(),
+        self_edit_sides: Default::default(),
+        changed_files: Ok(vec![ChangedFileInput {
+            old_path: REGISTRY.to_owned(),
+            new_path: REGISTRY.to_owned(),
+            base: FileContent::Present(old.into_bytes()),
+            source: FileContent::Present(new.into_bytes()),
+        }]),
+        mr: MrContext::default(),
+        limits: Limits::default(),
+    };
+    let expected = compute_desired_state(inputs.clone()).desired.findings.len();
+    let committed = ["--base", "main", "--head", "feature", "--format", "json"];
+    assert_eq!(
+        findings_of(&repo.check(&options.bin, &committed)),
+        expected,
+        "check finds what the engine finds"
+    );
+    let worktree = ["--base", "main", "--format", "json"];
+    assert_eq!(
+        findings_of(&repo.check(&options.bin, &worktree)),
+        expected,
+        "the working tree is the head"
+    );
+    // Interleaved, so a load that comes and goes on a shared machine weighs on the three
+    // alike, and their ratio means something even when their absolute times do not.
+    let (mut engine, mut check, mut check_worktree) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..options.runs {
+        let copy = inputs.clone();
+        let start = Instant::now();
+        black_box(compute_desired_state(black_box(copy)));
+        engine.push(start.elapsed());
+        check.extend(times(1, || {
+            repo.check(&options.bin, &committed);
+        }));
+        check_worktree.extend(times(1, || {
+            repo.check(&options.bin, &worktree);
+        }));
+    }
+    for all in [&mut engine, &mut check, &mut check_worktree] {
+        all.sort();
+    }
+    let engine = report("10 MB: engine, compute_desired_state in process", &engine);
+    let check = report("10 MB: assent check --base main --head feature", &check);
+    let check_worktree = report(
+        "10 MB: assent check --base main (the working tree)",
+        &check_worktree,
+    );
+    let ratio = |d: Duration| d.as_secs_f64() / engine.as_secs_f64();
+    println!(
+        "10 MB: check / engine: {:.2} (committed head), {:.2} (working tree); {expected} findings",
+        ratio(check),
+        ratio(check_worktree)
+    );
+}
+
+fn main() {
+    let options = options();
+    example_registry(&options);
+    ten_megabytes(&options);
+}
