@@ -10,7 +10,8 @@ use clap::Args;
 
 use crate::commands::gitlab_inputs::{ConnectionArgs, RateLimitArgs, process_env};
 use crate::commands::{CliResult, UsageError};
-use crate::core::sweep_classification::{SweepDuration, check_window};
+use crate::core::sweep_classification::check_window;
+use crate::core::time::SweepDuration;
 use crate::engine::sweep::pass::SweepSettings;
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
 use crate::serve::log::{Log, LogFormat};
@@ -151,13 +152,12 @@ pub enum SweepInterval {
 }
 
 fn parse_sweep_duration(text: &str) -> Result<SweepDuration, String> {
-    text.parse()
-        .map_err(|e: crate::core::sweep_classification::DurationError| {
-            format!(
-                "{}: {} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)",
-                e.text, e.reason
-            )
-        })
+    text.parse().map_err(|e: crate::core::time::DurationError| {
+        format!(
+            "{}: {} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)",
+            e.text, e.reason
+        )
+    })
 }
 
 fn parse_interval(text: &str) -> Result<SweepInterval, String> {

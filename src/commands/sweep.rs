@@ -13,7 +13,8 @@ use crate::commands::gitlab_inputs::{
 };
 use crate::commands::report_file::write_atomically;
 use crate::commands::{CliResult, OutputFormat, UsageError, progress_for};
-use crate::core::sweep_classification::{SweepDuration, check_window, coverage_warning};
+use crate::core::sweep_classification::{check_window, coverage_warning};
+use crate::core::time::SweepDuration;
 use crate::engine::sweep::pass::{SweepReport, SweepSettings, Unshared, sweep_with};
 use crate::gitlab::{GitLabClient, GitLabSweepForge};
 
@@ -124,13 +125,12 @@ fn write_report_files(args: &SweepArgs, report: &SweepReport, json: &str) -> Cli
 }
 
 fn parse_duration(text: &str) -> Result<SweepDuration, String> {
-    text.parse()
-        .map_err(|e: crate::core::sweep_classification::DurationError| {
-            format!(
-                "{}: {} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)",
-                e.text, e.reason
-            )
-        })
+    text.parse().map_err(|e: crate::core::time::DurationError| {
+        format!(
+            "{}: {} (expected a whole number with a unit s, m, h or d, e.g. 48h or 30m)",
+            e.text, e.reason
+        )
+    })
 }
 
 /// Runs `assent sweep`.

@@ -10,9 +10,9 @@ use std::path::PathBuf;
 
 use crate::gitlab::Diagnosis;
 
-use super::probe::DoctorInputs;
 use super::report::Check;
 use super::single_writer::{Certainty, SingleWriterVerdict};
+use super::target::DoctorInputs;
 use crate::core::bot_identity::{IdentityRefusal, Owners};
 use crate::core::policy::{PolicyFile, PolicySet};
 use crate::engine::run::inputs::{CentralPolicies, POLICY_DIR};

@@ -12,6 +12,7 @@
 //!   hold its MR's resource group?) as a pure function of the evidence, with the evidence
 //!   rule in its module docs.
 //! * [`enforcement`]: the `gate_enforcement` verdict, likewise.
+//! * [`inputs`]: what doctor is given ([`DoctorInputs`]), resolved by the command layer.
 //! * [`probe`]: sends doctor's routes (`gitlab::doctor::endpoints`) through the project's
 //!   one client and runs the checks in order, skipping those an earlier failure makes
 //!   pointless.
@@ -22,8 +23,10 @@ pub mod facts;
 pub mod probe;
 pub mod report;
 pub mod single_writer;
+pub mod target;
 
 pub use enforcement::GateEnforcement;
-pub use probe::{DoctorInputs, SetupError, run};
+pub use probe::{SetupError, run};
 pub use report::{Check, Report, Status};
 pub use single_writer::DuplicatePrevention;
+pub use target::DoctorInputs;

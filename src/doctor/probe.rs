@@ -4,7 +4,6 @@
 //! plus at most one `POST …/ci/lint` (a validation that writes nothing) when the CI
 //! configuration lives outside the project.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +18,8 @@ use super::report::{Check, Report};
 use super::single_writer::{
     ConfigFacts, JobFacts, Probe, SingleWriterEvidence, expected_key, judge,
 };
-use crate::engine::run::inputs::{PolicyProject, read_central_policies, read_policy_files};
+use super::target::DoctorInputs;
+use crate::engine::run::inputs::{read_central_policies, read_policy_files};
 use crate::forge::RepositoryFiles;
 use crate::gitlab::doctor::responses::{
     Access, ApprovalRule, ApprovalSettings, CurrentUser, HoldingJob, Job, Lint, MergeRequest,
@@ -29,42 +29,6 @@ use crate::gitlab::doctor::{DoctorEndpoint, Route};
 use crate::gitlab::retry::RetryPolicy;
 use crate::gitlab::transport::{Token, allow_http, cleartext_warning, select_proxy};
 use crate::gitlab::{GitLabClient, GitLabConfig, GitLabConfigError};
-
-/// What doctor needs; resolved by the command layer.
-#[derive(Debug, Clone)]
-pub struct DoctorInputs {
-    /// API v4 base.
-    pub api_url: String,
-    /// Project id or path.
-    pub project: String,
-    /// The token (never printed).
-    pub token: Token,
-    /// Extra CA bundle.
-    pub ca_file: Option<PathBuf>,
-    /// Where the CA bundle setting came from (for the report), e.g. `--ca-file`.
-    pub ca_source: Option<String>,
-    /// The MR, when known.
-    pub mr: Option<u64>,
-    /// `CI_JOB_ID`, when set.
-    pub job_id: Option<u64>,
-    /// The CI/CD variable that holds the token (`ASSENT_TOKEN_VARIABLE`, else `ASSENT_TOKEN`).
-    pub token_variable: String,
-    /// The environment the assent jobs declare (`CI_ENVIRONMENT_NAME`, else `assent`).
-    pub environment: String,
-    /// The central policy project runs read (`--policy-project`, `ASSENT_POLICY_PROJECT`).
-    pub policy_project: Option<PolicyProject>,
-    /// Where `assent serve` listens (`--serve-url`, `ASSENT_SERVE_URL`).
-    pub serve_url: Option<Url>,
-    /// The account declared as the bot (`ASSENT_BOT_USER`) where the token's user is a
-    /// person's account (a dedicated one, on a tier without project access tokens).
-    pub bot_user: Option<String>,
-    /// Today's date (UTC), for the `token-expiry` check: read from the clock by the command,
-    /// so the checks stay pure.
-    pub today: chrono::NaiveDate,
-    /// `ASSENT_PREVIOUS_BOT_USERS`: previous bot users whose markers a run adopts, for the
-    /// `bot-markers` check.
-    pub previous_bot_users: Vec<String>,
-}
 
 /// Doctor cannot run at all (exit 2): the configuration is unusable before any request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

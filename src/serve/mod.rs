@@ -38,7 +38,8 @@ use self::metrics::{ClassificationLabels, Metrics, PassLabels};
 use self::recheck::Watchlist;
 use self::webhook::{EventKind, Nudge, Reading};
 use crate::core::coalesce::{Accepted, Coalescer, Full};
-use crate::core::sweep_classification::{SweepDuration, SweepVerdict};
+use crate::core::sweep_classification::SweepVerdict;
+use crate::core::time::SweepDuration;
 use crate::core::time::Timestamp;
 use crate::engine::observe::Silent;
 use crate::engine::sweep::examine::{

@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use assent::core::inventory::Inventory;
 use assent::core::model::ListedDiscussion;
+use assent::core::model::{ACTIVE_STATE, Account};
 use assent::core::sweep_classification::HeadPipeline;
-use assent::core::who_assents::{ACTIVE_STATE, Account, AssentFacts, judge};
+use assent::core::who_assents::{AssentFacts, judge};
 use assent::engine::fixture::replay::fixture_pins;
 use assent::engine::fixture::schema::FindingSpec;
 use assent::engine::run::reconcile::{RunContext, reconcile};

@@ -806,10 +806,8 @@ fn the_ci_templates_run_one_sweep_at_a_time_on_schedules_with_a_valid_window() {
         .to_owned();
     let words: Vec<&str> = args.split_whitespace().collect();
     let value = |flag: &str| words[words.iter().position(|w| *w == flag).unwrap() + 1];
-    let lookback: assent::core::sweep_classification::SweepDuration =
-        value("--lookback").parse().unwrap();
-    let interval: assent::core::sweep_classification::SweepDuration =
-        value("--interval").parse().unwrap();
+    let lookback: assent::core::time::SweepDuration = value("--lookback").parse().unwrap();
+    let interval: assent::core::time::SweepDuration = value("--interval").parse().unwrap();
     assert!(assent::core::sweep_classification::check_window(lookback, interval).is_ok());
     for (form, job) in [
         ("component", docs[1]["assent-sweep"].clone()),

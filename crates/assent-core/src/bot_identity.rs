@@ -30,8 +30,7 @@
 use std::collections::BTreeSet;
 
 use crate::marker::MARKER_PREFIX;
-use crate::model::ListedDiscussion;
-use crate::who_assents::Account;
+use crate::model::{Account, ListedDiscussion};
 
 /// How many distinct authors of foreign markers a run reads at most. A renewal leaves one
 /// previous bot per renewal, so a handful covers every honest history; people who paste a
@@ -222,8 +221,8 @@ pub fn decide_owners(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ACTIVE_STATE;
     use crate::model::ListedNote;
-    use crate::who_assents::ACTIVE_STATE;
 
     fn account(name: &str, bot: Option<bool>) -> Result<Option<Account>, String> {
         Ok(Some(Account {

@@ -648,6 +648,33 @@ pub struct UserRef {
     pub username: String,
 }
 
+/// What GitLab says of a user's account (`GET /users/:id`, `lib/api/entities/user.rb`):
+/// each field `None` when the answer left it out.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Account {
+    /// GitLab's `bot` (`User#bot?`).
+    pub bot: Option<bool>,
+    /// GitLab's `state`: `active`, `blocked`, `deactivated`, ….
+    pub state: Option<String>,
+    /// GitLab's `username`: how an operator names a previous bot user
+    /// (`crate::bot_identity`).
+    pub username: Option<String>,
+}
+
+/// The one account state whose resolutions can count.
+pub const ACTIVE_STATE: &str = "active";
+
+impl Account {
+    /// An active account that is not a bot: a person whose resolution can count.
+    pub fn active_human() -> Account {
+        Account {
+            bot: Some(false),
+            state: Some(ACTIVE_STATE.to_owned()),
+            username: None,
+        }
+    }
+}
+
 /// One note as a forge listing returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedNote {

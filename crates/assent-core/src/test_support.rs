@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 
 use crate::inventory::ThreadArtifact;
+use crate::model::Account;
 use crate::model::{Effect, Finding, Occurrence, Slot, UserRef};
-use crate::who_assents::{Account, AssentFacts};
+use crate::who_assents::AssentFacts;
 
 /// The bot's user id in core tests.
 pub(crate) const BOT: u64 = 1;

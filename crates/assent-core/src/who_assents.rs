@@ -28,7 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::inventory::{Inventory, ThreadArtifact};
-use crate::model::{Assenters, DesiredState, Effect, Role, UserRef};
+use crate::model::{ACTIVE_STATE, Account, Assenters, DesiredState, Effect, Role, UserRef};
 
 /// What the run knows about the people involved, read from the forge before deciding.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -46,33 +46,6 @@ pub struct AssentFacts {
     /// Resolvers' accounts, as read: `Err` says why one could not be read. A resolver
     /// missing from the map has not been looked up, and does not count.
     pub accounts: BTreeMap<u64, Result<Account, String>>,
-}
-
-/// What GitLab says of a user's account (`GET /users/:id`, `lib/api/entities/user.rb`):
-/// each field `None` when the answer left it out.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Account {
-    /// GitLab's `bot` (`User#bot?`).
-    pub bot: Option<bool>,
-    /// GitLab's `state`: `active`, `blocked`, `deactivated`, ….
-    pub state: Option<String>,
-    /// GitLab's `username`: how an operator names a previous bot user
-    /// (`crate::bot_identity`).
-    pub username: Option<String>,
-}
-
-/// The one account state whose resolutions can count.
-pub const ACTIVE_STATE: &str = "active";
-
-impl Account {
-    /// An active account that is not a bot: a person whose resolution can count.
-    pub fn active_human() -> Account {
-        Account {
-            bot: Some(false),
-            state: Some(ACTIVE_STATE.to_owned()),
-            username: None,
-        }
-    }
 }
 
 /// Why a resolution does not count as assent.

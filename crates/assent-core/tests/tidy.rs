@@ -15,6 +15,9 @@
 //!   thing wherever they appear (a command's own name, `SHARED_MODULE_NAMES`);
 //! * no public function is a variant of an entry named for how it reports or locks
 //!   (`_observed`, `_shared`): a use case has a plain function and one `_with` form.
+//! * no two modules of a product crate import each other, directly or around a circle
+//!   (`use crate::…`, `crate::…` and `super::…` paths outside tests), but the few circles of
+//!   `ALLOWED_CIRCLES`, each with its reason.
 //!
 //! Each check is a function over (file list, doc text), so the unit tests below can plant a
 //! drift and show the check catches it.
@@ -835,4 +838,467 @@ fn a_test_filter_that_selects_nothing_is_found() {
             "docs/a.md:1: `cargo test --test it run_cli::approves_at` selects no test",
         ]
     );
+}
+
+// ---- no import circles between a crate's modules -----------------------------------------------
+
+/// The circles between modules that stay, each as `root: module, module, …` (the modules of
+/// one strongly connected part of the crate's import graph, sorted) with why.
+const ALLOWED_CIRCLES: &[(&str, &str)] = &[];
+
+/// A module's path inside its crate for the import graph: like [`module_path`], but the crate
+/// root is `""` and a unit-test module is `None`; a binary beside a library (`main.rs`,
+/// `bin/`) is another crate and left out.
+fn graph_module(relative: &str, has_lib: bool) -> Option<String> {
+    let stem = relative.strip_suffix(".rs")?;
+    let stem = stem.strip_suffix("/mod").unwrap_or(stem);
+    if stem == "lib" || (stem == "main" && !has_lib) {
+        return Some(String::new());
+    }
+    if stem == "main" || stem.starts_with("bin/") {
+        return None;
+    }
+    module_path(relative)
+}
+
+/// The code of a file without its comments (a doc link is resolved by rustdoc, it is no
+/// dependency of the code) and with the insides of its string and character literals blanked
+/// (a `{` or a `crate::` in a string is neither a brace nor a path).
+fn without_comments_and_literals(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut code = String::with_capacity(text.len());
+    let mut at = 0;
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    while at < chars.len() {
+        let c = chars[at];
+        let next = chars.get(at + 1).copied();
+        if c == '/' && next == Some('/') {
+            while at < chars.len() && chars[at] != '\n' {
+                at += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while at < chars.len() {
+                if chars[at] == '/' && chars.get(at + 1) == Some(&'*') {
+                    depth += 1;
+                    at += 2;
+                } else if chars[at] == '*' && chars.get(at + 1) == Some(&'/') {
+                    depth -= 1;
+                    at += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    at += 1;
+                }
+            }
+            code.push(' ');
+        } else if c == 'r'
+            && (at == 0 || !ident(chars[at - 1]) || chars[at - 1] == 'b')
+            && matches!(next, Some('"' | '#'))
+            && chars[at + 1..].iter().find(|c| **c != '#') == Some(&'"')
+        {
+            let hashes = chars[at + 1..].iter().take_while(|c| **c == '#').count();
+            at += 2 + hashes;
+            let closing: Vec<char> = std::iter::once('"')
+                .chain((0..hashes).map(|_| '#'))
+                .collect();
+            while at < chars.len() && !chars[at..].starts_with(&closing) {
+                at += 1;
+            }
+            at += closing.len();
+            code.push_str("\"\"");
+        } else if c == '"' {
+            at += 1;
+            while at < chars.len() && chars[at] != '"' {
+                at += if chars[at] == '\\' { 2 } else { 1 };
+            }
+            at += 1;
+            code.push_str("\"\"");
+        } else if c == '\'' && (next == Some('\\') || chars.get(at + 2) == Some(&'\'')) {
+            // A character literal (`'{'`, `'\''`), not a lifetime (`'a`).
+            at += 1;
+            while at < chars.len() && chars[at] != '\'' {
+                at += if chars[at] == '\\' { 2 } else { 1 };
+            }
+            at += 1;
+            code.push_str("' '");
+        } else {
+            code.push(c);
+            at += 1;
+        }
+    }
+    code
+}
+
+/// The code the compiler sees outside tests ([`without_comments_and_literals`]), each
+/// `#[cfg(test)]` item cut out to its closing brace or semicolon.
+fn non_test_code(text: &str) -> String {
+    let code = without_comments_and_literals(text);
+    let mut kept = String::with_capacity(code.len());
+    let mut rest = code.as_str();
+    while let Some(start) = rest.find("#[cfg(test)]") {
+        kept.push_str(&rest[..start]);
+        let item = &rest[start..];
+        let mut depth = 0usize;
+        let mut end = item.len();
+        for (at, c) in item.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = at + 1;
+                        break;
+                    }
+                }
+                ';' if depth == 0 => {
+                    end = at + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        rest = &item[end..];
+    }
+    kept.push_str(rest);
+    kept
+}
+
+/// The paths a `crate::`/`super::` path names from `at` (just after its `::`): one for a
+/// plain path, one per leaf of a `{…}` group; each as segments after `prefix`.
+fn paths_from(text: &[u8], mut at: usize, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+    let mut segments = prefix.to_vec();
+    loop {
+        while at < text.len() && text[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        if text.get(at) == Some(&b'{') {
+            at += 1;
+            loop {
+                while at < text.len() && (text[at].is_ascii_whitespace() || text[at] == b',') {
+                    at += 1;
+                }
+                if at >= text.len() || text[at] == b'}' {
+                    return at + 1;
+                }
+                at = paths_from(text, at, &segments, out);
+            }
+        }
+        let start = at;
+        while at < text.len() && (text[at].is_ascii_alphanumeric() || text[at] == b'_') {
+            at += 1;
+        }
+        if at == start {
+            if text.get(at) == Some(&b'*') {
+                at += 1;
+            }
+            out.push(segments);
+            return at;
+        }
+        let word = String::from_utf8_lossy(&text[start..at]).into_owned();
+        if word != "self" {
+            segments.push(word);
+        }
+        if text[at..].starts_with(b"::") {
+            at += 2;
+            continue;
+        }
+        out.push(segments);
+        // `… as Alias`: the alias names nothing of the crate.
+        let rest = &text[at..];
+        let spaces = rest.iter().take_while(|b| b.is_ascii_whitespace()).count();
+        if rest[spaces..].starts_with(b"as ") {
+            at += spaces + 3;
+            while at < text.len() && text[at].is_ascii_whitespace() {
+                at += 1;
+            }
+            while at < text.len() && (text[at].is_ascii_alphanumeric() || text[at] == b'_') {
+                at += 1;
+            }
+        }
+        return at;
+    }
+}
+
+/// The import graph of one crate's modules: `module → modules it names` through `crate::`
+/// and `super::` paths in non-test code. A path names the longest module it starts with
+/// (`crate::marker::GateLine` → `marker`). An edge between a module and its own ancestor or
+/// descendant does not count: a parent declares its children (`mod x;`) and so always
+/// depends on them, and a child reaching its parent's items is how Rust's privacy is meant
+/// to be used; the circles worth closing are between modules that are not nested.
+fn import_graph(
+    files: &[(String, String)],
+) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let has_lib = files.iter().any(|(path, _)| path == "lib.rs");
+    let modules: std::collections::BTreeMap<String, &str> = files
+        .iter()
+        .filter_map(|(path, text)| Some((graph_module(path, has_lib)?, text.as_str())))
+        .collect();
+    let nested = |a: &str, b: &str| {
+        a.is_empty()
+            || b.is_empty()
+            || a.starts_with(&format!("{b}::"))
+            || b.starts_with(&format!("{a}::"))
+    };
+    // Each module's paths, from the crate root, and the names its `use` declarations bring
+    // in (a facade's `pub use child::Item`), so a path through a re-export names the module
+    // that defines the item.
+    let mut named = std::collections::BTreeMap::<&str, Vec<Vec<String>>>::new();
+    let mut imported = std::collections::BTreeMap::<(String, String), Vec<String>>::new();
+    for (module, text) in &modules {
+        let code = non_test_code(text);
+        let here: Vec<String> = module
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
+        let (paths, uses) = paths_named(&code, &here);
+        for path in uses {
+            if let Some(name) = path.last() {
+                imported.insert((module.clone(), name.clone()), path);
+            }
+        }
+        named.insert(module, paths);
+    }
+    let longest_module = |path: &[String]| {
+        (0..=path.len())
+            .rev()
+            .find(|len| modules.contains_key(&path[..*len].join("::")))
+            .unwrap_or(0)
+    };
+    let mut graph = std::collections::BTreeMap::<String, BTreeSet<String>>::new();
+    for (module, paths) in named {
+        for mut path in paths {
+            let mut len = longest_module(&path);
+            // Follow re-exports (a few hops at most: a facade of a facade).
+            for _ in 0..4 {
+                let key = (
+                    path[..len].join("::"),
+                    path.get(len).cloned().unwrap_or_default(),
+                );
+                match imported.get(&key) {
+                    Some(source) if *source != path => {
+                        path = source.clone();
+                        len = longest_module(&path);
+                    }
+                    _ => break,
+                }
+            }
+            let target = path[..len].join("::");
+            if target != module && !nested(module, &target) {
+                graph.entry(module.to_string()).or_default().insert(target);
+            }
+        }
+    }
+    graph
+}
+
+/// The paths `code` (of the module at `here`) names, from the crate root: every `crate::…`
+/// and `super::…` path, and every `use self::…` or `use child::…`; and apart, the paths of
+/// its `use` declarations, whose last segment is a name the module then holds.
+fn paths_named(code: &str, here: &[String]) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
+    let bytes = code.as_bytes();
+    let word_start = |at: usize| {
+        !bytes[..at]
+            .last()
+            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b':')
+    };
+    let parent = here[..here.len().saturating_sub(1)].to_vec();
+    // The base a path starting at `at` is relative to, and where its first segment starts.
+    let base_at = |mut at: usize, bare_is_relative: bool| -> Option<(Vec<String>, usize)> {
+        let rest = &code[at..];
+        let mut base = if rest.starts_with("crate::") {
+            at += "crate::".len();
+            Vec::new()
+        } else if rest.starts_with("self::") {
+            at += "self::".len();
+            here.to_vec()
+        } else if rest.starts_with("super::") {
+            parent.clone()
+        } else if bare_is_relative {
+            here.to_vec()
+        } else {
+            return None;
+        };
+        while code[at..].starts_with("super::") {
+            base.pop();
+            at += "super::".len();
+        }
+        Some((base, at))
+    };
+    let mut paths = Vec::new();
+    for keyword in ["crate::", "super::"] {
+        for (found, _) in code.match_indices(keyword) {
+            if word_start(found) && !code[..found].ends_with("in ") {
+                let (base, at) = base_at(found, false).expect("a crate or super path");
+                paths_from(bytes, at, &base, &mut paths);
+            }
+        }
+    }
+    let mut uses = Vec::new();
+    for (found, _) in code.match_indices("use ") {
+        if word_start(found) {
+            let start = found + "use ".len();
+            let (base, at) = base_at(start, true).expect("a bare path is relative");
+            let mut declared = Vec::new();
+            paths_from(bytes, at, &base, &mut declared);
+            if !code[start..].starts_with("crate::") && !code[start..].starts_with("super::") {
+                paths.extend(declared.iter().cloned());
+            }
+            uses.extend(declared);
+        }
+    }
+    (paths, uses)
+}
+
+/// The circles of a graph: each strongly connected part of more than one module, sorted.
+fn circles(graph: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Tarjan<'g> {
+        graph: &'g std::collections::BTreeMap<String, BTreeSet<String>>,
+        index: std::collections::HashMap<&'g str, (usize, usize)>,
+        stack: Vec<&'g str>,
+        on_stack: BTreeSet<&'g str>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'g> Tarjan<'g> {
+        fn visit(&mut self, node: &'g str) {
+            let order = self.index.len();
+            self.index.insert(node, (order, order));
+            self.stack.push(node);
+            self.on_stack.insert(node);
+            for next in self.graph.get(node).into_iter().flatten() {
+                let next = next.as_str();
+                let low = if let Some(&(next_order, _)) = self.index.get(next) {
+                    if !self.on_stack.contains(next) {
+                        continue;
+                    }
+                    next_order
+                } else {
+                    self.visit(next);
+                    self.index[next].1
+                };
+                let entry = self.index.get_mut(node).expect("visited");
+                entry.1 = entry.1.min(low);
+            }
+            let (order, low) = self.index[node];
+            if order == low {
+                let mut part = Vec::new();
+                while let Some(member) = self.stack.pop() {
+                    self.on_stack.remove(member);
+                    part.push(member.to_string());
+                    if member == node {
+                        break;
+                    }
+                }
+                if part.len() > 1 {
+                    part.sort();
+                    self.found.push(part);
+                }
+            }
+        }
+    }
+    let mut tarjan = Tarjan {
+        graph,
+        index: Default::default(),
+        stack: Vec::new(),
+        on_stack: Default::default(),
+        found: Vec::new(),
+    };
+    for node in graph.keys() {
+        if !tarjan.index.contains_key(node.as_str()) {
+            tarjan.visit(node);
+        }
+    }
+    tarjan.found.sort();
+    tarjan.found
+}
+
+/// `root: module, module, …` for each circle of each product crate.
+fn import_circles(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for crate_root in PRODUCT_ROOTS {
+        let mut files = Vec::new();
+        files_under(root, crate_root, &mut files);
+        let files: Vec<(String, String)> = files
+            .into_iter()
+            .filter(|path| path.ends_with(".rs"))
+            .map(|path| {
+                let text = read(&root.join(&path));
+                let relative = path[crate_root.len() + 1..].to_string();
+                (relative, text)
+            })
+            .collect();
+        for circle in circles(&import_graph(&files)) {
+            found.push(format!("{crate_root}: {}", circle.join(", ")));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_import_circle_between_modules() {
+    let found = import_circles(&workspace_root());
+    let allowed: BTreeSet<&str> = ALLOWED_CIRCLES.iter().map(|(circle, _)| *circle).collect();
+    let new: Vec<&String> = found
+        .iter()
+        .filter(|c| !allowed.contains(c.as_str()))
+        .collect();
+    let gone: Vec<&&str> = allowed
+        .iter()
+        .filter(|c| !found.iter().any(|f| f == **c))
+        .collect();
+    assert!(
+        new.is_empty() && gone.is_empty(),
+        "import circles between modules (move the shared definition down to its natural home, \
+         a small vocabulary module where none fits):\n{}\nallowed circles that are gone (drop \
+         them from ALLOWED_CIRCLES):\n{}",
+        new.iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        gone.iter().map(|c| **c).collect::<Vec<_>>().join("\n"),
+    );
+}
+
+#[test]
+fn an_import_circle_is_found() {
+    let files = [
+        ("lib.rs", "pub mod a;\npub mod b;\npub mod c;\npub mod d;\n"),
+        ("a.rs", "use crate::b::{Thing, other::Deep};\n"),
+        (
+            "b.rs",
+            "use crate::{c::Leaf as L, d::Y};\n/// [`crate::a::Doc`]\n",
+        ),
+        ("c.rs", "pub struct Leaf;\n"),
+        (
+            "d/mod.rs",
+            "mod inner;\npub use inner::Y;\npub(in crate::a) fn f() {}\n",
+        ),
+        ("d/inner.rs", "use super::super::a::X;\nuse super::f;\n"),
+        ("b_tests.rs", "use crate::a::X;\n"),
+    ]
+    .map(|(p, t)| (p.to_string(), t.to_string()));
+    let graph = import_graph(&files);
+    assert_eq!(graph["a"], BTreeSet::from(["b".to_string()]));
+    // `d::Y` is `d`'s re-export of `d::inner::Y`: the path names the module defining it.
+    assert_eq!(
+        graph["b"],
+        BTreeSet::from(["c".to_string(), "d::inner".to_string()])
+    );
+    // `super::f` names the parent: no edge, a child reaching its parent is no circle.
+    assert_eq!(graph["d::inner"], BTreeSet::from(["a".to_string()]));
+    assert_eq!(
+        circles(&graph),
+        [["a", "b", "d::inner"].map(String::from).to_vec()]
+    );
+
+    // A use inside test code, or in a doc comment, is no edge.
+    let mut files = files.to_vec();
+    files[5].1 = concat!(
+        "#[cfg(test)]\nmod tests {\n    const BRACE: char = '}';\n    const JSON: &str = r#\"}\"#;\n",
+        "    use super::super::a::X;\n}\n// crate::a\n/* crate::a */\nconst T: &str = \"crate::a\";\n",
+    )
+    .into();
+    assert!(circles(&import_graph(&files)).is_empty());
 }

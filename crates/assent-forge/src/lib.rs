@@ -17,8 +17,8 @@ pub mod sweep_port;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+pub use assent_core::model::Account;
 use assent_core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo, Role};
-pub use assent_core::who_assents::Account;
 
 /// Why a forge request failed. Texts never contain the token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -193,27 +193,3 @@ pub(crate) fn build_error(what: &str, e: impl fmt::Display) -> ForgeError {
         message: format!("cannot build the request: {e}"),
     }
 }
-
-/// True for a 404 meaning "this path/tree does not exist" rather than "this project or
-/// commit does not exist" (which must stay an error: an inaccessible project is not an
-/// empty one).
-pub(crate) fn is_absent_content(error: &ForgeError) -> bool {
-    match error {
-        ForgeError::Status {
-            status: 404,
-            message,
-            ..
-        } => {
-            let m = message.to_ascii_lowercase();
-            ![
-                "project not found",
-                "commit not found",
-                "ref not found",
-                "branch not found",
-            ]
-            .iter()
-            .any(|s| m.contains(s))
-        }
-        _ => false,
-    }
-}

@@ -29,8 +29,8 @@ use std::io::{self, BufReader, Read};
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::forge::{ApiDiscussion, ApiNote};
 use super::transport::StreamFailure;
+use super::wire::{ApiDiscussion, ApiNote};
 
 /// The most bytes one note may take on the wire in a streamed page (16 MiB): GitLab's
 /// 1,000,000-character note at its widest JSON form (a character outside the Basic

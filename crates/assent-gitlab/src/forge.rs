@@ -31,10 +31,10 @@ use super::endpoints::{
 use super::pagination::{list_all, list_all_with};
 use super::retry::{ReadFailure, Sleeper, ThreadSleeper};
 use super::transport::PreparedRequest;
+use super::wire::{ApiDiscussion, ApiNote, ApiUser};
 use assent_core::commit_sha::CommitSha;
 use assent_core::model::{
-    DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
-    Role, UserRef,
+    DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState, Role,
 };
 use assent_forge::{
     Account, BudgetedRead, ChangedFile, ContentBudget, CreatedThread, FileMode, Forge, ForgeError,
@@ -104,13 +104,6 @@ impl GitLabForge {
 }
 
 #[derive(Deserialize)]
-pub(super) struct ApiUser {
-    pub(super) id: u64,
-    #[serde(default)]
-    username: String,
-}
-
-#[derive(Deserialize)]
 struct ApiMember {
     access_level: u64,
 }
@@ -125,55 +118,10 @@ struct ApiAccount {
     username: Option<String>,
 }
 
-#[derive(Deserialize)]
-pub(super) struct ApiNote {
-    id: u64,
-    pub(super) body: Option<String>,
-    pub(super) author: Option<ApiUser>,
-    system: Option<bool>,
-    resolvable: Option<bool>,
-    resolved: Option<bool>,
-    resolved_by: Option<ApiUser>,
-    resolved_at: Option<String>,
-    created_at: Option<String>,
-    updated_at: Option<String>,
-    #[serde(rename = "type")]
-    note_type: Option<String>,
-}
-
 /// The one project setting a run reads (`GET /projects/:id`).
 #[derive(Deserialize)]
 struct ApiProjectSettings {
     resolve_outdated_diff_discussions: Option<bool>,
-}
-
-impl ApiNote {
-    fn into_listed(self) -> ListedNote {
-        let resolvable = self.resolvable.unwrap_or(false);
-        ListedNote {
-            id: self.id,
-            author_id: self.author.map_or(0, |a| a.id),
-            system: self.system.unwrap_or(false),
-            resolvable,
-            resolved: resolvable && self.resolved.unwrap_or(false),
-            resolved_by: self.resolved_by.map(|u| UserRef {
-                id: u.id,
-                username: u.username,
-            }),
-            resolved_at: self.resolved_at,
-            diff_note: self.note_type.as_deref() == Some("DiffNote"),
-            body: self.body.unwrap_or_default(),
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-pub(super) struct ApiDiscussion {
-    pub(super) id: String,
-    pub(super) individual_note: Option<bool>,
-    pub(super) notes: Option<Vec<ApiNote>>,
 }
 
 #[derive(Deserialize)]

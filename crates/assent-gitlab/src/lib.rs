@@ -53,6 +53,7 @@ pub mod repository;
 pub mod retry;
 pub mod sweep_forge;
 pub mod transport;
+mod wire;
 
 #[cfg(test)]
 mod tests;

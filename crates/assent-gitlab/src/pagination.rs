@@ -36,7 +36,6 @@ use std::collections::HashSet;
 use serde::de::DeserializeOwned;
 use url::Url;
 
-use super::client::is_absent_content;
 use super::retry::{ReadFailure, Requester};
 use super::transport::{Method, PreparedRequest, RawResponse};
 use assent_forge::ForgeError;
@@ -45,6 +44,31 @@ use assent_forge::ForgeError;
 pub const PER_PAGE: usize = 100;
 /// Default cap on the pages of one listing (200,000 items at full pages).
 pub const DEFAULT_MAX_PAGES: u32 = 2_000;
+
+/// True for a 404 meaning "this path/tree does not exist" rather than "this project or
+/// commit does not exist" (which must stay an error: an inaccessible project is not an
+/// empty one). Here, beside the listing's own first-page rule (`Listing::missing_is_empty`),
+/// below the client and the repository, which read a single file's absence by it too.
+pub(crate) fn is_absent_content(error: &ForgeError) -> bool {
+    match error {
+        ForgeError::Status {
+            status: 404,
+            message,
+            ..
+        } => {
+            let m = message.to_ascii_lowercase();
+            ![
+                "project not found",
+                "commit not found",
+                "ref not found",
+                "branch not found",
+            ]
+            .iter()
+            .any(|s| m.contains(s))
+        }
+        _ => false,
+    }
+}
 
 /// What is listed and how.
 #[derive(Debug, Clone)]

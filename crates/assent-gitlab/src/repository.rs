@@ -9,9 +9,8 @@ use gitlab::api::projects::repository::commits::Commit;
 use gitlab::api::projects::repository::files::FileRaw;
 use serde::Deserialize;
 
-use super::client::build_error;
-use super::client::{GitLabClient, is_absent_content};
-use super::pagination::list_all;
+use super::client::{GitLabClient, build_error};
+use super::pagination::{is_absent_content, list_all};
 use super::retry::ReadFailure;
 use super::transport::PreparedRequest;
 

@@ -18,8 +18,9 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, EnumAccess, MapAccess, SeqAccess, Visitor};
 use serde_json::Number;
 
+use super::keys::Key;
 use super::lines::{NewlineIndex, json_value_lines};
-use super::tree::{Interner, Key, KeyClash, Line, Node, ObjectBuilder};
+use super::tree::{Interner, KeyClash, Line, Node, ObjectBuilder};
 
 /// The key under which `toml` hands a datetime to `deserialize_any` (a one-entry map). It is
 /// private to `toml_datetime`, hence repeated here; a test pins the behaviour.

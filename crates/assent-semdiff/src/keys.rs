@@ -10,8 +10,10 @@
 //! (`docs/policies.md`, "What assent refuses to parse, and why").
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
-use super::tree::Key;
+/// An interned map key (shared: keys repeat in every record).
+pub type Key = Arc<str>;
 
 /// The key every reader that matches keys case-insensitively takes `key` for.
 ///

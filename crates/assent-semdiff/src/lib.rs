@@ -121,8 +121,9 @@ pub use diff::{
     AmbiguousList, Descendants, DocumentDiff, DuplicateIdentity, EntryAt, SideAmbiguity, Unkeyed,
     UnkeyedEntry, diff_documents, diff_documents_with, escape_pointer_token,
 };
+pub use keys::Key;
 pub use parse::{ParseError, parse_document};
-pub use tree::{Key, Line, Node};
+pub use tree::{Line, Node};
 
 /// The syntax of a governed structured file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -23,10 +23,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Number, Value};
 
-use super::keys;
-
-/// An interned map key.
-pub type Key = Arc<str>;
+use super::keys::{self, Key};
 
 /// The 1-based line a value starts on in its file, or unknown.
 ///

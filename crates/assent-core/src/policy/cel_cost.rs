@@ -9,7 +9,7 @@ use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use cel::objects::Key;
 use serde_json::Value;
 
-use super::cel_eval::{Bindings, MAX_COST};
+use super::cel_shared::{Bindings, MAX_COST};
 
 /// Whether a cost bound is at most [`MAX_COST`]; `NaN` (an overflowed bound) is not.
 pub(super) fn within_budget(cost: f64) -> bool {

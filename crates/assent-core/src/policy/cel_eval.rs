@@ -13,10 +13,10 @@
 //! step limit** and no timeout. Instead, at load time:
 //!
 //! * the source is at most [`MAX_SOURCE_BYTES`] bytes;
-//! * the syntax tree is at most [`MAX_DEPTH`] deep (the evaluator recurses per level, so this
+//! * the syntax tree is at most [`MAX_DEPTH`](super::cel_shared::MAX_DEPTH) deep (the evaluator recurses per level, so this
 //!   bounds its stack; the `cel` parser also has its own recursion limit);
 //! * comprehensions (the `all`, `exists`, `exists_one`, `map`, `filter` macros) nest at most
-//!   [`MAX_COMPREHENSION_NESTING`] deep.
+//!   [`MAX_COMPREHENSION_NESTING`](super::cel_shared::MAX_COMPREHENSION_NESTING) deep.
 //!
 //! Those limits alone do not bound the work: `old` and `new` come from the merge request
 //! itself (a contributor can add a file of a million values), and a chain of `map`s can
@@ -62,94 +62,18 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::cel_cost::{self, Sizes, within_budget};
-use super::{cel_limits, cel_types, suggest};
+use super::cel_shared::{Bindings, MAX_COST, MAX_SOURCE_BYTES, one_line};
+use super::cel_types::PredicateError;
+use super::{cel_limits, cel_types};
 
 use cel::objects::Key;
 use cel::{Context, Env, Program, Value as CelValue};
 use serde_json::Value;
 
-/// Longest accepted `when` source, in bytes.
-pub const MAX_SOURCE_BYTES: usize = 4096;
-/// Deepest accepted syntax tree (after macro expansion).
-pub const MAX_DEPTH: usize = 64;
-/// Deepest accepted nesting of comprehension macros.
-pub const MAX_COMPREHENSION_NESTING: usize = 2;
-
-/// Largest accepted worst-case cost of one evaluation, in abstract steps (about one value
-/// visited each): at most seconds of work, whatever the data.
-pub const MAX_COST: f64 = 1e8;
-
 /// Default CEL work of one run, in the steps of [`MAX_COST`]: ten evaluations at the
 /// per-evaluation limit (about 28 s of the worst work measured, release build, 2 cores).
 /// Real registries use a small fraction of it (`docs/policies.md`, "The CEL budget").
 pub const RUN_BUDGET: f64 = 1e9;
-
-/// The variables every predicate may use.
-pub const VARIABLES: [&str; 7] = ["old", "new", "kind", "file", "pointer", "entry", "mr"];
-
-/// Why a predicate was rejected at load time.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PredicateError {
-    /// Empty or whitespace-only source.
-    #[error("`when` is empty; omit it to match unconditionally")]
-    Empty,
-    /// Source longer than [`MAX_SOURCE_BYTES`].
-    #[error("`when` is {0} bytes long; the limit is {MAX_SOURCE_BYTES}")]
-    TooLong(usize),
-    /// The CEL parser refused it.
-    #[error("`when` does not compile: {0}")]
-    Syntax(String),
-    /// Nested deeper than [`MAX_DEPTH`].
-    #[error("`when` nests deeper than {MAX_DEPTH} levels")]
-    TooDeep,
-    /// Comprehensions nested deeper than [`MAX_COMPREHENSION_NESTING`].
-    #[error(
-        "`when` nests more than {MAX_COMPREHENSION_NESTING} comprehension macros (all/exists/exists_one/map/filter)"
-    )]
-    TooManyComprehensions,
-    /// The worst-case cost exceeds [`MAX_COST`] even with every variable of size 1.
-    #[error(
-        "`when` could cost more than {MAX_COST:e} steps even on the smallest inputs (a chain of map/filter that grows a value, or nested comprehensions over large literals)"
-    )]
-    TooCostly,
-    /// An identifier that is no variable.
-    #[error(
-        "`when` uses undeclared name `{0}` (variables: old, new, kind, file, pointer, entry, mr){hint}",
-        hint = suggest::hint(.0, &VARIABLES)
-    )]
-    UndeclaredName(String),
-    /// A function the runtime does not know, as a method or a global ([`cel_types`]).
-    #[error(
-        "`when` calls unknown function `{0}`{hint}",
-        hint = suggest::hint(.0, &cel_types::KNOWN_FUNCTIONS)
-    )]
-    UnknownFunction(String),
-    /// `mr.<field>` for a field `mr` does not have.
-    #[error(
-        "`when` reads `mr.{0}`, which does not exist (mr has iid, title, source_branch, target_branch, author, labels){hint}",
-        hint = suggest::hint(.0, &cel_types::MR_FIELDS.map(|(field, _)| field))
-    )]
-    UnknownMrField(String),
-    /// An operator or function applied to types it does not take.
-    #[error(
-        "`when` applies `{operator}` to {operands}, which CEL does not define: every evaluation would fail"
-    )]
-    Mismatch {
-        /// The operator or function as written (`+`, `size()`, `.startsWith()`).
-        operator: String,
-        /// The operand types, the receiver first (`string and int`).
-        operands: String,
-    },
-    /// The predicate's result type is known and is not bool.
-    #[error("`when` must yield a bool, but it yields {0} on every change")]
-    NotBool(&'static str),
-    /// The condition of `c ? a : b` is known not to be a bool.
-    #[error("the condition of `? :` in `when` is {0}, never a bool")]
-    ConditionNotBool(&'static str),
-    /// A part without variables fails whenever it is evaluated.
-    #[error("`when` holds a part without variables that always fails: {0}")]
-    AlwaysFails(String),
-}
 
 /// Why one evaluation did not give a bool.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -237,25 +161,6 @@ impl Default for CelBudget {
 #[derive(Debug)]
 pub struct Predicate {
     program: Program,
-}
-
-/// The values one evaluation sees.
-#[derive(Debug, Clone, Copy)]
-pub struct Bindings<'a> {
-    /// Value at the base SHA.
-    pub old: Option<&'a Value>,
-    /// Value at the source SHA.
-    pub new: Option<&'a Value>,
-    /// `add`, `modify` or `delete`.
-    pub kind: &'a str,
-    /// Repository path.
-    pub file: &'a str,
-    /// RFC 6901 pointer.
-    pub pointer: &'a str,
-    /// Identity of the enclosing list entry.
-    pub entry: Option<&'a str>,
-    /// The `mr` map, converted once per evaluation run.
-    pub mr: &'a CelValue,
 }
 
 impl Predicate {
@@ -408,10 +313,6 @@ fn syntax_errors(errors: &cel::ParseErrors, source: &str) -> String {
         })
         .collect();
     format!("{} in `{}`", each.join("; "), one_line(source))
-}
-
-pub(super) fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

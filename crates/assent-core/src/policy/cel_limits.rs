@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use cel::Env;
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 
-use super::cel_eval::{MAX_COMPREHENSION_NESTING, MAX_DEPTH, PredicateError, VARIABLES};
+use super::cel_shared::{MAX_COMPREHENSION_NESTING, MAX_DEPTH, VARIABLES};
+use super::cel_types::PredicateError;
 
 /// Checks `expr` against the depth and nesting limits (the first one crossed is the error)
 /// and returns every name it uses that is neither a variable, a comprehension variable nor a

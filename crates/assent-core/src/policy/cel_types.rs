@@ -26,7 +26,8 @@
 //!   predicate whose result type is known must be a bool.
 //!
 //! The checks run after the syntax and depth checks of [`super::cel_eval`], so the recursion
-//! here is bounded by [`super::cel_eval::MAX_DEPTH`].
+//! here is bounded by [`super::cel_shared::MAX_DEPTH`]. [`PredicateError`], why a predicate
+//! is refused at load time, is here, where most of its kinds are found.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -35,7 +36,74 @@ use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, o
 use cel::{Context, Env, ExecutionError, Value as CelValue};
 
 use super::cel_cost::cost_of;
-use super::cel_eval::{PredicateError, VARIABLES};
+use super::cel_shared::{
+    MAX_COMPREHENSION_NESTING, MAX_COST, MAX_DEPTH, MAX_SOURCE_BYTES, VARIABLES, one_line,
+};
+use super::suggest;
+
+/// Why a predicate was rejected at load time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PredicateError {
+    /// Empty or whitespace-only source.
+    #[error("`when` is empty; omit it to match unconditionally")]
+    Empty,
+    /// Source longer than [`MAX_SOURCE_BYTES`].
+    #[error("`when` is {0} bytes long; the limit is {MAX_SOURCE_BYTES}")]
+    TooLong(usize),
+    /// The CEL parser refused it.
+    #[error("`when` does not compile: {0}")]
+    Syntax(String),
+    /// Nested deeper than [`MAX_DEPTH`].
+    #[error("`when` nests deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    /// Comprehensions nested deeper than [`MAX_COMPREHENSION_NESTING`].
+    #[error(
+        "`when` nests more than {MAX_COMPREHENSION_NESTING} comprehension macros (all/exists/exists_one/map/filter)"
+    )]
+    TooManyComprehensions,
+    /// The worst-case cost exceeds [`MAX_COST`] even with every variable of size 1.
+    #[error(
+        "`when` could cost more than {MAX_COST:e} steps even on the smallest inputs (a chain of map/filter that grows a value, or nested comprehensions over large literals)"
+    )]
+    TooCostly,
+    /// An identifier that is no variable.
+    #[error(
+        "`when` uses undeclared name `{0}` (variables: old, new, kind, file, pointer, entry, mr){hint}",
+        hint = suggest::hint(.0, &VARIABLES)
+    )]
+    UndeclaredName(String),
+    /// A function the runtime does not know, as a method or a global.
+    #[error(
+        "`when` calls unknown function `{0}`{hint}",
+        hint = suggest::hint(.0, &KNOWN_FUNCTIONS)
+    )]
+    UnknownFunction(String),
+    /// `mr.<field>` for a field `mr` does not have.
+    #[error(
+        "`when` reads `mr.{0}`, which does not exist (mr has iid, title, source_branch, target_branch, author, labels){hint}",
+        hint = suggest::hint(.0, &MR_FIELDS.map(|(field, _)| field))
+    )]
+    UnknownMrField(String),
+    /// An operator or function applied to types it does not take.
+    #[error(
+        "`when` applies `{operator}` to {operands}, which CEL does not define: every evaluation would fail"
+    )]
+    Mismatch {
+        /// The operator or function as written (`+`, `size()`, `.startsWith()`).
+        operator: String,
+        /// The operand types, the receiver first (`string and int`).
+        operands: String,
+    },
+    /// The predicate's result type is known and is not bool.
+    #[error("`when` must yield a bool, but it yields {0} on every change")]
+    NotBool(&'static str),
+    /// The condition of `c ? a : b` is known not to be a bool.
+    #[error("the condition of `? :` in `when` is {0}, never a bool")]
+    ConditionNotBool(&'static str),
+    /// A part without variables fails whenever it is evaluated.
+    #[error("`when` holds a part without variables that always fails: {0}")]
+    AlwaysFails(String),
+}
 
 /// The fields of the `mr` variable and their types.
 pub const MR_FIELDS: [(&str, Ty); 6] = [
@@ -557,9 +625,7 @@ impl Checker<'_> {
                         )
                     });
                     if !(is_type_error(&error) && seen) {
-                        self.report(PredicateError::AlwaysFails(super::cel_eval::one_line(
-                            &error.to_string(),
-                        )));
+                        self.report(PredicateError::AlwaysFails(one_line(&error.to_string())));
                     }
                 }
             }

@@ -44,6 +44,7 @@
 mod cel_cost;
 pub mod cel_eval;
 mod cel_limits;
+pub mod cel_shared;
 pub mod cel_types;
 pub mod document;
 pub mod excerpt;
@@ -63,7 +64,8 @@ use crate::inert;
 use crate::model::{Assenters, Change, ChangeKind, Effect, Finding, Occurrence, Slot};
 use crate::semantic_diff::{Node, escape_pointer_token};
 
-use cel_eval::{Bindings, EvalError, Predicate};
+use cel_eval::{EvalError, Predicate};
+use cel_shared::Bindings;
 
 pub use cel_eval::{CelBudget, RUN_BUDGET};
 use pattern::{FileGlob, PointerPattern};

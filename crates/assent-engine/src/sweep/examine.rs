@@ -24,10 +24,9 @@ use crate::core::marker::{self, GateLine};
 use crate::core::model::Decision;
 use crate::core::resolutions::resolution_fingerprint;
 use crate::core::sweep_classification::{
-    Action, ClassifySettings, HeadPipeline, MrFacts, SweepDuration, SweepVerdict, assent_possible,
-    classify,
+    Action, ClassifySettings, HeadPipeline, MrFacts, SweepVerdict, assent_possible, classify,
 };
-use crate::core::time::Timestamp;
+use crate::core::time::{SweepDuration, Timestamp};
 use crate::forge::sweep_port::{ListedMergeRequest, PipelineCreation, SweepForge};
 
 /// What an examination depends on besides the MR.

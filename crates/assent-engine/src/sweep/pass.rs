@@ -38,8 +38,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::core::sweep_classification::{SweepDuration, SweepVerdict, window_start};
-use crate::core::time::Timestamp;
+use crate::core::sweep_classification::{SweepVerdict, window_start};
+use crate::core::time::{SweepDuration, Timestamp};
 use crate::forge::sweep_port::{ListedMergeRequest, SweepForge};
 use crate::forge::{ForgeError, RequestCounts};
 use crate::observe::{Event, Progress, Silent};

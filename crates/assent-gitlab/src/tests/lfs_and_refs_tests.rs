@@ -217,7 +217,7 @@ fn a_storage_refusal_is_an_error_never_an_absent_file() {
             if message.contains("HTTP 404") && message.contains("NoSuchKey")),
         "{err:?}"
     );
-    assert!(!crate::client::is_absent_content(&err));
+    assert!(!crate::pagination::is_absent_content(&err));
 }
 
 // ---- unknown refs ---------------------------------------------------------------------------

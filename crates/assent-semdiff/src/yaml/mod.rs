@@ -27,7 +27,8 @@ use serde_json::Number;
 use self::events::{EventKind, EventReader, Tag};
 use self::scalar::Scalar;
 use super::build;
-use super::tree::{Interner, Key, Line, Node, ObjectBuilder};
+use super::keys::Key;
+use super::tree::{Interner, Line, Node, ObjectBuilder};
 
 /// The deepest nesting built whatever the configured limit. The tree is dropped, compared and
 /// hashed recursively, so an unbounded depth could overflow the stack after parsing;
