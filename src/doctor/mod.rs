@@ -12,7 +12,8 @@
 //!   hold its MR's resource group?) as a pure function of the evidence, with the evidence
 //!   rule in its module docs.
 //! * [`enforcement`]: the `gate_enforcement` verdict, likewise.
-//! * [`inputs`]: what doctor is given ([`DoctorInputs`]), resolved by the command layer.
+//! * [`target`]: the deployment doctor is asked to check ([`DoctorInputs`]), resolved by the
+//!   command layer.
 //! * [`probe`]: sends doctor's routes (`gitlab::doctor::endpoints`) through the project's
 //!   one client and runs the checks in order, skipping those an earlier failure makes
 //!   pointless.
