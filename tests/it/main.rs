@@ -50,6 +50,7 @@ mod sandbox;
 mod scale_cli;
 mod serve;
 mod sweep_cli;
+mod tidy;
 mod token_renewal;
 mod unknown_refs;
 mod withheld_diffs;
