@@ -101,27 +101,20 @@ impl Prober<'_> {
     /// Whose assent markers MR `iid` holds, read as `assent run` reads them: its discussions,
     /// then each other marker author's account, at most `MAX_MARKER_AUTHORS` of them.
     fn marker_owners(&self, iid: u64, bot: u64) -> checks::MarkerOwners {
-        use crate::core::bot_identity::{
-            IdentityRefusal, MAX_MARKER_AUTHORS, MarkerAuthor, decide_owners,
-            foreign_marker_authors,
-        };
+        use crate::core::bot_identity::owners_reading;
         use crate::forge::Forge as _;
         let forge = crate::gitlab::GitLabForge::over(self.client.clone(), iid);
         let listed = forge.list_discussions().map_err(Failed::from)?;
-        let authors = foreign_marker_authors(&listed, bot);
-        if authors.len() > MAX_MARKER_AUTHORS {
-            return Ok(Err(IdentityRefusal::TooManyAuthors {
-                authors: authors.len(),
-            }));
-        }
-        let mut read = Vec::with_capacity(authors.len());
-        for id in authors {
-            let account = forge
-                .user_account(id)
-                .map_err(|e| format!("GitLab refused to show user {id}: {e}"));
-            read.push(MarkerAuthor { id, account });
-        }
-        Ok(decide_owners(bot, &read, &self.inputs.previous_bot_users))
+        // Every refused read is an author doctor cannot place, as the run's would be after
+        // its retries: the check says so rather than failing as a whole.
+        let owners = owners_reading(&listed, bot, &self.inputs.previous_bot_users, |id| {
+            Ok::<_, std::convert::Infallible>(
+                forge
+                    .user_account(id)
+                    .map_err(|e| format!("GitLab refused to show user {id}: {e}")),
+            )
+        });
+        Ok(owners.unwrap_or_else(|never| match never {}))
     }
 
     /// Sends a route (reads retried, the lint POST sent once) and decodes its answer.

@@ -156,6 +156,33 @@ fn named_users(previous: &[(Option<String>, u64)]) -> String {
         .join(", ")
 }
 
+/// Whose notes in `listing` are artifacts: each foreign marker author's account read once
+/// through `read` (the caller's port; its `Err` is a failure the caller propagates), at most
+/// [`MAX_MARKER_AUTHORS`] of them: past that nothing is read and the answer is
+/// [`IdentityRefusal::TooManyAuthors`]. Then [`decide_owners`]. The one order of reads for
+/// `assent run` and `assent doctor`.
+pub fn owners_reading<E>(
+    listing: &[ListedDiscussion],
+    bot: u64,
+    adopted_names: &[String],
+    mut read: impl FnMut(u64) -> Result<Result<Option<Account>, String>, E>,
+) -> Result<Result<Owners, IdentityRefusal>, E> {
+    let authors = foreign_marker_authors(listing, bot);
+    if authors.len() > MAX_MARKER_AUTHORS {
+        return Ok(Err(IdentityRefusal::TooManyAuthors {
+            authors: authors.len(),
+        }));
+    }
+    let mut accounts = Vec::with_capacity(authors.len());
+    for id in authors {
+        accounts.push(MarkerAuthor {
+            id,
+            account: read(id)?,
+        });
+    }
+    Ok(decide_owners(bot, &accounts, adopted_names))
+}
+
 /// Decides whose notes are artifacts from the foreign marker authors' accounts and the
 /// usernames the operator adopted (see the module docs). Pure: the accounts are read by the
 /// caller.
@@ -350,5 +377,46 @@ mod tests {
                 authors: MAX_MARKER_AUTHORS + 1
             }
         );
+    }
+
+    /// The reads are the caller's: past the bound none is made, and a failed read is the
+    /// caller's failure, not a decision.
+    #[test]
+    fn owners_reading_reads_each_author_once_and_none_past_the_bound() {
+        let marker = format!("{MARKER_PREFIX} {{}} -->");
+        let listing = |authors: std::ops::Range<u64>| -> Vec<ListedDiscussion> {
+            authors.map(|a| note(a, a, &marker, false)).collect()
+        };
+        let mut reads = Vec::new();
+        let owners = owners_reading(&listing(10..13), 1, &["old-bot".into()], |id| {
+            reads.push(id);
+            Ok::<_, ()>(account(
+                if id == 10 { "old-bot" } else { "x" },
+                Some(id == 10),
+            ))
+        });
+        assert_eq!(reads, vec![10, 11, 12]);
+        assert_eq!(
+            owners,
+            Ok(Ok(Owners {
+                bot: 1,
+                adopted: [10].into()
+            }))
+        );
+
+        let mut reads = 0;
+        let many = 10..10 + MAX_MARKER_AUTHORS as u64 + 1;
+        let owners = owners_reading(&listing(many), 1, &[], |_| {
+            reads += 1;
+            Ok::<_, ()>(account("x", Some(false)))
+        });
+        assert_eq!(reads, 0);
+        assert!(matches!(
+            owners,
+            Ok(Err(IdentityRefusal::TooManyAuthors { .. }))
+        ));
+
+        let failed = owners_reading(&listing(10..12), 1, &[], |_| Err::<_, &str>("down"));
+        assert_eq!(failed, Err("down"));
     }
 }

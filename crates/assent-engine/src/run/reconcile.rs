@@ -9,10 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::core::bot_identity::{
-    IdentityRefusal, MAX_MARKER_AUTHORS, MarkerAuthor, Owners, decide_owners,
-    foreign_marker_authors,
-};
+use crate::core::bot_identity::{IdentityRefusal, Owners, owners_reading};
 use crate::core::inventory::Inventory;
 use crate::core::marker::SummaryState;
 use crate::core::model::ListedDiscussion;
@@ -422,33 +419,25 @@ impl Reconciliation<'_> {
     }
 }
 
-/// Whose notes are artifacts in `listed` (`core::bot_identity`): the account of each other
-/// author of a marker is read once, at most [`MAX_MARKER_AUTHORS`] of them, before anything
-/// is written. A read the forge may heal is the run's failure; an account GitLab refuses or
-/// does not show is an author assent cannot place, and the run stops (fail closed).
+/// Whose notes are artifacts in `listed` (`core::bot_identity::owners_reading`): the account
+/// of each other author of a marker is read once, at most `MAX_MARKER_AUTHORS` of them,
+/// before anything is written. A read the forge may heal is the run's failure; an account
+/// GitLab refuses or does not show is an author assent cannot place, and the run stops (fail
+/// closed).
 fn owners_of(
     forge: &dyn Forge,
     listed: &[ListedDiscussion],
     bot: u64,
     adopted_names: &[String],
 ) -> Result<Owners, ReconcileError> {
-    let authors = foreign_marker_authors(listed, bot);
-    if authors.len() > MAX_MARKER_AUTHORS {
-        return Err(IdentityRefusal::TooManyAuthors {
-            authors: authors.len(),
+    let owners = owners_reading(listed, bot, adopted_names, |id| {
+        match forge.user_account(id) {
+            Ok(account) => Ok(Ok(account)),
+            Err(e) if e.kind() == ForgeErrorKind::Unavailable => Err(e),
+            Err(e) => Ok(Err(format!("GitLab refused to show user {id}: {e}"))),
         }
-        .into());
-    }
-    let mut read = Vec::with_capacity(authors.len());
-    for id in authors {
-        let account = match forge.user_account(id) {
-            Ok(account) => Ok(account),
-            Err(e) if e.kind() == ForgeErrorKind::Unavailable => return Err(e.into()),
-            Err(e) => Err(format!("GitLab refused to show user {id}: {e}")),
-        };
-        read.push(MarkerAuthor { id, account });
-    }
-    Ok(decide_owners(bot, &read, adopted_names)?)
+    })?;
+    Ok(owners?)
 }
 
 /// Reads what judging the resolutions in `inventory` needs into `facts`, each at most once
