@@ -32,7 +32,10 @@ fn benches(c: &mut Criterion) {
             Marker::Summary {
                 occurrence: Occurrence::digest(b"summary"),
                 state: SummaryState::Verified,
-                head: "0123456789abcdef0123456789abcdef01234567".to_owned(),
+                head: assent::core::commit_sha::CommitSha::parse(
+                    "0123456789abcdef0123456789abcdef01234567",
+                )
+                .unwrap(),
                 target: Some("main".to_owned()),
             },
         ),

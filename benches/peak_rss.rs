@@ -257,7 +257,7 @@ fn run_case(case: &str) {
             let listing = common::listing(5_000, 1_000);
             let desired = common::desired(1_000);
             let inventory = Inventory::from_listing(&listing, common::BOT);
-            let plan = plan_reconciliation(&desired, &inventory, common::HEAD);
+            let plan = plan_reconciliation(&desired, &inventory, &common::sha(common::HEAD));
             let statuses = finding_statuses(&desired, &inventory, &AssentFacts::default());
             format!("{} writes, {} statuses", plan.writes.len(), statuses.len())
         });

@@ -23,7 +23,8 @@ use common::{BOT, DISCUSSIONS, FINDINGS, HEAD};
 fn rescan_case(discussions: usize, findings: usize) -> (Inventory, WriteRecord) {
     let listing = common::listing(discussions, findings);
     let desired = common::desired(findings);
-    let plan = plan_reconciliation(&desired, &Inventory::from_listing(&listing, BOT), HEAD);
+    let inventory = Inventory::from_listing(&listing, BOT);
+    let plan = plan_reconciliation(&desired, &inventory, &common::sha(HEAD));
     let forge = common::forge_from_listing(&listing);
     let highest = listing
         .iter()
@@ -53,6 +54,7 @@ fn rescan_case(discussions: usize, findings: usize) -> (Inventory, WriteRecord) 
 }
 
 fn benches(c: &mut Criterion) {
+    let head = common::sha(HEAD);
     let mut group = c.benchmark_group("core");
     for discussions in DISCUSSIONS {
         for findings in FINDINGS {
@@ -69,7 +71,7 @@ fn benches(c: &mut Criterion) {
                 BenchmarkId::new("plan_reconciliation", &size),
                 &(&desired, &inventory),
                 |b, (desired, inventory)| {
-                    b.iter(|| plan_reconciliation(black_box(desired), black_box(inventory), HEAD))
+                    b.iter(|| plan_reconciliation(black_box(desired), black_box(inventory), &head))
                 },
             );
             group.bench_with_input(
@@ -103,7 +105,7 @@ fn benches(c: &mut Criterion) {
             BenchmarkId::new("plan_reconciliation/one_slot_history", threads),
             &(&desired, &inventory),
             |b, (desired, inventory)| {
-                b.iter(|| plan_reconciliation(black_box(desired), black_box(inventory), HEAD))
+                b.iter(|| plan_reconciliation(black_box(desired), black_box(inventory), &head))
             },
         );
     }

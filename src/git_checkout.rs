@@ -30,6 +30,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::core::commit_sha::CommitSha;
 use crate::forge::{
     BudgetedRead, ChangedFile, ContentBudget, FileMode, ForgeError, Repository, RepositoryFiles,
 };
@@ -127,7 +128,7 @@ impl GitCheckout {
     }
 
     /// The commit `name` names (any revision git reads), or why not.
-    pub fn resolve_commit(&self, flag: &'static str, name: &str) -> Result<String, GitError> {
+    pub fn resolve_commit(&self, flag: &'static str, name: &str) -> Result<CommitSha, GitError> {
         let unknown = || GitError::UnknownRef {
             flag,
             name: name.to_owned(),
@@ -142,7 +143,7 @@ impl GitCheckout {
             "--end-of-options",
             &spec,
         ]) {
-            Ok(sha) if !sha.trim().is_empty() => Ok(sha.trim().to_owned()),
+            Ok(sha) => CommitSha::parse(sha.trim()).map_err(|_| unknown()),
             _ => Err(unknown()),
         }
     }
@@ -151,7 +152,7 @@ impl GitCheckout {
     /// `origin/HEAD` (the remote's default branch), else why there is none. An upstream
     /// that is the current branch's own branch on the remote (a branch pushed with `-u`) is
     /// where the branch was pushed, not what it merges into: `origin/HEAD` then.
-    pub fn default_base(&self) -> Result<String, GitError> {
+    pub fn default_base(&self) -> Result<CommitSha, GitError> {
         let own_upstream = self
             .upstream_branch()
             .is_some_and(|upstream| Some(upstream) == self.current_branch());
@@ -169,8 +170,11 @@ impl GitCheckout {
                     "the branch has no upstream other than its own branch on the remote, and there is no origin/HEAD (`git remote set-head origin --auto` sets it)".to_owned(),
                 )
             })?;
-        match self.text(&["merge-base", "HEAD", upstream]) {
-            Ok(sha) if !sha.trim().is_empty() => Ok(sha.trim().to_owned()),
+        match self
+            .text(&["merge-base", "HEAD", upstream])
+            .map(|sha| CommitSha::parse(sha.trim()))
+        {
+            Ok(Ok(sha)) => Ok(sha),
             _ => Err(GitError::NoBase(format!(
                 "HEAD and {upstream} have no merge base{}",
                 self.shallow_note()
@@ -230,7 +234,7 @@ impl GitCheckout {
     /// The working tree (tracked changes, and new files that are not ignored) as a tree
     /// object, written through a temporary copy of the index: the real index, `HEAD` and
     /// the working tree are left as they were.
-    pub fn snapshot_working_tree(&self) -> Result<String, ForgeError> {
+    pub fn snapshot_working_tree(&self) -> Result<CommitSha, ForgeError> {
         let git_dir = PathBuf::from(self.text(&["rev-parse", "--absolute-git-dir"])?.trim_end());
         let real_index =
             PathBuf::from(self.text(&["rev-parse", "--git-path", "index"])?.trim_end());
@@ -249,7 +253,9 @@ impl GitCheckout {
             self.run_with_index(&temporary, &["write-tree"])
         })();
         let _ = std::fs::remove_file(&temporary);
-        Ok(result?.trim().to_owned())
+        // A tree's id has a commit's form, and git reads it wherever a commit is read.
+        let tree = result?;
+        CommitSha::parse(tree.trim()).map_err(|e| failure("write-tree", &e.to_string()))
     }
 
     fn run_with_index(&self, index: &Path, args: &[&str]) -> Result<String, ForgeError> {
@@ -272,8 +278,16 @@ impl GitCheckout {
     }
 
     /// The entry at `path` in `sha`'s tree, if any.
-    fn entry(&self, sha: &str, path: &str) -> Result<Option<TreeEntry>, ForgeError> {
-        let out = self.bytes(&["ls-tree", "-z", "-l", "--full-tree", sha, "--", path])?;
+    fn entry(&self, sha: &CommitSha, path: &str) -> Result<Option<TreeEntry>, ForgeError> {
+        let out = self.bytes(&[
+            "ls-tree",
+            "-z",
+            "-l",
+            "--full-tree",
+            sha.as_str(),
+            "--",
+            path,
+        ])?;
         for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
             let record = String::from_utf8_lossy(record);
             let Some((meta, name)) = record.split_once('\t') else {
@@ -341,7 +355,7 @@ impl GitCheckout {
     }
 
     /// The change set between `base` and `head`, as [`Repository::changed_files`] lists it.
-    pub fn diff(&self, base: &str, head: &str) -> Result<Vec<ChangedFile>, ForgeError> {
+    pub fn diff(&self, base: &CommitSha, head: &CommitSha) -> Result<Vec<ChangedFile>, ForgeError> {
         let out = self.bytes(&[
             "diff-tree",
             "-r",
@@ -349,8 +363,8 @@ impl GitCheckout {
             "-M",
             "--raw",
             "--no-commit-id",
-            base,
-            head,
+            base.as_str(),
+            head.as_str(),
         ])?;
         parse_raw_diff(&out)
     }
@@ -359,8 +373,8 @@ impl GitCheckout {
 impl GitCheckout {
     /// This checkout with the change from `base` to `head` listed once, to answer the
     /// port's questions about it.
-    pub fn between(self, base: String, head: String) -> Result<PinnedCheckout, ForgeError> {
-        let changes = self.diff(&base, &head)?;
+    pub fn between(self, base: &CommitSha, head: &CommitSha) -> Result<PinnedCheckout, ForgeError> {
+        let changes = self.diff(base, head)?;
         Ok(PinnedCheckout {
             checkout: self,
             changes,
@@ -384,8 +398,16 @@ impl PinnedCheckout {
 }
 
 impl RepositoryFiles for GitCheckout {
-    fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
-        let out = self.bytes(&["ls-tree", "-r", "-z", "--full-tree", sha, "--", dir])?;
+    fn list_tree(&self, sha: &CommitSha, dir: &str) -> Result<Vec<String>, ForgeError> {
+        let out = self.bytes(&[
+            "ls-tree",
+            "-r",
+            "-z",
+            "--full-tree",
+            sha.as_str(),
+            "--",
+            dir,
+        ])?;
         let prefix = format!("{}/", dir.trim_end_matches('/'));
         Ok(out
             .split(|b| *b == 0)
@@ -400,7 +422,7 @@ impl RepositoryFiles for GitCheckout {
             .collect())
     }
 
-    fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
+    fn read_file(&self, sha: &CommitSha, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
         let budget = ContentBudget::new(MAX_UNBUDGETED_READ);
         match self.read_file_within(sha, path, &budget)? {
             BudgetedRead::Absent => Ok(None),
@@ -414,7 +436,7 @@ impl RepositoryFiles for GitCheckout {
 
     fn read_file_within(
         &self,
-        sha: &str,
+        sha: &CommitSha,
         path: &str,
         budget: &ContentBudget,
     ) -> Result<BudgetedRead, ForgeError> {
@@ -441,31 +463,31 @@ impl RepositoryFiles for GitCheckout {
         }
     }
 
-    fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+    fn branch_head(&self, branch: &str) -> Result<CommitSha, ForgeError> {
         self.resolve_commit("--base", &format!("refs/heads/{branch}"))
             .map_err(|e| failure("rev-parse", &e.to_string()))
     }
 }
 
 impl RepositoryFiles for PinnedCheckout {
-    fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
+    fn list_tree(&self, sha: &CommitSha, dir: &str) -> Result<Vec<String>, ForgeError> {
         self.checkout.list_tree(sha, dir)
     }
 
-    fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
+    fn read_file(&self, sha: &CommitSha, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
         self.checkout.read_file(sha, path)
     }
 
     fn read_file_within(
         &self,
-        sha: &str,
+        sha: &CommitSha,
         path: &str,
         budget: &ContentBudget,
     ) -> Result<BudgetedRead, ForgeError> {
         self.checkout.read_file_within(sha, path, budget)
     }
 
-    fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+    fn branch_head(&self, branch: &str) -> Result<CommitSha, ForgeError> {
         self.checkout.branch_head(branch)
     }
 }

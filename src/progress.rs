@@ -141,7 +141,7 @@ impl<W: Write + Send> Progress for Lines<W> {
                 format!("writes {done}/{total}")
             }
             Event::Verified { head } => {
-                format!("verified at {}", head.get(..8).unwrap_or(head))
+                format!("verified at {}", head.short())
             }
             Event::RateLimits {
                 refused_writes,
@@ -253,7 +253,10 @@ mod tests {
                     requests: 1,
                 },
                 Event::Verified {
-                    head: "2222222222222222222222222222222222222222",
+                    head: &crate::core::commit_sha::CommitSha::parse(
+                        "2222222222222222222222222222222222222222",
+                    )
+                    .unwrap(),
                 },
                 Event::RateLimits {
                     refused_writes: 2,

@@ -186,12 +186,17 @@ pub fn listing(discussions: usize, findings: usize) -> Vec<ListedDiscussion> {
     out
 }
 
+/// `text` as a commit SHA.
+pub fn sha(text: &str) -> assent::core::commit_sha::CommitSha {
+    assent::core::commit_sha::CommitSha::parse(text).expect("a commit SHA")
+}
+
 /// The pins every generated run uses.
 pub fn pins() -> Pins {
     Pins {
-        source_sha: assent::core::commit_sha::CommitSha::parse(HEAD).unwrap(),
-        target_sha: "1111111111111111111111111111111111111111".to_owned(),
-        base_sha: "2222222222222222222222222222222222222222".to_owned(),
+        source_sha: sha(HEAD),
+        target_sha: sha("1111111111111111111111111111111111111111"),
+        base_sha: sha("2222222222222222222222222222222222222222"),
         policy_digest: format!("sha256:{}", "3".repeat(64)),
         policy_project: None,
         policy_sha: None,
@@ -215,7 +220,7 @@ pub fn run_context() -> RunContext {
 
 /// An in-memory MR with `discussions` human threads (each with a reply) and no bot artifact.
 pub fn forge_with_human_threads(discussions: usize) -> InMemoryForge {
-    let forge = InMemoryForge::new(BOT, HEAD);
+    let forge = InMemoryForge::new(BOT, &sha(HEAD));
     for i in 0..discussions {
         let id = forge
             .post(
@@ -349,7 +354,7 @@ pub fn topic_registry(bytes: usize) -> (String, String) {
 /// generated state. The forge numbers notes 1, 2, … in the order they are posted, which is
 /// how [`listing`] numbers them, so the ids are the same.
 pub fn forge_from_listing(listing: &[ListedDiscussion]) -> InMemoryForge {
-    let forge = InMemoryForge::new(BOT, HEAD);
+    let forge = InMemoryForge::new(BOT, &sha(HEAD));
     for discussion in listing {
         let first = &discussion.notes[0];
         let id = forge

@@ -25,10 +25,8 @@ use crate::commands::report_file::write_atomically;
 use crate::commands::run::FailOn;
 use crate::commands::{CliError, CliResult, OutputFormat, UsageError};
 use crate::core::codequality::codequality_report;
-use crate::core::commit_sha;
-use crate::core::commit_sha::CommitSha;
 use crate::core::desired_state::{central_policy_path, compute_desired_state};
-use crate::core::model::{Decision, DesiredState, Pins};
+use crate::core::model::{Decision, DesiredState, PinnedCommits, Pins};
 use crate::core::policy::excerpt::{MAX_MESSAGE_CHARS, excerpt_lines};
 use crate::core::policy::{MrContext, PolicyFile, PolicyProblem, PolicySet};
 use crate::core::receipt::{ReceiptFinding, ReceiptMember};
@@ -245,28 +243,23 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, CliError> {
             true,
         ),
     };
-    // git printed it; a text that is not a SHA means an unexpected git, not a guess to judge.
-    let source_sha = CommitSha::parse(&head)
-        .map_err(|e| CliError::from(anyhow::anyhow!("git named the checked commit oddly: {e}")))?;
-    let mut pins = Pins {
-        source_sha,
+    // The policies are the base's: a change never judges itself by its own rules.
+    let commits = PinnedCommits {
+        source_sha: head,
         target_sha: base.clone(),
-        base_sha: base.clone(),
-        policy_digest: String::new(),
-        policy_project: None,
-        policy_sha: None,
+        base_sha: base,
     };
     let (context, unknown) = mr_context(args, &checkout);
     let repo = checkout
-        .between(base, head)
+        .between(&commits.base_sha, &commits.source_sha)
         .context("cannot list the change")?;
-    let central = match &args.policy_project_dir {
+    let (policy_project, central) = match &args.policy_project_dir {
         Some(dir) => {
             let project = central_project_name(dir, args.policy_project.as_deref())?;
-            pins.policy_project = Some(project.clone());
-            central_policies(dir, &project)?
+            let central = central_policies(dir, &project)?;
+            (Some(project), central)
         }
-        None => CentralPolicies::default(),
+        None => (None, CentralPolicies::default()),
     };
     let bounds = ReadBounds {
         changes_count: Some(repo.changes_count().to_string()),
@@ -274,7 +267,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, CliError> {
     };
     let gathered = gather_review_inputs_with(
         &repo,
-        &pins,
+        &commits,
         central,
         context.clone(),
         Limits::default(),
@@ -293,7 +286,10 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, CliError> {
         // The change's own policies are checked, never used to judge it, as in a run.
         outcome.desired = outcome.desired.with_findings(check_source_policies(source));
     }
-    pins.policy_digest = outcome.policy_digest.clone();
+    let pins = Pins {
+        policy_project,
+        ..Pins::of(commits, outcome.policy_digest.clone())
+    };
     let decision = unresolved_decision(&outcome.desired);
     Ok(CheckReport {
         pins,
@@ -462,7 +458,7 @@ pub fn describe(report: &CheckReport) -> String {
     let mut out = format!(
         "assent check: {} for {head} against {} ({count} finding{}; as if no thread were resolved)\n",
         report.decision.as_str(),
-        commit_sha::short(&report.pins.base_sha),
+        report.pins.base_sha.short(),
         if count == 1 { "" } else { "s" }
     );
     if !report.has_policies {
@@ -515,13 +511,18 @@ pub fn describe(report: &CheckReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::commit_sha::CommitSha;
+
+    fn sha(digit: char) -> CommitSha {
+        CommitSha::parse(&digit.to_string().repeat(40)).unwrap()
+    }
 
     fn report_with(unknown_reads: Vec<UnknownRead>) -> CheckReport {
         CheckReport {
             pins: Pins {
-                source_sha: CommitSha::parse(&"a".repeat(40)).unwrap(),
-                target_sha: "b".repeat(40),
-                base_sha: "b".repeat(40),
+                source_sha: sha('a'),
+                target_sha: sha('b'),
+                base_sha: sha('b'),
                 policy_digest: String::new(),
                 policy_project: None,
                 policy_sha: None,

@@ -7,7 +7,7 @@ use clap::Args;
 use crate::commands::{CliError, CliResult, report_error};
 use crate::core::terminal::terminal_safe;
 use crate::engine::fixture::replay::FixtureLoadError;
-use crate::engine::fixture::schema::DEFAULT_HEAD;
+use crate::engine::fixture::schema::default_head;
 use crate::engine::fixture::{Fixture, InMemoryWorld, parse_fixture, replay_fixture};
 
 /// Arguments of `assent replay`.
@@ -50,7 +50,7 @@ pub fn run(args: &ReplayArgs) -> CliResult {
         .unwrap_or(0);
     let (mut passed, mut failed) = (0usize, 0usize);
     for (file, fixture) in fixtures {
-        let world = InMemoryWorld::new(fixture.bot_user_id, DEFAULT_HEAD);
+        let world = InMemoryWorld::new(fixture.bot_user_id, &default_head());
         let report = replay_fixture(&fixture, &world);
         let writes: Vec<String> = report.runs.iter().map(|r| r.writes.to_string()).collect();
         match &report.mismatch {

@@ -405,7 +405,7 @@ pub fn describe(report: &RunReport, receipt_path: &Path) -> String {
 /// The one line of a run that refused to publish: why, and who publishes instead.
 fn refusal_line(report: &RunReport) -> String {
     let receipt = &report.publication.receipt;
-    let short = receipt.pins.source_sha.short();
+    let short = receipt.pins.source_sha().short();
     match (receipt.outcome, report.publication.stale) {
         (Outcome::StalePipeline, Some(Staleness::HeadMovedBeforeApproval)) => format!(
             "assent: stale pipeline: the MR head moved past {short} before the approval; published for that head, not approved (the newer pipeline decides)\n"
@@ -433,7 +433,7 @@ fn publication_lines(report: &RunReport) -> String {
     let mut out = format!(
         "assent: {decision} for !{} at {} ({} finding{}); {verb}\n",
         receipt.mr,
-        receipt.pins.source_sha.short(),
+        receipt.pins.source_sha().short(),
         receipt.findings.len(),
         if receipt.findings.len() == 1 { "" } else { "s" }
     );

@@ -14,6 +14,7 @@ use super::report::Check;
 use super::single_writer::{Certainty, SingleWriterVerdict};
 use super::target::DoctorInputs;
 use crate::core::bot_identity::{IdentityRefusal, Owners};
+use crate::core::commit_sha::CommitSha;
 use crate::core::policy::{PolicyFile, PolicySet};
 use crate::engine::run::inputs::{CentralPolicies, POLICY_DIR};
 use crate::forge::{CertificateFailure, ForgeError, TransportFailure};
@@ -691,7 +692,7 @@ pub fn bot_markers_check(mr: Option<(u64, &MarkerOwners)>) -> Check {
 }
 
 /// The policy files read from a branch's tip: its SHA and the files.
-pub type PolicyRead = Result<(String, Vec<PolicyFile>), Failed>;
+pub type PolicyRead = Result<(CommitSha, Vec<PolicyFile>), Failed>;
 
 /// The `policies` check: the policies on `branch` (the MR's target, else the default
 /// branch) load.
@@ -713,7 +714,7 @@ pub fn policies_check(branch: Option<&str>, read: Option<&PolicyRead>) -> Check 
             );
         }
     };
-    let at = format!("{branch}@{}", &sha[..sha.len().min(8)]);
+    let at = format!("{branch}@{}", sha.short());
     match PolicySet::load(files) {
         Ok(_) if files.is_empty() => Check::pass(
             "policies",
@@ -754,8 +755,8 @@ pub fn policy_project_check(project: &str, read: &Result<CentralPolicies, String
             );
         }
     };
-    let sha = central.sha.as_deref().unwrap_or_default();
-    let at = format!("{project}@{}", &sha[..sha.len().min(8)]);
+    let sha = central.sha.as_ref().map_or("", CommitSha::short);
+    let at = format!("{project}@{sha}");
     if let Some(problem) = central.problems.first() {
         return Check::fail(
             ID,

@@ -6,7 +6,7 @@
 //! does not match its own count; and a merge request whose governed files would not fit in
 //! memory (docs/reliability.md, "Completeness").
 
-use assent::core::model::Pins;
+use assent::core::model::PinnedCommits;
 use assent::core::policy::MrContext;
 use assent::core::semantic_diff::Limits;
 use assent::engine::run::inputs::{MAX_READERS, ReadBounds, gather_review_inputs};
@@ -288,14 +288,11 @@ fn many_registries(count: usize) -> fake_gitlab::FakeGitLab {
     fake
 }
 
-fn pins() -> Pins {
-    Pins {
-        source_sha: assent::core::commit_sha::CommitSha::parse(fixtures::HEAD_SHA).unwrap(),
-        target_sha: fixtures::TARGET_SHA.into(),
-        base_sha: fixtures::BASE_SHA.into(),
-        policy_digest: String::new(),
-        policy_project: None,
-        policy_sha: None,
+fn pins() -> PinnedCommits {
+    PinnedCommits {
+        source_sha: assent_test_support::sha(fixtures::HEAD_SHA),
+        target_sha: assent_test_support::sha(fixtures::TARGET_SHA),
+        base_sha: assent_test_support::sha(fixtures::BASE_SHA),
     }
 }
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use assent::commands::replay::{collect_fixture_files, load_fixture};
-use assent::engine::fixture::schema::DEFAULT_HEAD;
+use assent::engine::fixture::schema::default_head;
 use assent::engine::fixture::{InMemoryWorld, replay_fixture};
 
 #[test]
@@ -18,7 +18,7 @@ fn every_fixture_passes_and_its_receipts_match_their_snapshots() {
     assert!(files.len() >= 17, "fixtures went missing: {files:?}");
     for file in files {
         let fixture = load_fixture(&file).unwrap_or_else(|e| panic!("{e}"));
-        let world = InMemoryWorld::new(fixture.bot_user_id, DEFAULT_HEAD);
+        let world = InMemoryWorld::new(fixture.bot_user_id, &default_head());
         let report = replay_fixture(&fixture, &world);
         assert!(
             report.passed(),
@@ -39,7 +39,7 @@ fn replaying_twice_gives_byte_identical_receipts() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/duplicate-repair.yaml");
     let fixture = load_fixture(&file).unwrap();
     let receipts = |_: ()| {
-        let world = InMemoryWorld::new(fixture.bot_user_id, DEFAULT_HEAD);
+        let world = InMemoryWorld::new(fixture.bot_user_id, &default_head());
         replay_fixture(&fixture, &world)
             .runs
             .iter()
@@ -64,7 +64,7 @@ runs:
     )
     .unwrap();
     let fixture = load_fixture(&path).unwrap();
-    let report = replay_fixture(&fixture, &InMemoryWorld::new(1, DEFAULT_HEAD));
+    let report = replay_fixture(&fixture, &InMemoryWorld::new(1, &default_head()));
     assert_eq!(
         report.mismatch.as_deref(),
         Some("run 1 (unnamed): expected 2 writes, made 3")

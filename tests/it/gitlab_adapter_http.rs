@@ -57,7 +57,7 @@ fn ctx() -> RunContext {
     RunContext {
         project: fixtures::PROJECT_PATH.into(),
         mr: MR,
-        pins: fixture_pins(fixtures::HEAD_SHA),
+        pins: fixture_pins(&assent_test_support::sha(fixtures::HEAD_SHA)),
         web_url: None,
         dry_run: false,
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),

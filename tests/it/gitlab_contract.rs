@@ -250,7 +250,7 @@ fn run_context() -> RunContext {
     RunContext {
         project: fixtures::PROJECT_PATH.into(),
         mr: MR_IID,
-        pins: fixture_pins(HEAD_SHA),
+        pins: fixture_pins(&assent_test_support::sha(HEAD_SHA)),
         web_url: None,
         dry_run: false,
         mr_author_id: Some(AUTHOR_ID),
@@ -728,8 +728,8 @@ fn check_merge_request(forge: &GitLabForge, body: &Value) -> Result<(), String> 
         }
     } else {
         let info = info.map_err(|e| e.to_string())?;
-        let base = body["diff_refs"]["base_sha"].as_str().map(str::to_owned);
-        if info.base_sha != base {
+        let base = body["diff_refs"]["base_sha"].as_str();
+        if info.base_sha.as_ref().map(|s| s.as_str()) != base {
             return Err(format!(
                 "base_sha {:?} from {}",
                 info.base_sha, body["diff_refs"]
@@ -767,8 +767,8 @@ fn check_merge_request(forge: &GitLabForge, body: &Value) -> Result<(), String> 
         return Ok(());
     };
     let entry = entry.map_err(|e| e.to_string())?;
-    if entry.sha.as_deref() != body["sha"].as_str() {
-        return Err(format!("the sweep read sha {:?}", entry.sha));
+    if entry.head_sha.as_ref().map(|s| s.as_str()) != body["sha"].as_str() {
+        return Err(format!("the sweep read sha {:?}", entry.head_sha));
     }
     if sent.is_null() && entry.head_pipeline != HeadPipeline::None {
         return Err(format!(
@@ -896,10 +896,10 @@ fn check_merge_requests(forge: &GitLabForge, body: &Value) -> Result<(), String>
         .map_err(|e| e.to_string())?;
     let sent = body.as_array().ok_or("not a list")?;
     for (entry, json) in listed.iter().zip(sent) {
-        if entry.sha.as_deref() != json["sha"].as_str() {
+        if entry.head_sha.as_ref().map(|s| s.as_str()) != json["sha"].as_str() {
             return Err(format!(
                 "!{} read sha {:?} from {}",
-                entry.iid, entry.sha, json["sha"]
+                entry.iid, entry.head_sha, json["sha"]
             ));
         }
     }

@@ -7,6 +7,7 @@
 //! and node limits of the semantic diff, the CEL cost bound). A regression shows up as a test
 //! that takes far longer than the suite, not as a flaky timing assertion.
 
+use assent::core::commit_sha::CommitSha;
 use assent::core::desired_state::{
     ChangedFileInput, DesiredOutcome, FileContent, RULE_PARSE_ERROR, RULE_POLICY_ERROR,
     ReviewInputs, compute_desired_state, self_edit_sides_of_contents,
@@ -24,7 +25,9 @@ use assent::forge::memory::InMemoryForge;
 
 const BOT: u64 = 1;
 const CONTRIBUTOR: u64 = 2;
-const HEAD: &str = "1111111111111111111111111111111111111111";
+static HEAD: std::sync::LazyLock<CommitSha> = std::sync::LazyLock::new(|| {
+    assent_test_support::sha("1111111111111111111111111111111111111111")
+});
 
 /// Governs every JSON/YAML/TOML file; fires a `challenge` on every change.
 const CATCH_ALL: &str = r#"apiVersion: assent/v1
@@ -421,7 +424,7 @@ fn ctx() -> RunContext {
     RunContext {
         project: "p".into(),
         mr: 1,
-        pins: fixture_pins(HEAD),
+        pins: fixture_pins(&HEAD),
         web_url: None,
         dry_run: false,
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),
@@ -461,7 +464,7 @@ fn file_paths_with_dots_spaces_and_unicode_round_trip_through_the_marker() {
     }
 
     // And through a forge: posted, listed, recognised, and a second run writes nothing.
-    let forge = InMemoryForge::new(BOT, HEAD);
+    let forge = InMemoryForge::new(BOT, &HEAD);
     reconcile(&forge, &out.desired, &ctx()).unwrap();
     let mut listed: Vec<Slot> = bot_slots(&forge.snapshot())
         .into_iter()
@@ -489,7 +492,7 @@ fn file_paths_with_dots_spaces_and_unicode_round_trip_through_the_marker() {
 #[test]
 fn a_contributor_forged_marker_on_every_slot_is_ignored() {
     let desired = awkward_outcome().desired;
-    let forge = InMemoryForge::new(BOT, HEAD);
+    let forge = InMemoryForge::new(BOT, &HEAD);
     // The contributor posts the exact body assent would post, for every slot, and resolves
     // each thread (a forged "assent"), plus a forged summary claiming verification.
     let mut forged = Vec::new();
@@ -502,9 +505,9 @@ fn a_contributor_forged_marker_on_every_slot_is_ignored() {
     }
     let summary = marker::compose_body(
         &Marker::Summary {
-            occurrence: render::summary_occurrence(&desired, HEAD),
+            occurrence: render::summary_occurrence(&desired, &HEAD),
             state: marker::SummaryState::Verified,
-            head: HEAD.into(),
+            head: HEAD.clone(),
             target: Some("main".into()),
         },
         "all good",
@@ -569,7 +572,7 @@ fn million_character_bot_notes_are_artifacts_or_warnings() {
         findings: vec![finding.clone()],
         ..DesiredState::default()
     };
-    let forge = InMemoryForge::new(BOT, HEAD);
+    let forge = InMemoryForge::new(BOT, &HEAD);
 
     // A valid marker with a 1,000,000-character subject and body: an artifact.
     let valid = render::finding_thread_body(&finding);
@@ -758,7 +761,7 @@ fn hostile_file_names_stay_inert_in_file_links() {
     let project = WebUrl::parse("https://gitlab.example/g/p").unwrap();
     let unlinked: Vec<&str> = names
         .into_iter()
-        .filter(|n| blob_url(&project, HEAD, n, Some(3)).is_none())
+        .filter(|n| blob_url(&project, &HEAD, n, Some(3)).is_none())
         .collect();
     assert_eq!(
         unlinked,

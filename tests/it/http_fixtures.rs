@@ -84,7 +84,8 @@ fn http_and_in_memory_replays_agree_request_for_request() {
     for file in fixture_files() {
         let fixture = load_fixture(&file).unwrap();
         let name = file.display();
-        let memory = InMemoryWorld::new(fixture.bot_user_id, DEFAULT_HEAD);
+        let memory =
+            InMemoryWorld::new(fixture.bot_user_id, &assent_test_support::sha(DEFAULT_HEAD));
         let in_memory = replay_fixture(&fixture, &memory);
         let (over_http, world) = replay_over_http(&fixture);
         assert!(in_memory.passed() && over_http.passed(), "{name}");

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use assent::core::commit_sha::CommitSha;
 use assent::core::inventory::Inventory;
 use assent::core::marker::{self, Marker, SummaryState};
 use assent::core::model::{DesiredState, Effect, Finding, ListedDiscussion, Occurrence, Slot};
@@ -21,7 +22,9 @@ use assent::forge::memory::{InMemoryForge, ListingOrder};
 use proptest::prelude::*;
 
 const BOT: u64 = 1;
-const HEAD: &str = "1111111111111111111111111111111111111111";
+static HEAD: std::sync::LazyLock<CommitSha> = std::sync::LazyLock::new(|| {
+    assent_test_support::sha("1111111111111111111111111111111111111111")
+});
 const RULES: [&str; 4] = ["alpha", "beta", "gamma", "delta"];
 
 fn slot(i: usize) -> Slot {
@@ -112,7 +115,7 @@ fn thread_body(slot_index: usize, occ: u8) -> String {
 }
 
 fn seed_forge(seeds: &[Seed], page_size: usize, order: u8) -> InMemoryForge {
-    let forge = InMemoryForge::new(BOT, HEAD);
+    let forge = InMemoryForge::new(BOT, &HEAD);
     for seed in seeds {
         let id = match seed {
             Seed::BotThread {
@@ -136,7 +139,7 @@ fn seed_forge(seeds: &[Seed], page_size: usize, order: u8) -> InMemoryForge {
                     &Marker::Summary {
                         occurrence: occurrence(9),
                         state,
-                        head: HEAD.into(),
+                        head: HEAD.clone(),
                         target: None,
                     },
                     "old summary",
@@ -193,7 +196,7 @@ fn ctx() -> RunContext {
     RunContext {
         project: "p".into(),
         mr: 1,
-        pins: fixture_pins(HEAD),
+        pins: fixture_pins(&HEAD),
         web_url: None,
         dry_run: false,
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),

@@ -36,7 +36,7 @@ fn summary_body_for(state: SummaryState, head: &str, target: Option<&str>) -> St
         &Marker::Summary {
             occurrence: Occurrence::digest(head.as_bytes()),
             state,
-            head: head.into(),
+            head: assent_test_support::sha(head),
             target: target.map(str::to_owned),
         },
         "assent summary",
@@ -697,7 +697,7 @@ fn run_context() -> RunContext {
     RunContext {
         project: PROJECT_ID.to_string(),
         mr: fixtures::MR_IID,
-        pins: fixture_pins(HEAD_SHA),
+        pins: fixture_pins(&assent_test_support::sha(HEAD_SHA)),
         web_url: None,
         dry_run: false,
         mr_author_id: Some(assent::forge::memory::MR_AUTHOR_USER_ID),

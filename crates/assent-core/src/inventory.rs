@@ -29,6 +29,7 @@
 //!   closed: the thread is retired and a fresh one is posted, to be resolved again).
 
 use crate::bot_identity::Owners;
+use crate::commit_sha::CommitSha;
 use crate::marker::{self, Marker, SummaryState};
 use crate::model::{ListedDiscussion, ListedNote, Occurrence, Slot, UserRef};
 use crate::time::Timestamp;
@@ -74,7 +75,7 @@ pub struct SummaryArtifact {
     /// `reconciling` or `verified`.
     pub state: SummaryState,
     /// The source SHA it was computed for.
-    pub head: String,
+    pub head: CommitSha,
     /// The discussion id when the summary has become an unresolved thread: GitLab turns a
     /// plain note into a resolvable thread when someone replies to it, and an unresolved
     /// thread would hold up "all threads must be resolved".
@@ -298,7 +299,7 @@ mod tests {
         let summary = marker::encode(&Marker::Summary {
             occurrence: Occurrence::digest(b"s"),
             state: SummaryState::Verified,
-            head: "a".repeat(40),
+            head: crate::commit_sha::CommitSha::parse(&"a".repeat(40)).unwrap(),
             target: None,
         });
         let mut by_old_bot = note(20, 9, &finding_body("old"));

@@ -15,7 +15,7 @@
 //!   link;
 //! * the link text is fixed wording chosen by the caller, never contributor text.
 
-use crate::commit_sha;
+use crate::commit_sha::CommitSha;
 
 /// Longest web URL or link destination written into a body, in characters. Real ones are
 /// far shorter; the bound keeps a summary of many rows within the note budget (docs/contract.md#note-size).
@@ -92,10 +92,12 @@ pub fn encode_path(path: &str) -> Option<String> {
 
 /// `<project>/-/blob/<sha>/<path>#L<line>` (no `#L…` without a line), or `None` when the SHA
 /// is not a commit SHA, the path cannot be encoded, or the result exceeds [`MAX_URL_CHARS`].
-pub fn blob_url(project: &WebUrl, sha: &str, path: &str, line: Option<usize>) -> Option<String> {
-    if !commit_sha::is_commit_sha(sha) {
-        return None;
-    }
+pub fn blob_url(
+    project: &WebUrl,
+    sha: &CommitSha,
+    path: &str,
+    line: Option<usize>,
+) -> Option<String> {
     let mut url = format!("{}/-/blob/{sha}/{}", project.as_str(), encode_path(path)?);
     if let Some(line) = line {
         url.push_str(&format!("#L{line}"));
@@ -183,7 +185,7 @@ mod tests {
             ("é/#L1?.yaml", "%C3%A9/%23L1%3F.yaml"),
         ] {
             assert_eq!(encode_path(path).as_deref(), Some(encoded), "{path:?}");
-            let url = blob_url(&project(), SHA, path, Some(3)).unwrap();
+            let url = blob_url(&project(), &CommitSha::parse(SHA).unwrap(), path, Some(3)).unwrap();
             let destination = url.trim_start_matches("https://");
             assert!(
                 destination
@@ -202,16 +204,20 @@ mod tests {
     }
 
     #[test]
-    fn blob_urls_need_a_commit_sha_and_stay_bounded() {
+    fn blob_urls_stay_bounded() {
         assert_eq!(
-            blob_url(&project(), SHA, "f.yaml", None).as_deref(),
+            blob_url(&project(), &CommitSha::parse(SHA).unwrap(), "f.yaml", None).as_deref(),
             Some(
                 "https://gitlab.example.com/group/sub/proj/-/blob/2222222222222222222222222222222222222222/f.yaml"
             )
         );
-        assert_eq!(blob_url(&project(), "main", "f.yaml", None), None);
         assert_eq!(
-            blob_url(&project(), SHA, &"x".repeat(MAX_URL_CHARS), None),
+            blob_url(
+                &project(),
+                &CommitSha::parse(SHA).unwrap(),
+                &"x".repeat(MAX_URL_CHARS),
+                None
+            ),
             None
         );
     }

@@ -29,7 +29,7 @@ use serde::de::{self, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visit
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::commit_sha::is_commit_sha;
+use crate::commit_sha::{CommitSha, is_commit_sha};
 use crate::model::{Decision, Occurrence, Slot};
 
 /// The detection sentinel: a body whose first line starts with this claims to be an artifact.
@@ -114,8 +114,8 @@ pub enum Marker {
         occurrence: Occurrence,
         /// Whether the run that wrote it had verified its writes.
         state: SummaryState,
-        /// The source SHA it was computed for: 40 or 64 lowercase hex digits.
-        head: String,
+        /// The source SHA it was computed for (the wire's `head`).
+        head: CommitSha,
         /// The target branch it was judged against (docs/contract.md#pinned-target). `None` for a summary written
         /// before the key existed (or by a caller that pinned no target): "no target
         /// recorded", which the sweep does not count as verified.
@@ -188,7 +188,7 @@ pub fn encode(marker: &Marker) -> String {
             subject: "",
             occurrence: occurrence.as_str(),
             state: Some(*state),
-            head: Some(head),
+            head: Some(head.as_str()),
             target: target.as_deref(),
         },
     };
@@ -304,12 +304,16 @@ pub fn decode_line(line: &str) -> Result<Marker, MalformedMarker> {
         Some(Value::String(s)) => s,
         Some(_) => return Err(malformed("key `head` is not a string")),
     };
-    if !is_commit_sha(&head) {
-        return Err(malformed(format!(
-            "bad head {}: expected 40 or 64 lowercase hex digits",
-            excerpt(&head)
-        )));
-    }
+    // Exactly as written: a head GitLab's form would lowercase is no head this bot wrote.
+    let head = match CommitSha::parse(&head) {
+        Ok(sha) if is_commit_sha(&head) => sha,
+        _ => {
+            return Err(malformed(format!(
+                "bad head {}: expected 40 or 64 lowercase hex digits",
+                excerpt(&head)
+            )));
+        }
+    };
     let target = match fields.take("target") {
         None => None,
         Some(Value::String(s)) if s.is_empty() => return Err(malformed("empty target")),
@@ -609,7 +613,7 @@ mod tests {
         Marker::Summary {
             occurrence: occ(),
             state,
-            head: head.into(),
+            head: CommitSha::parse(head).unwrap(),
             target: target.map(str::to_owned),
         }
     }
@@ -1342,7 +1346,7 @@ mod tests {
             |(occurrence, state, head, target)| Marker::Summary {
                 occurrence,
                 state,
-                head,
+                head: CommitSha::parse(&head).unwrap(),
                 target,
             },
         );

@@ -431,11 +431,11 @@ pub enum DiffLine {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DiffPosition {
     /// `diff_refs.base_sha` of the merge request.
-    pub base_sha: String,
+    pub base_sha: CommitSha,
     /// `diff_refs.start_sha` of the merge request.
-    pub start_sha: String,
+    pub start_sha: CommitSha,
     /// `diff_refs.head_sha` of the merge request: the pinned source SHA.
-    pub head_sha: String,
+    pub head_sha: CommitSha,
     /// The file's path at the base.
     pub old_path: String,
     /// The file's path at the source.
@@ -615,19 +615,32 @@ impl Decision {
     }
 }
 
+/// The commits a run reads, each pinned before the first read: the source it judges, the
+/// target its policies come from, the diff base. [`Pins`] adds what reading them found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinnedCommits {
+    /// The MR's source head SHA the run judges.
+    pub source_sha: CommitSha,
+    /// The target branch SHA policies are read from.
+    pub target_sha: CommitSha,
+    /// The diff base SHA.
+    pub base_sha: CommitSha,
+}
+
 /// The pinned inputs a run was computed from (receipt `pins`, summary footer).
 ///
-/// No `Default`: the head a run judged is always known before its pins are built. The
-/// target and base stay text because a run refused before pinning them records `""`.
+/// Built once, after the policies were read: no `Default` and no placeholder, so a summary
+/// or receipt never shows a pin that was not read. A run refused before it read anything
+/// has [`RefusedPins`] instead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Pins {
     /// The MR's source head SHA the run judged.
     pub source_sha: CommitSha,
     /// The target branch SHA policies were read from.
-    pub target_sha: String,
+    pub target_sha: CommitSha,
     /// The diff base SHA.
-    pub base_sha: String,
+    pub base_sha: CommitSha,
     /// `sha256:` over the loaded policy files (path and bytes, sorted by path).
     pub policy_digest: String,
     /// The central policy project (`--policy-project`) as configured, when there is one;
@@ -636,7 +649,138 @@ pub struct Pins {
     pub policy_project: Option<String>,
     /// The commit of the central policy project its policies were read at, once resolved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy_sha: Option<String>,
+    pub policy_sha: Option<CommitSha>,
+}
+
+impl Pins {
+    /// The pins of a run that read `commits` and loaded policies digesting to
+    /// `policy_digest`, with no central policy project.
+    pub fn of(commits: PinnedCommits, policy_digest: String) -> Pins {
+        Pins {
+            source_sha: commits.source_sha,
+            target_sha: commits.target_sha,
+            base_sha: commits.base_sha,
+            policy_digest,
+            policy_project: None,
+            policy_sha: None,
+        }
+    }
+}
+
+/// What a run refused before reading anything (a stale pipeline, an MR not open) had pinned:
+/// the source it was asked to judge, and the target and base when they were given or the MR
+/// reported them. Its receipt writes an unknown pin and the policy digest as `""`
+/// (docs/contract.md#receipt): the keys stay, no value is made up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedPins {
+    /// The source SHA the run was asked to judge.
+    pub source_sha: CommitSha,
+    /// The target SHA, when the pipeline pinned it.
+    pub target_sha: Option<CommitSha>,
+    /// The base SHA, when the pipeline pinned it or the MR reported it.
+    pub base_sha: Option<CommitSha>,
+}
+
+/// A receipt's `pins`: a judged run's [`Pins`], or what a refused run had pinned. Read back,
+/// an empty `policyDigest` says which: a judged run always has a `sha256:` digest.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "PinsWire")]
+pub enum ReceiptPins {
+    /// The run read its inputs (published, dry run, or found stale after judging).
+    Judged(Pins),
+    /// The run was refused before reading them.
+    Refused(RefusedPins),
+}
+
+impl ReceiptPins {
+    /// The source SHA the run judged or was asked to judge.
+    pub fn source_sha(&self) -> &CommitSha {
+        match self {
+            ReceiptPins::Judged(pins) => &pins.source_sha,
+            ReceiptPins::Refused(pins) => &pins.source_sha,
+        }
+    }
+}
+
+impl From<Pins> for ReceiptPins {
+    fn from(pins: Pins) -> ReceiptPins {
+        ReceiptPins::Judged(pins)
+    }
+}
+
+impl From<RefusedPins> for ReceiptPins {
+    fn from(pins: RefusedPins) -> ReceiptPins {
+        ReceiptPins::Refused(pins)
+    }
+}
+
+impl Serialize for ReceiptPins {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ReceiptPins::Judged(pins) => pins.serialize(serializer),
+            ReceiptPins::Refused(pins) => {
+                let text = |sha: &Option<CommitSha>| -> String {
+                    sha.as_ref().map(CommitSha::to_string).unwrap_or_default()
+                };
+                PinsWire {
+                    source_sha: pins.source_sha.clone(),
+                    target_sha: text(&pins.target_sha),
+                    base_sha: text(&pins.base_sha),
+                    policy_digest: String::new(),
+                    policy_project: None,
+                    policy_sha: None,
+                }
+                .serialize(serializer)
+            }
+        }
+    }
+}
+
+/// `pins` as the receipt spells them, either kind.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PinsWire {
+    source_sha: CommitSha,
+    target_sha: String,
+    base_sha: String,
+    policy_digest: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    policy_project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    policy_sha: Option<CommitSha>,
+}
+
+impl TryFrom<PinsWire> for ReceiptPins {
+    type Error = String;
+
+    fn try_from(wire: PinsWire) -> Result<ReceiptPins, String> {
+        let sha =
+            |key: &str, text: &str| CommitSha::parse(text).map_err(|e| format!("pins.{key}: {e}"));
+        if wire.policy_digest.is_empty() {
+            let unread = |key: &str, text: &str| match text {
+                "" => Ok(None),
+                _ => sha(key, text).map(Some),
+            };
+            if wire.policy_project.is_some() || wire.policy_sha.is_some() {
+                return Err(
+                    "pins: a refused run (empty policyDigest) read no policy project".into(),
+                );
+            }
+            return Ok(ReceiptPins::Refused(RefusedPins {
+                source_sha: wire.source_sha,
+                target_sha: unread("targetSha", &wire.target_sha)?,
+                base_sha: unread("baseSha", &wire.base_sha)?,
+            }));
+        }
+        Ok(ReceiptPins::Judged(Pins {
+            source_sha: wire.source_sha,
+            target_sha: sha("targetSha", &wire.target_sha)?,
+            base_sha: sha("baseSha", &wire.base_sha)?,
+            policy_digest: wire.policy_digest,
+            policy_project: wire.policy_project,
+            policy_sha: wire.policy_sha,
+        }))
+    }
 }
 
 /// A forge user as listings name them: the id decides, the username is for people.
@@ -737,14 +881,14 @@ pub struct MergeRequestInfo {
     /// Open, closed, merged or locked.
     pub state: MergeRequestState,
     /// The MR's current source head SHA.
-    pub head_sha: String,
+    pub head_sha: CommitSha,
     /// `diff_refs.base_sha`, when the forge reports it.
-    pub base_sha: Option<String>,
+    pub base_sha: Option<CommitSha>,
     /// `diff_refs.start_sha`, when the forge reports it (DiffNote positions name it).
-    pub start_sha: Option<String>,
+    pub start_sha: Option<CommitSha>,
     /// `diff_refs.head_sha`, when the forge reports it: the head the MR's current diff
     /// version was computed for (DiffNote positions name it).
-    pub diff_head_sha: Option<String>,
+    pub diff_head_sha: Option<CommitSha>,
     /// The target branch name.
     pub target_branch: String,
     /// `head_pipeline.status`, when the forge reports it.

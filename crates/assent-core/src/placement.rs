@@ -29,6 +29,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::commit_sha::CommitSha;
 use crate::links::{WebUrl, blob_url};
 use crate::model::{
     ChangeKind, DesiredState, DiffLine, DiffPosition, FileLink, FindingSite, MergeRequestInfo,
@@ -40,11 +41,11 @@ use crate::unified_diff::{ChangedLines, changed_lines};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiffRefs {
     /// `base_sha`.
-    pub base_sha: String,
+    pub base_sha: CommitSha,
     /// `start_sha`.
-    pub start_sha: String,
+    pub start_sha: CommitSha,
     /// `head_sha`.
-    pub head_sha: String,
+    pub head_sha: CommitSha,
 }
 
 impl DiffRefs {
@@ -86,9 +87,9 @@ impl FileDiff {
 #[derive(Debug, Clone, Copy)]
 pub struct PlacementContext<'a> {
     /// The pinned source SHA: adds and modifies link to it; a position's head must be it.
-    pub source_sha: &'a str,
+    pub source_sha: &'a CommitSha,
     /// The pinned diff base SHA: deletes link to it.
-    pub base_sha: &'a str,
+    pub base_sha: &'a CommitSha,
     /// The merge request's diff refs; `None`: no finding is placed on a line.
     pub diff_refs: Option<&'a DiffRefs>,
     /// The merge request's changed files.
@@ -108,7 +109,7 @@ pub fn place_findings(
         .merge_request_url
         .and_then(WebUrl::parse)
         .and_then(|mr| mr.project_of_merge_request());
-    let refs = ctx.diff_refs.filter(|r| r.head_sha == ctx.source_sha);
+    let refs = ctx.diff_refs.filter(|r| &r.head_sha == ctx.source_sha);
     let mut by_new_path: BTreeMap<&str, Vec<&FileDiff>> = BTreeMap::new();
     for file in ctx.files {
         by_new_path.entry(&file.new_path).or_default().push(file);
@@ -196,15 +197,20 @@ mod tests {
     use crate::model::{Effect, Finding, GROUP_SUBJECT, Occurrence};
 
     const SOURCE: &str = "2222222222222222222222222222222222222222";
+
+    fn sha(text: &str) -> CommitSha {
+        CommitSha::parse(text).unwrap()
+    }
+
     const BASE: &str = "1111111111111111111111111111111111111111";
     const START: &str = "3333333333333333333333333333333333333333";
     const MR_URL: &str = "https://gitlab.example.com/g/p/-/merge_requests/7";
 
     fn refs() -> DiffRefs {
         DiffRefs {
-            base_sha: BASE.into(),
-            start_sha: START.into(),
-            head_sha: SOURCE.into(),
+            base_sha: sha(BASE),
+            start_sha: sha(START),
+            head_sha: sha(SOURCE),
         }
     }
 
@@ -266,8 +272,8 @@ mod tests {
         place_findings(
             desired,
             &PlacementContext {
-                source_sha: SOURCE,
-                base_sha: BASE,
+                source_sha: &sha(SOURCE),
+                base_sha: &sha(BASE),
                 diff_refs: refs,
                 files,
                 merge_request_url: Some(MR_URL),
@@ -299,9 +305,9 @@ mod tests {
         assert_eq!(
             position(&modify),
             DiffPosition {
-                base_sha: BASE.into(),
-                start_sha: START.into(),
-                head_sha: SOURCE.into(),
+                base_sha: sha(BASE),
+                start_sha: sha(START),
+                head_sha: sha(SOURCE),
                 old_path: "old/f.yaml".into(),
                 new_path: "f.yaml".into(),
                 line: DiffLine::New(3),
@@ -381,7 +387,7 @@ mod tests {
         assert!(positioned(&files(), Some(&refs())));
         assert!(!positioned(&files(), None));
         let moved_on = DiffRefs {
-            head_sha: "4".repeat(40),
+            head_sha: crate::test_support::sha('4'),
             ..refs()
         };
         assert!(!positioned(&files(), Some(&moved_on)));
@@ -418,8 +424,8 @@ mod tests {
             let placed = place_findings(
                 &state,
                 &PlacementContext {
-                    source_sha: SOURCE,
-                    base_sha: BASE,
+                    source_sha: &sha(SOURCE),
+                    base_sha: &sha(BASE),
                     diff_refs: Some(&refs()),
                     files: &files(),
                     merge_request_url: url,

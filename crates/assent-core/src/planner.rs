@@ -29,6 +29,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::commit_sha::CommitSha;
 use crate::inventory::{Inventory, ThreadArtifact};
 use crate::model::{DesiredState, DiffPosition, Effect, Finding, Placement, Slot};
 use crate::receipt::{ActionKind, ReceiptRepair, RepairAction};
@@ -120,8 +121,12 @@ impl Plan {
 }
 
 /// Plans the reconciliation of `inventory` (what exists) towards `desired` (what should),
-/// for the source head `head_sha` (quoted in "outdated/superseded as of" replies).
-pub fn plan_reconciliation(desired: &DesiredState, inventory: &Inventory, head_sha: &str) -> Plan {
+/// for the judged source SHA `source_sha` (quoted in "outdated/superseded as of" replies).
+pub fn plan_reconciliation(
+    desired: &DesiredState,
+    inventory: &Inventory,
+    source_sha: &CommitSha,
+) -> Plan {
     let mut by_slot: BTreeMap<&Slot, Vec<&ThreadArtifact>> = BTreeMap::new();
     for thread in &inventory.threads {
         by_slot.entry(&thread.slot).or_default().push(thread);
@@ -139,7 +144,7 @@ pub fn plan_reconciliation(desired: &DesiredState, inventory: &Inventory, head_s
         let (retired, live): (Vec<&ThreadArtifact>, Vec<&ThreadArtifact>) = threads
             .iter()
             .partition(|t| wanted.is_some_and(|f| is_retired(t, f)));
-        let canonical_ids = repair_duplicates(&live, head_sha, &mut plan);
+        let canonical_ids = repair_duplicates(&live, source_sha, &mut plan);
         let canonical: Vec<&ThreadArtifact> = live
             .iter()
             .copied()
@@ -151,10 +156,10 @@ pub fn plan_reconciliation(desired: &DesiredState, inventory: &Inventory, head_s
                 desired.placement(slot),
                 &canonical,
                 !retired.is_empty(),
-                head_sha,
+                source_sha,
                 &mut plan,
             ),
-            None => plan_undesired_slot(slot, &canonical, head_sha, &mut plan),
+            None => plan_undesired_slot(slot, &canonical, source_sha, &mut plan),
         }
     }
 
@@ -203,7 +208,7 @@ pub fn plan_reconciliation(desired: &DesiredState, inventory: &Inventory, head_s
 /// returns the forge ids of the canonical (lowest-id) thread of each occurrence.
 fn repair_duplicates(
     threads: &[&ThreadArtifact],
-    head_sha: &str,
+    source_sha: &CommitSha,
     plan: &mut Plan,
 ) -> BTreeSet<u64> {
     let mut canonical_of: BTreeMap<&str, u64> = BTreeMap::new();
@@ -214,7 +219,7 @@ fn repair_duplicates(
             }
             Some(&canonical) => {
                 if !thread.resolved {
-                    reply_and_resolve(thread, render::duplicate_reply(canonical, head_sha), plan);
+                    reply_and_resolve(thread, render::duplicate_reply(canonical, source_sha), plan);
                     plan.repairs.push(Repair {
                         repaired_forge_id: thread.forge_id,
                         canonical_forge_id: canonical,
@@ -250,7 +255,7 @@ fn plan_desired_slot(
     placement: Option<&Placement>,
     canonical: &[&ThreadArtifact],
     has_retired: bool,
-    head_sha: &str,
+    source_sha: &CommitSha,
     plan: &mut Plan,
 ) {
     let current = canonical
@@ -288,7 +293,7 @@ fn plan_desired_slot(
         Some(thread) => (ActionKind::LeaveUntouched, Some(thread.forge_id)),
     };
     for thread in stale.filter(|t| !t.resolved) {
-        reply_and_resolve(thread, render::superseded_reply(head_sha), plan);
+        reply_and_resolve(thread, render::superseded_reply(source_sha), plan);
     }
     plan.actions.push(SlotAction {
         slot: finding.slot.clone(),
@@ -300,12 +305,12 @@ fn plan_desired_slot(
 fn plan_undesired_slot(
     slot: &Slot,
     canonical: &[&ThreadArtifact],
-    head_sha: &str,
+    source_sha: &CommitSha,
     plan: &mut Plan,
 ) {
     let mut first_resolved = None;
     for thread in canonical.iter().filter(|t| !t.resolved) {
-        reply_and_resolve(thread, render::outdated_reply(head_sha), plan);
+        reply_and_resolve(thread, render::outdated_reply(source_sha), plan);
         first_resolved.get_or_insert(thread.forge_id);
     }
     if let Some(forge_id) = first_resolved {
@@ -324,7 +329,9 @@ mod tests {
     use crate::marker::SummaryState;
     use crate::model::Occurrence;
 
-    const HEAD: &str = "1111111111111111111111111111111111111111";
+    const HEAD_TEXT: &str = "1111111111111111111111111111111111111111";
+    static HEAD: std::sync::LazyLock<CommitSha> =
+        std::sync::LazyLock::new(|| CommitSha::parse(HEAD_TEXT).unwrap());
 
     fn slot(rule: &str) -> Slot {
         Slot {
@@ -381,7 +388,7 @@ mod tests {
     #[test]
     fn row_1_create_when_nothing_exists() {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
-        let plan = plan_reconciliation(&desired, &inv(vec![]), HEAD);
+        let plan = plan_reconciliation(&desired, &inv(vec![]), &HEAD);
         assert_eq!(actions(&plan), vec![("a".into(), ActionKind::Create, None)]);
         assert!(matches!(
             &plan.writes[..],
@@ -395,7 +402,7 @@ mod tests {
     #[test]
     fn comment_findings_are_resolved_right_after_creation() {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Comment)]);
-        let plan = plan_reconciliation(&desired, &inv(vec![]), HEAD);
+        let plan = plan_reconciliation(&desired, &inv(vec![]), &HEAD);
         assert!(matches!(
             &plan.writes[..],
             [Write::CreateThread {
@@ -412,15 +419,15 @@ mod tests {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
         let at = |line| Placement {
             position: Some(DiffPosition {
-                base_sha: "b".into(),
-                start_sha: "s".into(),
-                head_sha: HEAD.into(),
+                base_sha: crate::test_support::sha('b'),
+                start_sha: crate::test_support::sha('5'),
+                head_sha: HEAD.clone(),
                 old_path: "f.yaml".into(),
                 new_path: "f.yaml".into(),
                 line: DiffLine::New(line),
             }),
             link: Some(FileLink {
-                url: format!("https://h/g/p/-/blob/{HEAD}/f.yaml#L{line}"),
+                url: format!("https://h/g/p/-/blob/{HEAD_TEXT}/f.yaml#L{line}"),
                 line: Some(line),
                 at_base: false,
             }),
@@ -430,14 +437,14 @@ mod tests {
                 .clone()
                 .with_placements([(desired.findings[0].slot.clone(), at(line))].into())
         };
-        let plan = plan_reconciliation(&placed(3), &inv(vec![]), HEAD);
+        let plan = plan_reconciliation(&placed(3), &inv(vec![]), &HEAD);
         let [Write::CreateThread { body, position, .. }] = &plan.writes[..] else {
             panic!("one create: {:?}", plan.writes);
         };
         assert_eq!(position, &at(3).position);
         assert!(
             body.lines().nth(1).unwrap().ends_with(&format!(
-                " · [line 3](https://h/g/p/-/blob/{HEAD}/f.yaml#L3)"
+                " · [line 3](https://h/g/p/-/blob/{HEAD_TEXT}/f.yaml#L3)"
             )),
             "{body}"
         );
@@ -450,7 +457,7 @@ mod tests {
         );
 
         // The thread exists; the value now sits on another line: nothing to write.
-        let moved = plan_reconciliation(&placed(9), &inv(vec![thread(10, "a", 1, false)]), HEAD);
+        let moved = plan_reconciliation(&placed(9), &inv(vec![thread(10, "a", 1, false)]), &HEAD);
         assert!(moved.writes.is_empty());
         assert_eq!(
             actions(&moved),
@@ -461,7 +468,7 @@ mod tests {
     #[test]
     fn row_2_leave_untouched_makes_no_write() {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
-        let plan = plan_reconciliation(&desired, &inv(vec![thread(10, "a", 1, false)]), HEAD);
+        let plan = plan_reconciliation(&desired, &inv(vec![thread(10, "a", 1, false)]), &HEAD);
         assert_eq!(
             actions(&plan),
             vec![("a".into(), ActionKind::LeaveUntouched, Some(10))]
@@ -472,7 +479,7 @@ mod tests {
     #[test]
     fn row_3_preserve_resolution_never_reopens() {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
-        let plan = plan_reconciliation(&desired, &inv(vec![thread(10, "a", 1, true)]), HEAD);
+        let plan = plan_reconciliation(&desired, &inv(vec![thread(10, "a", 1, true)]), &HEAD);
         assert_eq!(
             actions(&plan),
             vec![("a".into(), ActionKind::PreserveResolution, Some(10))]
@@ -486,7 +493,7 @@ mod tests {
         let plan = plan_reconciliation(
             &desired,
             &inv(vec![thread(10, "a", 1, true), thread(11, "a", 3, false)]),
-            HEAD,
+            &HEAD,
         );
         assert_eq!(
             actions(&plan),
@@ -499,7 +506,7 @@ mod tests {
                 forge_id: 11,
                 reply,
                 ..
-            } => assert!(reply.contains(HEAD)),
+            } => assert!(reply.contains(HEAD_TEXT)),
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -510,7 +517,7 @@ mod tests {
         let plan = plan_reconciliation(
             &desired,
             &inv(vec![thread(10, "a", 1, false), thread(11, "a", 2, true)]),
-            HEAD,
+            &HEAD,
         );
         assert_eq!(
             actions(&plan),
@@ -527,7 +534,7 @@ mod tests {
         let plan = plan_reconciliation(
             &DesiredState::default(),
             &inv(vec![thread(10, "a", 1, false), thread(12, "b", 1, true)]),
-            HEAD,
+            &HEAD,
         );
         assert_eq!(
             actions(&plan),
@@ -543,7 +550,7 @@ mod tests {
             ] => {
                 assert_eq!(
                     reply,
-                    &format!("Outdated as of {HEAD}: this finding no longer fires.")
+                    &format!("Outdated as of {HEAD_TEXT}: this finding no longer fires.")
                 )
             }
             other => panic!("unexpected {other:?}"),
@@ -558,7 +565,7 @@ mod tests {
             thread(110, "a", 1, false),
             thread(120, "a", 1, false),
         ];
-        let plan = plan_reconciliation(&desired, &inv(threads), HEAD);
+        let plan = plan_reconciliation(&desired, &inv(threads), &HEAD);
         assert_eq!(
             actions(&plan),
             vec![("a".into(), ActionKind::LeaveUntouched, Some(110))]
@@ -578,7 +585,7 @@ mod tests {
         let plan = plan_reconciliation(
             &desired,
             &inv(vec![thread(1, "a", 1, false), thread(2, "a", 1, true)]),
-            HEAD,
+            &HEAD,
         );
         assert!(plan.repairs.is_empty());
         assert!(plan.writes.is_empty());
@@ -592,7 +599,7 @@ mod tests {
             body: String::new(),
             occurrence: occ(0),
             state: SummaryState::Verified,
-            head: HEAD.into(),
+            head: HEAD.clone(),
             updated_at: None,
         };
         let inventory = Inventory {
@@ -601,7 +608,7 @@ mod tests {
             warnings: vec![],
             adopted_summaries: Vec::new(),
         };
-        let plan = plan_reconciliation(&DesiredState::default(), &inventory, HEAD);
+        let plan = plan_reconciliation(&DesiredState::default(), &inventory, &HEAD);
         assert_eq!(
             plan.repairs,
             vec![Repair {
@@ -624,7 +631,7 @@ mod tests {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
         let mut edited = thread(10, "a", 1, true);
         edited.edited = true;
-        let plan = plan_reconciliation(&desired, &inv(vec![edited.clone()]), HEAD);
+        let plan = plan_reconciliation(&desired, &inv(vec![edited.clone()]), &HEAD);
         assert_eq!(
             actions(&plan),
             vec![("a".into(), ActionKind::Supersede, None)]
@@ -634,7 +641,7 @@ mod tests {
         let plan = plan_reconciliation(
             &desired,
             &inv(vec![edited, thread(11, "a", 1, false)]),
-            HEAD,
+            &HEAD,
         );
         assert_eq!(
             actions(&plan),
@@ -648,7 +655,7 @@ mod tests {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Challenge)]);
         let mut retired = thread(10, "a", 1, true);
         retired.resolved_by_bot = true;
-        let plan = plan_reconciliation(&desired, &inv(vec![retired.clone()]), HEAD);
+        let plan = plan_reconciliation(&desired, &inv(vec![retired.clone()]), &HEAD);
         assert_eq!(
             actions(&plan),
             vec![("a".into(), ActionKind::Supersede, None)]
@@ -658,7 +665,7 @@ mod tests {
         let plan = plan_reconciliation(
             &desired,
             &inv(vec![retired.clone(), thread(11, "a", 1, false)]),
-            HEAD,
+            &HEAD,
         );
         assert_eq!(
             actions(&plan),
@@ -667,7 +674,7 @@ mod tests {
         assert!(plan.writes.is_empty() && plan.repairs.is_empty());
         // A comment's thread is resolved by the bot by design: it is kept.
         let comment = DesiredState::new(vec![finding("a", 1, Effect::Comment)]);
-        let plan = plan_reconciliation(&comment, &inv(vec![retired]), HEAD);
+        let plan = plan_reconciliation(&comment, &inv(vec![retired]), &HEAD);
         assert_eq!(
             actions(&plan),
             vec![("a".into(), ActionKind::PreserveResolution, Some(10))]
@@ -682,7 +689,7 @@ mod tests {
             body: String::new(),
             occurrence: occ(0),
             state: SummaryState::Verified,
-            head: HEAD.into(),
+            head: HEAD.clone(),
             updated_at: None,
         };
         let inventory = Inventory {
@@ -691,7 +698,7 @@ mod tests {
             warnings: vec![],
             adopted_summaries: Vec::new(),
         };
-        let plan = plan_reconciliation(&DesiredState::default(), &inventory, HEAD);
+        let plan = plan_reconciliation(&DesiredState::default(), &inventory, &HEAD);
         assert!(matches!(
             &plan.writes[..],
             [Write::Resolve { forge_id: 5, .. }]
@@ -702,7 +709,7 @@ mod tests {
     #[test]
     fn unresolved_comment_thread_is_resolved_again() {
         let desired = DesiredState::new(vec![finding("a", 1, Effect::Comment)]);
-        let plan = plan_reconciliation(&desired, &inv(vec![thread(10, "a", 1, false)]), HEAD);
+        let plan = plan_reconciliation(&desired, &inv(vec![thread(10, "a", 1, false)]), &HEAD);
         assert_eq!(
             actions(&plan),
             vec![("a".into(), ActionKind::Resolve, Some(10))]
@@ -723,13 +730,18 @@ mod tests {
         let desired = DesiredState::new(vec![finding("a", 2, Effect::Challenge)]);
         let inventory = inv(vec![
             thread(10, "a", 2, false),
-            with_reply(11, "a", 2, render::duplicate_reply(10, HEAD)),
-            with_reply(12, "a", 1, render::superseded_reply(HEAD)),
-            with_reply(13, "b", 1, render::outdated_reply(HEAD)),
+            with_reply(11, "a", 2, render::duplicate_reply(10, &HEAD)),
+            with_reply(12, "a", 1, render::superseded_reply(&HEAD)),
+            with_reply(13, "b", 1, render::outdated_reply(&HEAD)),
             // A reply for another head is not this run's reply.
-            with_reply(14, "c", 1, render::outdated_reply("0".repeat(40).as_str())),
+            with_reply(
+                14,
+                "c",
+                1,
+                render::outdated_reply(&crate::test_support::sha('0')),
+            ),
         ]);
-        let plan = plan_reconciliation(&desired, &inventory, HEAD);
+        let plan = plan_reconciliation(&desired, &inventory, &HEAD);
         let resolved_only: Vec<u64> = plan
             .writes
             .iter()
@@ -748,7 +760,7 @@ mod tests {
 
     #[test]
     fn nothing_to_do_plans_nothing() {
-        let plan = plan_reconciliation(&DesiredState::default(), &inv(vec![]), HEAD);
+        let plan = plan_reconciliation(&DesiredState::default(), &inv(vec![]), &HEAD);
         assert_eq!(plan, Plan::default());
     }
 }

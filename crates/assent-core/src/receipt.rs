@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::model::{ChangeKind, Decision, DesiredState, Effect, Occurrence, Pins, Slot};
+use crate::model::{ChangeKind, Decision, DesiredState, Effect, Occurrence, ReceiptPins, Slot};
 
 /// The receipt's `apiVersion`.
 pub const API_VERSION: &str = "assent/v1";
@@ -258,8 +258,8 @@ pub struct Receipt {
     pub project: String,
     /// The MR IID.
     pub mr: u64,
-    /// The pinned inputs.
-    pub pins: Pins,
+    /// The pinned inputs (a refused run's, as far as it pinned them).
+    pub pins: ReceiptPins,
     /// How the run ended.
     pub outcome: Outcome,
     /// The gate's verdict; `None` when no decision was computed (stale pipeline, MR not open).
@@ -309,7 +309,7 @@ impl Receipt {
     pub fn new(
         project: String,
         mr: u64,
-        pins: Pins,
+        pins: ReceiptPins,
         outcome: Outcome,
         decision: Option<Decision>,
         findings: Vec<ReceiptFinding>,
@@ -378,20 +378,22 @@ impl Receipt {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Pins;
 
     fn occ(n: u8) -> Occurrence {
         Occurrence::digest(&[n])
     }
 
-    fn pins() -> Pins {
+    fn pins() -> ReceiptPins {
         Pins {
             source_sha: crate::commit_sha::CommitSha::parse(&"a".repeat(40)).unwrap(),
-            target_sha: "b".repeat(40),
-            base_sha: "c".repeat(40),
+            target_sha: crate::test_support::sha('b'),
+            base_sha: crate::test_support::sha('c'),
             policy_digest: Occurrence::digest(b"policies").to_string(),
             policy_project: None,
             policy_sha: None,
         }
+        .into()
     }
 
     fn finding(
@@ -532,12 +534,13 @@ mod tests {
             7,
             Pins {
                 source_sha: crate::commit_sha::CommitSha::parse(&"5".repeat(40)).unwrap(),
-                target_sha: "t".into(),
-                base_sha: "b".into(),
+                target_sha: crate::test_support::sha('7'),
+                base_sha: crate::test_support::sha('b'),
                 policy_digest: "sha256:p".into(),
                 policy_project: None,
                 policy_sha: None,
-            },
+            }
+            .into(),
             Outcome::Published,
             Some(Decision::Review),
             vec![finding("r", "f#/x", Effect::Challenge, Some(123), false)],
@@ -553,7 +556,7 @@ mod tests {
         let expected = format!(
             concat!(
                 r#"{{"apiVersion":"assent/v1","kind":"PublicationReceipt","project":"group/configs","mr":7,"#,
-                r#""pins":{{"sourceSha":"5555555555555555555555555555555555555555","targetSha":"t","baseSha":"b","policyDigest":"sha256:p"}},"#,
+                r#""pins":{{"sourceSha":"5555555555555555555555555555555555555555","targetSha":"7777777777777777777777777777777777777777","baseSha":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb","policyDigest":"sha256:p"}},"#,
                 r#""outcome":"published","decision":"REVIEW","#,
                 r#""findings":[{{"rule":"r","subject":"f#/x","effect":"challenge","occurrence":"{occ}","forgeId":123,"resolved":false,"assented":false}}],"#,
                 r#""actions":[{{"rule":"r","subject":"f#/x","action":"create","forgeId":123}}],"#,
@@ -610,12 +613,29 @@ mod tests {
         let receipt = crate::run_receipt::refusal_receipt_of(crate::run_receipt::RefusalFacts {
             project: "42",
             mr: 7,
-            pins: &crate::test_support::pins(),
+            pins: crate::model::RefusedPins {
+                source_sha: crate::test_support::sha('1'),
+                target_sha: None,
+                base_sha: Some(crate::test_support::sha('3')),
+            }
+            .into(),
             outcome: Outcome::StalePipeline,
             warnings: Vec::new(),
             reads: 1,
         });
         let json = receipt.to_json();
+        // An unread pin keeps its key with an empty value; it reads back as unread.
+        assert!(
+            json.contains(&format!(
+                r#""pins":{{"sourceSha":"{}","targetSha":"","baseSha":"{}","policyDigest":""}}"#,
+                "1".repeat(40),
+                "3".repeat(40)
+            )),
+            "{json}"
+        );
+        let loaded: Receipt = serde_json::from_str(&json).unwrap();
+        assert_eq!(loaded, receipt);
+        assert!(matches!(loaded.pins, ReceiptPins::Refused(_)));
         assert!(
             json.contains(r#""outcome":"stale-pipeline","decision":null,"findings":[],"actions":[],"repairs":[],"warnings":[],"rescan":{"verified":false},"approval":null,"#),
             "{json}"

@@ -3,6 +3,7 @@
 //! head moved. The run asks it at its start and again right before its first write; what the
 //! receipt then says is `run_receipt::refusal_receipt_of`'s.
 
+use crate::commit_sha::CommitSha;
 use crate::model::{MergeRequestInfo, MergeRequestState};
 use crate::receipt::Outcome;
 
@@ -31,10 +32,10 @@ pub struct Refusal {
 
 /// The one classification of a run that must not publish, asked at its start and again
 /// right before its first write: the MR is closed or merged; it targets another branch than
-/// the pinned one (`pinned_target`, `None` pins none); its head is no longer `head`.
+/// the pinned one (`pinned_target`, `None` pins none); its head is no longer `source_sha`.
 pub fn refusal_for(
     mr: &MergeRequestInfo,
-    head: &str,
+    source_sha: &CommitSha,
     pinned_target: Option<&str>,
 ) -> Option<Refusal> {
     if mr.state != MergeRequestState::Opened {
@@ -51,7 +52,7 @@ pub fn refusal_for(
             warning: Some(retargeted_warning(pinned, &mr.target_branch)),
         });
     }
-    (mr.head_sha != head).then_some(Refusal {
+    (&mr.head_sha != source_sha).then_some(Refusal {
         outcome: Outcome::StalePipeline,
         stale: Some(Staleness::HeadMoved),
         warning: None,

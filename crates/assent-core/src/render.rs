@@ -36,7 +36,7 @@
 //! summary names the head anyway and is rewritten when the head moves.
 
 use crate::canonical_json;
-use crate::commit_sha;
+use crate::commit_sha::CommitSha;
 use crate::desired_state::RULE_SELF_EDIT;
 use crate::grouping::MAX_GROUP_MESSAGE_CHARS;
 use crate::inert;
@@ -149,21 +149,21 @@ fn file_link(link: &FileLink) -> String {
 }
 
 /// The reply posted before resolving a thread whose slot no longer fires.
-pub fn outdated_reply(head_sha: &str) -> String {
-    format!("Outdated as of {head_sha}: this finding no longer fires.")
+pub fn outdated_reply(source_sha: &CommitSha) -> String {
+    format!("Outdated as of {source_sha}: this finding no longer fires.")
 }
 
 /// The reply posted before resolving a thread whose judged content changed.
-pub fn superseded_reply(head_sha: &str) -> String {
+pub fn superseded_reply(source_sha: &CommitSha) -> String {
     format!(
-        "Superseded as of {head_sha}: the judged content changed; see the newer thread for this finding."
+        "Superseded as of {source_sha}: the judged content changed; see the newer thread for this finding."
     )
 }
 
 /// The reply posted before resolving a duplicate thread.
-pub fn duplicate_reply(canonical_forge_id: u64, head_sha: &str) -> String {
+pub fn duplicate_reply(canonical_forge_id: u64, source_sha: &CommitSha) -> String {
     format!(
-        "Duplicate of the thread starting at note {canonical_forge_id}; resolved as of {head_sha}."
+        "Duplicate of the thread starting at note {canonical_forge_id}; resolved as of {source_sha}."
     )
 }
 
@@ -205,7 +205,7 @@ pub struct SummaryContext<'a> {
 
 /// The summary's occurrence: a digest of the desired findings and the head they were
 /// computed for.
-pub fn summary_occurrence(desired: &DesiredState, head_sha: &str) -> Occurrence {
+pub fn summary_occurrence(desired: &DesiredState, source_sha: &CommitSha) -> Occurrence {
     let findings: Vec<serde_json::Value> = desired
         .findings
         .iter()
@@ -218,7 +218,7 @@ pub fn summary_occurrence(desired: &DesiredState, head_sha: &str) -> Occurrence 
             })
         })
         .collect();
-    let doc = serde_json::json!({ "head": head_sha, "findings": findings });
+    let doc = serde_json::json!({ "head": source_sha.as_str(), "findings": findings });
     Occurrence::digest(canonical_json::to_string(&doc).as_bytes())
 }
 
@@ -232,9 +232,9 @@ pub fn summary_body(
 ) -> String {
     let head = &ctx.pins.source_sha;
     let marker = Marker::Summary {
-        occurrence: summary_occurrence(desired, head.as_str()),
+        occurrence: summary_occurrence(desired, head),
         state,
-        head: head.to_string(),
+        head: head.clone(),
         target: ctx.target.map(|t| t.name.clone()),
     };
     let decision = decide(statuses);
@@ -296,8 +296,8 @@ pub fn summary_body(
     text.push_str(&format!(
         "\n{} Target {} · base {} · policies {}\n",
         state_line,
-        inert::code(commit_sha::short(&ctx.pins.target_sha)),
-        inert::code(commit_sha::short(&ctx.pins.base_sha)),
+        inert::code(ctx.pins.target_sha.short()),
+        inert::code(ctx.pins.base_sha.short()),
         inert::code(short_digest(&ctx.pins.policy_digest)),
     ));
     let mut text = text.trim_end().to_owned();
@@ -466,8 +466,8 @@ mod tests {
     fn pins() -> Pins {
         Pins {
             source_sha: crate::commit_sha::CommitSha::parse(&"1".repeat(40)).unwrap(),
-            target_sha: "2".repeat(40),
-            base_sha: "3".repeat(40),
+            target_sha: crate::test_support::sha('2'),
+            base_sha: crate::test_support::sha('3'),
             policy_digest: format!("sha256:{}", "a".repeat(64)),
             policy_project: None,
             policy_sha: None,
@@ -632,7 +632,7 @@ mod tests {
                 ..
             } => {
                 assert_eq!(state, SummaryState::Reconciling);
-                assert_eq!(head, "1".repeat(40));
+                assert_eq!(head, crate::test_support::sha('1'));
                 assert_eq!(target.as_deref(), Some("main"));
             }
             other => panic!("unexpected {other:?}"),

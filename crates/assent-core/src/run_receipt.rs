@@ -3,7 +3,7 @@
 //! would publish, [`refusal_receipt_of`] for a designed no-write refusal).
 
 use crate::inventory::Inventory;
-use crate::model::{DesiredState, Pins};
+use crate::model::{DesiredState, Pins, ReceiptPins};
 use crate::planner::Plan;
 use crate::receipt::{
     ActionKind, Outcome, Receipt, ReceiptAction, ReceiptFinding, ReceiptMember, ReceiptRepair,
@@ -84,7 +84,7 @@ pub fn receipt_of(facts: RunFacts<'_>) -> Receipt {
     Receipt::new(
         facts.project.to_owned(),
         facts.mr,
-        facts.pins.clone(),
+        facts.pins.clone().into(),
         facts.outcome,
         Some(decision),
         findings,
@@ -107,7 +107,7 @@ pub struct RefusalFacts<'a> {
     /// The MR's IID.
     pub mr: u64,
     /// The inputs pinned so far.
-    pub pins: &'a Pins,
+    pub pins: ReceiptPins,
     /// Which refusal.
     pub outcome: Outcome,
     /// Warnings gathered on the way (the listing's travel with every return).
@@ -122,7 +122,7 @@ pub fn refusal_receipt_of(facts: RefusalFacts<'_>) -> Receipt {
     Receipt::new(
         facts.project.to_owned(),
         facts.mr,
-        facts.pins.clone(),
+        facts.pins,
         facts.outcome,
         None,
         Vec::new(),
@@ -153,7 +153,7 @@ mod tests {
             finding("b", Effect::Block),
         ]);
         let inventory = Inventory::default();
-        let plan = plan_reconciliation(&desired, &inventory, "1111");
+        let plan = plan_reconciliation(&desired, &inventory, &crate::test_support::sha('1'));
         let pins = crate::test_support::pins();
         let warnings = vec!["z".to_owned(), "a".to_owned(), "a".to_owned()];
         let receipt = receipt_of(RunFacts {
@@ -211,7 +211,7 @@ mod tests {
         let desired = DesiredState::new(vec![group.clone()])
             .with_members(BTreeMap::from([(group.slot.clone(), members)]));
         let inventory = Inventory::default();
-        let plan = plan_reconciliation(&desired, &inventory, "1111");
+        let plan = plan_reconciliation(&desired, &inventory, &crate::test_support::sha('1'));
         let facts = RunFacts {
             project: "42",
             mr: 7,

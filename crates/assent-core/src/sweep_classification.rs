@@ -49,7 +49,7 @@
 
 use std::fmt;
 
-use crate::commit_sha::short;
+use crate::commit_sha::CommitSha;
 use crate::inventory::{Inventory, SummaryArtifact};
 use crate::marker::{self, GateLine, Marker, SummaryState};
 use crate::model::{Decision, Occurrence};
@@ -129,7 +129,7 @@ pub enum HeadPipeline {
         /// `created`, `running`, `success`, …
         status: String,
         /// The commit it runs for: the MR's head, or after a push an older one.
-        sha: Option<String>,
+        sha: Option<CommitSha>,
     },
 }
 
@@ -138,8 +138,9 @@ pub enum HeadPipeline {
 pub struct MrFacts {
     /// The MR's IID.
     pub iid: u64,
-    /// The MR's current head SHA.
-    pub head_sha: String,
+    /// The MR's current head SHA; `None` when the forge did not say (an MR without
+    /// commits): no summary is then for its head.
+    pub head_sha: Option<CommitSha>,
     /// False once the MR is closed, merged or locked.
     pub open: bool,
     /// Its head pipeline, when read.
@@ -294,13 +295,15 @@ pub fn classify(
             "no assent summary on the MR".to_owned(),
         ),
         Some(s) => match s.state {
-            SummaryState::Verified if s.head == mr.head_sha => verified_for_head(mr, s),
+            SummaryState::Verified if mr.head_sha.as_ref() == Some(&s.head) => {
+                verified_for_head(mr, s)
+            }
             SummaryState::Verified => (
                 SweepVerdict::VerifiedOlderHead,
                 format!(
                     "verified for {}, but the head is {}",
-                    short(&s.head),
-                    short(&mr.head_sha)
+                    s.head.short(),
+                    mr.head_short()
                 ),
             ),
             SummaryState::Reconciling => {
@@ -310,7 +313,7 @@ pub fn classify(
                         SweepVerdict::ReconcilingStuck,
                         format!(
                             "reconciling {} since an unknown time (the summary note has no readable updated_at)",
-                            short(&s.head)
+                            s.head.short()
                         ),
                     ),
                     Some(since) => {
@@ -324,7 +327,7 @@ pub fn classify(
                             verdict,
                             format!(
                                 "reconciling {} for {} (stuck after {})",
-                                short(&s.head),
+                                s.head.short(),
                                 format_age(age),
                                 settings.stuck_after
                             ),
@@ -347,14 +350,16 @@ pub fn classify(
             action: Action::InspectMergeRequest,
             detail,
         },
-        HeadPipeline::Status { status, sha } if sha.as_deref() != Some(mr.head_sha.as_str()) => {
+        HeadPipeline::Status { status, sha }
+            if sha.is_none() || sha.as_ref() != mr.head_sha.as_ref() =>
+        {
             Classification {
                 verdict,
                 action: Action::CreatePipeline,
                 detail: format!(
                     "{detail}; head pipeline is {status} for {}, not the head",
-                    sha.as_deref()
-                        .map_or("an unknown commit".to_owned(), |s| short(s).to_owned())
+                    sha.as_ref()
+                        .map_or("an unknown commit".to_owned(), |s| s.short().to_owned())
                 ),
             }
         }
@@ -376,10 +381,17 @@ pub fn classify(
     }
 }
 
+impl MrFacts {
+    /// The head as reports print it: its first 8 hex digits, or `unknown`.
+    fn head_short(&self) -> &str {
+        self.head_sha.as_ref().map_or("unknown", CommitSha::short)
+    }
+}
+
 /// The verdict of a summary `verified` for the MR's head: is it for the MR's target branch,
 /// and is its decision still fresh (see the module documentation)?
 fn verified_for_head(mr: &MrFacts, summary: &SummaryArtifact) -> (SweepVerdict, String) {
-    let head = short(&mr.head_sha);
+    let head = mr.head_short();
     let recorded = match marker::decode_body(&summary.body) {
         Ok(Some(Marker::Summary { target, .. })) => target,
         _ => None,
@@ -499,7 +511,7 @@ mod tests {
         let marker = Marker::Summary {
             occurrence: Occurrence::digest(b"s"),
             state,
-            head: head.into(),
+            head: CommitSha::parse(head).unwrap(),
             target: target.map(str::to_owned),
         };
         let mut text = "## assent · REVIEW".to_owned();
@@ -513,7 +525,7 @@ mod tests {
             body: marker::compose_body(&marker, &text),
             occurrence: Occurrence::digest(b"s"),
             state,
-            head: head.into(),
+            head: CommitSha::parse(head).unwrap(),
             updated_at: updated_at.map(str::to_owned),
         }
     }
@@ -521,7 +533,7 @@ mod tests {
     fn mr(pipeline: HeadPipeline) -> MrFacts {
         MrFacts {
             iid: 7,
-            head_sha: HEAD.into(),
+            head_sha: Some(CommitSha::parse(HEAD).unwrap()),
             open: true,
             head_pipeline: pipeline,
             target_branch: Some("main".into()),
@@ -534,7 +546,7 @@ mod tests {
     fn at_head(status: String) -> HeadPipeline {
         HeadPipeline::Status {
             status,
-            sha: Some(HEAD.into()),
+            sha: Some(CommitSha::parse(HEAD).unwrap()),
         }
     }
 
@@ -1031,7 +1043,7 @@ mod tests {
         );
         // An older head is healed as such, whatever the gate line says.
         let mut older = review("before");
-        older.head = OLD.into();
+        older.head = CommitSha::parse(OLD).unwrap();
         let c = classify(&facts(true), Some(&older), now(), &settings());
         assert_eq!(c.verdict, SweepVerdict::VerifiedOlderHead);
     }
@@ -1041,7 +1053,7 @@ mod tests {
         // The MR's latest pipeline, still running for the head before a push: no job is
         // coming for the head the summary must be verified for.
         let older = summary(SummaryState::Verified, OLD, Some(NOW));
-        for sha in [Some(OLD.to_owned()), None] {
+        for sha in [Some(CommitSha::parse(OLD).unwrap()), None] {
             let pipeline = HeadPipeline::Status {
                 status: "running".into(),
                 sha: sha.clone(),
@@ -1168,7 +1180,7 @@ mod tests {
         assert_eq!(format_age(3 * 3_600_000 + 5 * 60_000), "3h5m");
         assert_eq!(format_age(2 * 86_400_000 + 60_000), "2d");
         assert_eq!(format_age(2 * 86_400_000 + 4 * 3_600_000), "2d4h");
-        assert_eq!(short(HEAD), "22222222");
-        assert_eq!(short("abc"), "abc");
+        assert_eq!(crate::commit_sha::short(HEAD), "22222222");
+        assert_eq!(crate::commit_sha::short("abc"), "abc");
     }
 }

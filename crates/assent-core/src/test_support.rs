@@ -63,13 +63,18 @@ pub(crate) fn facts() -> AssentFacts {
     }
 }
 
+/// The SHA-1 of forty `digit`s: a commit SHA a test can tell apart at a glance.
+pub(crate) fn sha(digit: char) -> crate::commit_sha::CommitSha {
+    crate::commit_sha::CommitSha::parse(&digit.to_string().repeat(40)).expect("hex digit")
+}
+
 /// Pins of a run judging `"1" * 40` against `"2" * 40` from base `"3" * 40`.
 pub(crate) fn pins() -> crate::model::Pins {
     crate::model::Pins {
-        source_sha: crate::commit_sha::CommitSha::parse(&"1".repeat(40)).unwrap(),
-        target_sha: "2".repeat(40),
-        base_sha: "3".repeat(40),
-        policy_digest: String::new(),
+        source_sha: sha('1'),
+        target_sha: sha('2'),
+        base_sha: sha('3'),
+        policy_digest: "sha256:0".to_owned(),
         policy_project: None,
         policy_sha: None,
     }

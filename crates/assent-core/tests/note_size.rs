@@ -252,7 +252,7 @@ fn assert_within_budget(what: &str, body: &str) {
 
 /// Every body of one run over `desired` and a forge state derived from it.
 fn check_every_body(desired: &DesiredState, choices: &[u8], username: &str, branch: &str) {
-    let head = "f".repeat(64);
+    let head = assent_core::commit_sha::CommitSha::parse(&"f".repeat(64)).unwrap();
     // The forge holds a stale thread for every other desired slot (superseded replies) and
     // threads of slots no longer desired (outdated replies), some of them duplicated.
     let mut inventory = Inventory::default();
@@ -331,9 +331,9 @@ fn check_every_body(desired: &DesiredState, choices: &[u8], username: &str, bran
         })
         .collect();
     let pins = Pins {
-        source_sha: assent_core::commit_sha::CommitSha::parse(&head).unwrap(),
-        target_sha: "e".repeat(64),
-        base_sha: "d".repeat(64),
+        source_sha: head.clone(),
+        target_sha: assent_core::commit_sha::CommitSha::parse(&"e".repeat(64)).unwrap(),
+        base_sha: assent_core::commit_sha::CommitSha::parse(&"d".repeat(64)).unwrap(),
         policy_digest: format!("sha256:{}", "a".repeat(64)),
         policy_project: None,
         policy_sha: None,

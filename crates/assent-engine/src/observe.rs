@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use crate::core::commit_sha::CommitSha;
+
 /// Which listing of the merge request's discussions an [`Event::Listed`] reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Listing {
@@ -63,7 +65,7 @@ pub enum Event<'a> {
     /// The rescan matched and the summary says "verified".
     Verified {
         /// The head the review state is verified for.
-        head: &'a str,
+        head: &'a CommitSha,
     },
     /// The run met GitLab's rate limits (reported once, at the end, when it did).
     RateLimits {

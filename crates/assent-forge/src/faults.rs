@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::{CreatedThread, Forge, ForgeError, RequestCounts};
+use assent_core::commit_sha::CommitSha;
 use assent_core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo, Role};
 
 /// Faults to inject into one run.
@@ -94,7 +95,7 @@ impl Forge for FaultyForge<'_> {
         self.inner.list_discussions()
     }
 
-    fn version_heads(&self) -> Result<Vec<String>, ForgeError> {
+    fn version_heads(&self) -> Result<Vec<CommitSha>, ForgeError> {
         self.check_alive()?;
         self.inner.version_heads()
     }
@@ -143,7 +144,7 @@ impl Forge for FaultyForge<'_> {
         self.inner.bot_approves()
     }
 
-    fn approve(&self, sha: &str) -> Result<(), ForgeError> {
+    fn approve(&self, sha: &CommitSha) -> Result<(), ForgeError> {
         self.write("approve", || self.inner.approve(sha))
     }
 

@@ -17,6 +17,7 @@ pub mod sweep_port;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use assent_core::commit_sha::CommitSha;
 pub use assent_core::model::Account;
 use assent_core::model::{DiffPosition, ListedDiscussion, MergeRequestInfo, Role};
 
@@ -263,7 +264,7 @@ pub trait Forge: Send + Sync {
     /// proven complete. Read only when a pipeline's source SHA is not the current head, to
     /// tell an earlier head (a stale pipeline) from a SHA that never was one (a job that is
     /// not this merge request's pipeline).
-    fn version_heads(&self) -> Result<Vec<String>, ForgeError>;
+    fn version_heads(&self) -> Result<Vec<CommitSha>, ForgeError>;
     /// Creates a resolvable thread whose first note has `body`: a general thread, or with a
     /// `position` a thread on that line of the merge request's diff (a GitLab DiffNote,
     /// docs/contract.md#diffnotes). A position the forge does not accept is refused with 400 before anything
@@ -303,7 +304,7 @@ pub trait Forge: Send + Sync {
     /// [`ForgeErrorKind::Conflict`] when the head is no longer `sha`, and answers
     /// [`ForgeErrorKind::NotModified`] (GitLab 18) or [`ForgeErrorKind::Unauthorized`]
     /// (earlier GitLab) when the bot approves already.
-    fn approve(&self, sha: &str) -> Result<(), ForgeError>;
+    fn approve(&self, sha: &CommitSha) -> Result<(), ForgeError>;
     /// Withdraws the bot's approval; the forge answers [`ForgeErrorKind::NotModified`]
     /// (GitLab 18) or [`ForgeErrorKind::NotFound`] (earlier GitLab) when the bot does not
     /// approve.
@@ -507,11 +508,11 @@ pub enum BudgetedRead {
 /// so a project-level client (`assent doctor`'s policy check) reads them as a run does.
 pub trait RepositoryFiles: Send + Sync {
     /// Paths of the blobs under `dir` (recursive) at `sha`; empty when `dir` does not exist.
-    fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError>;
+    fn list_tree(&self, sha: &CommitSha, dir: &str) -> Result<Vec<String>, ForgeError>;
     /// The bytes of `path` at `sha`; `None` when it does not exist there (404). A file
     /// stored in Git LFS is read as its LFS object where the forge serves it (GitLab:
     /// `lfs=true`), otherwise as the pointer the repository holds.
-    fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError>;
+    fn read_file(&self, sha: &CommitSha, path: &str) -> Result<Option<Vec<u8>>, ForgeError>;
     /// [`RepositoryFiles::read_file`] taking the bytes from `budget`: once the budget is
     /// spent nothing is read, and a file that does not fit is [`BudgetedRead::OverBudget`].
     /// This default reads first and then takes the bytes, which costs nothing more where the
@@ -519,7 +520,7 @@ pub trait RepositoryFiles: Send + Sync {
     /// past the budget is downloaded.
     fn read_file_within(
         &self,
-        sha: &str,
+        sha: &CommitSha,
         path: &str,
         budget: &ContentBudget,
     ) -> Result<BudgetedRead, ForgeError> {
@@ -533,7 +534,7 @@ pub trait RepositoryFiles: Send + Sync {
         })
     }
     /// The tip SHA of `branch` (used when the target SHA is not pinned by CI).
-    fn branch_head(&self, branch: &str) -> Result<String, ForgeError>;
+    fn branch_head(&self, branch: &str) -> Result<CommitSha, ForgeError>;
 }
 
 /// A project read for its policies only, beside the governed one (central policies,
@@ -648,11 +649,15 @@ mod tests {
 
     #[test]
     fn the_default_budgeted_read_reads_then_takes_and_stops_once_spent() {
-        let forge = memory::InMemoryForge::new(1, "s");
-        forge.put_file("s", "a.yaml", b"12345".to_vec());
-        forge.put_file("s", "b.yaml", b"123".to_vec());
+        let forge = memory::InMemoryForge::new(1, &memory::commit_named("s"));
+        forge.put_file(&memory::commit_named("s"), "a.yaml", b"12345".to_vec());
+        forge.put_file(&memory::commit_named("s"), "b.yaml", b"123".to_vec());
         let budget = ContentBudget::new(6);
-        let read = |path| forge.read_file_within("s", path, &budget).unwrap();
+        let read = |path| {
+            forge
+                .read_file_within(&memory::commit_named("s"), path, &budget)
+                .unwrap()
+        };
         assert_eq!(read("a.yaml"), BudgetedRead::Present(b"12345".to_vec()));
         assert_eq!(read("missing.yaml"), BudgetedRead::Absent);
         assert_eq!(read("b.yaml"), BudgetedRead::OverBudget);

@@ -21,6 +21,7 @@ use crate::{
     Account, ChangedFile, CreatedThread, Forge, ForgeError, Repository, RepositoryFiles,
     RequestCounts,
 };
+use assent_core::commit_sha::CommitSha;
 use assent_core::model::{
     DiffLine, DiffPosition, ListedDiscussion, ListedNote, MergeRequestInfo, MergeRequestState,
     Role, UserRef,
@@ -78,7 +79,7 @@ struct State {
     page_size: usize,
     order: ListingOrder,
     counts: RequestCounts,
-    files: Vec<((String, String), Vec<u8>)>,
+    files: Vec<((CommitSha, String), Vec<u8>)>,
     changed: Vec<ChangedFile>,
     /// What `changes_count` says instead of the number of changed files, when set.
     changes_count: Option<Option<String>>,
@@ -95,7 +96,7 @@ struct State {
     resolve_outdated_diff_discussions: bool,
     /// The heads [`InMemoryForge::set_head`] replaced, oldest first (GitLab's earlier diff
     /// versions).
-    earlier_heads: Vec<String>,
+    earlier_heads: Vec<CommitSha>,
 }
 
 /// A stateful in-memory merge request. All methods take `&self`; state sits behind a mutex.
@@ -118,18 +119,26 @@ pub enum HumanActionError {
     DuplicateId(u64),
 }
 
+/// The commit SHA an in-memory world calls `label`: the first 40 hex digits of the
+/// SHA-256 of the label, so a test names its commits (`"base"`, `"h2"`) and still holds
+/// real SHAs.
+pub fn commit_named(label: &str) -> CommitSha {
+    let digest = hex::encode(Sha256::digest(label.as_bytes()));
+    CommitSha::parse(&digest[..40]).expect("40 hex digits are a commit SHA")
+}
+
 impl InMemoryForge {
     /// An open merge request at `head_sha` with no discussions, seen by bot user `bot_user_id`.
-    pub fn new(bot_user_id: u64, head_sha: &str) -> Self {
+    pub fn new(bot_user_id: u64, head_sha: &CommitSha) -> Self {
         InMemoryForge {
             state: Mutex::new(State {
                 bot_user_id,
                 mr: MergeRequestInfo {
                     state: MergeRequestState::Opened,
-                    head_sha: head_sha.to_owned(),
+                    head_sha: head_sha.clone(),
                     base_sha: None,
                     start_sha: None,
-                    diff_head_sha: Some(head_sha.to_owned()),
+                    diff_head_sha: Some(head_sha.clone()),
                     target_branch: "main".to_owned(),
                     head_pipeline_status: None,
                     web_url: None,
@@ -187,25 +196,24 @@ impl InMemoryForge {
     /// Moves the MR's head (a new push), keeping the replaced head as an earlier diff version
     /// ([`Forge::version_heads`]). A push that moves the head removes every approval
     /// unless [`InMemoryForge::set_reset_approvals_on_push`] turned that off, as on GitLab.
-    pub fn set_head(&self, head_sha: &str) {
+    pub fn set_head(&self, head_sha: &CommitSha) {
         let mut state = self.lock();
-        if state.mr.head_sha != head_sha && state.reset_approvals_on_push {
-            state.approved_by.clear();
-        }
-        if state.mr.head_sha != head_sha {
-            let replaced = std::mem::take(&mut state.mr.head_sha);
+        if &state.mr.head_sha != head_sha {
+            if state.reset_approvals_on_push {
+                state.approved_by.clear();
+            }
+            let replaced = std::mem::replace(&mut state.mr.head_sha, head_sha.clone());
             state.earlier_heads.push(replaced);
         }
-        state.mr.head_sha = head_sha.to_owned();
         // GitLab computes a new diff version for the new head.
-        state.mr.diff_head_sha = Some(head_sha.to_owned());
+        state.mr.diff_head_sha = Some(head_sha.clone());
     }
 
     /// Sets the base and start SHAs of the MR's diff refs (its head follows the MR's head).
-    pub fn set_diff_refs(&self, base_sha: &str, start_sha: &str) {
+    pub fn set_diff_refs(&self, base_sha: &CommitSha, start_sha: &CommitSha) {
         let mut state = self.lock();
-        state.mr.base_sha = Some(base_sha.to_owned());
-        state.mr.start_sha = Some(start_sha.to_owned());
+        state.mr.base_sha = Some(base_sha.clone());
+        state.mr.start_sha = Some(start_sha.clone());
     }
 
     /// First note id → position of every DiffNote thread (uncounted): for assertions.
@@ -248,10 +256,10 @@ impl InMemoryForge {
     }
 
     /// Stores file content for the [`Repository`] port.
-    pub fn put_file(&self, sha: &str, path: &str, bytes: Vec<u8>) {
+    pub fn put_file(&self, sha: &CommitSha, path: &str, bytes: Vec<u8>) {
         let mut state = self.lock();
         state.files.retain(|((s, p), _)| !(s == sha && p == path));
-        state.files.push(((sha.to_owned(), path.to_owned()), bytes));
+        state.files.push(((sha.clone(), path.to_owned()), bytes));
     }
 
     /// Sets the MR's changed files for the [`Repository`] port; their `diff` texts are the
@@ -454,9 +462,9 @@ impl State {
     /// diff of that file (by both paths) adds (`new_line`) or removes (`old_line`).
     fn accepts(&self, position: &DiffPosition) -> bool {
         let mr = &self.mr;
-        let refs_match = mr.base_sha.as_deref() == Some(position.base_sha.as_str())
-            && mr.start_sha.as_deref() == Some(position.start_sha.as_str())
-            && mr.diff_head_sha.as_deref() == Some(position.head_sha.as_str());
+        let refs_match = mr.base_sha.as_ref() == Some(&position.base_sha)
+            && mr.start_sha.as_ref() == Some(&position.start_sha)
+            && mr.diff_head_sha.as_ref() == Some(&position.head_sha);
         refs_match
             && self.changed.iter().any(|file| {
                 file.old_path == position.old_path
@@ -568,7 +576,7 @@ impl Forge for InMemoryForge {
         })
     }
 
-    fn version_heads(&self) -> Result<Vec<String>, ForgeError> {
+    fn version_heads(&self) -> Result<Vec<CommitSha>, ForgeError> {
         let mut state = self.lock();
         state.counts.reads += 1;
         let mut heads = vec![state.mr.head_sha.clone()];
@@ -710,7 +718,7 @@ impl Forge for InMemoryForge {
         Ok(state.approved_by.contains(&state.bot_user_id))
     }
 
-    fn approve(&self, sha: &str) -> Result<(), ForgeError> {
+    fn approve(&self, sha: &CommitSha) -> Result<(), ForgeError> {
         let mut state = self.lock();
         state.counts.writes += 1;
         let refused = |status: u16, message: String| ForgeError::Status {
@@ -719,7 +727,7 @@ impl Forge for InMemoryForge {
             status,
             message,
         };
-        if state.mr.head_sha != sha {
+        if &state.mr.head_sha != sha {
             return Err(refused(
                 409,
                 format!(
@@ -761,7 +769,7 @@ impl Repository for InMemoryForge {
 }
 
 impl RepositoryFiles for InMemoryForge {
-    fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
+    fn list_tree(&self, sha: &CommitSha, dir: &str) -> Result<Vec<String>, ForgeError> {
         let mut state = self.lock();
         state.counts.reads += 1;
         let prefix = format!("{}/", dir.trim_end_matches('/'));
@@ -775,7 +783,7 @@ impl RepositoryFiles for InMemoryForge {
         Ok(paths)
     }
 
-    fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
+    fn read_file(&self, sha: &CommitSha, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
         let mut state = self.lock();
         state.counts.reads += 1;
         Ok(state
@@ -785,7 +793,7 @@ impl RepositoryFiles for InMemoryForge {
             .map(|(_, b)| b.clone()))
     }
 
-    fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+    fn branch_head(&self, branch: &str) -> Result<CommitSha, ForgeError> {
         let mut state = self.lock();
         state.counts.reads += 1;
         Err(not_found("GET", format!("repository/branches/{branch}")))
@@ -798,7 +806,7 @@ mod tests {
 
     #[test]
     fn ids_look_like_gitlab_and_increase() {
-        let forge = InMemoryForge::new(1, "h");
+        let forge = InMemoryForge::new(1, &commit_named("h"));
         let a = forge.create_thread("a", None).unwrap();
         let b = forge.create_note("b").unwrap();
         assert_eq!(a.discussion_id.len(), 40);
@@ -815,7 +823,7 @@ mod tests {
 
     #[test]
     fn plain_notes_are_not_resolvable() {
-        let forge = InMemoryForge::new(1, "h");
+        let forge = InMemoryForge::new(1, &commit_named("h"));
         let id = forge.create_note("plain").unwrap();
         let disc = forge.snapshot()[0].id.clone();
         assert!(matches!(
@@ -830,7 +838,7 @@ mod tests {
 
     #[test]
     fn listing_counts_pages_and_honours_order() {
-        let forge = InMemoryForge::new(1, "h");
+        let forge = InMemoryForge::new(1, &commit_named("h"));
         for _ in 0..5 {
             forge.create_thread("t", None).unwrap();
         }
@@ -856,32 +864,32 @@ mod tests {
 
     #[test]
     fn approvals_answer_like_gitlab_and_a_push_resets_them() {
-        let forge = InMemoryForge::new(1, "h");
+        let forge = InMemoryForge::new(1, &commit_named("h"));
         assert_eq!(forge.bot_approves(), Ok(false));
         assert_eq!(
-            forge.approve("old").map_err(|e| e.status()),
+            forge.approve(&commit_named("old")).map_err(|e| e.status()),
             Err(Some(409)),
             "a sha that is not the head is refused"
         );
         assert_eq!(forge.approvals(), Vec::<u64>::new());
         assert_eq!(forge.unapprove().map_err(|e| e.status()), Err(Some(404)));
-        forge.approve("h").unwrap();
+        forge.approve(&commit_named("h")).unwrap();
         assert_eq!(forge.bot_approves(), Ok(true));
         assert_eq!(
-            forge.approve("h").map_err(|e| e.status()),
+            forge.approve(&commit_named("h")).map_err(|e| e.status()),
             Err(Some(401)),
             "approving twice is refused"
         );
         forge.set_approved_by(HUMAN_USER_ID, true);
-        forge.set_head("h2");
+        forge.set_head(&commit_named("h2"));
         assert_eq!(
             forge.approvals(),
             Vec::<u64>::new(),
             "a push removes approvals"
         );
-        forge.approve("h2").unwrap();
+        forge.approve(&commit_named("h2")).unwrap();
         forge.set_reset_approvals_on_push(false);
-        forge.set_head("h3");
+        forge.set_head(&commit_named("h3"));
         assert_eq!(forge.bot_approves(), Ok(true), "kept when reset is off");
         forge.unapprove().unwrap();
         assert_eq!(forge.bot_approves(), Ok(false));
@@ -891,16 +899,16 @@ mod tests {
 
     #[test]
     fn diff_notes_need_the_diff_refs_and_a_changed_line_and_are_remembered() {
-        let forge = InMemoryForge::new(1, "h");
-        forge.set_diff_refs("b", "s");
+        let forge = InMemoryForge::new(1, &commit_named("h"));
+        forge.set_diff_refs(&commit_named("b"), &commit_named("s"));
         forge.set_changed_files(vec![ChangedFile {
             diff: "@@ -1,2 +1,2 @@\n a\n-b\n+c\n".into(),
             ..ChangedFile::regular("f.yaml", "f.yaml", false, false)
         }]);
         let at = |line| DiffPosition {
-            base_sha: "b".into(),
-            start_sha: "s".into(),
-            head_sha: "h".into(),
+            base_sha: commit_named("b"),
+            start_sha: commit_named("s"),
+            head_sha: commit_named("h"),
             old_path: "f.yaml".into(),
             new_path: "f.yaml".into(),
             line,
@@ -912,7 +920,7 @@ mod tests {
             .create_thread("removed", Some(&at(DiffLine::Old(2))))
             .unwrap();
         let stale = DiffPosition {
-            head_sha: "older".into(),
+            head_sha: commit_named("older"),
             ..at(DiffLine::New(2))
         };
         let other_file = DiffPosition {
@@ -945,7 +953,7 @@ mod tests {
         assert_eq!(positions.len(), 2);
         forge.clone_thread(created.note_id, None).unwrap();
         assert_eq!(forge.positions().len(), 3, "a copy keeps its position");
-        forge.set_head("h2");
+        forge.set_head(&commit_named("h2"));
         assert!(
             forge
                 .create_thread("x", Some(&at(DiffLine::New(2))))
@@ -956,7 +964,7 @@ mod tests {
 
     #[test]
     fn only_the_author_may_edit() {
-        let forge = InMemoryForge::new(1, "h");
+        let forge = InMemoryForge::new(1, &commit_named("h"));
         let human = forge.post(2, "mine", false, None).unwrap();
         assert!(matches!(
             forge.edit_note(human, "x"),

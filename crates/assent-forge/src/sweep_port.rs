@@ -2,6 +2,7 @@
 //! write the safety net needs, beside the per-MR [`crate::Forge`]. The GitLab adapter is
 //! `assent_gitlab::GitLabSweepForge`; the application's tests use stubs.
 
+use assent_core::commit_sha::CommitSha;
 use assent_core::model::{ListedDiscussion, MergeRequestInfo};
 use assent_core::sweep_classification::HeadPipeline;
 
@@ -17,8 +18,8 @@ pub struct ListedMergeRequest {
     pub iid: u64,
     /// `opened`, `closed`, `merged` or `locked`.
     pub state: String,
-    /// The head SHA, when reported.
-    pub sha: Option<String>,
+    /// The MR's head SHA (GitLab's `sha`), when reported.
+    pub head_sha: Option<CommitSha>,
     /// The MR's `updated_at`, when reported.
     pub updated_at: Option<String>,
     /// The branch the MR targets, when reported.

@@ -310,7 +310,6 @@ impl Forge for GitLabForge {
         let commit_sha = |field: &str, text: Option<String>| {
             text.map(|text| {
                 CommitSha::parse(&text)
-                    .map(|sha| sha.to_string())
                     .map_err(|e| decode_error(format!("the merge request's `{field}`: {e}")))
             })
             .transpose()
@@ -344,7 +343,7 @@ impl Forge for GitLabForge {
         })
     }
 
-    fn version_heads(&self) -> Result<Vec<String>, ForgeError> {
+    fn version_heads(&self) -> Result<Vec<CommitSha>, ForgeError> {
         /// The one field read of `Entities::MergeRequestDiff`.
         #[derive(Deserialize)]
         struct ApiVersion {
@@ -360,11 +359,19 @@ impl Forge for GitLabForge {
             self.client.prepare(&endpoint)?,
             &self.client.listing(&what, false),
         )?;
-        // A version without a head (GitLab's `empty` diff state) names no head.
-        Ok(versions
+        // A version without a head (GitLab's `empty` diff state) names no head; a head that
+        // is no SHA is a decode error: a pin is never matched against text.
+        versions
             .into_iter()
-            .filter_map(|v| v.head_commit_sha)
-            .collect())
+            .filter_map(|v| v.head_commit_sha.filter(|sha| !sha.is_empty()))
+            .map(|text| {
+                CommitSha::parse(&text).map_err(|e| ForgeError::Decode {
+                    method: "GET".into(),
+                    route: what.clone(),
+                    message: format!("a version's `head_commit_sha`: {e}"),
+                })
+            })
+            .collect()
     }
 
     fn list_discussions(&self) -> Result<Vec<ListedDiscussion>, ForgeError> {
@@ -501,11 +508,11 @@ impl Forge for GitLabForge {
         Ok(approvals.approved_by.iter().any(|a| a.user.id == bot))
     }
 
-    fn approve(&self, sha: &str) -> Result<(), ForgeError> {
+    fn approve(&self, sha: &CommitSha) -> Result<(), ForgeError> {
         let endpoint = ApproveMergeRequest::builder()
             .project(self.client.project_ref())
             .merge_request(self.mr_iid)
-            .sha(sha)
+            .sha(sha.as_str())
             .build()
             .map_err(|e| build_error("approve", e))?;
         self.client
@@ -563,24 +570,24 @@ impl Repository for GitLabForge {
 
 /// Content reads are the project's: the forge answers them through its client.
 impl RepositoryFiles for GitLabForge {
-    fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
+    fn list_tree(&self, sha: &CommitSha, dir: &str) -> Result<Vec<String>, ForgeError> {
         self.client.list_tree(sha, dir)
     }
 
-    fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
+    fn read_file(&self, sha: &CommitSha, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
         self.client.read_file(sha, path)
     }
 
     fn read_file_within(
         &self,
-        sha: &str,
+        sha: &CommitSha,
         path: &str,
         budget: &ContentBudget,
     ) -> Result<BudgetedRead, ForgeError> {
         self.client.read_file_within(sha, path, budget)
     }
 
-    fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+    fn branch_head(&self, branch: &str) -> Result<CommitSha, ForgeError> {
         self.client.branch_head(branch)
     }
 }

@@ -37,6 +37,7 @@ use serde::{Deserialize, Deserializer};
 use super::client::GitLabClient;
 use super::client::build_error;
 use super::pagination::list_all;
+use assent_core::commit_sha::CommitSha;
 use assent_core::sweep_classification::HeadPipeline;
 use assent_forge::ForgeError;
 use assent_forge::sweep_port::{CreatedPipeline, ListedMergeRequest, PipelineCreation};
@@ -46,8 +47,8 @@ use assent_forge::sweep_port::{CreatedPipeline, ListedMergeRequest, PipelineCrea
 struct ApiListedMergeRequest {
     iid: u64,
     state: String,
-    #[serde(default)]
-    sha: Option<String>,
+    #[serde(default, deserialize_with = "commit_sha")]
+    sha: Option<CommitSha>,
     #[serde(default)]
     updated_at: Option<String>,
     #[serde(default)]
@@ -68,7 +69,7 @@ impl From<ApiListedMergeRequest> for ListedMergeRequest {
         ListedMergeRequest {
             iid: mr.iid,
             state: mr.state,
-            sha: mr.sha,
+            head_sha: mr.sha,
             updated_at: mr.updated_at,
             target_branch: mr.target_branch,
             author_id: mr.author.map(|a| a.id),
@@ -89,6 +90,18 @@ struct ApiSingleMergeRequest {
     head_pipeline: Option<Option<ApiHeadPipeline>>,
 }
 
+/// A commit SHA GitLab may leave out, send as `null` or as `""` (an MR without commits): a
+/// SHA spelled any other way is a decode error, never a head the sweep compares.
+fn commit_sha<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<CommitSha>, D::Error> {
+    match Option::<String>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(text) if text.is_empty() => Ok(None),
+        Some(text) => CommitSha::parse(&text)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
+}
+
 /// A field that is present, `null` included: `Some` of what it holds.
 fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     deserializer: D,
@@ -100,8 +113,8 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 struct ApiHeadPipeline {
     #[serde(default)]
     status: Option<String>,
-    #[serde(default)]
-    sha: Option<String>,
+    #[serde(default, deserialize_with = "commit_sha")]
+    sha: Option<CommitSha>,
 }
 
 /// A created pipeline as GitLab sends it.
@@ -211,6 +224,9 @@ mod tests {
     use super::*;
     use crate::tests::{config, world};
 
+    /// The head the listing test names.
+    const LISTED_SHA: &str = "abc0000000000000000000000000000000000000";
+
     /// The bot's client of the fake's project, one attempt per request.
     fn client(fake: &FakeGitLab) -> GitLabClient {
         let mut config = config(fake);
@@ -231,10 +247,11 @@ mod tests {
                     ("X-Next-Page".into(), String::new()),
                 ],
                 body: json!([
-                    {"iid": 7, "state": "opened", "sha": "abc", "updated_at": "2026-11-30T17:41:36.123Z",
+                    {"iid": 7, "state": "opened", "sha": LISTED_SHA, "updated_at": "2026-11-30T17:41:36.123Z",
                      "title": "x", "target_branch": "main", "blocking_discussions_resolved": true,
                      "author": {"id": 300, "username": "bob"}, "user_notes_count": 3},
-                    {"iid": 8, "state": "opened"}
+                    {"iid": 8, "state": "opened"},
+                    {"iid": 9, "state": "opened", "sha": ""}
                 ])
                 .to_string(),
             })
@@ -265,8 +282,13 @@ mod tests {
             "{}",
             seen[0].query
         );
-        assert_eq!(listed.len(), 2);
-        assert_eq!(listed[0].sha.as_deref(), Some("abc"));
+        assert_eq!(listed.len(), 3);
+        assert_eq!(
+            listed[0].head_sha.as_ref().map(CommitSha::as_str),
+            Some(LISTED_SHA)
+        );
+        // Left out, or empty (an MR without commits): no head.
+        assert_eq!((&listed[1].head_sha, &listed[2].head_sha), (&None, &None));
         assert_eq!(listed[1].updated_at, None);
         assert_eq!(listed[0].target_branch.as_deref(), Some("main"));
         assert_eq!(
@@ -281,6 +303,24 @@ mod tests {
     }
 
     #[test]
+    fn a_listed_head_that_is_no_commit_sha_fails_the_listing() {
+        let fake = FakeGitLab::start(world());
+        fake.inject(
+            FaultRule::new(FaultAction::Reply {
+                status: 200,
+                headers: vec![
+                    ("Content-Type".into(), "application/json".into()),
+                    ("X-Next-Page".into(), String::new()),
+                ],
+                body: json!([{"iid": 7, "state": "opened", "sha": "abc"}]).to_string(),
+            })
+            .route(RouteKind::MergeRequests),
+        );
+        let error = client(&fake).list_open_merge_requests().unwrap_err();
+        assert!(error.to_string().contains("is not a commit SHA"), "{error}");
+    }
+
+    #[test]
     fn the_single_mr_reads_the_head_pipelines_status_and_sha() {
         let fake = FakeGitLab::start(world());
         fake.set_head_pipeline(PROJECT_ID, 7, Some((4000, "running")));
@@ -292,11 +332,11 @@ mod tests {
             entry.head_pipeline,
             HeadPipeline::Status {
                 status: "running".into(),
-                sha: Some(HEAD_SHA.into())
+                sha: Some(CommitSha::parse(HEAD_SHA).unwrap())
             }
         );
         assert_eq!(
-            entry.sha.as_deref(),
+            entry.head_sha.as_ref().map(CommitSha::as_str),
             Some("5555555555555555555555555555555555555555")
         );
         fake.set_head_pipeline(PROJECT_ID, 7, None);

@@ -2,6 +2,7 @@
 //! files and branch tips are project routes, so `assent doctor` reads policies through the
 //! same code as a run without naming a merge request.
 
+use assent_core::commit_sha::CommitSha;
 use assent_forge::{BudgetedRead, ContentBudget, ForgeError, PolicyProjectFiles, RepositoryFiles};
 use gitlab::api::projects::repository::Tree;
 use gitlab::api::projects::repository::branches::Branch;
@@ -21,9 +22,11 @@ struct ApiTreeItem {
     kind: String,
 }
 
+/// A branch's commit: its `id` read through the SHA parser, so a malformed one is a decode
+/// error, never a pin.
 #[derive(Deserialize)]
 struct ApiCommit {
-    id: String,
+    id: CommitSha,
 }
 
 #[derive(Deserialize)]
@@ -32,12 +35,12 @@ struct ApiBranch {
 }
 
 impl RepositoryFiles for GitLabClient {
-    fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
+    fn list_tree(&self, sha: &CommitSha, dir: &str) -> Result<Vec<String>, ForgeError> {
         let dir = dir.trim_matches('/');
         let mut builder = Tree::builder();
         builder
             .project(self.project_ref())
-            .ref_(sha)
+            .ref_(sha.as_str())
             .recursive(true);
         if !dir.is_empty() {
             builder.path(dir);
@@ -63,7 +66,7 @@ impl RepositoryFiles for GitLabClient {
             .collect())
     }
 
-    fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
+    fn read_file(&self, sha: &CommitSha, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
         match self
             .requester
             .read_lfs_within(&self.raw_file(sha, path)?, None)
@@ -78,7 +81,7 @@ impl RepositoryFiles for GitLabClient {
 
     fn read_file_within(
         &self,
-        sha: &str,
+        sha: &CommitSha,
         path: &str,
         budget: &ContentBudget,
     ) -> Result<BudgetedRead, ForgeError> {
@@ -98,7 +101,7 @@ impl RepositoryFiles for GitLabClient {
         }
     }
 
-    fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+    fn branch_head(&self, branch: &str) -> Result<CommitSha, ForgeError> {
         let endpoint = Branch::builder()
             .project(self.project_ref())
             .branch(branch)
@@ -136,10 +139,10 @@ impl PolicyProjectFiles for GitLabClient {
 impl GitLabClient {
     /// `GET …/repository/commits/:sha`: `Ok` when GitLab knows the commit; its 404 is an
     /// error naming the listing (`what`) that cannot be believed empty without it.
-    fn prove_commit(&self, sha: &str, what: &str) -> Result<(), ForgeError> {
+    fn prove_commit(&self, sha: &CommitSha, what: &str) -> Result<(), ForgeError> {
         let endpoint = Commit::builder()
             .project(self.project_ref())
-            .commit(sha)
+            .commit(sha.as_str())
             .build()
             .map_err(|e| build_error("commit", e))?;
         let request = self.prepare(&endpoint)?;
@@ -169,11 +172,11 @@ impl GitLabClient {
     /// other file with its blob (GitLab ignores `lfs` for a file that is no LFS pointer). Read
     /// through [`Requester::read_lfs_within`](super::retry::Requester::read_lfs_within): the
     /// one route whose `302` to object storage is followed.
-    fn raw_file(&self, sha: &str, path: &str) -> Result<PreparedRequest, ForgeError> {
+    fn raw_file(&self, sha: &CommitSha, path: &str) -> Result<PreparedRequest, ForgeError> {
         let endpoint = FileRaw::builder()
             .project(self.project_ref())
             .file_path(path)
-            .ref_(sha)
+            .ref_(sha.as_str())
             .lfs(true)
             .build()
             .map_err(|e| build_error("file", e))?;

@@ -54,6 +54,14 @@ fn with_discussions(count: usize) -> State {
 }
 
 /// [`world`] with `content` at `path` in the tree of commit `sha`.
+/// `text` as the commit SHA it is: a test's SHAs are real ones.
+fn sha(text: &str) -> assent_core::commit_sha::CommitSha {
+    assent_core::commit_sha::CommitSha::parse(text).expect("a commit SHA")
+}
+
+/// The commit the body-limit and LFS tests keep their files at.
+const FILE_SHA: &str = "abc0000000000000000000000000000000000000";
+
 fn with_file(mut state: State, sha: &str, path: &str, content: &[u8]) -> State {
     state.projects[0]
         .files

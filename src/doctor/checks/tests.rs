@@ -665,7 +665,12 @@ fn policies_verdicts() {
         bytes: text.as_bytes().to_vec(),
     };
     let good = "apiVersion: assent/v1\nkind: Policy\nrules:\n  - id: retention-shrink\n    match:\n      files: [\"topics/*.yaml\"]\n      pointer: \"/topics/*/retention_days\"\n      kinds: [modify]\n    effect: challenge\n    message: \"Retention shrinks.\"\n";
-    let read = |files: Vec<PolicyFile>| -> PolicyRead { Ok((SHA.into(), files)) };
+    let read = |files: Vec<PolicyFile>| -> PolicyRead {
+        Ok((
+            crate::core::commit_sha::CommitSha::parse(SHA).unwrap(),
+            files,
+        ))
+    };
     assert_check(
         &policies_check(None, None),
         "policies",

@@ -21,6 +21,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use assent::core::commit_sha::CommitSha;
 use assent::core::model::{DiffLine, DiffPosition, ListedDiscussion, Role};
 use assent::engine::fixture::FixtureWorld;
 use assent::engine::fixture::schema::DiffSpec;
@@ -265,8 +266,8 @@ impl FixtureWorld for FakeGitLabWorld {
         Ok(copy)
     }
 
-    fn set_head(&self, sha: &str) -> Result<(), String> {
-        self.fake.set_head(PROJECT_ID, MR_IID, sha);
+    fn set_head(&self, sha: &CommitSha) -> Result<(), String> {
+        self.fake.set_head(PROJECT_ID, MR_IID, sha.as_str());
         Ok(())
     }
 
@@ -314,10 +315,11 @@ fn diff_position(p: &NotePosition) -> Result<DiffPosition, String> {
         (Some(o), None) => DiffLine::Old(o as usize),
         other => return Err(format!("a position on an unchanged line {other:?}")),
     };
+    let sha = |text: &str| CommitSha::parse(text).map_err(|e| e.to_string());
     Ok(DiffPosition {
-        base_sha: p.base_sha.clone(),
-        start_sha: p.start_sha.clone(),
-        head_sha: p.head_sha.clone(),
+        base_sha: sha(&p.base_sha)?,
+        start_sha: sha(&p.start_sha)?,
+        head_sha: sha(&p.head_sha)?,
         old_path: p.old_path.clone(),
         new_path: p.new_path.clone(),
         line,

@@ -38,6 +38,11 @@ use std::time::Duration;
 use assent::gitlab::{GitLabConfig, GitLabForge, ProxyConfig, RetryPolicy, Sleeper, Token};
 use fake_gitlab::{FakeGitLab, fixtures};
 
+/// `text` as the commit SHA a test means by it; panics when it is none.
+pub fn sha(text: &str) -> assent::core::commit_sha::CommitSha {
+    assent::core::commit_sha::CommitSha::parse(text).expect("a commit SHA")
+}
+
 /// The root of the assent repository, where `fixtures/` lives: this crate sits two levels
 /// below it (`tests/support`), and `CARGO_MANIFEST_DIR` names this crate, not the caller.
 pub fn repo_root() -> &'static Path {

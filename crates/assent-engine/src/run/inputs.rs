@@ -45,12 +45,12 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::core::commit_sha::parse_commit_sha;
+use crate::core::commit_sha::CommitSha;
 use crate::core::desired_state::{
     ChangedFileInput, FileContent, PathState, ReviewInputs, SelfEditSides, central_policy_path,
     is_assent_path, is_read,
 };
-use crate::core::model::Pins;
+use crate::core::model::PinnedCommits;
 use crate::core::placement::FileDiff;
 use crate::core::policy::{MrContext, PolicyFile, PolicySet};
 use crate::core::semantic_diff::Limits;
@@ -104,7 +104,7 @@ pub const TEST_DIR: &str = ".assent/tests";
 /// the check turns into `assent/undecidable`.
 pub fn read_source_policies(
     repo: &dyn RepositoryFiles,
-    source_sha: &str,
+    source_sha: &CommitSha,
 ) -> Result<SourcePolicies, ForgeError> {
     let mut source = SourcePolicies::default();
     let budget = ContentBudget::new(SOURCE_POLICY_BUDGET);
@@ -195,7 +195,7 @@ pub struct ReadBounds {
 /// `policy_digest` is not read: the digest is computed from what this reads).
 pub fn gather_review_inputs(
     repo: &dyn Repository,
-    pins: &Pins,
+    pins: &PinnedCommits,
     mr: MrContext,
     limits: Limits,
     bounds: &ReadBounds,
@@ -209,7 +209,7 @@ pub fn gather_review_inputs(
 /// not load do.
 pub fn gather_review_inputs_with(
     repo: &dyn Repository,
-    pins: &Pins,
+    pins: &PinnedCommits,
     central: CentralPolicies,
     mr: MrContext,
     limits: Limits,
@@ -275,7 +275,7 @@ fn read_listing(
 /// cases run (docs/policies.md, "What the run checks on a policy MR").
 fn read_source_policies_if_touched(
     repo: &dyn Repository,
-    pins: &Pins,
+    pins: &PinnedCommits,
     listed: &Result<Vec<ChangedFile>, String>,
 ) -> Result<Option<SourcePolicies>, ForgeError> {
     match listed {
@@ -284,7 +284,7 @@ fn read_source_policies_if_touched(
                 .iter()
                 .any(|f| is_assent_path(&f.old_path) || is_assent_path(&f.new_path)) =>
         {
-            Ok(Some(read_source_policies(repo, pins.source_sha.as_str())?))
+            Ok(Some(read_source_policies(repo, &pins.source_sha)?))
         }
         _ => Ok(None),
     }
@@ -304,7 +304,7 @@ pub const SELF_EDIT_BUDGET: u64 = 16 << 20;
 /// path undecidable.
 pub fn read_self_edit_sides(
     repo: &dyn RepositoryFiles,
-    pins: &Pins,
+    pins: &PinnedCommits,
     files: &[ChangedFile],
     source: Option<&SourcePolicies>,
 ) -> Result<BTreeMap<String, SelfEditSides>, ForgeError> {
@@ -335,11 +335,11 @@ pub fn read_self_edit_sides(
         })
         .unwrap_or_default();
     let mut states: BTreeMap<(&str, Side), PathState> = BTreeMap::new();
-    let mut reads: Vec<(&str, Side, &str, &FileMode)> = Vec::new();
+    let mut reads: Vec<(&str, Side, &CommitSha, &FileMode)> = Vec::new();
     for (path, (base, source_mode)) in &modes {
         for (side, sha, mode) in [
-            (Side::Base, pins.base_sha.as_str(), base),
-            (Side::Source, pins.source_sha.as_str(), source_mode),
+            (Side::Base, &pins.base_sha, base),
+            (Side::Source, &pins.source_sha, source_mode),
         ] {
             let state = match mode {
                 None => Some(PathState::Absent),
@@ -405,13 +405,13 @@ fn diffs_of(listed: &Result<Vec<ChangedFile>, String>) -> Vec<FileDiff> {
 }
 
 /// One side of one changed file to read: the file's index, the side, the SHA, the path.
-type ContentRead<'a> = (usize, Side, &'a str, &'a str);
+type ContentRead<'a> = (usize, Side, &'a CommitSha, &'a str);
 
 /// Every changed file with the content of its governed sides, or why the change set cannot be
 /// judged; without policies that load, nothing is read.
 fn read_changed_files(
     repo: &dyn Repository,
-    pins: &Pins,
+    pins: &PinnedCommits,
     policies: Option<&PolicySet>,
     files: &[ChangedFile],
     bounds: &ReadBounds,
@@ -439,7 +439,7 @@ fn read_changed_files(
 /// An input per changed file, its sides absent, and the reads of its governed sides; a
 /// governed side that is not a regular file is unreadable at once.
 fn plan_content_reads<'a>(
-    pins: &'a Pins,
+    pins: &'a PinnedCommits,
     policies: Option<&PolicySet>,
     files: &'a [ChangedFile],
 ) -> (Vec<ChangedFileInput>, Vec<ContentRead<'a>>) {
@@ -460,14 +460,14 @@ fn plan_content_reads<'a>(
             (
                 !file.new_file,
                 Side::Base,
-                pins.base_sha.as_str(),
+                &pins.base_sha,
                 file.old_path.as_str(),
                 &file.old_mode,
             ),
             (
                 !file.deleted_file,
                 Side::Source,
-                pins.source_sha.as_str(),
+                &pins.source_sha,
                 file.new_path.as_str(),
                 &file.new_mode,
             ),
@@ -499,7 +499,7 @@ fn plan_content_reads<'a>(
 /// a read past the budget (the caller makes the whole change set undecidable).
 fn content_of(
     result: Result<BudgetedRead, ForgeError>,
-    sha: &str,
+    sha: &CommitSha,
     path: &str,
 ) -> Result<FileContent, ForgeError> {
     Ok(match result {
@@ -610,7 +610,7 @@ fn is_forge_failure(error: &ForgeError) -> bool {
 /// same way, so it checks exactly what a run would load.
 pub fn read_policy_files(
     repo: &dyn RepositoryFiles,
-    target_sha: &str,
+    target_sha: &CommitSha,
 ) -> Result<Vec<PolicyFile>, ForgeError> {
     let mut paths: Vec<String> = repo
         .list_tree(target_sha, POLICY_DIR)?
@@ -689,7 +689,7 @@ impl PolicyProject {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CentralPolicies {
     /// The commit read, once resolved.
-    pub sha: Option<String>,
+    pub sha: Option<CommitSha>,
     /// The central policy files, their paths prefixed so they never collide with the
     /// governed project's own.
     pub files: Vec<PolicyFile>,
@@ -717,8 +717,10 @@ pub fn read_central_policies(
         )],
     };
     let sha = match source.reference.as_deref() {
-        Some(reference) if parse_commit_sha(reference).is_some() => Ok(reference.to_owned()),
-        Some(branch) => repo.branch_head(branch),
+        Some(reference) => match CommitSha::parse(reference) {
+            Ok(sha) => Ok(sha),
+            Err(_) => repo.branch_head(reference),
+        },
         None => repo
             .default_branch()
             .and_then(|branch| repo.branch_head(&branch)),
@@ -799,23 +801,24 @@ mod tests {
 
     use super::*;
     use crate::core::desired_state::{RULE_POLICY_ERROR, RULE_UNDECIDABLE, compute_desired_state};
-    use crate::forge::memory::InMemoryForge;
+    use crate::forge::memory::{InMemoryForge, commit_named};
     use crate::forge::{ChangedFile, FileMode};
 
-    const TARGET: &str = "t0000000";
-    const BASE: &str = "b0000000";
-    const SOURCE: &str = "5000000000000000000000000000000000000000";
+    static TARGET: std::sync::LazyLock<CommitSha> =
+        std::sync::LazyLock::new(|| commit_named("t0000000"));
+    static BASE: std::sync::LazyLock<CommitSha> =
+        std::sync::LazyLock::new(|| commit_named("b0000000"));
+    static SOURCE: std::sync::LazyLock<CommitSha> = std::sync::LazyLock::new(|| {
+        CommitSha::parse("5000000000000000000000000000000000000000").unwrap()
+    });
 
     const POLICY: &str = "apiVersion: assent/v1\nkind: Policy\nidentities:\n  \"topics/*.yaml\": { \"/topics\": name }\nrules:\n  - id: retention-shrink\n    match:\n      files: [\"topics/*.yaml\"]\n      pointer: \"/topics/*/retention_days\"\n      kinds: [modify]\n    when: \"int(new) < int(old)\"\n    effect: challenge\n";
 
-    fn pins() -> Pins {
-        Pins {
-            target_sha: TARGET.into(),
-            base_sha: BASE.into(),
-            source_sha: crate::core::commit_sha::CommitSha::parse(SOURCE).unwrap(),
-            policy_digest: String::new(),
-            policy_project: None,
-            policy_sha: None,
+    fn pins() -> PinnedCommits {
+        PinnedCommits {
+            target_sha: TARGET.clone(),
+            base_sha: BASE.clone(),
+            source_sha: SOURCE.clone(),
         }
     }
 
@@ -832,14 +835,14 @@ mod tests {
     }
 
     fn forge() -> InMemoryForge {
-        let forge = InMemoryForge::new(1, SOURCE);
-        forge.put_file(TARGET, ".assent/policies/topics.yaml", POLICY.into());
+        let forge = InMemoryForge::new(1, &SOURCE);
+        forge.put_file(&TARGET, ".assent/policies/topics.yaml", POLICY.into());
         forge.put_file(
-            TARGET,
+            &TARGET,
             ".assent/policies/README.md",
             b"not a policy".to_vec(),
         );
-        forge.put_file(TARGET, ".assent/tests/case.yaml", b"not a policy".to_vec());
+        forge.put_file(&TARGET, ".assent/tests/case.yaml", b"not a policy".to_vec());
         forge
     }
 
@@ -850,11 +853,11 @@ mod tests {
     /// A repository that fails chosen reads and records what was read and how many at once.
     struct Flaky {
         inner: InMemoryForge,
-        fail_reads: BTreeSet<(String, String)>,
-        forbidden_reads: BTreeSet<(String, String)>,
+        fail_reads: BTreeSet<(CommitSha, String)>,
+        forbidden_reads: BTreeSet<(CommitSha, String)>,
         changed_error: Option<ForgeError>,
         list_error: Option<ForgeError>,
-        reads: Mutex<Vec<(String, String)>>,
+        reads: Mutex<Vec<(CommitSha, String)>>,
         in_flight: AtomicUsize,
         max_in_flight: AtomicUsize,
     }
@@ -873,7 +876,7 @@ mod tests {
             }
         }
 
-        fn read_set(&self) -> BTreeSet<(String, String)> {
+        fn read_set(&self) -> BTreeSet<(CommitSha, String)> {
             self.reads.lock().unwrap().iter().cloned().collect()
         }
     }
@@ -897,25 +900,25 @@ mod tests {
     }
 
     impl RepositoryFiles for Flaky {
-        fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
+        fn list_tree(&self, sha: &CommitSha, dir: &str) -> Result<Vec<String>, ForgeError> {
             match &self.list_error {
                 Some(e) => Err(e.clone()),
                 None => self.inner.list_tree(sha, dir),
             }
         }
-        fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
+        fn read_file(&self, sha: &CommitSha, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.max_in_flight.fetch_max(now, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(2));
             self.reads
                 .lock()
                 .unwrap()
-                .push((sha.to_owned(), path.to_owned()));
-            let result = if self.fail_reads.contains(&(sha.to_owned(), path.to_owned())) {
+                .push((sha.clone(), path.to_owned()));
+            let result = if self.fail_reads.contains(&(sha.clone(), path.to_owned())) {
                 Err(boom(path))
             } else if self
                 .forbidden_reads
-                .contains(&(sha.to_owned(), path.to_owned()))
+                .contains(&(sha.clone(), path.to_owned()))
             {
                 Err(ForgeError::Status {
                     method: "GET".into(),
@@ -929,7 +932,7 @@ mod tests {
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
             result
         }
-        fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+        fn branch_head(&self, branch: &str) -> Result<CommitSha, ForgeError> {
             self.inner.branch_head(branch)
         }
     }
@@ -950,9 +953,9 @@ mod tests {
     #[test]
     fn reads_policies_at_target_and_governed_sides_at_base_and_source() {
         let forge = forge_with_changes();
-        forge.put_file(TARGET, ".assent/policies/more/extra.YML", b"x".to_vec());
-        forge.put_file(BASE, "README.md", b"a".to_vec());
-        forge.put_file(SOURCE, "README.md", b"b".to_vec());
+        forge.put_file(&TARGET, ".assent/policies/more/extra.YML", b"x".to_vec());
+        forge.put_file(&BASE, "README.md", b"a".to_vec());
+        forge.put_file(&SOURCE, "README.md", b"b".to_vec());
         // The extra policy file (any case of `.yml`, in a subfolder) is read and fails to load.
         let repo = Flaky::new(forge);
         let inputs = gather(&repo).unwrap();
@@ -969,7 +972,7 @@ mod tests {
             ]
         );
         // Policies do not load (extra.YML is garbage): no content is read at all.
-        assert!(repo.read_set().iter().all(|(sha, _)| sha == TARGET));
+        assert!(repo.read_set().iter().all(|(sha, _)| sha == &*TARGET));
         let files = inputs.changed_files.as_ref().unwrap();
         assert!(
             files
@@ -983,15 +986,15 @@ mod tests {
         let forge = forge_with_changes();
         let repo = Flaky::new(forge);
         let inputs = gather(&repo).unwrap();
-        let expected: BTreeSet<(String, String)> = [
-            (TARGET, ".assent/policies/topics.yaml"),
-            (BASE, "topics/orders.yaml"),
-            (SOURCE, "topics/orders.yaml"),
-            (SOURCE, "topics/new.yaml"),
-            (BASE, "topics/gone.yaml"),
+        let expected: BTreeSet<(CommitSha, String)> = [
+            (&TARGET, ".assent/policies/topics.yaml"),
+            (&BASE, "topics/orders.yaml"),
+            (&SOURCE, "topics/orders.yaml"),
+            (&SOURCE, "topics/new.yaml"),
+            (&BASE, "topics/gone.yaml"),
         ]
         .iter()
-        .map(|(s, p)| (s.to_string(), p.to_string()))
+        .map(|(s, p)| ((**s).clone(), p.to_string()))
         .collect();
         assert_eq!(repo.read_set(), expected);
         let files = inputs.changed_files.as_ref().unwrap();
@@ -1012,10 +1015,10 @@ mod tests {
 
     fn forge_with_changes() -> InMemoryForge {
         let forge = forge();
-        forge.put_file(BASE, "topics/orders.yaml", topic(30));
-        forge.put_file(SOURCE, "topics/orders.yaml", topic(7));
-        forge.put_file(SOURCE, "topics/new.yaml", topic(7));
-        forge.put_file(BASE, "topics/gone.yaml", topic(7));
+        forge.put_file(&BASE, "topics/orders.yaml", topic(30));
+        forge.put_file(&SOURCE, "topics/orders.yaml", topic(7));
+        forge.put_file(&SOURCE, "topics/new.yaml", topic(7));
+        forge.put_file(&BASE, "topics/gone.yaml", topic(7));
         forge.set_changed_files(vec![
             changed("topics/orders.yaml"),
             ChangedFile::regular("topics/new.yaml", "topics/new.yaml", true, false),
@@ -1069,7 +1072,7 @@ mod tests {
     fn a_policy_read_failure_or_vanished_policy_is_an_error_never_a_skip() {
         let mut repo = Flaky::new(forge_with_changes());
         repo.fail_reads
-            .insert((TARGET.into(), ".assent/policies/topics.yaml".into()));
+            .insert((TARGET.clone(), ".assent/policies/topics.yaml".into()));
         assert_eq!(
             gather(&repo).unwrap_err(),
             boom(".assent/policies/topics.yaml")
@@ -1083,15 +1086,19 @@ mod tests {
             }
         }
         impl RepositoryFiles for Vanishing {
-            fn list_tree(&self, sha: &str, dir: &str) -> Result<Vec<String>, ForgeError> {
+            fn list_tree(&self, sha: &CommitSha, dir: &str) -> Result<Vec<String>, ForgeError> {
                 let mut paths = self.0.list_tree(sha, dir)?;
                 paths.push(".assent/policies/ghost.yaml".into());
                 Ok(paths)
             }
-            fn read_file(&self, sha: &str, path: &str) -> Result<Option<Vec<u8>>, ForgeError> {
+            fn read_file(
+                &self,
+                sha: &CommitSha,
+                path: &str,
+            ) -> Result<Option<Vec<u8>>, ForgeError> {
                 self.0.read_file(sha, path)
             }
-            fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+            fn branch_head(&self, branch: &str) -> Result<CommitSha, ForgeError> {
                 self.0.branch_head(branch)
             }
         }
@@ -1114,7 +1121,7 @@ mod tests {
         let inputs = gather(&repo).unwrap();
         let reason = inputs.changed_files.as_ref().unwrap_err();
         assert!(reason.contains("no X-Next-Page on page 2"), "{reason}");
-        assert!(repo.read_set().iter().all(|(sha, _)| sha == TARGET));
+        assert!(repo.read_set().iter().all(|(sha, _)| sha == &*TARGET));
         let out = compute_desired_state(inputs);
         assert_eq!(out.desired.findings.len(), 1);
         assert_eq!(out.desired.findings[0].slot.rule, RULE_UNDECIDABLE);
@@ -1134,7 +1141,7 @@ mod tests {
     fn a_content_read_that_keeps_failing_is_a_forge_failure() {
         let mut repo = Flaky::new(forge_with_changes());
         repo.fail_reads
-            .insert((SOURCE.into(), "topics/new.yaml".into()));
+            .insert((SOURCE.clone(), "topics/new.yaml".into()));
         assert_eq!(gather(&repo).unwrap_err(), boom("topics/new.yaml"));
     }
 
@@ -1142,7 +1149,7 @@ mod tests {
     fn a_content_read_refused_is_unreadable_for_that_file_only() {
         let mut repo = Flaky::new(forge_with_changes());
         repo.forbidden_reads
-            .insert((SOURCE.into(), "topics/new.yaml".into()));
+            .insert((SOURCE.clone(), "topics/new.yaml".into()));
         let inputs = gather(&repo).unwrap();
         let files = inputs.changed_files.as_ref().unwrap();
         assert!(matches!(&files[1].source, FileContent::Unreadable(r) if r.contains("HTTP 403")));
@@ -1169,12 +1176,12 @@ mod tests {
     #[test]
     fn a_side_missing_although_the_diff_says_it_exists_is_unreadable() {
         let forge = forge();
-        forge.put_file(SOURCE, "topics/orders.yaml", topic(7));
+        forge.put_file(&SOURCE, "topics/orders.yaml", topic(7));
         forge.set_changed_files(vec![changed("topics/orders.yaml")]);
         let inputs = gather(&forge).unwrap();
         let files = inputs.changed_files.as_ref().unwrap();
         assert!(
-            matches!(&files[0].base, FileContent::Unreadable(r) if r.contains("not found at b0000000")),
+            matches!(&files[0].base, FileContent::Unreadable(r) if r.contains(&format!("not found at {}", *BASE))),
             "{:?}",
             files[0].base
         );
@@ -1215,7 +1222,7 @@ mod tests {
         let (withheld_reads, withheld_outcome) = judged(withheld);
         assert_eq!(withheld_reads, shown_reads, "the same sides are read");
         assert!(
-            withheld_reads.contains(&(SOURCE.to_owned(), "topics/orders.yaml".to_owned())),
+            withheld_reads.contains(&(SOURCE.clone(), "topics/orders.yaml".to_owned())),
             "{withheld_reads:?}"
         );
         assert_eq!(withheld_outcome.desired, shown_outcome.desired);
@@ -1242,8 +1249,8 @@ mod tests {
     #[test]
     fn renames_read_old_path_at_base_and_new_path_at_source() {
         let forge = forge();
-        forge.put_file(BASE, "topics/a.yaml", topic(30));
-        forge.put_file(SOURCE, "topics/b.yaml", topic(7));
+        forge.put_file(&BASE, "topics/a.yaml", topic(30));
+        forge.put_file(&SOURCE, "topics/b.yaml", topic(7));
         forge.set_changed_files(vec![ChangedFile {
             old_path: "topics/a.yaml".into(),
             new_path: "topics/b.yaml".into(),
@@ -1268,8 +1275,8 @@ mod tests {
     #[test]
     fn a_changed_attributes_file_is_read_at_both_sides() {
         let forge = forge();
-        forge.put_file(BASE, "docs/.gitattributes", b"*.md text\n".to_vec());
-        forge.put_file(SOURCE, "docs/.gitattributes", b"*.md -text\n".to_vec());
+        forge.put_file(&BASE, "docs/.gitattributes", b"*.md text\n".to_vec());
+        forge.put_file(&SOURCE, "docs/.gitattributes", b"*.md -text\n".to_vec());
         forge.set_changed_files(vec![changed("docs/.gitattributes")]);
         let inputs = gather(&forge).unwrap();
         let file = &inputs.changed_files.as_ref().unwrap()[0];
@@ -1283,8 +1290,8 @@ mod tests {
         let mut changes = Vec::new();
         for i in 0..40 {
             let path = format!("topics/t{i:02}.yaml");
-            forge.put_file(BASE, &path, topic(i + 10));
-            forge.put_file(SOURCE, &path, topic(i + 11));
+            forge.put_file(&BASE, &path, topic(i + 10));
+            forge.put_file(&SOURCE, &path, topic(i + 11));
             changes.push(changed(&path));
         }
         forge.set_changed_files(changes);
@@ -1330,15 +1337,15 @@ mod tests {
     #[test]
     fn a_governed_link_or_submodule_is_never_read_and_an_lfs_pointer_never_judged() {
         let forge = forge();
-        forge.put_file(BASE, "topics/orders.yaml", topic(30));
-        forge.put_file(SOURCE, "topics/orders.yaml", b"../elsewhere.yaml".to_vec());
-        forge.put_file(BASE, "topics/sub.yaml", topic(30));
+        forge.put_file(&BASE, "topics/orders.yaml", topic(30));
+        forge.put_file(&SOURCE, "topics/orders.yaml", b"../elsewhere.yaml".to_vec());
+        forge.put_file(&BASE, "topics/sub.yaml", topic(30));
         forge.put_file(
-            SOURCE,
+            &SOURCE,
             "topics/lfs.yaml",
             b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 3\n".to_vec(),
         );
-        forge.put_file(BASE, "README.md", b"x".to_vec());
+        forge.put_file(&BASE, "README.md", b"x".to_vec());
         forge.set_changed_files(vec![
             ChangedFile {
                 new_mode: FileMode::Symlink,
@@ -1357,14 +1364,14 @@ mod tests {
         ]);
         let repo = Flaky::new(forge);
         let inputs = gather(&repo).unwrap();
-        let read: BTreeSet<(String, String)> = [
-            (TARGET, ".assent/policies/topics.yaml"),
-            (BASE, "topics/orders.yaml"),
-            (BASE, "topics/sub.yaml"),
-            (SOURCE, "topics/lfs.yaml"),
+        let read: BTreeSet<(CommitSha, String)> = [
+            (&TARGET, ".assent/policies/topics.yaml"),
+            (&BASE, "topics/orders.yaml"),
+            (&BASE, "topics/sub.yaml"),
+            (&SOURCE, "topics/lfs.yaml"),
         ]
         .iter()
-        .map(|(s, p)| (s.to_string(), p.to_string()))
+        .map(|(s, p)| ((**s).clone(), p.to_string()))
         .collect();
         assert_eq!(repo.read_set(), read, "no link or submodule side is read");
         let files = inputs.changed_files.as_ref().unwrap();
@@ -1394,8 +1401,8 @@ mod tests {
 
     #[test]
     fn no_policy_folder_means_no_policies_and_nothing_governed() {
-        let forge = InMemoryForge::new(1, SOURCE);
-        forge.put_file(BASE, "topics/orders.yaml", topic(30));
+        let forge = InMemoryForge::new(1, &SOURCE);
+        forge.put_file(&BASE, "topics/orders.yaml", topic(30));
         forge.set_changed_files(vec![changed("topics/orders.yaml")]);
         let repo = Flaky::new(forge);
         let inputs = gather(&repo).unwrap();
@@ -1407,10 +1414,10 @@ mod tests {
     #[test]
     fn a_self_edited_path_is_read_at_both_sides_with_its_mode_and_fails_closed() {
         let inner = forge();
-        inner.put_file(BASE, ".assent/policies/topics.yaml", POLICY.into());
-        inner.put_file(SOURCE, ".assent/policies/topics.yaml", b"x: 1".to_vec());
-        inner.put_file(SOURCE, ".assent/link", b"policies/topics.yaml".to_vec());
-        inner.put_file(BASE, ".assent/gone.txt", b"old".to_vec());
+        inner.put_file(&BASE, ".assent/policies/topics.yaml", POLICY.into());
+        inner.put_file(&SOURCE, ".assent/policies/topics.yaml", b"x: 1".to_vec());
+        inner.put_file(&SOURCE, ".assent/link", b"policies/topics.yaml".to_vec());
+        inner.put_file(&BASE, ".assent/gone.txt", b"old".to_vec());
         let mut link = ChangedFile::regular(".assent/link", ".assent/link", true, false);
         link.new_mode = FileMode::Symlink;
         let mut sub = ChangedFile::regular(".assent/sub", ".assent/sub", true, false);
@@ -1422,7 +1429,7 @@ mod tests {
             ChangedFile::regular(".assent/gone.txt", ".assent/gone.txt", false, true),
         ];
         let repo = Flaky::new(inner);
-        let source = read_source_policies(&repo, SOURCE).unwrap();
+        let source = read_source_policies(&repo, &SOURCE).unwrap();
         repo.reads.lock().unwrap().clear();
         let sides = read_self_edit_sides(&repo, &pins(), &files, Some(&source)).unwrap();
         let regular = |bytes: &[u8]| PathState::present("100644", bytes);
@@ -1457,22 +1464,22 @@ mod tests {
         assert_eq!(
             repo.read_set(),
             BTreeSet::from([
-                (BASE.to_owned(), ".assent/policies/topics.yaml".to_owned()),
-                (SOURCE.to_owned(), ".assent/link".to_owned()),
-                (BASE.to_owned(), ".assent/gone.txt".to_owned()),
+                (BASE.clone(), ".assent/policies/topics.yaml".to_owned()),
+                (SOURCE.clone(), ".assent/link".to_owned()),
+                (BASE.clone(), ".assent/gone.txt".to_owned()),
             ])
         );
         // A read GitLab refuses is unreadable; one it may heal stops the run.
         let mut repo = repo;
         repo.forbidden_reads
-            .insert((BASE.to_owned(), ".assent/gone.txt".to_owned()));
+            .insert((BASE.clone(), ".assent/gone.txt".to_owned()));
         let sides = read_self_edit_sides(&repo, &pins(), &files, Some(&source)).unwrap();
         assert!(matches!(
             sides[".assent/gone.txt"].base,
             PathState::Unreadable(_)
         ));
         repo.fail_reads
-            .insert((BASE.to_owned(), ".assent/policies/topics.yaml".to_owned()));
+            .insert((BASE.clone(), ".assent/policies/topics.yaml".to_owned()));
         assert!(read_self_edit_sides(&repo, &pins(), &files, Some(&source)).is_err());
     }
 }

@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 
 use crate::core::bot_identity::{IdentityRefusal, Owners, owners_reading};
+use crate::core::commit_sha::CommitSha;
 use crate::core::inventory::Inventory;
 use crate::core::marker::SummaryState;
 use crate::core::model::ListedDiscussion;
@@ -205,7 +206,7 @@ fn reconcile_without_approval(
         let receipt = refusal_receipt_of(RefusalFacts {
             project: &ctx.project,
             mr: ctx.mr,
-            pins: &ctx.pins,
+            pins: ctx.pins.clone().into(),
             outcome: refusal.outcome,
             warnings: seen.warnings.into_iter().collect(),
             reads: forge.request_counts().reads - run.start.reads,
@@ -262,9 +263,9 @@ impl Reconciliation<'_> {
         self.owners.get_or_init(|| Owners::only(self.bot))
     }
 
-    /// The head the run judged.
-    fn head(&self) -> &str {
-        self.ctx.pins.source_sha.as_str()
+    /// The source SHA the run judged.
+    fn head(&self) -> &CommitSha {
+        &self.ctx.pins.source_sha
     }
 
     /// The first listing, and what the run reads once besides it.
@@ -680,11 +681,7 @@ pub fn reconcile_with(
         return Ok(publication);
     };
     let start = forge.request_counts();
-    let settled = settle_approval(
-        forge,
-        decision == Decision::Approve,
-        ctx.pins.source_sha.as_str(),
-    );
+    let settled = settle_approval(forge, decision == Decision::Approve, &ctx.pins.source_sha);
     let used = forge.request_counts();
     let receipt = &mut publication.receipt;
     receipt.requests.reads += used.reads - start.reads;
@@ -706,7 +703,7 @@ pub fn reconcile_with(
             *receipt = Receipt::new(
                 ctx.project.clone(),
                 ctx.mr,
-                ctx.pins.clone(),
+                ctx.pins.clone().into(),
                 Outcome::StalePipeline,
                 None,
                 vec![],
@@ -747,7 +744,7 @@ enum Settled {
 /// never by failing: the write is repeated only when the read shows it did not take effect.
 /// Such an answer comes in a race, e.g. a push that reset the approvals, or a person who
 /// approved with the bot's token, between the first read and the write.
-fn settle_approval(forge: &dyn Forge, want: bool, sha: &str) -> Result<Settled, String> {
+fn settle_approval(forge: &dyn Forge, want: bool, sha: &CommitSha) -> Result<Settled, String> {
     if forge.bot_approves().map_err(|e| e.to_string())? == want {
         return Ok(Settled::Unchanged);
     }

@@ -4,7 +4,7 @@
 
 use crate::core::commit_sha::CommitSha;
 use crate::core::desired_state::compute_desired_state;
-use crate::core::model::{DesiredState, MergeRequestInfo, Pins};
+use crate::core::model::{DesiredState, MergeRequestInfo, PinnedCommits, Pins, RefusedPins};
 use crate::core::placement::{DiffRefs, PlacementContext, place_findings};
 use crate::core::policy::MrContext;
 use crate::core::receipt::RequestCounts;
@@ -73,9 +73,9 @@ pub enum RunError {
     )]
     NeverAHead {
         /// The pinned source SHA.
-        pinned: String,
+        pinned: CommitSha,
         /// The MR's current head.
-        head: String,
+        head: CommitSha,
         /// The MR iid.
         mr: u64,
     },
@@ -144,11 +144,7 @@ pub fn run_review_with(
         },
         _ => RunError::Forge(e),
     })?;
-    if let Some(refused) = refusal_for(
-        &mr,
-        request.source_sha.as_str(),
-        request.target_branch.as_deref(),
-    ) {
+    if let Some(refused) = refusal_for(&mr, &request.source_sha, request.target_branch.as_deref()) {
         if refused.stale == Some(Staleness::HeadMoved) {
             never_a_head(forge, request, &mr)?;
         }
@@ -158,7 +154,7 @@ pub fn run_review_with(
         .target_branch
         .clone()
         .unwrap_or_else(|| mr.target_branch.clone());
-    let mut pins = pin(repo, request, &mr, &target_branch)?;
+    let commits = pin(repo, request, &mr, &target_branch)?;
     let context = MrContext {
         iid: request.mr,
         title: mr.title.clone(),
@@ -169,15 +165,14 @@ pub fn run_review_with(
     };
     let reads_before = forge.request_counts().reads;
     let central_policies = central_policies(request, central)?;
-    pins.policy_project = request.policy_project.as_ref().map(|p| p.project.clone());
-    pins.policy_sha = central_policies.sha.clone();
+    let policy_sha = central_policies.sha.clone();
     let bounds = ReadBounds {
         changes_count: mr.changes_count.clone(),
         content_budget: GOVERNED_CONTENT_BUDGET,
     };
     let gathered = gather_review_inputs_with(
         repo,
-        &pins,
+        &commits,
         central_policies,
         context,
         request.limits,
@@ -200,13 +195,17 @@ pub fn run_review_with(
         let findings = check_source_policies(source);
         outcome.desired = outcome.desired.with_findings(findings);
     }
-    pins.policy_digest = outcome.policy_digest.clone();
+    let pins = Pins {
+        policy_project: request.policy_project.as_ref().map(|p| p.project.clone()),
+        policy_sha,
+        ..Pins::of(commits, outcome.policy_digest.clone())
+    };
     // Where each thread goes (a diff line or the overview) and what it links to, from the
     // diff refs, web URL and diffs already read: no request of its own.
     let placements = place_findings(
         &outcome.desired,
         &PlacementContext {
-            source_sha: pins.source_sha.as_str(),
+            source_sha: &pins.source_sha,
             base_sha: &pins.base_sha,
             diff_refs: DiffRefs::of(&mr).as_ref(),
             files: &gathered.diffs,
@@ -256,14 +255,11 @@ fn never_a_head(
     mr: &MergeRequestInfo,
 ) -> Result<(), RunError> {
     let heads = forge.version_heads()?;
-    if heads
-        .iter()
-        .any(|head| head.eq_ignore_ascii_case(request.source_sha.as_str()))
-    {
+    if heads.contains(&request.source_sha) {
         return Ok(());
     }
     Err(RunError::NeverAHead {
-        pinned: request.source_sha.to_string(),
+        pinned: request.source_sha.clone(),
         head: mr.head_sha.clone(),
         mr: request.mr,
     })
@@ -278,27 +274,15 @@ fn refused_report(
     start: RequestCounts,
     refused: Refusal,
 ) -> RunReport {
-    let pins = Pins {
+    let pins = RefusedPins {
         source_sha: request.source_sha.clone(),
-        target_sha: request
-            .target_sha
-            .as_ref()
-            .map(CommitSha::to_string)
-            .unwrap_or_default(),
-        base_sha: request
-            .base_sha
-            .as_ref()
-            .map(CommitSha::to_string)
-            .or_else(|| mr.base_sha.clone())
-            .unwrap_or_default(),
-        policy_digest: String::new(),
-        policy_project: None,
-        policy_sha: None,
+        target_sha: request.target_sha.clone(),
+        base_sha: request.base_sha.clone().or_else(|| mr.base_sha.clone()),
     };
     let receipt = refusal_receipt_of(RefusalFacts {
         project: &request.project,
         mr: request.mr,
-        pins: &pins,
+        pins: pins.into(),
         outcome: refused.outcome,
         warnings: refused.warning.into_iter().collect(),
         // Refusals happen before any write, so only reads are counted.
@@ -321,24 +305,20 @@ fn pin(
     request: &RunRequest,
     mr: &MergeRequestInfo,
     target_branch: &str,
-) -> Result<Pins, RunError> {
+) -> Result<PinnedCommits, RunError> {
     let target_sha = match &request.target_sha {
-        Some(sha) => sha.to_string(),
+        Some(sha) => sha.clone(),
         None => repo.branch_head(target_branch)?,
     };
     let base_sha = request
         .base_sha
-        .as_ref()
-        .map(CommitSha::to_string)
+        .clone()
         .or_else(|| mr.base_sha.clone())
         .ok_or(RunError::NoBaseSha)?;
-    Ok(Pins {
+    Ok(PinnedCommits {
         source_sha: request.source_sha.clone(),
         target_sha,
         base_sha,
-        policy_digest: String::new(),
-        policy_project: None,
-        policy_sha: None,
     })
 }
 

@@ -19,6 +19,7 @@
 
 use serde::Serialize;
 
+use crate::core::commit_sha::CommitSha;
 use crate::core::inventory::Inventory;
 use crate::core::marker::{self, GateLine};
 use crate::core::model::Decision;
@@ -74,7 +75,7 @@ pub struct MrReport {
     /// The MR's IID.
     pub iid: u64,
     /// The head SHA it was judged against, when known.
-    pub head: Option<String>,
+    pub head_sha: Option<CommitSha>,
     /// The verdict; `None` when a failure came before classification.
     pub verdict: Option<SweepVerdict>,
     /// What the sweep did.
@@ -92,7 +93,7 @@ impl MrReport {
     pub fn of(listed: &ListedMergeRequest) -> Self {
         MrReport {
             iid: listed.iid,
-            head: listed.sha.clone().filter(|s| !s.is_empty()),
+            head_sha: listed.head_sha.clone(),
             verdict: None,
             action: MrAction::None,
             pipeline_id: None,
@@ -151,7 +152,7 @@ pub fn examine_iid(
                 ..MrReport::of(&ListedMergeRequest {
                     iid,
                     state: String::new(),
-                    sha: None,
+                    head_sha: None,
                     updated_at: None,
                     target_branch: None,
                     author_id: None,
@@ -255,7 +256,7 @@ fn examine_into(
     mr.summary_note_id = summary.map(|s| s.note_id);
     let mut facts = MrFacts {
         iid,
-        head_sha: mr.head.clone().unwrap_or_default(),
+        head_sha: mr.head_sha.clone(),
         open: listed.state == "opened",
         head_pipeline: listed.head_pipeline.clone(),
         target_branch: listed.target_branch.clone().filter(|b| !b.is_empty()),
@@ -280,14 +281,14 @@ fn examine_into(
         };
         // The single MR is not served from the listing's cache: its head, target and state
         // are the current ones.
-        facts.head_sha = info.sha.clone().unwrap_or_default();
+        facts.head_sha = info.head_sha.clone();
         facts.open = info.state == "opened";
         facts.target_branch = info.target_branch.clone().filter(|b| !b.is_empty());
         if info.author_id.is_some() {
             facts.assent_possible = assent_possible(&inventory, info.author_id);
         }
         facts.head_pipeline = info.head_pipeline;
-        mr.head = info.sha.filter(|s| !s.is_empty());
+        mr.head_sha = info.head_sha;
         classification = classify(&facts, summary, now, &classify_settings);
     }
     mr.verdict = Some(classification.verdict);

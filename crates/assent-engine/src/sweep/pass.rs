@@ -38,6 +38,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::core::commit_sha::CommitSha;
 use crate::core::sweep_classification::{SweepVerdict, window_start};
 use crate::core::time::{SweepDuration, Timestamp};
 use crate::forge::sweep_port::{ListedMergeRequest, SweepForge};
@@ -208,7 +209,7 @@ impl SweepReport {
                 .iter()
                 .map(|m| JsonMr {
                     iid: m.iid,
-                    head: m.head.as_deref(),
+                    head: m.head_sha.as_ref().map(CommitSha::as_str),
                     verdict: m.verdict.map_or("error", SweepVerdict::as_str),
                     action: m.action,
                     pipeline_id: m.pipeline_id,
@@ -559,7 +560,7 @@ mod tests {
             entry.head_pipeline = match self.pipelines.get(&iid).cloned().flatten() {
                 Some(status) => HeadPipeline::Status {
                     status,
-                    sha: Some(HEAD.into()),
+                    sha: Some(CommitSha::parse(HEAD).unwrap()),
                 },
                 None => HeadPipeline::None,
             };
@@ -595,7 +596,7 @@ mod tests {
         ListedMergeRequest {
             iid,
             state: "opened".into(),
-            sha: Some(HEAD.into()),
+            head_sha: Some(CommitSha::parse(HEAD).unwrap()),
             updated_at: Some(updated.into()),
             target_branch: Some("main".into()),
             author_id: Some(AUTHOR),
@@ -618,7 +619,7 @@ mod tests {
             &Marker::Summary {
                 occurrence: Occurrence::digest(b"x"),
                 state,
-                head: head.into(),
+                head: CommitSha::parse(head).unwrap(),
                 target: Some("main".into()),
             },
             text,

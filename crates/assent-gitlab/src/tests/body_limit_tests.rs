@@ -6,12 +6,12 @@ use super::*;
 
 #[test]
 fn the_body_limit_is_enforced() {
-    let state = with_file(world(), "abc", "big.yaml", "x".repeat(5000).as_bytes());
-    let fake = FakeGitLab::start(with_file(state, "abc", "f", "x".repeat(4096).as_bytes()));
+    let state = with_file(world(), FILE_SHA, "big.yaml", "x".repeat(5000).as_bytes());
+    let fake = FakeGitLab::start(with_file(state, FILE_SHA, "f", "x".repeat(4096).as_bytes()));
     let mut config = config(&fake);
     config.body_limit = 4096;
     let (forge, sleeper) = forge_with(config.clone());
-    let err = forge.read_file("abc", "big.yaml").unwrap_err();
+    let err = forge.read_file(&sha(FILE_SHA), "big.yaml").unwrap_err();
     assert!(matches!(err, ForgeError::Decode { .. }), "{err:?}");
     assert!(err.to_string().contains("4096-byte limit"), "{err}");
     assert_eq!(
@@ -24,7 +24,7 @@ fn the_body_limit_is_enforced() {
     assert_eq!(
         forge_with(config)
             .0
-            .read_file("abc", "f")
+            .read_file(&sha(FILE_SHA), "f")
             .unwrap()
             .unwrap()
             .len(),
@@ -206,9 +206,9 @@ fn a_diff_listing_over_the_body_limit_is_asked_again_smaller() {
 #[test]
 fn budgeted_reads_take_what_fits_ask_for_lfs_objects_and_stop_once_spent() {
     use assent_forge::{BudgetedRead, ContentBudget};
-    let state = with_file(world(), "abc", "big.yaml", "x".repeat(5000).as_bytes());
-    let state = with_file(state, "abc", "six.yaml", b"123456");
-    let fake = FakeGitLab::start(with_file(state, "abc", "four.yaml", b"1234"));
+    let state = with_file(world(), FILE_SHA, "big.yaml", "x".repeat(5000).as_bytes());
+    let state = with_file(state, FILE_SHA, "six.yaml", b"123456");
+    let fake = FakeGitLab::start(with_file(state, FILE_SHA, "four.yaml", b"1234"));
     let (forge, _) = forge(&fake);
     let raw_reads = || {
         fake.requests()
@@ -225,7 +225,11 @@ fn budgeted_reads_take_what_fits_ask_for_lfs_objects_and_stop_once_spent() {
             .nth(1),
     );
     let budget = ContentBudget::new(10);
-    let read = |path| forge.read_file_within("abc", path, &budget).unwrap();
+    let read = |path| {
+        forge
+            .read_file_within(&sha(FILE_SHA), path, &budget)
+            .unwrap()
+    };
     assert_eq!(read("six.yaml"), BudgetedRead::Present(b"123456".to_vec()));
     assert_eq!(read("absent.yaml"), BudgetedRead::Absent);
     assert_eq!(read("four.yaml"), BudgetedRead::Present(b"1234".to_vec()));
@@ -241,14 +245,22 @@ fn budgeted_reads_take_what_fits_ask_for_lfs_objects_and_stop_once_spent() {
     // later read is sent.
     let budget = ContentBudget::new(100);
     let before = raw_reads().len();
-    let read = |path| forge.read_file_within("abc", path, &budget).unwrap();
+    let read = |path| {
+        forge
+            .read_file_within(&sha(FILE_SHA), path, &budget)
+            .unwrap()
+    };
     assert_eq!(read("big.yaml"), BudgetedRead::OverBudget);
     assert_eq!(raw_reads().len(), before + 1, "not retried");
     assert_eq!(read("four.yaml"), BudgetedRead::OverBudget);
     assert_eq!(raw_reads().len(), before + 1, "nothing sent once spent");
     // A read without a budget is as before.
     assert_eq!(
-        forge.read_file("abc", "big.yaml").unwrap().unwrap().len(),
+        forge
+            .read_file(&sha(FILE_SHA), "big.yaml")
+            .unwrap()
+            .unwrap()
+            .len(),
         5000
     );
 }

@@ -15,9 +15,9 @@ fn start_with_diff() -> FakeGitLab {
 
 fn orders_position(line: assent_core::model::DiffLine) -> assent_core::model::DiffPosition {
     assent_core::model::DiffPosition {
-        base_sha: fixtures::BASE_SHA.into(),
-        start_sha: fixtures::BASE_SHA.into(),
-        head_sha: fixtures::HEAD_SHA.into(),
+        base_sha: sha(fixtures::BASE_SHA),
+        start_sha: sha(fixtures::BASE_SHA),
+        head_sha: sha(fixtures::HEAD_SHA),
         old_path: "topics/orders.yaml".into(),
         new_path: "topics/orders.yaml".into(),
         line,
@@ -32,9 +32,9 @@ fn the_adapter_reads_diff_refs_and_diffs_and_creates_a_diff_note_at_its_position
     let mr = forge.merge_request().unwrap();
     assert_eq!(
         (
-            mr.base_sha.as_deref(),
-            mr.start_sha.as_deref(),
-            mr.diff_head_sha.as_deref()
+            mr.base_sha.as_ref().map(|s| s.as_str()),
+            mr.start_sha.as_ref().map(|s| s.as_str()),
+            mr.diff_head_sha.as_ref().map(|s| s.as_str())
         ),
         (
             Some(fixtures::BASE_SHA),

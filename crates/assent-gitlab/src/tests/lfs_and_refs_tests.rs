@@ -13,7 +13,7 @@ use fake_gitlab::lfs_storage::STORAGE_LFS_PREFIX;
 
 use super::*;
 
-const SHA: &str = "abc";
+const SHA: &str = FILE_SHA;
 const OBJECT: &[u8] = b"topics:\n  - name: big\n    retention_days: 7\n";
 
 /// [`world`] with `big.yaml` stored in Git LFS at [`SHA`], its object [`OBJECT`].
@@ -46,10 +46,15 @@ fn an_lfs_object_in_object_storage_is_read_through_the_one_redirect_without_the_
     let (forge, sleeper) = forge(&fake);
     let budget = ContentBudget::new(1 << 20);
     assert_eq!(
-        forge.read_file_within(SHA, "big.yaml", &budget).unwrap(),
+        forge
+            .read_file_within(&sha(SHA), "big.yaml", &budget)
+            .unwrap(),
         BudgetedRead::Present(OBJECT.to_vec())
     );
-    assert_eq!(forge.read_file(SHA, "big.yaml").unwrap().unwrap(), OBJECT);
+    assert_eq!(
+        forge.read_file(&sha(SHA), "big.yaml").unwrap().unwrap(),
+        OBJECT
+    );
     let stored = storage_requests(&fake);
     assert_eq!(stored.len(), 2, "one storage read per raw read");
     for request in &stored {
@@ -75,7 +80,7 @@ fn an_lfs_object_in_object_storage_is_read_through_the_one_redirect_without_the_
     // A file that is no LFS pointer is its blob, with no redirect.
     fake.reset_log();
     assert_eq!(
-        forge.read_file(SHA, "plain.yaml").unwrap().unwrap(),
+        forge.read_file(&sha(SHA), "plain.yaml").unwrap().unwrap(),
         b"a: 1\n"
     );
     assert!(storage_requests(&fake).is_empty());
@@ -83,7 +88,10 @@ fn an_lfs_object_in_object_storage_is_read_through_the_one_redirect_without_the_
     // With `proxy_download`, GitLab serves the object itself.
     fake.with_state(|st| st.lfs_proxy_download = true);
     fake.reset_log();
-    assert_eq!(forge.read_file(SHA, "big.yaml").unwrap().unwrap(), OBJECT);
+    assert_eq!(
+        forge.read_file(&sha(SHA), "big.yaml").unwrap().unwrap(),
+        OBJECT
+    );
     assert_eq!(fake.requests().len(), 1);
 }
 
@@ -92,7 +100,7 @@ fn raw_read_error(fake: &FakeGitLab, action: FaultAction) -> ForgeError {
     fake.inject(FaultRule::new(action).route(RouteKind::FileRaw));
     let (forge, sleeper) = forge(fake);
     let err = forge
-        .read_file_within(SHA, "big.yaml", &ContentBudget::new(1 << 20))
+        .read_file_within(&sha(SHA), "big.yaml", &ContentBudget::new(1 << 20))
         .unwrap_err();
     assert!(sleeper.delays().is_empty(), "a refusal is final: {err}");
     err
@@ -145,7 +153,7 @@ fn a_second_hop_from_the_storage_is_refused() {
         FaultRule::new(reply(302, &[("Location", &again)], "")).path_contains(STORAGE_LFS_PREFIX),
     );
     let (forge, sleeper) = forge(&fake);
-    let err = forge.read_file(SHA, "big.yaml").unwrap_err();
+    let err = forge.read_file(&sha(SHA), "big.yaml").unwrap_err();
     assert!(
         matches!(&err, ForgeError::Status { status: 302, message, .. }
             if message.contains("another redirect") && message.contains("/other")),
@@ -174,7 +182,7 @@ fn only_the_raw_routes_302_is_followed() {
         FaultRule::new(reply(302, &[("Location", &storage)], "")).route(RouteKind::MergeRequest),
     );
     let (forge, _) = forge(&fake);
-    let err = forge.list_tree(SHA, ".assent/policies").unwrap_err();
+    let err = forge.list_tree(&sha(SHA), ".assent/policies").unwrap_err();
     assert!(
         matches!(&err, ForgeError::Status { status: 302, message, .. } if message.contains("never followed")),
         "{err:?}"
@@ -193,13 +201,18 @@ fn an_lfs_object_past_the_budget_or_the_body_limit_is_refused() {
     let (forge, _) = forge(&fake);
     let budget = ContentBudget::new(OBJECT.len() as u64 - 1);
     assert_eq!(
-        forge.read_file_within(SHA, "big.yaml", &budget).unwrap(),
+        forge
+            .read_file_within(&sha(SHA), "big.yaml", &budget)
+            .unwrap(),
         BudgetedRead::OverBudget
     );
     assert!(budget.is_spent());
     let mut config = config(&fake);
     config.body_limit = OBJECT.len() as u64 - 1;
-    let err = forge_with(config).0.read_file(SHA, "big.yaml").unwrap_err();
+    let err = forge_with(config)
+        .0
+        .read_file(&sha(SHA), "big.yaml")
+        .unwrap_err();
     assert!(err.to_string().contains("-byte limit"), "{err}");
 }
 
@@ -211,7 +224,7 @@ fn a_storage_refusal_is_an_error_never_an_absent_file() {
             .path_contains(STORAGE_LFS_PREFIX),
     );
     let (forge, _) = forge(&fake);
-    let err = forge.read_file(SHA, "big.yaml").unwrap_err();
+    let err = forge.read_file(&sha(SHA), "big.yaml").unwrap_err();
     assert!(
         matches!(&err, ForgeError::Status { status: 302, message, .. }
             if message.contains("HTTP 404") && message.contains("NoSuchKey")),
@@ -234,7 +247,9 @@ fn a_tree_at_a_ref_gitlab_does_not_know_is_an_error_never_an_empty_listing() {
     let fake = FakeGitLab::start(lfs_world());
     let (forge, _) = forge(&fake);
     let unknown = "0123456789abcdef0123456789abcdef01234567";
-    let err = forge.list_tree(unknown, ".assent/policies").unwrap_err();
+    let err = forge
+        .list_tree(&sha(unknown), ".assent/policies")
+        .unwrap_err();
     assert!(
         matches!(&err, ForgeError::Status { status: 404, message, .. }
             if message.contains("does not know the commit") && message.contains(unknown)),
@@ -244,11 +259,16 @@ fn a_tree_at_a_ref_gitlab_does_not_know_is_an_error_never_an_empty_listing() {
 
     // A known commit without the folder: empty, once GitLab shows the commit exists.
     fake.reset_log();
-    assert!(forge.list_tree(SHA, ".assent/policies").unwrap().is_empty());
+    assert!(
+        forge
+            .list_tree(&sha(SHA), ".assent/policies")
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(commit_reads(&fake), 1);
 
     // A listing with files proves the commit by itself: no extra request.
     fake.reset_log();
-    assert_eq!(forge.list_tree(SHA, "").unwrap().len(), 2);
+    assert_eq!(forge.list_tree(&sha(SHA), "").unwrap().len(), 2);
     assert_eq!(commit_reads(&fake), 0);
 }

@@ -44,7 +44,10 @@ fn merge_request_info_is_mapped() {
     let mr = forge.merge_request().unwrap();
     assert_eq!(mr.state, MergeRequestState::Opened);
     assert_eq!(mr.head_sha, fixtures::HEAD_SHA);
-    assert_eq!(mr.base_sha.as_deref(), Some(fixtures::BASE_SHA));
+    assert_eq!(
+        mr.base_sha.as_ref().map(|s| s.as_str()),
+        Some(fixtures::BASE_SHA)
+    );
     assert_eq!(mr.target_branch, "main");
     assert_eq!(mr.head_pipeline_status.as_deref(), Some("running"));
     assert_eq!(
@@ -138,4 +141,39 @@ fn a_malformed_sha_from_gitlab_is_a_decode_error_naming_the_field() {
             "{field}: {message}"
         );
     }
+}
+
+#[test]
+fn version_heads_are_read_as_commit_shas_and_an_odd_one_fails_the_read() {
+    // `Entities::MergeRequestDiff` (`lib/api/merge_request_diffs.rb`): newest first; a
+    // version in GitLab's `empty` state has no head and names none.
+    let fake = FakeGitLab::start(world());
+    // Each injected page answers the next read of the versions only.
+    let page = |heads: Value| {
+        FaultRule::new(FaultAction::Reply {
+            status: 200,
+            headers: vec![
+                ("Content-Type".into(), "application/json".into()),
+                ("X-Next-Page".into(), String::new()),
+            ],
+            body: heads.to_string(),
+        })
+        .route(RouteKind::Versions)
+        .nth(1)
+    };
+    let newer = "aaaa00000000000000000000000000000000000b";
+    fake.inject(page(json!([
+    {"id": 2, "head_commit_sha": newer.to_uppercase()},
+    {"id": 1, "head_commit_sha": null},
+    {"id": 0, "head_commit_sha": ""}
+    ])));
+    let (forge, _) = forge(&fake);
+    assert_eq!(forge.version_heads().unwrap(), vec![sha(newer)]);
+    fake.inject(page(json!([{"id": 3, "head_commit_sha": "HEAD~1"}])));
+    let error = forge.version_heads().unwrap_err();
+    assert!(
+        matches!(&error, ForgeError::Decode { message, .. }
+            if message.contains("head_commit_sha") && message.contains("is not a commit SHA")),
+        "{error:?}"
+    );
 }

@@ -3,14 +3,19 @@
 
 use super::*;
 
+/// The commit the tree test lists.
+const T1: &str = "7100000000000000000000000000000000000001";
+/// The commit the file test reads.
+const S: &str = "5000000000000000000000000000000000000005";
+
 #[test]
 fn tree_lists_blobs_and_a_missing_dir_is_empty() {
     // A listing with a subtree and a submodule (which the fake's state cannot hold), then
-    // GitLab's two 404s: a path that is not there, and a project that is not. Commit `t1`
+    // GitLab's two 404s: a path that is not there, and a project that is not. Commit `T1`
     // exists, so the empty listing is believed once GitLab shows it (`lfs_and_refs_tests`
     // has a ref GitLab does not know).
     let mut state = world();
-    state.projects[0].files.entry("t1".into()).or_default();
+    state.projects[0].files.entry(T1.into()).or_default();
     let fake = FakeGitLab::start(state);
     for (n, answer) in [
         json_reply(
@@ -35,7 +40,7 @@ fn tree_lists_blobs_and_a_missing_dir_is_empty() {
     }
     let (forge, _) = forge(&fake);
     assert_eq!(
-        forge.list_tree("t1", "/.assent/policies/").unwrap(),
+        forge.list_tree(&sha(T1), "/.assent/policies/").unwrap(),
         vec![
             ".assent/policies/a.yaml".to_string(),
             ".assent/policies/sub/b.yml".to_string()
@@ -50,12 +55,12 @@ fn tree_lists_blobs_and_a_missing_dir_is_empty() {
         seen[0].query_param("path").as_deref(),
         Some(".assent/policies")
     );
-    assert_eq!(seen[0].query_param("ref").as_deref(), Some("t1"));
+    assert_eq!(seen[0].query_param("ref").as_deref(), Some(T1));
     assert_eq!(seen[0].query_param("recursive").as_deref(), Some("true"));
     assert_eq!(seen[0].body, "", "a GET carries no body");
-    assert!(forge.list_tree("t1", "gone").unwrap().is_empty());
+    assert!(forge.list_tree(&sha(T1), "gone").unwrap().is_empty());
     // A project that is not there is an error, not an empty tree.
-    assert!(forge.list_tree("t1", "other").is_err());
+    assert!(forge.list_tree(&sha(T1), "other").is_err());
     let paths: Vec<Option<String>> = fake
         .requests()
         .iter()
@@ -70,7 +75,9 @@ fn tree_lists_blobs_and_a_missing_dir_is_empty() {
         .collect();
     assert_eq!(
         commits,
-        ["/api/v4/projects/group%2Fsub%2Fproj/repository/commits/t1"],
+        [format!(
+            "/api/v4/projects/group%2Fsub%2Fproj/repository/commits/{T1}"
+        )],
         "only the empty listing asks for its commit"
     );
     assert_eq!(
@@ -86,15 +93,15 @@ fn tree_lists_blobs_and_a_missing_dir_is_empty() {
 #[test]
 fn missing_files_are_none_but_missing_projects_are_errors() {
     let mut state = world();
-    state.projects[0].files.entry("s".into()).or_default();
+    state.projects[0].files.entry(S.into()).or_default();
     let fake = FakeGitLab::start(state);
     let (forge, _) = forge(&fake);
-    assert_eq!(forge.read_file("s", "absent.yaml").unwrap(), None);
+    assert_eq!(forge.read_file(&sha(S), "absent.yaml").unwrap(), None);
     let mut elsewhere = config(&fake);
     elsewhere.project = "group/gone".into();
     let err = forge_with(elsewhere)
         .0
-        .read_file("s", "x.yaml")
+        .read_file(&sha(S), "x.yaml")
         .unwrap_err();
     assert!(
         matches!(err, ForgeError::Status { status: 404, .. }),

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The tip of the branch whose name needs encoding.
+const C0FFEE: &str = "c0ffee0000000000000000000000000000000000";
+
 #[test]
 fn a_nested_project_path_is_one_percent_encoded_segment() {
     let fake = FakeGitLab::start(world());
@@ -30,27 +33,33 @@ fn a_nested_project_path_is_one_percent_encoded_segment() {
 fn project_and_file_paths_are_single_encoded_segments() {
     let mut state = with_file(
         world(),
-        "abc123",
+        "abc1230000000000000000000000000000000000",
         "topics/a b/orders.yaml",
         b"retention: 7\n",
     );
     state.projects[0]
         .branches
-        .insert("release/2.0".into(), "c0ffee".into());
+        .insert("release/2.0".into(), C0FFEE.into());
     let fake = FakeGitLab::start(state);
     let (forge, _) = forge(&fake);
     let bytes = forge
-        .read_file("abc123", "topics/a b/orders.yaml")
+        .read_file(
+            &sha("abc1230000000000000000000000000000000000"),
+            "topics/a b/orders.yaml",
+        )
         .unwrap()
         .unwrap();
     assert_eq!(bytes, b"retention: 7\n");
-    assert_eq!(forge.branch_head("release/2.0").unwrap(), "c0ffee");
+    assert_eq!(forge.branch_head("release/2.0").unwrap(), sha(C0FFEE));
     let seen = fake.requests();
     assert_eq!(
         seen[0].path,
         "/api/v4/projects/group%2Fsub%2Fproj/repository/files/topics%2Fa%20b%2Forders.yaml/raw"
     );
-    assert_eq!(seen[0].query_param("ref").as_deref(), Some("abc123"));
+    assert_eq!(
+        seen[0].query_param("ref").as_deref(),
+        Some("abc1230000000000000000000000000000000000")
+    );
     assert_eq!(
         seen[1].path,
         "/api/v4/projects/group%2Fsub%2Fproj/repository/branches/release%2F2.0"

@@ -6,6 +6,7 @@
 
 use std::ops::Range;
 
+use assent::core::commit_sha::CommitSha;
 use assent::core::desired_state::{
     ChangedFileInput, FileContent, ReviewInputs, compute_desired_state, self_edit_sides_of_contents,
 };
@@ -523,8 +524,8 @@ fn summary_of_state(desired: DesiredState) -> String {
         .collect();
     let pins = Pins {
         source_sha: assent::core::commit_sha::CommitSha::parse(&"1".repeat(40)).unwrap(),
-        target_sha: "2".repeat(40),
-        base_sha: "3".repeat(40),
+        target_sha: sha('2'),
+        base_sha: sha('3'),
         policy_digest: format!("sha256:{}", "a".repeat(64)),
         policy_project: None,
         policy_sha: None,
@@ -625,12 +626,12 @@ pub fn linked_bodies(change: &HostileChange) {
     };
     let desired = DesiredState::new(vec![finding.clone()])
         .with_sites([(finding.slot.clone(), site)].into_iter().collect());
-    let source = "1".repeat(40);
+    let source = sha('1');
     let placements = place_findings(
         &desired,
         &PlacementContext {
             source_sha: &source,
-            base_sha: &"3".repeat(40),
+            base_sha: &sha('3'),
             diff_refs: None,
             files: &[],
             merge_request_url: Some(WEB_URL),
@@ -764,7 +765,6 @@ pub fn unified_diff(data: &[u8]) {
         );
         assert!(!lines.is_added(0) && !lines.is_removed(0));
     }
-    let sha = |c: char| c.to_string().repeat(40);
     let refs = DiffRefs {
         base_sha: sha('1'),
         start_sha: sha('1'),
@@ -824,4 +824,9 @@ pub fn unified_diff(data: &[u8]) {
             }
         }
     }
+}
+
+/// The SHA-1 of forty `digit`s.
+fn sha(digit: char) -> CommitSha {
+    CommitSha::parse(&digit.to_string().repeat(40)).expect("a hex digit")
 }

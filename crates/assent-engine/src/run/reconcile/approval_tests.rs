@@ -11,10 +11,14 @@ use crate::forge::memory::{HUMAN_USER_ID, InMemoryForge, MR_AUTHOR_USER_ID};
 use crate::forge::{CreatedThread, RequestCounts};
 
 const BOT: u64 = 1;
-const HEAD: &str = "1111111111111111111111111111111111111111";
-const PUSHED: &str = "4444444444444444444444444444444444444444";
+static HEAD: std::sync::LazyLock<CommitSha> = std::sync::LazyLock::new(|| {
+    CommitSha::parse("1111111111111111111111111111111111111111").unwrap()
+});
+static PUSHED: std::sync::LazyLock<CommitSha> = std::sync::LazyLock::new(|| {
+    CommitSha::parse("4444444444444444444444444444444444444444").unwrap()
+});
 
-pub(super) fn ctx(head: &str) -> RunContext {
+pub(super) fn ctx(head: &CommitSha) -> RunContext {
     RunContext {
         project: "42".into(),
         mr: 7,
@@ -150,7 +154,7 @@ impl Forge for Scripted<'_> {
         self.log("list");
         self.inner.list_discussions()
     }
-    fn version_heads(&self) -> Result<Vec<String>, ForgeError> {
+    fn version_heads(&self) -> Result<Vec<CommitSha>, ForgeError> {
         self.log("versions");
         self.inner.version_heads()
     }
@@ -185,8 +189,8 @@ impl Forge for Scripted<'_> {
         self.log("read approval");
         self.inner.bot_approves()
     }
-    fn approve(&self, sha: &str) -> Result<(), ForgeError> {
-        self.approval_write(&format!("approve {}", &sha[..4]), || {
+    fn approve(&self, sha: &CommitSha) -> Result<(), ForgeError> {
+        self.approval_write(&format!("approve {}", &sha.as_str()[..4]), || {
             self.inner.approve(sha)
         })
     }
@@ -230,7 +234,7 @@ fn refused(status: u16, message: &str) -> ForgeError {
 fn publish(
     forge: &dyn Forge,
     desired: &DesiredState,
-    head: &str,
+    head: &CommitSha,
     approve: bool,
 ) -> Result<Receipt, ReconcileError> {
     reconcile_with(forge, desired, &ctx(head), approve, &Silent).map(|p| p.receipt)
@@ -265,9 +269,9 @@ fn summary_body(forge: &InMemoryForge) -> String {
 
 #[test]
 fn approve_on_approve_is_the_last_write_after_the_verified_summary() {
-    let memory = InMemoryForge::new(BOT, HEAD);
+    let memory = InMemoryForge::new(BOT, &HEAD);
     let forge = Scripted::new(&memory);
-    let receipt = publish(&forge, &approvable(), HEAD, true).unwrap();
+    let receipt = publish(&forge, &approvable(), &HEAD, true).unwrap();
     assert_eq!(receipt.outcome, Outcome::Published);
     assert_eq!(receipt.decision, Some(Decision::Approve));
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Approved));
@@ -293,11 +297,11 @@ fn approve_on_approve_is_the_last_write_after_the_verified_summary() {
 
 #[test]
 fn approval_follows_the_verified_edit_when_threads_are_written() {
-    let memory = InMemoryForge::new(BOT, HEAD);
-    publish(&memory, &challenged(), HEAD, true).unwrap();
+    let memory = InMemoryForge::new(BOT, &HEAD);
+    publish(&memory, &challenged(), &HEAD, true).unwrap();
     // A revert: the challenge is no longer desired, its thread is retired, the MR approved.
     let forge = Scripted::new(&memory);
-    let receipt = publish(&forge, &approvable(), HEAD, true).unwrap();
+    let receipt = publish(&forge, &approvable(), &HEAD, true).unwrap();
     assert_eq!(receipt.decision, Some(Decision::Approve));
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Approved));
     assert_eq!(
@@ -318,9 +322,9 @@ fn approval_follows_the_verified_edit_when_threads_are_written() {
 
 #[test]
 fn the_first_run_of_a_challenge_writes_threads_then_verified_then_no_approval() {
-    let memory = InMemoryForge::new(BOT, HEAD);
+    let memory = InMemoryForge::new(BOT, &HEAD);
     let forge = Scripted::new(&memory);
-    let receipt = publish(&forge, &challenged(), HEAD, true).unwrap();
+    let receipt = publish(&forge, &challenged(), &HEAD, true).unwrap();
     assert_eq!(receipt.decision, Some(Decision::Review));
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Unchanged));
     assert_eq!(
@@ -341,32 +345,32 @@ fn the_first_run_of_a_challenge_writes_threads_then_verified_then_no_approval() 
 
 #[test]
 fn a_rerun_makes_zero_writes_and_says_unchanged() {
-    let memory = InMemoryForge::new(BOT, HEAD);
-    publish(&memory, &approvable(), HEAD, true).unwrap();
+    let memory = InMemoryForge::new(BOT, &HEAD);
+    publish(&memory, &approvable(), &HEAD, true).unwrap();
     let before = writes(&memory);
-    let receipt = publish(&memory, &approvable(), HEAD, true).unwrap();
+    let receipt = publish(&memory, &approvable(), &HEAD, true).unwrap();
     assert_eq!(writes(&memory), before);
     assert_eq!(receipt.requests.writes, 0);
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Unchanged));
-    let again = publish(&memory, &approvable(), HEAD, true).unwrap();
+    let again = publish(&memory, &approvable(), &HEAD, true).unwrap();
     assert_eq!(again.to_json(), receipt.to_json(), "byte-identical");
 }
 
 #[test]
 fn a_new_push_that_makes_it_review_withdraws_the_approval() {
-    let memory = InMemoryForge::new(BOT, HEAD);
+    let memory = InMemoryForge::new(BOT, &HEAD);
     // A project that keeps approvals on push: only assent can take the approval back.
     memory.set_reset_approvals_on_push(false);
-    publish(&memory, &approvable(), HEAD, true).unwrap();
+    publish(&memory, &approvable(), &HEAD, true).unwrap();
     assert_eq!(memory.approvals(), vec![BOT]);
-    memory.set_head(PUSHED);
+    memory.set_head(&PUSHED);
     assert_eq!(
         memory.approvals(),
         vec![BOT],
         "the approval survived the push"
     );
     let forge = Scripted::new(&memory);
-    let receipt = publish(&forge, &challenged(), PUSHED, true).unwrap();
+    let receipt = publish(&forge, &challenged(), &PUSHED, true).unwrap();
     assert_eq!(receipt.decision, Some(Decision::Review));
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Unapproved));
     assert!(memory.approvals().is_empty());
@@ -376,23 +380,23 @@ fn a_new_push_that_makes_it_review_withdraws_the_approval() {
 
 #[test]
 fn reopening_a_thread_or_a_block_withdraws_the_approval_at_the_same_head() {
-    let memory = InMemoryForge::new(BOT, HEAD);
-    publish(&memory, &challenged(), HEAD, true).unwrap();
+    let memory = InMemoryForge::new(BOT, &HEAD);
+    publish(&memory, &challenged(), &HEAD, true).unwrap();
     let thread = thread_id(&memory);
     memory.set_resolved_by(thread, true, HUMAN_USER_ID).unwrap();
-    let receipt = publish(&memory, &challenged(), HEAD, true).unwrap();
+    let receipt = publish(&memory, &challenged(), &HEAD, true).unwrap();
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Approved));
 
     memory
         .set_resolved_by(thread, false, HUMAN_USER_ID)
         .unwrap();
-    let receipt = publish(&memory, &challenged(), HEAD, true).unwrap();
+    let receipt = publish(&memory, &challenged(), &HEAD, true).unwrap();
     assert_eq!(receipt.decision, Some(Decision::Review));
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Unapproved));
 
-    let memory = InMemoryForge::new(BOT, HEAD);
-    publish(&memory, &approvable(), HEAD, true).unwrap();
-    let receipt = publish(&memory, &blocked(), HEAD, true).unwrap();
+    let memory = InMemoryForge::new(BOT, &HEAD);
+    publish(&memory, &approvable(), &HEAD, true).unwrap();
+    let receipt = publish(&memory, &blocked(), &HEAD, true).unwrap();
     assert_eq!(receipt.decision, Some(Decision::Block));
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Unapproved));
     assert!(memory.approvals().is_empty());
@@ -402,14 +406,14 @@ fn reopening_a_thread_or_a_block_withdraws_the_approval_at_the_same_head() {
 /// never earns the bot's approval.
 #[test]
 fn the_authors_own_resolution_never_earns_the_bots_approval() {
-    let memory = InMemoryForge::new(BOT, HEAD);
-    publish(&memory, &challenged(), HEAD, true).unwrap();
+    let memory = InMemoryForge::new(BOT, &HEAD);
+    publish(&memory, &challenged(), &HEAD, true).unwrap();
     memory
         .set_resolved_by(thread_id(&memory), true, MR_AUTHOR_USER_ID)
         .unwrap();
     // The author also approves; that approval is theirs, not the bot's.
     memory.set_approved_by(MR_AUTHOR_USER_ID, true);
-    let receipt = publish(&memory, &challenged(), HEAD, true).unwrap();
+    let receipt = publish(&memory, &challenged(), &HEAD, true).unwrap();
     assert_eq!(receipt.decision, Some(Decision::Review));
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Unchanged));
     assert_eq!(
@@ -421,18 +425,18 @@ fn the_authors_own_resolution_never_earns_the_bots_approval() {
 
 #[test]
 fn a_human_approval_is_not_mistaken_for_the_bots() {
-    let memory = InMemoryForge::new(BOT, HEAD);
+    let memory = InMemoryForge::new(BOT, &HEAD);
     memory.set_approved_by(HUMAN_USER_ID, true);
-    let receipt = publish(&memory, &approvable(), HEAD, true).unwrap();
+    let receipt = publish(&memory, &approvable(), &HEAD, true).unwrap();
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Approved));
     assert_eq!(memory.approvals(), vec![BOT, HUMAN_USER_ID]);
 }
 
 #[test]
 fn a_head_that_moves_before_the_approval_is_a_stale_pipeline() {
-    let memory = InMemoryForge::new(BOT, HEAD);
-    let forge = Scripted::new(&memory).before_approval_read(|m| m.set_head(PUSHED));
-    let receipt = publish(&forge, &approvable(), HEAD, true).unwrap();
+    let memory = InMemoryForge::new(BOT, &HEAD);
+    let forge = Scripted::new(&memory).before_approval_read(|m| m.set_head(&PUSHED));
+    let receipt = publish(&forge, &approvable(), &HEAD, true).unwrap();
     assert_eq!(receipt.outcome, Outcome::StalePipeline);
     assert_eq!(receipt.decision, None);
     assert_eq!(receipt.approval, None);
@@ -441,7 +445,7 @@ fn a_head_that_moves_before_the_approval_is_a_stale_pipeline() {
         receipt
             .warnings
             .iter()
-            .any(|w| w.contains("moved past") && w.contains(HEAD)),
+            .any(|w| w.contains("moved past") && w.contains(HEAD.as_str())),
         "{:?}",
         receipt.warnings
     );
@@ -460,10 +464,10 @@ fn a_head_that_moves_before_the_approval_is_a_stale_pipeline() {
 
 #[test]
 fn without_approve_the_approval_is_neither_read_nor_written() {
-    let memory = InMemoryForge::new(BOT, HEAD);
+    let memory = InMemoryForge::new(BOT, &HEAD);
     memory.set_approved_by(BOT, true);
     let forge = Scripted::new(&memory);
-    let receipt = publish(&forge, &challenged(), HEAD, false).unwrap();
+    let receipt = publish(&forge, &challenged(), &HEAD, false).unwrap();
     assert_eq!(receipt.approval, None);
     assert!(
         !forge.calls().iter().any(|c| c.contains("approv")),
@@ -476,11 +480,11 @@ fn without_approve_the_approval_is_neither_read_nor_written() {
 
 #[test]
 fn a_dry_run_and_a_closed_mr_leave_the_approval_alone() {
-    let memory = InMemoryForge::new(BOT, HEAD);
+    let memory = InMemoryForge::new(BOT, &HEAD);
     let forge = Scripted::new(&memory);
     let dry = RunContext {
         dry_run: true,
-        ..ctx(HEAD)
+        ..ctx(&HEAD)
     };
     let receipt = reconcile_with(&forge, &approvable(), &dry, true, &Silent)
         .unwrap()
@@ -489,7 +493,7 @@ fn a_dry_run_and_a_closed_mr_leave_the_approval_alone() {
     assert_eq!(receipt.approval, None);
 
     memory.set_mr_state(MergeRequestState::Merged);
-    let receipt = publish(&forge, &approvable(), HEAD, true).unwrap();
+    let receipt = publish(&forge, &approvable(), &HEAD, true).unwrap();
     assert_eq!(receipt.outcome, Outcome::MrNotOpen);
     assert_eq!(receipt.approval, None);
     assert!(!forge.calls().iter().any(|c| c.contains("approv")));
@@ -498,10 +502,10 @@ fn a_dry_run_and_a_closed_mr_leave_the_approval_alone() {
 
 #[test]
 fn a_lost_acknowledgement_is_settled_by_reading_the_approval_again() {
-    let memory = InMemoryForge::new(BOT, HEAD);
+    let memory = InMemoryForge::new(BOT, &HEAD);
     let forge =
         Scripted::new(&memory).intercept(vec![Intercept::ApplyThenFail(server_error("approve"))]);
-    let receipt = publish(&forge, &approvable(), HEAD, true).unwrap();
+    let receipt = publish(&forge, &approvable(), &HEAD, true).unwrap();
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Approved));
     let approvals = forge
         .calls()
@@ -514,12 +518,12 @@ fn a_lost_acknowledgement_is_settled_by_reading_the_approval_again() {
 
 #[test]
 fn an_approval_that_did_not_take_effect_is_sent_again_only_after_a_read() {
-    let memory = InMemoryForge::new(BOT, HEAD);
+    let memory = InMemoryForge::new(BOT, &HEAD);
     memory.set_reset_approvals_on_push(false);
     memory.set_approved_by(BOT, true);
     let forge =
         Scripted::new(&memory).intercept(vec![Intercept::Refuse(server_error("unapprove"))]);
-    let receipt = publish(&forge, &blocked(), HEAD, true).unwrap();
+    let receipt = publish(&forge, &blocked(), &HEAD, true).unwrap();
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Unapproved));
     let tail: Vec<String> = forge.calls().into_iter().rev().take(4).collect();
     assert_eq!(
@@ -532,13 +536,13 @@ fn an_approval_that_did_not_take_effect_is_sent_again_only_after_a_read() {
 
 #[test]
 fn already_approved_by_a_concurrent_run_is_unchanged() {
-    let memory = InMemoryForge::new(BOT, HEAD);
+    let memory = InMemoryForge::new(BOT, &HEAD);
     // The read says "not approved", then another run of the bot approves before this one.
     let forge = Scripted::new(&memory).intercept(vec![Intercept::ApplyThenFail(refused(
         401,
         "401 Unauthorized",
     ))]);
-    let receipt = publish(&forge, &approvable(), HEAD, true).unwrap();
+    let receipt = publish(&forge, &approvable(), &HEAD, true).unwrap();
     assert_eq!(receipt.approval, Some(ApprovalOutcome::Unchanged));
     assert_eq!(memory.approvals(), vec![BOT]);
 }
@@ -552,10 +556,10 @@ fn an_approval_already_so_is_settled_by_reading_again() {
         refused(304, "not modified"),
         refused(401, "401 Unauthorized"),
     ] {
-        let memory = InMemoryForge::new(BOT, HEAD);
+        let memory = InMemoryForge::new(BOT, &HEAD);
         let forge =
             Scripted::new(&memory).intercept(vec![Intercept::ApplyThenFail(already_so.clone())]);
-        let receipt = publish(&forge, &approvable(), HEAD, true).unwrap();
+        let receipt = publish(&forge, &approvable(), &HEAD, true).unwrap();
         assert_eq!(
             receipt.approval,
             Some(ApprovalOutcome::Unchanged),
@@ -566,12 +570,12 @@ fn an_approval_already_so_is_settled_by_reading_again() {
         assert_eq!(summary_state(&summary_body(&memory)), "verified");
     }
     for already_so in [refused(304, "not modified"), refused(404, "404 Not Found")] {
-        let memory = InMemoryForge::new(BOT, HEAD);
+        let memory = InMemoryForge::new(BOT, &HEAD);
         memory.set_reset_approvals_on_push(false);
         memory.set_approved_by(BOT, true);
         let forge =
             Scripted::new(&memory).intercept(vec![Intercept::ApplyThenFail(already_so.clone())]);
-        let receipt = publish(&forge, &blocked(), HEAD, true).unwrap();
+        let receipt = publish(&forge, &blocked(), &HEAD, true).unwrap();
         assert_eq!(
             receipt.approval,
             Some(ApprovalOutcome::Unchanged),
@@ -587,10 +591,10 @@ fn an_approval_already_so_is_settled_by_reading_again() {
 /// (never a guess), and the summary is no longer verified.
 #[test]
 fn an_already_so_answer_the_read_contradicts_fails_the_run() {
-    let memory = InMemoryForge::new(BOT, HEAD);
+    let memory = InMemoryForge::new(BOT, &HEAD);
     let forge =
         Scripted::new(&memory).intercept(vec![Intercept::Refuse(refused(304, "not modified"))]);
-    let err = publish(&forge, &approvable(), HEAD, true).unwrap_err();
+    let err = publish(&forge, &approvable(), &HEAD, true).unwrap_err();
     assert!(matches!(err, ReconcileError::Approval { .. }), "{err}");
     assert!(err.to_string().contains("still not as decided"), "{err}");
     assert!(memory.approvals().is_empty());
@@ -603,9 +607,9 @@ fn a_refused_approval_fails_the_run_and_the_summary_is_no_longer_verified() {
         refused(403, "403 Forbidden"),
         refused(401, "401 Unauthorized"),
     ] {
-        let memory = InMemoryForge::new(BOT, HEAD);
+        let memory = InMemoryForge::new(BOT, &HEAD);
         let forge = Scripted::new(&memory).intercept(vec![Intercept::Refuse(error.clone())]);
-        let err = publish(&forge, &approvable(), HEAD, true).unwrap_err();
+        let err = publish(&forge, &approvable(), &HEAD, true).unwrap_err();
         let text = err.to_string();
         assert!(
             matches!(err, ReconcileError::Approval { .. }),
@@ -622,7 +626,7 @@ fn a_refused_approval_fails_the_run_and_the_summary_is_no_longer_verified() {
             "a summary never says verified for a run that exits non-zero"
         );
         // The next run, with the forge answering again, repairs both.
-        let receipt = publish(&memory, &approvable(), HEAD, true).unwrap();
+        let receipt = publish(&memory, &approvable(), &HEAD, true).unwrap();
         assert_eq!(receipt.approval, Some(ApprovalOutcome::Approved));
         assert_eq!(summary_state(&summary_body(&memory)), "verified");
     }
@@ -630,13 +634,13 @@ fn a_refused_approval_fails_the_run_and_the_summary_is_no_longer_verified() {
 
 #[test]
 fn an_approval_that_never_settles_gives_up_without_a_verified_summary() {
-    let memory = InMemoryForge::new(BOT, HEAD);
+    let memory = InMemoryForge::new(BOT, &HEAD);
     let forge = Scripted::new(&memory).intercept(
         (0..MAX_PLANNING_ROUNDS)
             .map(|_| Intercept::Refuse(server_error("approve")))
             .collect(),
     );
-    let err = publish(&forge, &approvable(), HEAD, true).unwrap_err();
+    let err = publish(&forge, &approvable(), &HEAD, true).unwrap_err();
     assert!(matches!(err, ReconcileError::Approval { .. }), "{err}");
     let approvals = forge
         .calls()

@@ -9,15 +9,19 @@ use crate::core::refusal::retargeted_warning;
 use crate::forge::memory::InMemoryForge;
 
 const BOT: u64 = 1;
-const PINNED: &str = "1111111111111111111111111111111111111111";
-const PUSHED: &str = "4444444444444444444444444444444444444444";
+static PINNED: std::sync::LazyLock<CommitSha> = std::sync::LazyLock::new(|| {
+    CommitSha::parse("1111111111111111111111111111111111111111").unwrap()
+});
+static PUSHED: std::sync::LazyLock<CommitSha> = std::sync::LazyLock::new(|| {
+    CommitSha::parse("4444444444444444444444444444444444444444").unwrap()
+});
 
 fn ctx() -> RunContext {
-    super::approval_tests::ctx(PINNED)
+    super::approval_tests::ctx(&PINNED)
 }
 
 /// A forge whose listing holds a bot note with a marker that does not parse.
-fn forge_with_malformed_marker(head: &str) -> InMemoryForge {
+fn forge_with_malformed_marker(head: &CommitSha) -> InMemoryForge {
     let memory = InMemoryForge::new(BOT, head);
     memory
         .post(BOT, "<!-- assent:marker {\"v\":1,\"kind\": -->", true, None)
@@ -37,7 +41,7 @@ fn assert_carries_the_malformed_marker_warning(receipt: &Receipt) {
 
 #[test]
 fn a_stale_pipeline_receipt_keeps_the_listing_warnings() {
-    let memory = forge_with_malformed_marker(PUSHED);
+    let memory = forge_with_malformed_marker(&PUSHED);
     let publication = reconcile(&memory, &challenged(), &ctx()).unwrap();
     assert_eq!(publication.receipt.outcome, Outcome::StalePipeline);
     assert_eq!(publication.stale, Some(Staleness::HeadMoved));
@@ -47,7 +51,7 @@ fn a_stale_pipeline_receipt_keeps_the_listing_warnings() {
 
 #[test]
 fn a_retargeted_pipeline_receipt_keeps_both_warnings() {
-    let memory = forge_with_malformed_marker(PINNED);
+    let memory = forge_with_malformed_marker(&PINNED);
     let mut info = memory.merge_request().unwrap();
     info.target_branch = "release".into();
     memory.set_merge_request(info);
@@ -75,7 +79,7 @@ fn a_retargeted_pipeline_receipt_keeps_both_warnings() {
 
 #[test]
 fn an_mr_not_open_receipt_keeps_the_listing_warnings() {
-    let memory = forge_with_malformed_marker(PINNED);
+    let memory = forge_with_malformed_marker(&PINNED);
     memory.set_mr_state(MergeRequestState::Merged);
     let publication = reconcile(&memory, &challenged(), &ctx()).unwrap();
     assert_eq!(publication.receipt.outcome, Outcome::MrNotOpen);
@@ -86,18 +90,18 @@ fn an_mr_not_open_receipt_keeps_the_listing_warnings() {
 
 #[test]
 fn one_classification_decides_every_refusal() {
-    let open = InMemoryForge::new(BOT, PINNED).merge_request().unwrap();
-    assert_eq!(refusal_for(&open, PINNED, Some(&open.target_branch)), None);
-    assert_eq!(refusal_for(&open, PINNED, None), None);
+    let open = InMemoryForge::new(BOT, &PINNED).merge_request().unwrap();
+    assert_eq!(refusal_for(&open, &PINNED, Some(&open.target_branch)), None);
+    assert_eq!(refusal_for(&open, &PINNED, None), None);
 
-    let moved = refusal_for(&open, PUSHED, None).expect("the head moved");
+    let moved = refusal_for(&open, &PUSHED, None).expect("the head moved");
     assert_eq!(
         (moved.outcome, moved.stale, moved.warning),
         (Outcome::StalePipeline, Some(Staleness::HeadMoved), None)
     );
 
     // Retargeted (and pushed to as well): the retarget is named, with its warning.
-    let retargeted = refusal_for(&open, PUSHED, Some("release")).expect("retargeted");
+    let retargeted = refusal_for(&open, &PUSHED, Some("release")).expect("retargeted");
     assert_eq!(
         (retargeted.outcome, retargeted.stale),
         (Outcome::StalePipeline, Some(Staleness::Retargeted))
@@ -112,7 +116,7 @@ fn one_classification_decides_every_refusal() {
         state: MergeRequestState::Merged,
         ..open
     };
-    let refusal = refusal_for(&closed, PUSHED, Some("release")).expect("not open");
+    let refusal = refusal_for(&closed, &PUSHED, Some("release")).expect("not open");
     assert_eq!(
         (refusal.outcome, refusal.stale, refusal.warning),
         (Outcome::MrNotOpen, None, None)
