@@ -17,7 +17,9 @@
 //!   (`_observed`, `_shared`): a use case has a plain function and one `_with` form.
 //! * no two modules of a product crate import each other, directly or around a circle
 //!   (`use crate::…`, `crate::…` and `super::…` paths outside tests), but the few circles of
-//!   `ALLOWED_CIRCLES`, each with its reason.
+//!   `ALLOWED_CIRCLES`, each with its reason;
+//! * no field or parameter named `sha`/`…_sha` in the core, the ports or the engine holds text
+//!   (`String`, `&str`) outside tests, but the wire forms of `TEXT_SHAS`.
 //!
 //! Each check is a function over (file list, doc text), so the unit tests below can plant a
 //! drift and show the check catches it.
@@ -1298,4 +1300,98 @@ fn an_import_circle_is_found() {
     )
     .into();
     assert!(circles(&import_graph(&files)).is_empty());
+}
+
+/// The crates a commit SHA reaches only parsed: below the adapter and the application, every
+/// SHA is a `CommitSha` (docs/architecture.md, "Vocabulary notes").
+const TYPED_SHA_ROOTS: &[&str] = &[
+    "crates/assent-core/src",
+    "crates/assent-forge/src",
+    "crates/assent-engine/src",
+];
+
+/// The SHAs left as text there, each a wire form read through the parser: `file: name`.
+const TEXT_SHAS: &[(&str, &str)] = &[
+    // The receipt's `pins` as written: a refused run's unknown pin is `""`.
+    ("crates/assent-core/src/model.rs", "target_sha"),
+    ("crates/assent-core/src/model.rs", "base_sha"),
+    // The parser and the display helper themselves.
+    ("crates/assent-core/src/commit_sha.rs", "sha"),
+];
+
+/// Whether `path` holds only tests (a `#[cfg(test)]` module of its own).
+fn is_test_file(path: &str) -> bool {
+    path.ends_with("_tests.rs")
+        || path.ends_with("/tests.rs")
+        || path.ends_with("test_support.rs")
+        || path.contains("/tests/")
+}
+
+/// `file: name` for every field or parameter named `sha` or `…_sha` typed as text (`String`,
+/// `&str`, or an `Option` of one) outside tests.
+fn text_shas(files: &[(String, String)]) -> Vec<String> {
+    let text = regex::Regex::new(
+        r"\b((?:\w+_)?sha)\s*:\s*(?:&(?:'\w+\s+)?str|String|Option<\s*(?:String|&(?:'\w+\s+)?str)\s*>)",
+    )
+    .expect("a valid pattern");
+    let mut found = BTreeSet::new();
+    for (path, source) in files {
+        if is_test_file(path) {
+            continue;
+        }
+        for capture in text.captures_iter(&non_test_code(source)) {
+            found.insert(format!("{path}: {}", &capture[1]));
+        }
+    }
+    found.into_iter().collect()
+}
+
+#[test]
+fn below_the_edges_a_commit_sha_is_a_commit_sha() {
+    let root = workspace_root();
+    let files: Vec<(String, String)> = all_files(&root, TYPED_SHA_ROOTS)
+        .into_iter()
+        .filter(|path| path.ends_with(".rs"))
+        .map(|path| {
+            let text = read(&root.join(&path));
+            (path, text)
+        })
+        .collect();
+    let allowed: BTreeSet<String> = TEXT_SHAS
+        .iter()
+        .map(|(file, name)| format!("{file}: {name}"))
+        .collect();
+    let found = text_shas(&files);
+    let new: Vec<&String> = found.iter().filter(|f| !allowed.contains(*f)).collect();
+    let gone: Vec<&String> = allowed.iter().filter(|a| !found.contains(a)).collect();
+    assert!(
+        new.is_empty() && gone.is_empty(),
+        "commit SHAs held as text (take or hold a CommitSha, parsed where the text arrives):\n{}\n\
+         text SHAs that are gone (drop them from TEXT_SHAS):\n{}",
+        new.iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        gone.iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+}
+
+#[test]
+fn a_commit_sha_held_as_text_is_found() {
+    let files = [
+        (
+            "a.rs",
+            "pub struct P { pub base_sha: String, pub head_sha: Option<&'a str>, digest_sha256: String }\nfn f(sha: &str) {}\n",
+        ),
+        ("b.rs", "fn g(sha: &CommitSha, head: &str) {}\n#[cfg(test)]\nmod tests { fn t(sha: &str) {} }\n"),
+        ("c_tests.rs", "fn t(sha: &str) {}\n"),
+    ]
+    .map(|(p, t)| (p.to_string(), t.to_string()));
+    assert_eq!(
+        text_shas(&files),
+        ["a.rs: base_sha", "a.rs: head_sha", "a.rs: sha"]
+    );
 }
