@@ -34,6 +34,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use assent_test_support::git_repo::GitRepo;
+
 use assent::core::desired_state::{
     ChangedFileInput, FileContent, ReviewInputs, compute_desired_state,
 };
@@ -71,68 +73,18 @@ fn options() -> Options {
     options
 }
 
-/// A temporary repository and the git environment every command in it runs with.
-struct Repo {
-    home: tempfile::TempDir,
-    dir: PathBuf,
-}
-
-impl Repo {
-    fn new() -> Repo {
-        let home = tempfile::tempdir().expect("temporary directory");
-        std::fs::write(home.path().join("gitconfig"), "").expect("empty config");
-        let dir = home.path().join("repo");
-        std::fs::create_dir(&dir).expect("repo folder");
-        let repo = Repo { home, dir };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo.git(&["config", "user.name", "Bench"]);
-        repo.git(&["config", "user.email", "bench@example.com"]);
-        repo
-    }
-
-    fn env(&self, command: &mut Command) {
-        command
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path())
-            .env("GIT_CONFIG_GLOBAL", self.home.path().join("gitconfig"));
-    }
-
-    fn git(&self, args: &[&str]) {
-        let mut command = Command::new("git");
-        command.arg("-C").arg(&self.dir).args(args);
-        self.env(&mut command);
-        let out = command.output().expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn write(&self, path: &str, content: &[u8]) {
-        let file = self.dir.join(path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, content).unwrap();
-    }
-
-    fn commit(&self, message: &str) {
-        self.git(&["add", "--all"]);
-        self.git(&["commit", "-q", "-m", message]);
-    }
-
-    fn check(&self, bin: &Path, args: &[&str]) -> Output {
-        let mut command = Command::new(bin);
-        command.arg("check").args(args).current_dir(&self.dir);
-        self.env(&mut command);
-        let out = command.output().expect("assent runs");
-        assert!(
-            matches!(out.status.code(), Some(0 | 1)),
-            "assent check {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
+/// Runs `assent check ARGS` in `repo`; panics unless it exits 0 or 1 (a verdict).
+fn run_check(repo: &GitRepo, bin: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new(bin);
+    command.arg("check").args(args).current_dir(repo.dir());
+    repo.env(&mut command);
+    let out = command.output().expect("assent runs");
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "assent check {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// Wall times of `runs` calls of `f`, sorted.
@@ -170,7 +122,7 @@ fn findings_of(out: &Output) -> usize {
 }
 
 /// Every file of `fixtures/repos/<name>` written into `repo`.
-fn copy_fixture(repo: &Repo, name: &str) {
+fn copy_fixture(repo: &GitRepo, name: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/repos")
         .join(name);
@@ -189,22 +141,22 @@ fn copy_fixture(repo: &Repo, name: &str) {
 }
 
 fn example_registry(options: &Options) {
-    let repo = Repo::new();
+    let repo = GitRepo::new("Bench");
     copy_fixture(&repo, "topic-registry");
     repo.commit("the example registry");
-    let orders = std::fs::read_to_string(repo.dir.join("topics/orders.yaml")).unwrap();
+    let orders = std::fs::read_to_string(repo.dir().join("topics/orders.yaml")).unwrap();
     repo.write(
         "topics/orders.yaml",
         orders
             .replacen("retention_days: 30", "retention_days: 7", 1)
             .as_bytes(),
     );
-    let out = repo.check(&options.bin, &["--base", "main", "--format", "json"]);
+    let out = run_check(&repo, &options.bin, &["--base", "main", "--format", "json"]);
     assert_eq!(findings_of(&out), 1, "the retention cut is challenged");
     report(
         "example registry, working tree (assent check --base main)",
         &times(options.runs, || {
-            repo.check(&options.bin, &["--base", "main"]);
+            run_check(&repo, &options.bin, &["--base", "main"]);
         }),
     );
 }
@@ -216,7 +168,7 @@ fn ten_megabytes(options: &Options) {
         old.len(),
         new.len()
     );
-    let repo = Repo::new();
+    let repo = GitRepo::new("Bench");
     repo.write(POLICY_PATH, common::POLICY.as_bytes());
     repo.write(REGISTRY, old.as_bytes());
     repo.commit("base");
@@ -243,13 +195,13 @@ fn ten_megabytes(options: &Options) {
     let expected = compute_desired_state(inputs.clone()).desired.findings.len();
     let committed = ["--base", "main", "--head", "feature", "--format", "json"];
     assert_eq!(
-        findings_of(&repo.check(&options.bin, &committed)),
+        findings_of(&run_check(&repo, &options.bin, &committed)),
         expected,
         "check finds what the engine finds"
     );
     let worktree = ["--base", "main", "--format", "json"];
     assert_eq!(
-        findings_of(&repo.check(&options.bin, &worktree)),
+        findings_of(&run_check(&repo, &options.bin, &worktree)),
         expected,
         "the working tree is the head"
     );
@@ -262,10 +214,10 @@ fn ten_megabytes(options: &Options) {
         black_box(compute_desired_state(black_box(copy)));
         engine.push(start.elapsed());
         check.extend(times(1, || {
-            repo.check(&options.bin, &committed);
+            run_check(&repo, &options.bin, &committed);
         }));
         check_worktree.extend(times(1, || {
-            repo.check(&options.bin, &worktree);
+            run_check(&repo, &options.bin, &worktree);
         }));
     }
     for all in [&mut engine, &mut check, &mut check_worktree] {

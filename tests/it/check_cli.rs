@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use assent_test_support::git_repo::GitRepo;
 use assent_test_support::run::World;
 use fake_gitlab::{DiffFile, FileContent, Project, fixtures, lfs_oid, lfs_pointer};
 use serde_json::Value;
@@ -20,62 +21,26 @@ use crate::ASSENT;
 /// its target text the blob, as git stores it).
 const LINK: &str = "link->";
 
-/// A temporary git repository and the environment every command in it runs with.
-struct Repo {
-    home: tempfile::TempDir,
-    dir: PathBuf,
+/// A checkout for `assent check`: the shared isolated repository, plus whole trees as commits
+/// and the command run inside it.
+struct Repo(GitRepo);
+
+impl std::ops::Deref for Repo {
+    type Target = GitRepo;
+
+    fn deref(&self) -> &GitRepo {
+        &self.0
+    }
 }
 
 impl Repo {
     fn new() -> Repo {
-        let home = tempfile::tempdir().expect("temporary directory");
-        std::fs::write(home.path().join("gitconfig"), "").expect("empty config");
-        let dir = home.path().join("repo");
-        std::fs::create_dir(&dir).expect("repo folder");
-        let repo = Repo { home, dir };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo.git(&["config", "user.name", "Check Test"]);
-        repo.git(&["config", "user.email", "check@example.com"]);
-        repo
-    }
-
-    fn env(&self, command: &mut Command) {
-        command
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path())
-            .env("GIT_CONFIG_GLOBAL", self.home.path().join("gitconfig"));
-    }
-
-    fn git_in(&self, dir: &Path, args: &[&str]) -> String {
-        let mut command = Command::new("git");
-        command.arg("-C").arg(dir).args(args);
-        self.env(&mut command);
-        let out = command.output().expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .expect("UTF-8")
-            .trim()
-            .to_owned()
-    }
-
-    fn git(&self, args: &[&str]) -> String {
-        self.git_in(&self.dir, args)
-    }
-
-    fn write(&self, path: &str, content: &[u8]) {
-        let file = self.dir.join(path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, content).unwrap();
+        Repo(GitRepo::new("Check Test"))
     }
 
     /// Replaces the working tree's files with `tree` and commits it; returns the commit.
     fn commit_tree(&self, tree: &BTreeMap<String, Vec<u8>>, message: &str) -> String {
-        for entry in std::fs::read_dir(&self.dir).unwrap() {
+        for entry in std::fs::read_dir(self.dir()).unwrap() {
             let path = entry.unwrap().path();
             if path.file_name().is_some_and(|n| n == ".git") {
                 continue;
@@ -90,16 +55,14 @@ impl Repo {
             match content.strip_prefix(LINK.as_bytes()) {
                 #[cfg(unix)]
                 Some(target) => {
-                    let file = self.dir.join(path);
+                    let file = self.dir().join(path);
                     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
                     std::os::unix::fs::symlink(std::str::from_utf8(target).unwrap(), file).unwrap();
                 }
                 _ => self.write(path, content),
             }
         }
-        self.git(&["add", "--all"]);
-        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
-        self.git(&["rev-parse", "HEAD"])
+        self.commit(message)
     }
 
     fn check_in(&self, dir: &Path, args: &[&str]) -> Output {
@@ -110,7 +73,7 @@ impl Repo {
     }
 
     fn check(&self, args: &[&str]) -> Output {
-        self.check_in(&self.dir, args)
+        self.check_in(self.dir(), args)
     }
 }
 
@@ -283,7 +246,7 @@ fn head_head_ignores_the_working_tree_and_explicit_refs_judge_what_they_name() {
     // Explicit refs, from anywhere in the checkout.
     repo.git(&["checkout", "-q", "--", "."]);
     repo.git(&["checkout", "-q", "main"]);
-    let sub = repo.dir.join("topics");
+    let sub = repo.dir().join("topics");
     let explicit = repo.check_in(
         &sub,
         &["--base", "main", "--head", "feature", "--format", "json"],
@@ -304,13 +267,13 @@ fn the_default_base_is_the_merge_base_with_the_upstream() {
     let origin = Repo::new();
     let (base, head) = registry_with_shrink();
     let base_sha = origin.commit_tree(&base, "base");
-    let clone = origin.home.path().join("clone");
+    let clone = origin.home().join("clone");
     origin.git_in(
-        origin.home.path(),
+        origin.home(),
         &[
             "clone",
             "-q",
-            origin.dir.to_str().unwrap(),
+            origin.dir().to_str().unwrap(),
             clone.to_str().unwrap(),
         ],
     );
@@ -408,7 +371,7 @@ fn a_central_policy_checkout_applies_beside_the_repositorys_own() {
     );
     // A folder that is no policy checkout is a usage error; one without a policy file is
     // never judged as if it had none.
-    let empty = repo.home.path().join("empty-central");
+    let empty = repo.home().join("empty-central");
     std::fs::create_dir(&empty).unwrap();
     let args = |dir: &Path| {
         vec![
@@ -555,13 +518,13 @@ fn a_rule_reading_a_field_of_mr_check_was_not_given_is_named_never_silently_fals
 fn the_branches_come_from_git_the_target_from_origin_head_when_the_upstream_is_the_branch_itself() {
     let origin = gated_repo();
     origin.git(&["checkout", "-q", "main"]);
-    let clone = origin.home.path().join("clone");
+    let clone = origin.home().join("clone");
     origin.git_in(
-        origin.home.path(),
+        origin.home(),
         &[
             "clone",
             "-q",
-            origin.dir.to_str().unwrap(),
+            origin.dir().to_str().unwrap(),
             clone.to_str().unwrap(),
         ],
     );
@@ -673,7 +636,7 @@ fn assert_usage_error(out: &Output, needle: &str) {
 #[test]
 fn a_folder_that_is_not_git_an_unknown_ref_and_no_base_are_one_line_each() {
     let repo = Repo::new();
-    let plain = repo.home.path().join("plain");
+    let plain = repo.home().join("plain");
     std::fs::create_dir(&plain).unwrap();
     assert_usage_error(
         &repo.check(&[plain.to_str().unwrap()]),
@@ -697,10 +660,10 @@ fn a_shallow_clone_without_the_base_says_so() {
     let first = origin.commit_tree(&fixture_tree("topic-registry"), "base");
     let (_, head) = registry_with_shrink();
     origin.commit_tree(&head, "shrink");
-    let clone = origin.home.path().join("shallow");
-    let url = format!("file://{}", origin.dir.display());
+    let clone = origin.home().join("shallow");
+    let url = format!("file://{}", origin.dir().display());
     origin.git_in(
-        origin.home.path(),
+        origin.home(),
         &["clone", "-q", "--depth", "1", &url, clone.to_str().unwrap()],
     );
     assert_usage_error(
@@ -716,14 +679,14 @@ fn a_shallow_clone_without_the_base_says_so() {
 fn a_governed_file_turned_into_a_link_is_read_as_git_stores_it_never_followed() {
     let repo = Repo::new();
     repo.commit_tree(&fixture_tree("topic-registry"), "base");
-    let secret = repo.home.path().join("secret.yaml");
+    let secret = repo.home().join("secret.yaml");
     std::fs::write(
         &secret,
         "topics:\n  - name: SECRET-VALUE\n    retention_days: 1\n",
     )
     .unwrap();
-    std::fs::remove_file(repo.dir.join("topics/orders.yaml")).unwrap();
-    std::os::unix::fs::symlink(&secret, repo.dir.join("topics/orders.yaml")).unwrap();
+    std::fs::remove_file(repo.dir().join("topics/orders.yaml")).unwrap();
+    std::os::unix::fs::symlink(&secret, repo.dir().join("topics/orders.yaml")).unwrap();
     let out = repo.check(&["--base", "main"]);
     let text = stdout(&out);
     assert_eq!(code(&out), 1, "{text}");
@@ -1108,7 +1071,7 @@ const CENTRAL_SHA: &str = "c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1";
 /// A checkout of the central policy project holding `files`, its `origin` the project on a
 /// GitLab server (never fetched: only its path is read).
 fn central_checkout(repo: &Repo, files: &BTreeMap<String, Vec<u8>>) -> PathBuf {
-    let dir = repo.home.path().join("policies");
+    let dir = repo.home().join("policies");
     std::fs::create_dir(&dir).unwrap();
     repo.git_in(&dir, &["init", "-q", "-b", "main"]);
     repo.git_in(
@@ -1159,7 +1122,7 @@ fn check_gives_the_gates_findings_and_decision_on_every_fixture_repository() {
         for object in &case.lfs_objects {
             let oid = lfs_oid(object);
             let store = repo
-                .dir
+                .dir()
                 .join(".git/lfs/objects")
                 .join(&oid[..2])
                 .join(&oid[2..4]);
@@ -1289,14 +1252,14 @@ fn pre_commit_try_repo_runs_the_hooks_in_an_authors_checkout() {
     let (base, head) = registry_with_shrink();
     repo.commit_tree(&base, "the registry");
     // An upstream for the pre-push check's base: origin/HEAD at the registry's commit.
-    let origin = repo.home.path().join("origin.git");
+    let origin = repo.home().join("origin.git");
     repo.git_in(
-        repo.home.path(),
+        repo.home(),
         &[
             "clone",
             "-q",
             "--bare",
-            repo.dir.to_str().unwrap(),
+            repo.dir().to_str().unwrap(),
             origin.to_str().unwrap(),
         ],
     );
@@ -1310,9 +1273,9 @@ fn pre_commit_try_repo_runs_the_hooks_in_an_authors_checkout() {
             .args(["-m", "pre_commit", "try-repo"])
             .arg(hooks_repo)
             .args([hook, "--all-files", "--verbose", "--hook-stage", stage])
-            .current_dir(&repo.dir)
+            .current_dir(repo.dir())
             .env("PATH", &path)
-            .env("PRE_COMMIT_HOME", repo.home.path().join("pre-commit-cache"));
+            .env("PRE_COMMIT_HOME", repo.home().join("pre-commit-cache"));
         repo.env(&mut command);
         let out = command.output().expect("pre-commit runs");
         let text = format!("{}{}", stdout(&out), stderr(&out));

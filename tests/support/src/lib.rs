@@ -20,12 +20,14 @@
 //! * [`perf_world`]: generated merge requests of a chosen size, and the request counts the
 //!   protocol implies for them.
 //! * [`fuzz`]: the properties the fuzz targets check, also run by the ordinary test suite.
+//! * [`git_repo`]: an isolated git repository for `assent check`'s tests and benchmark.
 //!
 //! A library crate cannot see `env!("CARGO_BIN_EXE_assent")` (Cargo sets it only for the
 //! integration tests and benchmarks of the package that owns the binary), so every helper
 //! that starts the binary takes its path from the caller.
 
 pub mod fuzz;
+pub mod git_repo;
 pub mod http_world;
 pub mod perf_world;
 pub mod process;
