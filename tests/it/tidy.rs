@@ -520,6 +520,18 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Every `.rs` file under `roots` with its text, paths relative to `root`.
+fn rust_sources(root: &Path, roots: &[&str]) -> Vec<(String, String)> {
+    all_files(root, roots)
+        .into_iter()
+        .filter(|path| path.ends_with(".rs"))
+        .map(|path| {
+            let text = read(&root.join(&path));
+            (path, text)
+        })
+        .collect()
+}
+
 fn all_files(root: &Path, roots: &[&str]) -> Vec<String> {
     let mut files = Vec::new();
     for rel in roots {
@@ -556,14 +568,7 @@ fn every_path_the_codemap_names_exists() {
 #[test]
 fn no_two_public_types_share_a_name() {
     let root = workspace_root();
-    let files: Vec<(String, String)> = all_files(&root, PRODUCT_ROOTS)
-        .into_iter()
-        .filter(|path| path.ends_with(".rs"))
-        .map(|path| {
-            let text = read(&root.join(&path));
-            (path, text)
-        })
-        .collect();
+    let files = rust_sources(&root, PRODUCT_ROOTS);
     assert!(files.len() > 50, "the walk found the product's sources");
     let twice = public_type_names_used_twice(&files);
     assert!(
@@ -618,14 +623,7 @@ fn a_module_name_used_twice_is_found() {
 #[test]
 fn a_use_case_has_one_plain_entry_and_one_with_form() {
     let root = workspace_root();
-    let files: Vec<(String, String)> = all_files(&root, PRODUCT_ROOTS)
-        .into_iter()
-        .filter(|path| path.ends_with(".rs"))
-        .map(|path| {
-            let text = read(&root.join(&path));
-            (path, text)
-        })
-        .collect();
+    let files = rust_sources(&root, PRODUCT_ROOTS);
     let variants = entry_variants(&files);
     assert!(
         variants.is_empty(),
@@ -1349,14 +1347,7 @@ fn text_shas(files: &[(String, String)]) -> Vec<String> {
 #[test]
 fn below_the_edges_a_commit_sha_is_a_commit_sha() {
     let root = workspace_root();
-    let files: Vec<(String, String)> = all_files(&root, TYPED_SHA_ROOTS)
-        .into_iter()
-        .filter(|path| path.ends_with(".rs"))
-        .map(|path| {
-            let text = read(&root.join(&path));
-            (path, text)
-        })
-        .collect();
+    let files = rust_sources(&root, TYPED_SHA_ROOTS);
     let allowed: BTreeSet<String> = TEXT_SHAS
         .iter()
         .map(|(file, name)| format!("{file}: {name}"))

@@ -222,7 +222,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tests::{config, world};
+    use crate::tests::{config, last_page, world};
 
     /// The head the listing test names.
     const LISTED_SHA: &str = "abc0000000000000000000000000000000000000";
@@ -240,21 +240,13 @@ mod tests {
         // cannot hold, answered as it is.
         let fake = FakeGitLab::start(world());
         fake.inject(
-            FaultRule::new(FaultAction::Reply {
-                status: 200,
-                headers: vec![
-                    ("Content-Type".into(), "application/json".into()),
-                    ("X-Next-Page".into(), String::new()),
-                ],
-                body: json!([
-                    {"iid": 7, "state": "opened", "sha": LISTED_SHA, "updated_at": "2026-11-30T17:41:36.123Z",
-                     "title": "x", "target_branch": "main", "blocking_discussions_resolved": true,
-                     "author": {"id": 300, "username": "bob"}, "user_notes_count": 3},
-                    {"iid": 8, "state": "opened"},
-                    {"iid": 9, "state": "opened", "sha": ""}
-                ])
-                .to_string(),
-            })
+            FaultRule::new(last_page(json!([
+                {"iid": 7, "state": "opened", "sha": LISTED_SHA, "updated_at": "2026-11-30T17:41:36.123Z",
+                 "title": "x", "target_branch": "main", "blocking_discussions_resolved": true,
+                 "author": {"id": 300, "username": "bob"}, "user_notes_count": 3},
+                {"iid": 8, "state": "opened"},
+                {"iid": 9, "state": "opened", "sha": ""}
+            ])))
             .route(RouteKind::MergeRequests),
         );
         let listed = client(&fake).list_open_merge_requests().unwrap();
@@ -306,14 +298,9 @@ mod tests {
     fn a_listed_head_that_is_no_commit_sha_fails_the_listing() {
         let fake = FakeGitLab::start(world());
         fake.inject(
-            FaultRule::new(FaultAction::Reply {
-                status: 200,
-                headers: vec![
-                    ("Content-Type".into(), "application/json".into()),
-                    ("X-Next-Page".into(), String::new()),
-                ],
-                body: json!([{"iid": 7, "state": "opened", "sha": "abc"}]).to_string(),
-            })
+            FaultRule::new(last_page(
+                json!([{"iid": 7, "state": "opened", "sha": "abc"}]),
+            ))
             .route(RouteKind::MergeRequests),
         );
         let error = client(&fake).list_open_merge_requests().unwrap_err();

@@ -92,6 +92,15 @@ fn json_reply(status: u16, value: Value) -> FaultAction {
     )
 }
 
+/// A listing's one and last page: this JSON, `X-Next-Page` empty.
+pub(crate) fn last_page(value: Value) -> FaultAction {
+    reply(
+        200,
+        &[("Content-Type", "application/json"), ("X-Next-Page", "")],
+        &value.to_string(),
+    )
+}
+
 /// GitLab's application limit refusing a request: 429 JSON, no header saying how long.
 fn json_429() -> FaultAction {
     json_reply(

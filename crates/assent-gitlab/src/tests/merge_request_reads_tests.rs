@@ -150,16 +150,9 @@ fn version_heads_are_read_as_commit_shas_and_an_odd_one_fails_the_read() {
     let fake = FakeGitLab::start(world());
     // Each injected page answers the next read of the versions only.
     let page = |heads: Value| {
-        FaultRule::new(FaultAction::Reply {
-            status: 200,
-            headers: vec![
-                ("Content-Type".into(), "application/json".into()),
-                ("X-Next-Page".into(), String::new()),
-            ],
-            body: heads.to_string(),
-        })
-        .route(RouteKind::Versions)
-        .nth(1)
+        FaultRule::new(last_page(heads))
+            .route(RouteKind::Versions)
+            .nth(1)
     };
     let newer = "aaaa00000000000000000000000000000000000b";
     fake.inject(page(json!([
