@@ -32,7 +32,7 @@ fn benches(c: &mut Criterion) {
             Marker::Summary {
                 occurrence: Occurrence::digest(b"summary"),
                 state: SummaryState::Verified,
-                head: assent::core::commit_sha::CommitSha::parse(
+                source_sha: assent::core::commit_sha::CommitSha::parse(
                     "0123456789abcdef0123456789abcdef01234567",
                 )
                 .unwrap(),

@@ -140,8 +140,8 @@ impl<W: Write + Send> Progress for Lines<W> {
                 }
                 format!("writes {done}/{total}")
             }
-            Event::Verified { head } => {
-                format!("verified at {}", head.short())
+            Event::Verified { source_sha } => {
+                format!("verified at {}", source_sha.short())
             }
             Event::RateLimits {
                 refused_writes,
@@ -253,7 +253,7 @@ mod tests {
                     requests: 1,
                 },
                 Event::Verified {
-                    head: &crate::core::commit_sha::CommitSha::parse(
+                    source_sha: &crate::core::commit_sha::CommitSha::parse(
                         "2222222222222222222222222222222222222222",
                     )
                     .unwrap(),

@@ -507,7 +507,7 @@ fn a_contributor_forged_marker_on_every_slot_is_ignored() {
         &Marker::Summary {
             occurrence: render::summary_occurrence(&desired, &HEAD),
             state: marker::SummaryState::Verified,
-            head: HEAD.clone(),
+            source_sha: HEAD.clone(),
             target: Some("main".into()),
         },
         "all good",

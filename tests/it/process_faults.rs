@@ -510,12 +510,12 @@ fn a_rate_limit_past_the_wait_budget_exits_3_and_the_next_run_repairs() {
         let inventory = support::process::inventory(&fake);
         let canonical = inventory.canonical_summary().expect("a summary");
         assert_eq!(canonical.state, SummaryState::Reconciling, "{case}");
-        assert_eq!(canonical.head, head, "{case}");
+        assert_eq!(canonical.source_sha, head, "{case}");
         assert!(
             inventory
                 .summaries
                 .iter()
-                .all(|s| s.state != SummaryState::Verified || s.head != head),
+                .all(|s| s.state != SummaryState::Verified || s.source_sha != head),
             "{case}: a summary claims verified"
         );
         let posts = fake

@@ -139,7 +139,7 @@ fn seed_forge(seeds: &[Seed], page_size: usize, order: u8) -> InMemoryForge {
                     &Marker::Summary {
                         occurrence: occurrence(9),
                         state,
-                        head: HEAD.clone(),
+                        source_sha: HEAD.clone(),
                         target: None,
                     },
                     "old summary",

@@ -36,7 +36,7 @@ fn summary_body_for(state: SummaryState, head: &str, target: Option<&str>) -> St
         &Marker::Summary {
             occurrence: Occurrence::digest(head.as_bytes()),
             state,
-            head: assent_test_support::sha(head),
+            source_sha: assent_test_support::sha(head),
             target: target.map(str::to_owned),
         },
         "assent summary",

@@ -75,7 +75,7 @@ pub struct SummaryArtifact {
     /// `reconciling` or `verified`.
     pub state: SummaryState,
     /// The source SHA it was computed for.
-    pub head: CommitSha,
+    pub source_sha: CommitSha,
     /// The discussion id when the summary has become an unresolved thread: GitLab turns a
     /// plain note into a resolvable thread when someone replies to it, and an unresolved
     /// thread would hold up "all threads must be resolved".
@@ -176,13 +176,18 @@ impl Inventory {
                         open_thread: note.resolvable && !note.resolved,
                     })
                 }
-                Ok(Some(Marker::Summary { occurrence, state, head, .. })) => {
+                Ok(Some(Marker::Summary {
+                    occurrence,
+                    state,
+                    source_sha,
+                    ..
+                })) => {
                     inventory.summaries.push(SummaryArtifact {
                         note_id: note.id,
                         body: note.body.clone(),
                         occurrence,
                         state,
-                        head,
+                        source_sha,
                         open_thread: (note.resolvable && !note.resolved).then(|| discussion.id.clone()),
                         updated_at: note.updated_at.clone(),
                     })
@@ -299,7 +304,7 @@ mod tests {
         let summary = marker::encode(&Marker::Summary {
             occurrence: Occurrence::digest(b"s"),
             state: SummaryState::Verified,
-            head: crate::commit_sha::CommitSha::parse(&"a".repeat(40)).unwrap(),
+            source_sha: crate::commit_sha::CommitSha::parse(&"a".repeat(40)).unwrap(),
             target: None,
         });
         let mut by_old_bot = note(20, 9, &finding_body("old"));

@@ -115,7 +115,7 @@ pub enum Marker {
         /// Whether the run that wrote it had verified its writes.
         state: SummaryState,
         /// The source SHA it was computed for (the wire's `head`).
-        head: CommitSha,
+        source_sha: CommitSha,
         /// The target branch it was judged against (docs/contract.md#pinned-target). `None` for a summary written
         /// before the key existed (or by a caller that pinned no target): "no target
         /// recorded", which the sweep does not count as verified.
@@ -179,7 +179,7 @@ pub fn encode(marker: &Marker) -> String {
         Marker::Summary {
             occurrence,
             state,
-            head,
+            source_sha,
             target,
         } => Wire {
             v: VERSION,
@@ -188,7 +188,7 @@ pub fn encode(marker: &Marker) -> String {
             subject: "",
             occurrence: occurrence.as_str(),
             state: Some(*state),
-            head: Some(head.as_str()),
+            head: Some(source_sha.as_str()),
             target: target.as_deref(),
         },
     };
@@ -323,7 +323,7 @@ pub fn decode_line(line: &str) -> Result<Marker, MalformedMarker> {
     Ok(Marker::Summary {
         occurrence,
         state,
-        head,
+        source_sha: head,
         target,
     })
 }
@@ -613,7 +613,7 @@ mod tests {
         Marker::Summary {
             occurrence: occ(),
             state,
-            head: CommitSha::parse(head).unwrap(),
+            source_sha: CommitSha::parse(head).unwrap(),
             target: target.map(str::to_owned),
         }
     }
@@ -1346,7 +1346,7 @@ mod tests {
             |(occurrence, state, head, target)| Marker::Summary {
                 occurrence,
                 state,
-                head: CommitSha::parse(&head).unwrap(),
+                source_sha: CommitSha::parse(&head).unwrap(),
                 target,
             },
         );

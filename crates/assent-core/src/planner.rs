@@ -599,7 +599,7 @@ mod tests {
             body: String::new(),
             occurrence: occ(0),
             state: SummaryState::Verified,
-            head: HEAD.clone(),
+            source_sha: HEAD.clone(),
             updated_at: None,
         };
         let inventory = Inventory {
@@ -689,7 +689,7 @@ mod tests {
             body: String::new(),
             occurrence: occ(0),
             state: SummaryState::Verified,
-            head: HEAD.clone(),
+            source_sha: HEAD.clone(),
             updated_at: None,
         };
         let inventory = Inventory {

@@ -230,11 +230,11 @@ pub fn summary_body(
     statuses: &[FindingStatus<'_>],
     state: SummaryState,
 ) -> String {
-    let head = &ctx.pins.source_sha;
+    let source_sha = &ctx.pins.source_sha;
     let marker = Marker::Summary {
-        occurrence: summary_occurrence(desired, head),
+        occurrence: summary_occurrence(desired, source_sha),
         state,
-        head: head.clone(),
+        source_sha: source_sha.clone(),
         target: ctx.target.map(|t| t.name.clone()),
     };
     let decision = decide(statuses);
@@ -289,9 +289,9 @@ pub fn summary_body(
     let state_line = match state {
         SummaryState::Reconciling => format!(
             "Reconciling {}: assent is updating this merge request's threads; a later pipeline finishes the job if this one stops.",
-            inert::code(head.short())
+            inert::code(source_sha.short())
         ),
-        SummaryState::Verified => format!("Verified for {}.", inert::code(head.short())),
+        SummaryState::Verified => format!("Verified for {}.", inert::code(source_sha.short())),
     };
     text.push_str(&format!(
         "\n{} Target {} · base {} · policies {}\n",
@@ -627,12 +627,12 @@ mod tests {
         match marker::decode_body(&body).unwrap().unwrap() {
             Marker::Summary {
                 state,
-                head,
+                source_sha,
                 target,
                 ..
             } => {
                 assert_eq!(state, SummaryState::Reconciling);
-                assert_eq!(head, crate::test_support::sha('1'));
+                assert_eq!(source_sha, crate::test_support::sha('1'));
                 assert_eq!(target.as_deref(), Some("main"));
             }
             other => panic!("unexpected {other:?}"),

@@ -188,7 +188,7 @@ mod tests {
             body: String::new(),
             occurrence: Occurrence::digest(b"s"),
             state: SummaryState::Reconciling,
-            head: crate::test_support::sha('0'),
+            source_sha: crate::test_support::sha('0'),
             updated_at: None,
         }
     }

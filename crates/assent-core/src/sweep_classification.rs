@@ -295,14 +295,14 @@ pub fn classify(
             "no assent summary on the MR".to_owned(),
         ),
         Some(s) => match s.state {
-            SummaryState::Verified if mr.head_sha.as_ref() == Some(&s.head) => {
+            SummaryState::Verified if mr.head_sha.as_ref() == Some(&s.source_sha) => {
                 verified_for_head(mr, s)
             }
             SummaryState::Verified => (
                 SweepVerdict::VerifiedOlderHead,
                 format!(
                     "verified for {}, but the head is {}",
-                    s.head.short(),
+                    s.source_sha.short(),
                     mr.head_short()
                 ),
             ),
@@ -313,7 +313,7 @@ pub fn classify(
                         SweepVerdict::ReconcilingStuck,
                         format!(
                             "reconciling {} since an unknown time (the summary note has no readable updated_at)",
-                            s.head.short()
+                            s.source_sha.short()
                         ),
                     ),
                     Some(since) => {
@@ -327,7 +327,7 @@ pub fn classify(
                             verdict,
                             format!(
                                 "reconciling {} for {} (stuck after {})",
-                                s.head.short(),
+                                s.source_sha.short(),
                                 format_age(age),
                                 settings.stuck_after
                             ),
@@ -511,7 +511,7 @@ mod tests {
         let marker = Marker::Summary {
             occurrence: Occurrence::digest(b"s"),
             state,
-            head: CommitSha::parse(head).unwrap(),
+            source_sha: CommitSha::parse(head).unwrap(),
             target: target.map(str::to_owned),
         };
         let mut text = "## assent · REVIEW".to_owned();
@@ -525,7 +525,7 @@ mod tests {
             body: marker::compose_body(&marker, &text),
             occurrence: Occurrence::digest(b"s"),
             state,
-            head: CommitSha::parse(head).unwrap(),
+            source_sha: CommitSha::parse(head).unwrap(),
             updated_at: updated_at.map(str::to_owned),
         }
     }
@@ -1043,7 +1043,7 @@ mod tests {
         );
         // An older head is healed as such, whatever the gate line says.
         let mut older = review("before");
-        older.head = CommitSha::parse(OLD).unwrap();
+        older.source_sha = CommitSha::parse(OLD).unwrap();
         let c = classify(&facts(true), Some(&older), now(), &settings());
         assert_eq!(c.verdict, SweepVerdict::VerifiedOlderHead);
     }

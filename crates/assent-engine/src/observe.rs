@@ -64,8 +64,8 @@ pub enum Event<'a> {
     },
     /// The rescan matched and the summary says "verified".
     Verified {
-        /// The head the review state is verified for.
-        head: &'a CommitSha,
+        /// The judged source SHA the review state is verified for.
+        source_sha: &'a CommitSha,
     },
     /// The run met GitLab's rate limits (reported once, at the end, when it did).
     RateLimits {

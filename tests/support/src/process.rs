@@ -400,12 +400,12 @@ pub fn check_invariants(fake: &FakeGitLab, desired: &[Slot], head: &str) -> Resu
         problems.push(format!("{} summaries", inventory.summaries.len()));
     } else {
         let summary = &inventory.summaries[0];
-        if summary.state != SummaryState::Verified || summary.head != head {
+        if summary.state != SummaryState::Verified || summary.source_sha != head {
             problems.push(format!(
                 "summary {} is {} for {}",
                 summary.note_id,
                 summary.state.as_str(),
-                summary.head
+                summary.source_sha
             ));
         }
     }

@@ -179,7 +179,7 @@ fn reconcile_without_approval(
         owners: std::sync::OnceLock::new(),
     };
     let mut seen = run.first_look()?;
-    let first_plan = plan_reconciliation(desired, &seen.inventory, run.head());
+    let first_plan = plan_reconciliation(desired, &seen.inventory, run.source_sha());
     if ctx.dry_run {
         let receipt = run.receipt(
             Outcome::DryRun,
@@ -192,7 +192,9 @@ fn reconcile_without_approval(
     }
     if first_plan.writes.is_empty() && run.summary_is_current(&seen) {
         progress.event(&Event::Planned { writes: 0 });
-        progress.event(&Event::Verified { head: run.head() });
+        progress.event(&Event::Verified {
+            source_sha: run.source_sha(),
+        });
         let receipt = run.receipt(Outcome::Published, &seen, &first_plan, &[], true);
         return Ok(Publication::of(receipt, first_plan));
     }
@@ -200,7 +202,7 @@ fn reconcile_without_approval(
     // targeted before it was retargeted, must not publish.
     let mr = forge.merge_request()?;
     let pinned_target = ctx.target.as_ref().map(|t| t.name.as_str());
-    if let Some(refusal) = refusal_for(&mr, run.head(), pinned_target) {
+    if let Some(refusal) = refusal_for(&mr, run.source_sha(), pinned_target) {
         seen.warnings.extend(refusal.warning);
         // The listing's warnings travel with every return, the refusals included.
         let receipt = refusal_receipt_of(RefusalFacts {
@@ -264,7 +266,7 @@ impl Reconciliation<'_> {
     }
 
     /// The source SHA the run judged.
-    fn head(&self) -> &CommitSha {
+    fn source_sha(&self) -> &CommitSha {
         &self.ctx.pins.source_sha
     }
 
@@ -373,14 +375,16 @@ impl Reconciliation<'_> {
                 Ok(()) => {}
                 Err(err) if err.is_ambiguous_write() => {
                     self.relist(&mut seen, Listing::AfterAmbiguousWrite)?;
-                    plan = plan_reconciliation(self.desired, &seen.inventory, self.head());
+                    plan = plan_reconciliation(self.desired, &seen.inventory, self.source_sha());
                     continue;
                 }
                 Err(err) => return Err(err.into()),
             }
             self.relist(&mut seen, Listing::Rescan)?;
             self.verify(&mut seen, &record)?;
-            self.progress.event(&Event::Verified { head: self.head() });
+            self.progress.event(&Event::Verified {
+                source_sha: self.source_sha(),
+            });
             let receipt = self.receipt(Outcome::Published, &seen, &first_plan, &all_repairs, true);
             return Ok(Publication::of(receipt, first_plan));
         }

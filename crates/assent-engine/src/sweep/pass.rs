@@ -619,7 +619,7 @@ mod tests {
             &Marker::Summary {
                 occurrence: Occurrence::digest(b"x"),
                 state,
-                head: CommitSha::parse(head).unwrap(),
+                source_sha: CommitSha::parse(head).unwrap(),
                 target: Some("main".into()),
             },
             text,
