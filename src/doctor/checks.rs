@@ -353,8 +353,10 @@ const ROTATE_FIX: &str = "Rotate it with GitLab's rotation API, which keeps the 
 
 /// The `token-expiry` check, from `expires_at` of `GET personal_access_tokens/self`, judged
 /// on `today` (UTC): ✓ with the date when more than [`TOKEN_EXPIRY_WARNING_DAYS`] days
-/// away or never, a warning within them, a failure on or after the date (GitLab stops
-/// accepting a token on its expiry date), and "not checked" when GitLab does not say.
+/// away or never, a warning within them, a failure on or after the date, and "not checked"
+/// when GitLab does not say. GitLab counts a token expired once `expires_at <= now`
+/// (`app/models/concerns/expirable.rb`), and the date column reads as that day's midnight: a
+/// token stops working as its expiry date begins.
 pub fn token_expiry_check(answer: &Result<TokenSelf, Failed>, today: chrono::NaiveDate) -> Check {
     // Not checked rather than a warning: the scope check already warns when the route
     // fails, and a GitLab that leaves the date out is no fault of the setup.
