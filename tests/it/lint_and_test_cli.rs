@@ -33,6 +33,24 @@ fn broken(name: &str) -> String {
     format!("tests/broken-repos/{name}")
 }
 
+/// Where the broken repositories keep their one policy file.
+const POLICY: &str = ".assent/policies/topics.yaml";
+
+/// A copy of the broken repository `repo` with its policy file rewritten by `edit`, and the
+/// exit code and stdout of `assent lint` on it.
+fn lint_with_policy(
+    repo: &str,
+    edit: impl FnOnce(String) -> String,
+) -> (tempfile::TempDir, i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join(repo), dir.path());
+    let policies = dir.path().join(POLICY);
+    let text = std::fs::read_to_string(&policies).unwrap();
+    std::fs::write(&policies, edit(text)).unwrap();
+    let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    (dir, code, out)
+}
+
 #[test]
 fn the_example_repository_lints_clean() {
     let (code, out, err) = assent(&["lint", GOOD], &[]);
@@ -301,15 +319,9 @@ fn a_pointer_judged_without_its_delete_is_a_warning() {
     );
     assert_eq!(err, "");
     // A rule judging the deletes under a wider glob and pointer closes every gap.
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(&root().join(&repo), dir.path());
-    let policies = dir.path().join(".assent/policies/topics.yaml");
-    let mut text = std::fs::read_to_string(&policies).unwrap();
-    text.push_str(
-        "  - id: any-field-removed\n    match:\n      files: [\"**\"]\n      pointer: \"/**\"\n      kinds: [delete]\n    effect: challenge\n",
-    );
-    std::fs::write(&policies, text).unwrap();
-    let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    let (_dir, code, out) = lint_with_policy(&repo, |text| {
+        text + "  - id: any-field-removed\n    match:\n      files: [\"**\"]\n      pointer: \"/**\"\n      kinds: [delete]\n    effect: challenge\n"
+    });
     assert_eq!((code, out.as_str()), (0, "ok: 9 rule(s) in 1 file(s)\n"));
 }
 
@@ -333,15 +345,9 @@ fn a_pointer_judged_without_its_add_is_a_warning() {
     );
     assert_eq!(err, "");
     // A rule judging the adds of every field of a topic closes the gap.
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(&root().join(&repo), dir.path());
-    let policies = dir.path().join(".assent/policies/topics.yaml");
-    let mut text = std::fs::read_to_string(&policies).unwrap();
-    text.push_str(
-        "  - id: any-field-set\n    match:\n      files: [\"topics/*.yaml\"]\n      pointer: \"/topics/*/*\"\n      kinds: [add, delete]\n    effect: comment\n",
-    );
-    std::fs::write(&policies, text).unwrap();
-    let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    let (_dir, code, out) = lint_with_policy(&repo, |text| {
+        text + "  - id: any-field-set\n    match:\n      files: [\"topics/*.yaml\"]\n      pointer: \"/topics/*/*\"\n      kinds: [add, delete]\n    effect: comment\n"
+    });
     assert_eq!((code, out.as_str()), (0, "ok: 6 rule(s) in 1 file(s)\n"));
 }
 
@@ -369,17 +375,15 @@ fn an_identity_that_keys_nothing_is_a_warning() {
     assert_eq!(err, "");
     // Fixed, every declaration keys a list a rule judges (the acls of a topic keyed by its
     // name are at `/topics/orders.events.v1/acls`), and the warnings are gone.
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(&root().join(&repo), dir.path());
-    let policies = dir.path().join(".assent/policies/topics.yaml");
-    let text = std::fs::read_to_string(&policies).unwrap();
-    let fixed = text
-        .replace("\"/topic\": name", "\"/topics\": name")
-        .replace("  \"topics/*.yml\": { \"/topics\": name }\n", "")
-        .replace("  \"docs/*.yaml\": { \"/pages\": title }\n", "");
-    std::fs::write(&policies, &fixed).unwrap();
-    let (code, out, _) = assent(&["lint", dir.path().to_str().unwrap()], &[]);
+    let fix = |text: String| {
+        text.replace("\"/topic\": name", "\"/topics\": name")
+            .replace("  \"topics/*.yml\": { \"/topics\": name }\n", "")
+            .replace("  \"docs/*.yaml\": { \"/pages\": title }\n", "")
+    };
+    let (dir, code, out) = lint_with_policy(&repo, fix);
     assert_eq!((code, out.as_str()), (0, "ok: 2 rule(s) in 1 file(s)\n"));
+    let policies = dir.path().join(POLICY);
+    let fixed = std::fs::read_to_string(&policies).unwrap();
     // A list pattern that is no pointer pattern is a problem, not a warning.
     std::fs::write(
         &policies,
