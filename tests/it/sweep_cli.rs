@@ -952,6 +952,33 @@ fn run_context_for(branch: &str, has_policies: bool) -> RunContext {
     }
 }
 
+/// Two sweeps of MR !7, where only the author resolved: each classifies it verified with no
+/// resolution that may count, heals nothing and creates no pipeline.
+fn sweeps_leave_it_alone_twice(fake: &FakeGitLab) {
+    for _ in 0..2 {
+        let (line, tail) = sweep_mr7(fake);
+        assert!(line.starts_with("!7 verified: none"), "{line}");
+        assert!(
+            line.contains("no thread is resolved by a user who may assent"),
+            "{line}"
+        );
+        assert_eq!(tail, "refreshed: 0 / healed: 0");
+    }
+    assert!(fake.pipelines(PROJECT_ID).is_empty());
+}
+
+/// The author re-opens `thread` of MR !7 and a reviewer resolves it.
+fn reviewer_resolves_instead(fake: &FakeGitLab, thread: &str) {
+    fake.resolve(
+        PROJECT_ID,
+        fixtures::MR_IID,
+        thread,
+        fixtures::AUTHOR_ID,
+        false,
+    );
+    fake.resolve(PROJECT_ID, fixtures::MR_IID, thread, HUMAN_ID, true);
+}
+
 /// One sweep with a window that covers `fixtures::basic()`'s MR; its line for !7 and the
 /// report's last two lines, `refreshed: M / healed: N`.
 fn sweep_mr7(fake: &FakeGitLab) -> (String, String) {
@@ -1109,26 +1136,10 @@ fn review_is_healed_once_per_change_of_resolutions_that_may_count() {
     for id in &threads {
         fake.resolve(PROJECT_ID, fixtures::MR_IID, id, fixtures::AUTHOR_ID, true);
     }
-    for _ in 0..2 {
-        let (line, healed) = sweep_mr7(&fake);
-        assert!(line.starts_with("!7 verified: none"), "{line}");
-        assert!(
-            line.contains("no thread is resolved by a user who may assent"),
-            "{line}"
-        );
-        assert_eq!(healed, "refreshed: 0 / healed: 0");
-    }
-    assert!(fake.pipelines(PROJECT_ID).is_empty());
+    sweeps_leave_it_alone_twice(&fake);
 
     // A reviewer resolves one instead: a change of resolutions that may count, healed once.
-    fake.resolve(
-        PROJECT_ID,
-        fixtures::MR_IID,
-        &threads[0],
-        fixtures::AUTHOR_ID,
-        false,
-    );
-    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, true);
+    reviewer_resolves_instead(&fake, &threads[0]);
     let (line, healed) = sweep_mr7(&fake);
     assert!(
         line.starts_with("!7 review-resolved: pipeline-created"),
@@ -1281,26 +1292,10 @@ fn one_thread_of_several_resolved_outside_the_window_is_refreshed_once() {
         true,
     );
     assert_eq!(fake.mr(PROJECT_ID, fixtures::MR_IID).updated_at, updated);
-    for _ in 0..2 {
-        let (line, tail) = sweep_mr7(&fake);
-        assert!(line.starts_with("!7 verified: none"), "{line}");
-        assert!(
-            line.contains("no thread is resolved by a user who may assent"),
-            "{line}"
-        );
-        assert_eq!(tail, "refreshed: 0 / healed: 0");
-    }
-    assert!(fake.pipelines(PROJECT_ID).is_empty());
+    sweeps_leave_it_alone_twice(&fake);
 
     // A reviewer resolves it instead, the other thread stays open: still nothing moves.
-    fake.resolve(
-        PROJECT_ID,
-        fixtures::MR_IID,
-        &threads[0],
-        fixtures::AUTHOR_ID,
-        false,
-    );
-    fake.resolve(PROJECT_ID, fixtures::MR_IID, &threads[0], HUMAN_ID, true);
+    reviewer_resolves_instead(&fake, &threads[0]);
     assert_eq!(fake.mr(PROJECT_ID, fixtures::MR_IID).updated_at, updated);
     fake.reset_log();
     let (line, tail) = sweep_mr7(&fake);
