@@ -771,6 +771,16 @@ fn watched(serve: &Serve) -> Option<f64> {
     metric(&serve.metrics(), "assent_watched_mrs")
 }
 
+/// Waits up to `within` for serve to watch `count` merge requests at REVIEW; fails with its
+/// metrics when it does not.
+fn assert_watching(serve: &Serve, count: f64, within: Duration) {
+    assert!(
+        wait_until(within, || watched(serve) == Some(count)),
+        "not watching {count} MRs: {}",
+        serve.metrics()
+    );
+}
+
 fn delivery_with_secret(serve: &Serve, iid: u64) -> (u16, String) {
     serve.request(
         "POST",
@@ -800,11 +810,7 @@ fn one_of_several_threads_resolved_with_no_event_turns_green_by_the_recheck() {
         sandbox::REVIEWER_ID,
         "Why does the retention shrink? Keeping this open.",
     );
-    assert!(
-        wait_until(Duration::from_secs(5), || watched(&serve) == Some(1.0)),
-        "{}",
-        serve.metrics()
-    );
+    assert_watching(&serve, 1.0, Duration::from_secs(5));
     let hooks_before = w.fake.webhook_deliveries().len();
     reviewer_resolves(&w, &w.challenge());
     assert!(
@@ -838,11 +844,7 @@ fn one_of_several_threads_resolved_with_no_event_turns_green_by_the_recheck() {
         w.fake.runner_runs()
     );
     assert_eq!(w.decision(), "APPROVE");
-    assert!(
-        wait_until(Duration::from_secs(5), || watched(&serve) == Some(0.0)),
-        "{}",
-        serve.metrics()
-    );
+    assert_watching(&serve, 0.0, Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(900));
     assert_eq!(w.pipelines(), 1, "one pipeline per change of resolutions");
 }
@@ -859,7 +861,7 @@ fn an_mr_that_leaves_review_is_no_longer_rechecked() {
         sandbox::REVIEWER_ID,
         "looking",
     );
-    assert!(wait_until(Duration::from_secs(5), || watched(&serve) == Some(1.0)));
+    assert_watching(&serve, 1.0, Duration::from_secs(5));
     assert!(
         wait_until(Duration::from_secs(3), || metric(
             &serve.metrics(),
@@ -875,11 +877,7 @@ fn an_mr_that_leaves_review_is_no_longer_rechecked() {
         let pipelines = w.fake.pipelines(sandbox::PROJECT_ID);
         pipelines.len() == 1 && pipelines[0].status == "success"
     }));
-    assert!(
-        wait_until(Duration::from_secs(5), || watched(&serve) == Some(0.0)),
-        "{}",
-        serve.metrics()
-    );
+    assert_watching(&serve, 0.0, Duration::from_secs(5));
     w.fake.reset_log();
     std::thread::sleep(Duration::from_millis(800));
     assert_eq!(
@@ -911,7 +909,7 @@ fn past_max_watched_the_oldest_watched_mr_drops_out_and_is_counted() {
     w.fake.add_webhook(&serve.url(), SECRET);
     w.fake
         .post_note(sandbox::PROJECT_ID, 1, sandbox::REVIEWER_ID, "first");
-    assert!(wait_until(Duration::from_secs(5), || watched(&serve) == Some(1.0)));
+    assert_watching(&serve, 1.0, Duration::from_secs(5));
     w.fake
         .post_note(sandbox::PROJECT_ID, 2, sandbox::REVIEWER_ID, "second");
     assert!(
@@ -956,7 +954,7 @@ fn recheck_for_ends_the_watch_and_off_never_starts_it() {
         sandbox::REVIEWER_ID,
         "looking",
     );
-    assert!(wait_until(Duration::from_secs(5), || watched(&serve) == Some(1.0)));
+    assert_watching(&serve, 1.0, Duration::from_secs(5));
     assert!(
         wait_until(Duration::from_secs(4), || watched(&serve) == Some(0.0)),
         "expired 1 s after its last event: {}",
@@ -1208,7 +1206,7 @@ fn time_to_green() {
         sandbox::REVIEWER_ID,
         "Keeping this one open.",
     );
-    assert!(wait_until(Duration::from_secs(10), || watched(&serve) == Some(1.0)));
+    assert_watching(&serve, 1.0, Duration::from_secs(10));
     let resolved = Instant::now();
     reviewer_resolves(&w, &w.challenge());
     assert!(wait_until(Duration::from_secs(90), || w.pipelines() == 1));
