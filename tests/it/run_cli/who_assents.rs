@@ -83,17 +83,7 @@ fn an_edit_before_the_resolution_or_just_after_it_is_no_assent_either() {
         w.run(&[]).expect_code(1);
         let old = w.thread(RETENTION);
         w.push(NEW_SHA, &[("topics/orders.yaml", &orders(1))]);
-        let planned = w
-            .invocation()
-            .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
-            .args(&["--dry-run", "--format", "json"])
-            .run();
-        planned.expect_code(1);
-        let planned: Value = serde_json::from_str(&planned.stdout).unwrap();
-        let new_occurrence = planned["findings"][0]["occurrence"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let new_occurrence = planned_occurrence(&w, NEW_SHA);
         let old_body = old.notes[0].body.clone();
         let forged = old_body.replacen(
             marker_occurrence(&old_body).as_str().unwrap(),
@@ -159,17 +149,7 @@ fn a_resolved_thread_edited_with_the_bots_token_is_no_assent_to_the_new_change()
     // 30 → 1 now. The attacker learns the new occurrence (the algorithm is public; here
     // from a dry run, which writes nothing) and puts it into the old thread's marker.
     w.push(NEW_SHA, &[("topics/orders.yaml", &orders(1))]);
-    let planned = w
-        .invocation()
-        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", NEW_SHA)
-        .args(&["--dry-run", "--format", "json"])
-        .run();
-    planned.expect_code(1);
-    let planned: Value = serde_json::from_str(&planned.stdout).unwrap();
-    let new_occurrence = planned["findings"][0]["occurrence"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let new_occurrence = planned_occurrence(&w, NEW_SHA);
     let old_body = old.notes[0].body.clone();
     let old_occurrence = marker_occurrence(&old_body);
     let forged = old_body.replacen(old_occurrence.as_str().unwrap(), &new_occurrence, 1);
@@ -452,4 +432,20 @@ fn a_policy_can_require_a_minimum_role_to_assent() {
     let r = w.run(&["--fail-on", "review"]);
     r.expect_code(0);
     assert_eq!(r.receipt()["decision"], "APPROVE");
+}
+
+/// The occurrence the first finding would have at `sha`: what an attacker learns from a dry
+/// run (it writes nothing) before forging a marker.
+fn planned_occurrence(w: &World, sha: &str) -> String {
+    let planned = w
+        .invocation()
+        .env("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", sha)
+        .args(&["--dry-run", "--format", "json"])
+        .run();
+    planned.expect_code(1);
+    let planned: Value = serde_json::from_str(&planned.stdout).unwrap();
+    planned["findings"][0]["occurrence"]
+        .as_str()
+        .expect("a finding")
+        .to_owned()
 }
