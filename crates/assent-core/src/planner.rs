@@ -184,7 +184,8 @@ pub fn plan_reconciliation(
     }
     // A previous bot's summary cannot be edited by the token's user (only a note's author
     // may, `app/policies/note_policy.rb`), but any Developer may reply and resolve a
-    // discussion (a reply turns the plain note into a thread): the reply says it is
+    // discussion (a reply turns the plain note into a resolvable thread,
+    // `app/models/individual_note_discussion.rb`): the reply says it is
     // superseded, and the resolution keeps it from holding up the merge.
     for adopted in &inventory.adopted_summaries {
         if !adopted.superseded {
