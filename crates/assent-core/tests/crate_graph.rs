@@ -11,7 +11,9 @@ use std::path::Path;
 
 mod dependency_graph;
 
-use dependency_graph::{manifest_dependencies, transitive_dependencies, workspace_root};
+use dependency_graph::{
+    forbidden_in, manifest_dependencies, not_allowed, transitive_dependencies, workspace_root,
+};
 
 /// What the core may depend on directly: parsing, hashing, CEL, globbing, errors. Adding a
 /// crate here is an architecture decision; say why in the commit.
@@ -69,10 +71,7 @@ fn direct_dependencies() -> BTreeSet<String> {
 #[test]
 fn the_core_depends_only_on_the_allowed_crates() {
     let direct = direct_dependencies();
-    let unexpected: Vec<&String> = direct
-        .iter()
-        .filter(|d| !ALLOWED_DIRECT.contains(&d.as_str()))
-        .collect();
+    let unexpected = not_allowed(&direct, ALLOWED_DIRECT);
     assert!(
         unexpected.is_empty(),
         "assent-core depends on {unexpected:?}: the core is pure (no I/O, clock or randomness); \
@@ -91,10 +90,7 @@ fn nothing_below_the_core_does_io() {
         all.contains("unsafe-libyaml") && all.len() > 20,
         "the lock was read: {all:?}"
     );
-    let found: Vec<&&str> = FORBIDDEN_ANYWHERE
-        .iter()
-        .filter(|f| all.contains(**f))
-        .collect();
+    let found = forbidden_in(&all, FORBIDDEN_ANYWHERE);
     assert!(
         found.is_empty(),
         "assent-core pulls in {found:?} through its dependencies"
@@ -141,10 +137,7 @@ fn clippy_forbids_the_clock_the_environment_and_the_filesystem_in_the_core() {
 #[test]
 fn the_semantic_diff_depends_only_on_parsers() {
     let direct = manifest_dependencies(&workspace_root().join("crates/assent-semdiff/Cargo.toml"));
-    let unexpected: Vec<&String> = direct
-        .iter()
-        .filter(|d| !SEMDIFF_ALLOWED_DIRECT.contains(&d.as_str()))
-        .collect();
+    let unexpected = not_allowed(&direct, SEMDIFF_ALLOWED_DIRECT);
     assert!(
         unexpected.is_empty(),
         "assent-semdiff depends on {unexpected:?}: it is a leaf of parsers and serde"
@@ -154,10 +147,7 @@ fn the_semantic_diff_depends_only_on_parsers() {
         "the manifest was read: {direct:?}"
     );
     let all = transitive_dependencies(&direct);
-    let found: Vec<&&str> = FORBIDDEN_ANYWHERE
-        .iter()
-        .chain(["assent-core"].iter())
-        .filter(|f| all.contains(**f))
-        .collect();
+    let mut found = forbidden_in(&all, FORBIDDEN_ANYWHERE);
+    found.extend(forbidden_in(&all, &["assent-core"]));
     assert!(found.is_empty(), "assent-semdiff pulls in {found:?}");
 }

@@ -14,7 +14,9 @@ use std::path::Path;
 #[path = "../../assent-core/tests/dependency_graph/mod.rs"]
 mod dependency_graph;
 
-use dependency_graph::{manifest_dependencies, transitive_dependencies, workspace_root};
+use dependency_graph::{
+    forbidden_in, manifest_dependencies, not_allowed, transitive_dependencies, workspace_root,
+};
 
 /// What the engine may depend on directly: the core, the ports, serialisation, errors.
 /// Adding a crate here is an architecture decision; say why in the commit.
@@ -48,10 +50,7 @@ fn engine_dependencies() -> BTreeSet<String> {
 #[test]
 fn the_engine_depends_only_on_the_allowed_crates() {
     let direct = engine_dependencies();
-    let unexpected: Vec<&String> = direct
-        .iter()
-        .filter(|d| !ALLOWED_DIRECT.contains(&d.as_str()))
-        .collect();
+    let unexpected = not_allowed(&direct, ALLOWED_DIRECT);
     assert!(
         unexpected.is_empty(),
         "assent-engine depends on {unexpected:?}: the engine drives the ports and never knows \
@@ -70,10 +69,7 @@ fn nothing_below_the_engine_is_an_adapter_a_cli_a_runtime_or_a_server() {
         all.contains("assent-core") && all.contains("unsafe-libyaml") && all.len() > 20,
         "the lock was read: {all:?}"
     );
-    let found: Vec<&&str> = FORBIDDEN_ANYWHERE
-        .iter()
-        .filter(|f| all.contains(**f))
-        .collect();
+    let found = forbidden_in(&all, FORBIDDEN_ANYWHERE);
     assert!(
         found.is_empty(),
         "assent-engine pulls in {found:?} through its dependencies"

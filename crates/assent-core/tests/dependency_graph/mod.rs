@@ -94,3 +94,21 @@ pub fn transitive_dependencies(start: &BTreeSet<String>) -> BTreeSet<String> {
     }
     seen
 }
+
+/// The names of `dependencies` that `allowed` does not list.
+pub fn not_allowed<'a>(dependencies: &'a BTreeSet<String>, allowed: &[&str]) -> Vec<&'a str> {
+    dependencies
+        .iter()
+        .map(String::as_str)
+        .filter(|d| !allowed.contains(d))
+        .collect()
+}
+
+/// The names of `forbidden` that `closure` holds.
+pub fn forbidden_in<'a>(closure: &BTreeSet<String>, forbidden: &[&'a str]) -> Vec<&'a str> {
+    forbidden
+        .iter()
+        .copied()
+        .filter(|f| closure.contains(*f))
+        .collect()
+}
