@@ -18,8 +18,38 @@ fn a_stale_pipeline_writes_nothing() {
     let receipt = r.receipt();
     assert_refusal(&receipt, "stale-pipeline");
     assert_eq!(receipt["pins"]["sourceSha"], fixtures::HEAD_SHA);
+    assert_eq!(receipt["pins"]["targetSha"], fixtures::TARGET_SHA);
+    assert_eq!(receipt["pins"]["baseSha"], fixtures::BASE_SHA);
+    assert_eq!(receipt["pins"]["policyDigest"], "", "no policy was read");
     assert_key_order(r.receipt_text.as_deref().unwrap());
     r.assert_no_token();
+}
+
+/// A run refused at its start keeps every key of `pins`: a target the pipeline did not pin is
+/// `""` (nothing was read to learn it), the base is the MR's own diff base
+/// (docs/contract.md#receipt).
+#[test]
+fn a_stale_pipeline_that_pinned_no_target_writes_it_empty() {
+    let w = World::new(ASSENT);
+    w.fake.set_head(project(), mr(), NEW_SHA);
+    let r = w
+        .invocation()
+        .without("CI_MERGE_REQUEST_TARGET_BRANCH_SHA")
+        .without("CI_MERGE_REQUEST_DIFF_BASE_SHA")
+        .run();
+    r.expect_code(0);
+    let receipt = r.receipt();
+    assert_refusal(&receipt, "stale-pipeline");
+    assert_eq!(
+        receipt["pins"],
+        json!({
+            "sourceSha": fixtures::HEAD_SHA,
+            "targetSha": "",
+            "baseSha": fixtures::BASE_SHA,
+            "policyDigest": ""
+        })
+    );
+    assert_eq!(w.writes().len(), 0);
 }
 
 /// A SHA no diff version of the MR ever had as its head (`GET …/versions`,
