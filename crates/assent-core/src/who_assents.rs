@@ -28,7 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::inventory::{Inventory, ThreadArtifact};
-use crate::model::{ACTIVE_STATE, Account, Assenters, DesiredState, Effect, Role, UserRef};
+use crate::model::{ACTIVE_STATE, Account, Assenters, DesiredState, Effect, Role, Slot, UserRef};
 
 /// What the run knows about the people involved, read from the forge before deciding.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -264,6 +264,27 @@ fn account_counts(
     }
 }
 
+/// The resolvers of the bot threads in `inventory` whose slot is a desired challenge, each
+/// with its thread's slot: neither the bot nor the MR's author, whose resolutions never count.
+fn challenge_resolvers<'a>(
+    desired: &'a DesiredState,
+    inventory: &'a Inventory,
+    facts: &'a AssentFacts,
+) -> impl Iterator<Item = (&'a Slot, u64)> {
+    inventory
+        .threads
+        .iter()
+        .filter(|t| t.resolved)
+        .filter_map(move |t| {
+            let by = t.resolved_by.as_ref()?;
+            let finding = desired.get(&t.slot)?;
+            (finding.effect == Effect::Challenge
+                && by.id != facts.bot_id
+                && Some(by.id) != facts.author_id)
+                .then_some((&t.slot, by.id))
+        })
+}
+
 /// The resolvers whose accounts the run must read before deciding: resolvers of bot threads
 /// in `inventory` whose slot is a desired challenge, minus the author, the bot and those
 /// already in `facts`. One read per distinct resolver, whatever the number of threads.
@@ -272,19 +293,9 @@ pub fn accounts_to_read(
     inventory: &Inventory,
     facts: &AssentFacts,
 ) -> BTreeSet<u64> {
-    inventory
-        .threads
-        .iter()
-        .filter(|t| t.resolved)
-        .filter_map(|t| {
-            let by = t.resolved_by.as_ref()?;
-            let finding = desired.get(&t.slot)?;
-            (finding.effect == Effect::Challenge
-                && by.id != facts.bot_id
-                && Some(by.id) != facts.author_id
-                && !facts.accounts.contains_key(&by.id))
-            .then_some(by.id)
-        })
+    challenge_resolvers(desired, inventory, facts)
+        .map(|(_, id)| id)
+        .filter(|id| !facts.accounts.contains_key(id))
         .collect()
 }
 
@@ -296,23 +307,14 @@ pub fn roles_to_read(
     inventory: &Inventory,
     facts: &AssentFacts,
 ) -> BTreeSet<u64> {
-    inventory
-        .threads
-        .iter()
-        .filter(|t| t.resolved)
-        .filter_map(|t| {
-            let by = t.resolved_by.as_ref()?;
-            let finding = desired.get(&t.slot)?;
-            let needs_role = finding.effect == Effect::Challenge
-                && desired
-                    .assenters_of(&t.slot.rule)
-                    .is_some_and(|a| a.min_role.is_some());
-            (needs_role
-                && by.id != facts.bot_id
-                && Some(by.id) != facts.author_id
-                && !facts.roles.contains_key(&by.id))
-            .then_some(by.id)
+    challenge_resolvers(desired, inventory, facts)
+        .filter(|(slot, _)| {
+            desired
+                .assenters_of(&slot.rule)
+                .is_some_and(|a| a.min_role.is_some())
         })
+        .map(|(_, id)| id)
+        .filter(|id| !facts.roles.contains_key(id))
         .collect()
 }
 
