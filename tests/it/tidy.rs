@@ -1236,26 +1236,32 @@ fn import_circles(root: &Path) -> Vec<String> {
 #[test]
 fn no_import_circle_between_modules() {
     let found = import_circles(&workspace_root());
-    let allowed: BTreeSet<&str> = ALLOWED_CIRCLES.iter().map(|(circle, _)| *circle).collect();
-    let new: Vec<&String> = found
-        .iter()
-        .filter(|c| !allowed.contains(c.as_str()))
-        .collect();
-    let gone: Vec<&&str> = allowed
-        .iter()
-        .filter(|c| !found.iter().any(|f| f == **c))
-        .collect();
+    let allowed: Vec<&str> = ALLOWED_CIRCLES.iter().map(|(circle, _)| *circle).collect();
+    let (new, gone) = against_allowlist(&found, &allowed);
     assert!(
         new.is_empty() && gone.is_empty(),
         "import circles between modules (move the shared definition down to its natural home, \
          a small vocabulary module where none fits):\n{}\nallowed circles that are gone (drop \
          them from ALLOWED_CIRCLES):\n{}",
-        new.iter()
-            .map(|c| c.as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        gone.iter().map(|c| **c).collect::<Vec<_>>().join("\n"),
+        new.join("\n"),
+        gone.join("\n"),
     );
+}
+
+/// What `found` holds that `allowed` does not list (new findings), and what `allowed` lists
+/// that is no longer found (an allowlist entry to drop).
+fn against_allowlist<'a>(found: &'a [String], allowed: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
+    let new = found
+        .iter()
+        .map(String::as_str)
+        .filter(|f| !allowed.contains(f))
+        .collect();
+    let gone = allowed
+        .iter()
+        .copied()
+        .filter(|a| !found.iter().any(|f| f == a))
+        .collect();
+    (new, gone)
 }
 
 #[test]
@@ -1348,25 +1354,19 @@ fn text_shas(files: &[(String, String)]) -> Vec<String> {
 fn below_the_edges_a_commit_sha_is_a_commit_sha() {
     let root = workspace_root();
     let files = rust_sources(&root, TYPED_SHA_ROOTS);
-    let allowed: BTreeSet<String> = TEXT_SHAS
+    let allowed: Vec<String> = TEXT_SHAS
         .iter()
         .map(|(file, name)| format!("{file}: {name}"))
         .collect();
+    let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
     let found = text_shas(&files);
-    let new: Vec<&String> = found.iter().filter(|f| !allowed.contains(*f)).collect();
-    let gone: Vec<&String> = allowed.iter().filter(|a| !found.contains(a)).collect();
+    let (new, gone) = against_allowlist(&found, &allowed);
     assert!(
         new.is_empty() && gone.is_empty(),
         "commit SHAs held as text (take or hold a CommitSha, parsed where the text arrives):\n{}\n\
          text SHAs that are gone (drop them from TEXT_SHAS):\n{}",
-        new.iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        gone.iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
+        new.join("\n"),
+        gone.join("\n"),
     );
 }
 
