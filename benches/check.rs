@@ -31,7 +31,7 @@ mod common;
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use assent_test_support::git_repo::GitRepo;
@@ -75,10 +75,12 @@ fn options() -> Options {
 
 /// Runs `assent check ARGS` in `repo`; panics unless it exits 0 or 1 (a verdict).
 fn run_check(repo: &GitRepo, bin: &Path, args: &[&str]) -> Output {
-    let mut command = Command::new(bin);
-    command.arg("check").args(args).current_dir(repo.dir());
-    repo.env(&mut command);
-    let out = command.output().expect("assent runs");
+    let out = repo
+        .command_in(repo.dir(), bin)
+        .arg("check")
+        .args(args)
+        .output()
+        .expect("assent runs");
     assert!(
         matches!(out.status.code(), Some(0 | 1)),
         "assent check {args:?}: {}",

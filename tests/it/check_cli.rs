@@ -66,10 +66,11 @@ impl Repo {
     }
 
     fn check_in(&self, dir: &Path, args: &[&str]) -> Output {
-        let mut command = Command::new(ASSENT);
-        command.arg("check").args(args).current_dir(dir);
-        self.env(&mut command);
-        command.output().expect("assent runs")
+        self.command_in(dir, ASSENT)
+            .arg("check")
+            .args(args)
+            .output()
+            .expect("assent runs")
     }
 
     fn check(&self, args: &[&str]) -> Output {
@@ -267,16 +268,7 @@ fn the_default_base_is_the_merge_base_with_the_upstream() {
     let origin = Repo::new();
     let (base, head) = registry_with_shrink();
     let base_sha = origin.commit_tree(&base, "base");
-    let clone = origin.home().join("clone");
-    origin.git_in(
-        origin.home(),
-        &[
-            "clone",
-            "-q",
-            origin.dir().to_str().unwrap(),
-            clone.to_str().unwrap(),
-        ],
-    );
+    let clone = origin.clone_into_home("clone");
     std::fs::write(
         clone.join("topics/orders.yaml"),
         &head["topics/orders.yaml"],
@@ -518,16 +510,7 @@ fn a_rule_reading_a_field_of_mr_check_was_not_given_is_named_never_silently_fals
 fn the_branches_come_from_git_the_target_from_origin_head_when_the_upstream_is_the_branch_itself() {
     let origin = gated_repo();
     origin.git(&["checkout", "-q", "main"]);
-    let clone = origin.home().join("clone");
-    origin.git_in(
-        origin.home(),
-        &[
-            "clone",
-            "-q",
-            origin.dir().to_str().unwrap(),
-            clone.to_str().unwrap(),
-        ],
-    );
+    let clone = origin.clone_into_home("clone");
     // A feature branch pushed with -u: its upstream is origin/feature, no target.
     origin.git_in(&clone, &["checkout", "-q", "feature"]);
     let out = origin.check_in(
@@ -1268,16 +1251,15 @@ fn pre_commit_try_repo_runs_the_hooks_in_an_authors_checkout() {
     repo.git(&["remote", "set-head", "origin", "main"]);
 
     let try_repo = |hook: &str, stage: &str| -> (i32, String) {
-        let mut command = Command::new(&python);
-        command
+        let out = repo
+            .command_in(repo.dir(), &python)
             .args(["-m", "pre_commit", "try-repo"])
             .arg(hooks_repo)
             .args([hook, "--all-files", "--verbose", "--hook-stage", stage])
-            .current_dir(repo.dir())
             .env("PATH", &path)
-            .env("PRE_COMMIT_HOME", repo.home().join("pre-commit-cache"));
-        repo.env(&mut command);
-        let out = command.output().expect("pre-commit runs");
+            .env("PRE_COMMIT_HOME", repo.home().join("pre-commit-cache"))
+            .output()
+            .expect("pre-commit runs");
         let text = format!("{}{}", stdout(&out), stderr(&out));
         assert!(
             !text.contains("No module named pre_commit"),

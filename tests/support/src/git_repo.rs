@@ -2,6 +2,7 @@
 //! system or global config, `HOME` and `XDG_CONFIG_HOME` inside the folder. `assent check`'s
 //! tests and benchmark build the checkouts they judge with it.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -36,23 +37,27 @@ impl GitRepo {
         self.home.path()
     }
 
-    /// Gives `command` the repository's isolated environment (for git, or for a program
-    /// that runs git, such as `assent check`).
-    pub fn env(&self, command: &mut Command) {
+    /// `program`, to run in `dir` with the repository's isolated environment: git itself, or
+    /// a program that runs git, such as `assent check`.
+    pub fn command_in(&self, dir: &Path, program: impl AsRef<OsStr>) -> Command {
+        let mut command = Command::new(program);
         command
+            .current_dir(dir)
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("HOME", self.home.path())
             .env("XDG_CONFIG_HOME", self.home.path())
             .env("GIT_CONFIG_GLOBAL", self.home.path().join("gitconfig"));
+        command
     }
 
     /// Runs git in `dir` with the isolated environment; its trimmed stdout. Panics when git
     /// fails, with what it said.
     pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
-        let mut command = Command::new("git");
-        command.arg("-C").arg(dir).args(args);
-        self.env(&mut command);
-        let out = command.output().expect("git runs");
+        let out = self
+            .command_in(dir, "git")
+            .args(args)
+            .output()
+            .expect("git runs");
         assert!(
             out.status.success(),
             "git {args:?}: {}",
@@ -74,6 +79,17 @@ impl GitRepo {
         let file = self.dir.join(path);
         std::fs::create_dir_all(file.parent().expect("a path in the tree")).expect("folders");
         std::fs::write(file, content).expect("write");
+    }
+
+    /// Clones the repository into `name` beside it (in its home); the clone's working tree.
+    pub fn clone_into_home(&self, name: &str) -> PathBuf {
+        let clone = self.home().join(name);
+        let source = self.dir.to_str().expect("a UTF-8 path");
+        self.git_in(
+            self.home(),
+            &["clone", "-q", source, clone.to_str().expect("a UTF-8 path")],
+        );
+        clone
     }
 
     /// Commits everything in the working tree; the new commit's SHA.
