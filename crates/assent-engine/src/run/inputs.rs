@@ -814,6 +814,15 @@ mod tests {
 
     const POLICY: &str = "apiVersion: assent/v1\nkind: Policy\nidentities:\n  \"topics/*.yaml\": { \"/topics\": name }\nrules:\n  - id: retention-shrink\n    match:\n      files: [\"topics/*.yaml\"]\n      pointer: \"/topics/*/retention_days\"\n      kinds: [modify]\n    when: \"int(new) < int(old)\"\n    effect: challenge\n";
 
+    /// The (rule, subject) of each desired finding, in order.
+    fn slots(out: &crate::core::desired_state::DesiredOutcome) -> Vec<(&str, &str)> {
+        out.desired
+            .findings
+            .iter()
+            .map(|f| (f.slot.rule.as_str(), f.slot.subject.as_str()))
+            .collect()
+    }
+
     fn pins() -> PinnedCommits {
         PinnedCommits {
             target_sha: TARGET.clone(),
@@ -1155,14 +1164,8 @@ mod tests {
         assert!(matches!(&files[1].source, FileContent::Unreadable(r) if r.contains("HTTP 403")));
         assert_eq!(files[0].source, FileContent::Present(topic(7)));
         let out = compute_desired_state(inputs);
-        let slots: Vec<(&str, &str)> = out
-            .desired
-            .findings
-            .iter()
-            .map(|f| (f.slot.rule.as_str(), f.slot.subject.as_str()))
-            .collect();
         assert_eq!(
-            slots,
+            slots(&out),
             vec![
                 (RULE_UNDECIDABLE, "topics/new.yaml#"),
                 (
@@ -1383,14 +1386,8 @@ mod tests {
         assert!(unreadable(&files[1].source).contains("submodule (mode 160000)"));
         assert!(unreadable(&files[2].source).contains("Git LFS pointer"));
         let out = compute_desired_state(inputs);
-        let subjects: Vec<(&str, &str)> = out
-            .desired
-            .findings
-            .iter()
-            .map(|f| (f.slot.rule.as_str(), f.slot.subject.as_str()))
-            .collect();
         assert_eq!(
-            subjects,
+            slots(&out),
             [
                 (RULE_UNDECIDABLE, "topics/lfs.yaml#"),
                 (RULE_UNDECIDABLE, "topics/orders.yaml#"),
