@@ -11,13 +11,6 @@ pub fn is_commit_sha(text: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// Reads a commit SHA given by a user or CI variable: surrounding case is normalized to
-/// GitLab's lowercase; `None` when it is not 40 or 64 hex digits.
-pub fn parse_commit_sha(text: &str) -> Option<String> {
-    let lower = text.to_ascii_lowercase();
-    is_commit_sha(&lower).then_some(lower)
-}
-
 /// A commit SHA known to be in GitLab's form (40 or 64 lowercase hex digits).
 ///
 /// Constructed only by [`CommitSha::parse`], so holding one is proof the text was checked:
@@ -39,11 +32,14 @@ impl CommitSha {
     /// Reads a commit SHA: surrounding case is normalised to GitLab's lowercase; refused
     /// when it is not 40 or 64 hex digits.
     pub fn parse(text: &str) -> Result<CommitSha, NotACommitSha> {
-        parse_commit_sha(text)
-            .map(CommitSha)
-            .ok_or_else(|| NotACommitSha {
+        let lower = text.to_ascii_lowercase();
+        if is_commit_sha(&lower) {
+            Ok(CommitSha(lower))
+        } else {
+            Err(NotACommitSha {
                 text: text.to_owned(),
             })
+        }
     }
 
     /// The SHA as GitLab spells it (lowercase hex).
@@ -177,10 +173,11 @@ mod tests {
 
     #[test]
     fn parsing_lowercases_and_refuses_other_lengths() {
-        assert_eq!(parse_commit_sha(&"AB".repeat(32)), Some("ab".repeat(32)));
-        assert_eq!(parse_commit_sha(&"ab".repeat(20)), Some("ab".repeat(20)));
-        assert_eq!(parse_commit_sha("abc123"), None);
-        assert_eq!(parse_commit_sha(&"é".repeat(20)), None);
+        let parsed = |text: &str| CommitSha::parse(text).ok().map(|sha| sha.to_string());
+        assert_eq!(parsed(&"AB".repeat(32)), Some("ab".repeat(32)));
+        assert_eq!(parsed(&"ab".repeat(20)), Some("ab".repeat(20)));
+        assert_eq!(parsed("abc123"), None);
+        assert_eq!(parsed(&"é".repeat(20)), None);
     }
 
     #[test]
